@@ -1,0 +1,32 @@
+# Cairn — the two commands are `make dev` and `make test`; everything else is a helper.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: dev test lint typecheck clean
+
+# Re-install only when the dependency list changes.
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Cairn needs Python 3.11+, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	@touch $(STAMP)
+
+# The local stack: embedded Postgres (data under .cairn/), migrations, API on 127.0.0.1:8283.
+dev: $(STAMP)
+	$(PY) -m cairn.local
+
+# The whole suite on a fresh embedded Postgres (or $$DATABASE_URL). Exit status is pytest's.
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

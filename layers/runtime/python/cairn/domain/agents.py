@@ -1,0 +1,90 @@
+"""Agents (reference §1): the whole state of one memory agent."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from zoneinfo import available_timezones
+
+from pydantic import Field, field_validator
+
+from cairn.domain.base import DomainModel, utc_now
+from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig
+from cairn.domain.ids import AgentId, OrgId, new_id
+from cairn.domain.tool_rules import ToolRule
+
+AgentType = Literal[
+    "memgpt_agent",
+    "memgpt_v2_agent",
+    "letta_v1_agent",
+    "react_agent",
+    "workflow_agent",
+    "split_thread_agent",
+    "sleeptime_agent",
+    "voice_convo_agent",
+    "voice_sleeptime_agent",
+]
+
+StopReason = Literal[
+    "end_turn",
+    "error",
+    "llm_api_error",
+    "invalid_llm_response",
+    "invalid_tool_call",
+    "max_steps",
+    "max_tokens_exceeded",
+    "no_tool_call",
+    "tool_rule",
+    "cancelled",
+    "requires_approval",
+    "context_window_overflow_in_system_prompt",
+]
+
+_TIMEZONES: frozenset[str] | None = None
+
+
+def check_timezone(name: str) -> str:
+    global _TIMEZONES
+    if _TIMEZONES is None:
+        _TIMEZONES = frozenset(available_timezones()) | {"UTC"}
+    if name not in _TIMEZONES:
+        raise ValueError(f"unknown timezone {name!r}: use an IANA name such as 'Europe/Paris'")
+    return name
+
+
+class Agent(DomainModel):
+    id: AgentId = Field(default_factory=lambda: new_id("agent"))
+    organization_id: OrgId
+    name: str = Field(min_length=1, max_length=200)
+    description: str | None = None
+    agent_type: AgentType = "letta_v1_agent"
+    system: str = ""
+    # The in-context window; [0] is always the system message.
+    message_ids: list[str] = Field(default_factory=list)
+    llm_config: LLMConfig
+    embedding_config: EmbeddingConfig | None = None
+    compaction_settings: CompactionSettings | None = None
+    tool_rules: list[ToolRule] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timezone: str = "UTC"
+    max_files_open: int | None = Field(default=None, ge=1)
+    per_file_view_window_char_limit: int | None = Field(default=None, ge=1)
+    enable_sleeptime: bool = False
+    message_buffer_autoclear: bool = False
+    hidden: bool = False
+    project_id: str | None = None
+    last_run_completion: datetime | None = None
+    last_run_duration_ms: int | None = None
+    last_stop_reason: StopReason | None = None
+    created_by_id: str | None = None
+    last_updated_by_id: str | None = None
+    # Optimistic concurrency: every checkpoint bumps it and names the one it started from.
+    version: int = 1
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        return check_timezone(value)

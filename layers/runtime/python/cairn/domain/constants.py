@@ -1,0 +1,21 @@
+"""Letta's constants (reference §11) that Cairn keeps so agents behave the same."""
+
+CORE_MEMORY_BLOCK_CHAR_LIMIT = 20_000
+TOOL_RETURN_CHAR_LIMIT = 50_000
+TOOL_RETURN_PER_REQUEST_CHAR_LIMIT = 5_000
+RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE = 5
+MAX_EMBEDDING_DIM = 4_096
+DEFAULT_EMBEDDING_DIM = 1_024
+DEFAULT_MAX_STEPS = 50
+DEFAULT_MAX_FILES_OPEN = 5
+SOURCE_CHAR_LIMIT = 50_000
+DEFAULT_CONTEXT_WINDOW = 32_000
+MIN_CONTEXT_WINDOW = 4_096
+
+MAX_TOOL_NAME_LENGTH = 48
+MAX_TOOL_CALL_ID_LENGTH = 29
+MAX_BLOCK_LABEL_LENGTH = 100
+# Labels become XML-ish tag names in the system prompt and `/memories/<label>` paths, so they
+# must not carry whitespace or markup. The database enforces the same pattern.
+BLOCK_LABEL_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$"
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_\-]+$"

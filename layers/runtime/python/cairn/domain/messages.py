@@ -1,0 +1,133 @@
+"""Messages (reference §1): immutable rows; every one is kept as recall memory."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from cairn.domain.base import DomainModel, utc_now
+from cairn.domain.constants import MAX_TOOL_CALL_ID_LENGTH
+from cairn.domain.ids import AgentId, MessageId, OrgId, new_id
+
+Role = Literal["system", "user", "assistant", "tool", "approval"]
+
+
+class TextContent(BaseModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageContent(BaseModel):
+    type: Literal["image"] = "image"
+    source: dict[str, Any]
+
+
+class ReasoningContent(BaseModel):
+    type: Literal["reasoning"] = "reasoning"
+    reasoning: str
+    is_native: bool = False
+    # Anthropic's extended thinking must be sent back with its signature, so it is kept.
+    signature: str | None = None
+
+
+class RedactedReasoningContent(BaseModel):
+    type: Literal["redacted_reasoning"] = "redacted_reasoning"
+    data: str
+
+
+class OmittedReasoningContent(BaseModel):
+    type: Literal["omitted_reasoning"] = "omitted_reasoning"
+
+
+ContentPart = Annotated[
+    TextContent
+    | ImageContent
+    | ReasoningContent
+    | RedactedReasoningContent
+    | OmittedReasoningContent,
+    Field(discriminator="type"),
+]
+
+
+class FunctionCall(BaseModel):
+    name: str
+    arguments: str  # a JSON string, as OpenAI sends it
+
+
+class ToolCall(BaseModel):
+    id: str = Field(min_length=1, max_length=MAX_TOOL_CALL_ID_LENGTH)
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class ToolReturn(BaseModel):
+    tool_call_id: str
+    status: Literal["success", "error"]
+    func_response: str | None = None
+    stdout: list[str] | None = None
+    stderr: list[str] | None = None
+
+
+class ApprovalDecision(BaseModel):
+    """One answer inside an approval response: approve/deny, or a client-side tool result."""
+
+    type: Literal["approval", "tool"] = "approval"
+    tool_call_id: str
+    approve: bool | None = None
+    reason: str | None = None
+    tool_return: str | None = None
+    status: Literal["success", "error"] | None = None
+    stdout: list[str] | None = None
+    stderr: list[str] | None = None
+
+
+class Message(DomainModel):
+    id: MessageId = Field(default_factory=lambda: new_id("message"))
+    organization_id: OrgId
+    agent_id: AgentId
+    role: Role
+    content: list[ContentPart] = Field(default_factory=list)
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    tool_returns: list[ToolReturn] | None = None
+    name: str | None = None
+    step_id: str | None = None
+    run_id: str | None = None
+    group_id: str | None = None
+    sender_id: str | None = None
+    otid: str | None = None
+    batch_item_id: str | None = None
+    is_err: bool = False
+    model: str | None = None
+    approvals: list[ApprovalDecision] | None = None
+    approve: bool | None = None
+    approval_request_id: str | None = None
+    denial_reason: str | None = None
+    created_by_id: str | None = None
+    created_at: datetime = Field(default_factory=utc_now)
+    # Assigned by the database on insert; monotonic per agent because an agent's writes are
+    # serialised (see store/messages.py).
+    sequence_id: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text for p in self.content if isinstance(p, TextContent))
+
+    def search_text(self) -> str:
+        """What recall search matches: the text a person would read, not the plumbing.
+
+        An assistant's `send_message` call is searchable by its message argument.
+        """
+        parts = [self.text] if self.text else []
+        for call in self.tool_calls or ():
+            if call.function.name == "send_message":
+                try:
+                    message = json.loads(call.function.arguments).get("message")
+                except (ValueError, AttributeError):
+                    message = None
+                if isinstance(message, str):
+                    parts.append(message)
+        return "\n".join(parts)

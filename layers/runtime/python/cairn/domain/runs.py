@@ -1,0 +1,113 @@
+"""Runs (one agent turn), steps (one LLM call each), the step journal and the outbox."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from cairn.domain.agents import StopReason
+from cairn.domain.base import DomainModel, utc_now
+from cairn.domain.ids import AgentId, OrgId, RunId, StepId, new_id
+
+RunStatus = Literal["created", "running", "completed", "failed", "cancelled"]
+TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+StepKind = Literal["llm", "compaction", "approval"]
+StepStatus = Literal["success", "failed", "cancelled"]
+
+
+def run_status_for(stop_reason: StopReason) -> RunStatus:
+    """Letta's mapping from a stop reason to the run's final status."""
+    if stop_reason in ("end_turn", "max_steps", "tool_rule", "requires_approval"):
+        return "completed"
+    if stop_reason == "cancelled":
+        return "cancelled"
+    return "failed"
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    step_count: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class Run(DomainModel):
+    id: RunId = Field(default_factory=lambda: new_id("run"))
+    organization_id: OrgId
+    agent_id: AgentId
+    status: RunStatus = "created"
+    stop_reason: StopReason | None = None
+    background: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    request_config: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    error: dict[str, Any] | None = None
+    callback_url: str | None = None
+    callback_sent_at: datetime | None = None
+    callback_status_code: int | None = None
+    callback_error: str | None = None
+    # The Step Functions task token of an approval wait, so the approval API can answer it.
+    approval_task_token: str | None = None
+    ttft_ns: int | None = None
+    total_duration_ns: int | None = None
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)
+    completed_at: datetime | None = None
+
+
+class Step(DomainModel):
+    id: StepId = Field(default_factory=lambda: new_id("step"))
+    organization_id: OrgId
+    run_id: RunId
+    agent_id: AgentId
+    step_index: int = Field(ge=0)
+    kind: StepKind = "llm"
+    status: StepStatus = "success"
+    stop_reason: StopReason | None = None
+    provider_name: str | None = None
+    model: str | None = None
+    model_endpoint: str | None = None
+    context_window_limit: int | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    error: dict[str, Any] | None = None
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utc_now)
+
+
+class JournalEntry(DomainModel):
+    """Something a step must not redo on retry (an LLM response, a tool's result)."""
+
+    organization_id: OrgId
+    run_id: RunId
+    step_index: int = Field(ge=0)
+    key: str = Field(min_length=1)  # "llm", or "tool:<tool_call_id>"
+    payload: dict[str, Any]
+    created_at: datetime = Field(default_factory=utc_now)
+
+
+OutboxKind = Literal["step", "approval_wait", "sleeptime", "embed"]
+
+
+class OutboxCommand(DomainModel):
+    """A continuation written in a checkpoint and published after commit."""
+
+    id: int | None = None
+    organization_id: OrgId
+    agent_id: AgentId
+    run_id: RunId | None = None
+    kind: OutboxKind
+    payload: dict[str, Any] = Field(default_factory=dict)
+    # Natural key (e.g. "run-…:3"): writing the same command twice is a no-op.
+    dedup_key: str = Field(min_length=1)
+    created_at: datetime = Field(default_factory=utc_now)
+    sent_at: datetime | None = None
+    attempts: int = 0
+    last_error: str | None = None

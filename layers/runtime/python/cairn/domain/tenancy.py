@@ -1,0 +1,48 @@
+"""Organizations, users and API keys. Keys are stored only as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+
+from pydantic import Field
+
+from cairn.domain.base import DomainModel, utc_now
+from cairn.domain.ids import OrgId, UserId, new_id
+
+API_KEY_PREFIX = "sk-cairn-"
+
+
+class Organization(DomainModel):
+    id: OrgId = Field(default_factory=lambda: new_id("org"))
+    name: str = Field(min_length=1, max_length=200)
+    created_at: datetime = Field(default_factory=utc_now)
+
+
+class User(DomainModel):
+    id: UserId = Field(default_factory=lambda: new_id("user"))
+    organization_id: OrgId
+    name: str = Field(min_length=1, max_length=200)
+    created_at: datetime = Field(default_factory=utc_now)
+
+
+class ApiKey(DomainModel):
+    id: str = Field(default_factory=lambda: new_id("apikey"))
+    organization_id: OrgId
+    user_id: UserId
+    name: str = ""
+    # The first characters of the key, so a person can tell keys apart without the secret.
+    key_prefix: str
+    created_at: datetime = Field(default_factory=utc_now)
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
+def generate_api_key() -> str:
+    # 32 random bytes: a fast hash is enough for a key with this much entropy (no bcrypt needed).
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_api_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()

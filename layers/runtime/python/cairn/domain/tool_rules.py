@@ -1,0 +1,77 @@
+"""The nine tool-rule types of Letta (reference §6), discriminated by `type`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+
+class _Rule(BaseModel):
+    tool_name: str = Field(min_length=1)
+    prompt_template: str | None = None
+
+
+class InitToolRule(_Rule):
+    type: Literal["run_first"] = "run_first"
+    args: dict[str, Any] | None = None
+
+
+class TerminalToolRule(_Rule):
+    type: Literal["exit_loop"] = "exit_loop"
+
+
+class ContinueToolRule(_Rule):
+    type: Literal["continue_loop"] = "continue_loop"
+
+
+class ChildArgNode(BaseModel):
+    name: str
+    args: dict[str, Any] | None = None
+
+
+class ChildToolRule(_Rule):
+    type: Literal["constrain_child_tools"] = "constrain_child_tools"
+    children: list[str]
+    child_arg_nodes: list[ChildArgNode] | None = None
+
+
+class ConditionalToolRule(_Rule):
+    type: Literal["conditional"] = "conditional"
+    child_output_mapping: dict[str, str]
+    default_child: str | None = None
+    require_output_mapping: bool = False
+
+
+class MaxCountPerStepToolRule(_Rule):
+    type: Literal["max_count_per_step"] = "max_count_per_step"
+    max_count_limit: int = Field(ge=1)
+
+
+class ParentToolRule(_Rule):
+    type: Literal["parent_last_tool"] = "parent_last_tool"
+    children: list[str]
+
+
+class RequiredBeforeExitToolRule(_Rule):
+    type: Literal["required_before_exit"] = "required_before_exit"
+
+
+class RequiresApprovalToolRule(_Rule):
+    type: Literal["requires_approval"] = "requires_approval"
+
+
+ToolRule = Annotated[
+    InitToolRule
+    | TerminalToolRule
+    | ContinueToolRule
+    | ChildToolRule
+    | ConditionalToolRule
+    | MaxCountPerStepToolRule
+    | ParentToolRule
+    | RequiredBeforeExitToolRule
+    | RequiresApprovalToolRule,
+    Field(discriminator="type"),
+]
+
+tool_rules_adapter: TypeAdapter[list[ToolRule]] = TypeAdapter(list[ToolRule])

@@ -1,0 +1,10 @@
+"""Postgres persistence: one module of plain SQL per aggregate, all scoped by organization.
+
+Repository functions take a connection first, so several of them can share one transaction
+(the step's checkpoint is one).
+"""
+
+from cairn.store.db import Connection, Database
+from cairn.store.migrate import apply_migrations
+
+__all__ = ["Connection", "Database", "apply_migrations"]

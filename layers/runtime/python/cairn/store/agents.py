@@ -1,0 +1,111 @@
+"""Agents. Every write names the version it read: a stale writer gets VersionConflictError."""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from cairn.domain.agents import Agent
+from cairn.errors import VersionConflictError
+from cairn.store.db import Connection
+from cairn.store.rows import Order, from_row, keyset, to_params
+
+_AGENT_JSON = ("llm_config", "embedding_config", "compaction_settings", "tool_rules", "metadata")
+
+INSERT_AGENT = """
+INSERT INTO agents (id, organization_id, name, description, agent_type, system, message_ids,
+                    llm_config, embedding_config, compaction_settings, tool_rules, tags, metadata,
+                    timezone, max_files_open, per_file_view_window_char_limit, enable_sleeptime,
+                    message_buffer_autoclear, hidden, project_id, created_by_id,
+                    last_updated_by_id, version, created_at, updated_at)
+VALUES (%(id)s, %(organization_id)s, %(name)s, %(description)s, %(agent_type)s, %(system)s,
+        %(message_ids)s, %(llm_config)s, %(embedding_config)s, %(compaction_settings)s,
+        %(tool_rules)s, %(tags)s, %(metadata)s, %(timezone)s, %(max_files_open)s,
+        %(per_file_view_window_char_limit)s, %(enable_sleeptime)s, %(message_buffer_autoclear)s,
+        %(hidden)s, %(project_id)s, %(created_by_id)s, %(last_updated_by_id)s, 1,
+        %(created_at)s, %(updated_at)s)
+RETURNING *
+"""
+
+UPDATE_AGENT = """
+UPDATE agents SET
+    name = %(name)s, description = %(description)s, agent_type = %(agent_type)s,
+    system = %(system)s, message_ids = %(message_ids)s, llm_config = %(llm_config)s,
+    embedding_config = %(embedding_config)s, compaction_settings = %(compaction_settings)s,
+    tool_rules = %(tool_rules)s, tags = %(tags)s, metadata = %(metadata)s,
+    timezone = %(timezone)s, max_files_open = %(max_files_open)s,
+    per_file_view_window_char_limit = %(per_file_view_window_char_limit)s,
+    enable_sleeptime = %(enable_sleeptime)s,
+    message_buffer_autoclear = %(message_buffer_autoclear)s, hidden = %(hidden)s,
+    last_run_completion = %(last_run_completion)s,
+    last_run_duration_ms = %(last_run_duration_ms)s, last_stop_reason = %(last_stop_reason)s,
+    last_updated_by_id = %(last_updated_by_id)s, version = version + 1, updated_at = now()
+WHERE organization_id = %(organization_id)s AND id = %(id)s AND version = %(expected_version)s
+RETURNING *
+"""
+
+SELECT_AGENT = "SELECT * FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
+# Serialises writers of one agent inside a transaction (history capture, checkpoints).
+LOCK_AGENT = SELECT_AGENT + " FOR UPDATE"
+DELETE_AGENT = "DELETE FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
+
+LIST_AGENTS = """
+SELECT * FROM agents
+WHERE organization_id = {org} AND NOT hidden
+  AND ({name}::text IS NULL OR name = {name})
+  AND ({query_text}::text IS NULL OR name ILIKE '%' || {query_text} || '%')
+  AND ({tags}::text[] IS NULL OR (CASE WHEN {match_all} THEN tags @> {tags} ELSE tags && {tags} END))
+  AND {cursor}
+ORDER BY {order_by} LIMIT {limit}
+"""
+
+
+def create(conn: Connection, agent: Agent) -> Agent:
+    row = conn.execute(INSERT_AGENT, to_params(agent, json_fields=_AGENT_JSON)).fetchone()
+    return Agent.model_validate(row)
+
+
+def get(conn: Connection, org_id: str, agent_id: str, *, for_update: bool = False) -> Agent | None:
+    query = LOCK_AGENT if for_update else SELECT_AGENT
+    return from_row(Agent, conn.execute(query, {"org": org_id, "id": agent_id}).fetchone())
+
+
+def update(conn: Connection, agent: Agent, *, expected_version: int) -> Agent:
+    """Write every mutable field of `agent` if the stored version is still `expected_version`."""
+    params = {**to_params(agent, json_fields=_AGENT_JSON), "expected_version": expected_version}
+    row = conn.execute(UPDATE_AGENT, params).fetchone()
+    if row is None:
+        raise VersionConflictError(
+            f"Agent {agent.id} changed since version {expected_version} was read"
+        )
+    return Agent.model_validate(row)
+
+
+def delete(conn: Connection, org_id: str, agent_id: str) -> bool:
+    return conn.execute(DELETE_AGENT, {"org": org_id, "id": agent_id}).rowcount == 1
+
+
+def list_agents(
+    conn: Connection,
+    org_id: str,
+    *,
+    name: str | None = None,
+    query_text: str | None = None,
+    tags: list[str] | None = None,
+    match_all_tags: bool = False,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: Order = "desc",
+) -> list[Agent]:
+    cursor, order_by = keyset("agents", order=order, after=after, before=before)
+    query = sql.SQL(LIST_AGENTS).format(
+        org=sql.Literal(org_id),
+        name=sql.Literal(name),
+        query_text=sql.Literal(query_text),
+        tags=sql.Literal(tags or None),
+        match_all=sql.Literal(match_all_tags),
+        cursor=cursor,
+        order_by=order_by,
+        limit=sql.Literal(limit),
+    )
+    return [Agent.model_validate(r) for r in conn.execute(query).fetchall()]

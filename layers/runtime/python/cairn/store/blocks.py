@@ -1,0 +1,188 @@
+"""Core-memory blocks, their history, and which agents they are attached to."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from cairn.domain.blocks import Block, BlockHistoryEntry
+from cairn.errors import VersionConflictError
+from cairn.store.db import Connection
+from cairn.store.rows import Order, from_row, page, to_params
+
+_HISTORY_COLUMNS = """block_id, version, organization_id, label, value, "limit", description,
+    read_only, metadata, actor_type, actor_id, created_at"""
+
+# Writing a block and its history entry is one statement: no version exists without its entry.
+INSERT_BLOCK = f"""
+WITH created AS (
+    INSERT INTO blocks (id, organization_id, label, value, "limit", description, read_only,
+                        hidden, metadata, project_id, is_template, template_name, created_by_id,
+                        last_updated_by_id, version, created_at, updated_at)
+    VALUES (%(id)s, %(organization_id)s, %(label)s, %(value)s, %(limit)s, %(description)s,
+            %(read_only)s, %(hidden)s, %(metadata)s, %(project_id)s, %(is_template)s,
+            %(template_name)s, %(created_by_id)s, %(last_updated_by_id)s, 1, %(created_at)s,
+            %(updated_at)s)
+    RETURNING *
+), history AS (
+    INSERT INTO block_history ({_HISTORY_COLUMNS})
+    SELECT id, version, organization_id, label, value, "limit", description, read_only,
+           metadata, %(actor_type)s, %(actor_id)s, updated_at
+    FROM created
+)
+SELECT * FROM created
+"""
+
+UPDATE_BLOCK = f"""
+WITH updated AS (
+    UPDATE blocks
+    SET label = %(label)s, value = %(value)s, "limit" = %(limit)s, description = %(description)s,
+        read_only = %(read_only)s, hidden = %(hidden)s, metadata = %(metadata)s,
+        last_updated_by_id = %(last_updated_by_id)s, version = version + 1, updated_at = now()
+    WHERE organization_id = %(organization_id)s AND id = %(id)s AND version = %(expected_version)s
+    RETURNING *
+), history AS (
+    INSERT INTO block_history ({_HISTORY_COLUMNS})
+    SELECT id, version, organization_id, label, value, "limit", description, read_only,
+           metadata, %(actor_type)s, %(actor_id)s, updated_at
+    FROM updated
+)
+SELECT * FROM updated
+"""
+
+SELECT_BLOCK = "SELECT * FROM blocks WHERE organization_id = %(org)s AND id = %(id)s"
+DELETE_BLOCK = "DELETE FROM blocks WHERE organization_id = %(org)s AND id = %(id)s"
+SELECT_HISTORY = """
+SELECT * FROM block_history WHERE organization_id = %(org)s AND block_id = %(id)s
+ORDER BY version
+"""
+
+SELECT_AGENT_BLOCKS = """
+SELECT b.* FROM agents_blocks ab JOIN blocks b ON b.id = ab.block_id
+WHERE ab.organization_id = %(org)s AND ab.agent_id = %(agent_id)s
+ORDER BY ab.attached_at, b.id
+"""
+SELECT_AGENT_BLOCK_BY_LABEL = """
+SELECT b.* FROM agents_blocks ab JOIN blocks b ON b.id = ab.block_id
+WHERE ab.organization_id = %(org)s AND ab.agent_id = %(agent_id)s AND ab.block_label = %(label)s
+"""
+# The label is copied from the block so the (agent, label) uniqueness holds in the database.
+# Counts the pair, so "already attached" and "attached now" both answer 1, unknown ids 0.
+ATTACH_BLOCK = """
+WITH pair AS (
+    SELECT a.id AS agent_id, b.id AS block_id, b.label, a.organization_id
+    FROM agents a JOIN blocks b ON b.organization_id = a.organization_id
+    WHERE a.organization_id = %(org)s AND a.id = %(agent_id)s AND b.id = %(block_id)s
+), attached AS (
+    INSERT INTO agents_blocks (agent_id, block_id, block_label, organization_id)
+    SELECT agent_id, block_id, label, organization_id FROM pair
+    ON CONFLICT (agent_id, block_id) DO NOTHING
+)
+SELECT count(*) AS found FROM pair
+"""
+DETACH_BLOCK = """
+DELETE FROM agents_blocks
+WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND block_id = %(block_id)s
+"""
+SELECT_BLOCK_AGENT_IDS = """
+SELECT agent_id FROM agents_blocks WHERE organization_id = %(org)s AND block_id = %(block_id)s
+ORDER BY attached_at, agent_id
+"""
+
+Actor = Literal["user", "agent", "system"]
+
+
+def create(
+    conn: Connection, block: Block, *, actor_type: Actor = "user", actor_id: str | None = None
+) -> Block:
+    params = to_params(block, json_fields=("metadata",))
+    row = conn.execute(
+        INSERT_BLOCK, {**params, "actor_type": actor_type, "actor_id": actor_id}
+    ).fetchone()
+    return Block.model_validate(row)
+
+
+def get(conn: Connection, org_id: str, block_id: str) -> Block | None:
+    return from_row(Block, conn.execute(SELECT_BLOCK, {"org": org_id, "id": block_id}).fetchone())
+
+
+def update(
+    conn: Connection,
+    block: Block,
+    *,
+    expected_version: int,
+    actor_type: Actor = "user",
+    actor_id: str | None = None,
+) -> Block:
+    """Write `block` if its stored version is still `expected_version`; bump it, keep history."""
+    params = to_params(block, json_fields=("metadata",))
+    row = conn.execute(
+        UPDATE_BLOCK,
+        {
+            **params,
+            "expected_version": expected_version,
+            "actor_type": actor_type,
+            "actor_id": actor_id,
+        },
+    ).fetchone()
+    if row is None:
+        raise VersionConflictError(
+            f"Block {block.id} changed since version {expected_version} was read"
+        )
+    return Block.model_validate(row)
+
+
+def delete(conn: Connection, org_id: str, block_id: str) -> bool:
+    return conn.execute(DELETE_BLOCK, {"org": org_id, "id": block_id}).rowcount == 1
+
+
+def history(conn: Connection, org_id: str, block_id: str) -> list[BlockHistoryEntry]:
+    rows = conn.execute(SELECT_HISTORY, {"org": org_id, "id": block_id}).fetchall()
+    return [BlockHistoryEntry.model_validate(r) for r in rows]
+
+
+def list_blocks(
+    conn: Connection,
+    org_id: str,
+    *,
+    label: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: Order = "desc",
+) -> list[Block]:
+    return page(
+        conn, "blocks", Block, org_id, equals={"label": label},
+        after=after, before=before, limit=limit, order=order,
+    )
+
+
+def for_agent(conn: Connection, org_id: str, agent_id: str) -> list[Block]:
+    rows = conn.execute(SELECT_AGENT_BLOCKS, {"org": org_id, "agent_id": agent_id}).fetchall()
+    return [Block.model_validate(r) for r in rows]
+
+
+def for_agent_by_label(conn: Connection, org_id: str, agent_id: str, label: str) -> Block | None:
+    row = conn.execute(
+        SELECT_AGENT_BLOCK_BY_LABEL, {"org": org_id, "agent_id": agent_id, "label": label}
+    ).fetchone()
+    return from_row(Block, row)
+
+
+def attach(conn: Connection, org_id: str, agent_id: str, block_id: str) -> bool:
+    """Attach a block to an agent. False when either is unknown in this organization.
+
+    A second block with the same label on one agent violates `agents_blocks_one_label`.
+    """
+    params = {"org": org_id, "agent_id": agent_id, "block_id": block_id}
+    row = conn.execute(ATTACH_BLOCK, params).fetchone()
+    return bool(row and row["found"])
+
+
+def detach(conn: Connection, org_id: str, agent_id: str, block_id: str) -> bool:
+    params = {"org": org_id, "agent_id": agent_id, "block_id": block_id}
+    return conn.execute(DETACH_BLOCK, params).rowcount == 1
+
+
+def agent_ids(conn: Connection, org_id: str, block_id: str) -> list[str]:
+    rows = conn.execute(SELECT_BLOCK_AGENT_IDS, {"org": org_id, "block_id": block_id}).fetchall()
+    return [r["agent_id"] for r in rows]

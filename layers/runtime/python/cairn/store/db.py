@@ -1,0 +1,86 @@
+"""Connections fit for Lambda: reused across warm invocations, renewed when they go stale.
+
+One small pool per process (size 1 in Lambda, a few for the threaded local stack). No session
+state survives a transaction: connections run in autocommit with explicit transactions and no
+server-side prepared statements, so RDS Proxy can multiplex them without pinning.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+Connection = psycopg.Connection[dict]
+
+# A connection idle longer than this is pinged before use: Lambda freezes between
+# invocations and RDS Proxy or the server may have dropped it meanwhile. Cheaper than a ping
+# on every checkout, which would add a round trip to every step.
+IDLE_CHECK_SECONDS = 30.0
+
+
+class Database:
+    def __init__(self, dsn: str, *, max_size: int = 1, connect_timeout: float = 10.0) -> None:
+        self.dsn = dsn
+        self._last_used: weakref.WeakKeyDictionary[Connection, float] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+        self._pool = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            timeout=connect_timeout,
+            kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
+            configure=self._configure,
+            check=self._check,
+            reset=self._mark_used,
+            name="cairn",
+        )
+
+    def _configure(self, conn: Connection) -> None:
+        from pgvector.psycopg import register_vector
+
+        try:
+            register_vector(conn)
+        except psycopg.ProgrammingError:
+            # The extension is created by the first migration; a connection opened before it
+            # (the migration runner's own) does not need the type.
+            pass
+        self._last_used[conn] = time.monotonic()
+
+    def _check(self, conn: Connection) -> None:
+        if time.monotonic() - self._last_used.get(conn, 0.0) > IDLE_CHECK_SECONDS:
+            conn.execute("SELECT 1")
+
+    def _mark_used(self, conn: Connection) -> None:
+        self._last_used[conn] = time.monotonic()
+
+    def open(self) -> None:
+        with self._lock:
+            if self._pool.closed:
+                self._pool.open(wait=True)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A connection in autocommit: each statement is its own transaction."""
+        if self._pool.closed:
+            self.open()
+        with self._pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction: committed when the block ends, rolled back if it raises."""
+        with self.connection() as conn, conn.transaction():
+            yield conn

@@ -1,0 +1,69 @@
+"""Groups (sleeptime): a manager agent and its member agents."""
+
+from __future__ import annotations
+
+from cairn.domain.groups import Group
+from cairn.store.db import Connection
+from cairn.store.rows import from_row, to_params
+
+_GROUP_COLUMNS = """g.*, COALESCE(
+    (SELECT array_agg(ga.agent_id ORDER BY ga.position, ga.agent_id)
+     FROM groups_agents ga WHERE ga.group_id = g.id), '{}') AS agent_ids"""
+
+INSERT_GROUP = """
+INSERT INTO groups (id, organization_id, manager_type, manager_agent_id, description,
+                    sleeptime_agent_frequency, turns_counter, last_processed_message_id,
+                    max_turns, termination_token, shared_block_ids, created_at, updated_at)
+VALUES (%(id)s, %(organization_id)s, %(manager_type)s, %(manager_agent_id)s, %(description)s,
+        %(sleeptime_agent_frequency)s, %(turns_counter)s, %(last_processed_message_id)s,
+        %(max_turns)s, %(termination_token)s, %(shared_block_ids)s, %(created_at)s,
+        %(updated_at)s)
+"""
+INSERT_MEMBERS = """
+INSERT INTO groups_agents (group_id, agent_id, organization_id, position)
+SELECT %(group_id)s, a.id, a.organization_id, m.position - 1
+FROM unnest(%(agent_ids)s::text[]) WITH ORDINALITY AS m (agent_id, position)
+JOIN agents a ON a.id = m.agent_id AND a.organization_id = %(org)s
+ON CONFLICT (group_id, agent_id) DO NOTHING
+"""
+SELECT_GROUP = f"SELECT {_GROUP_COLUMNS} FROM groups g WHERE g.organization_id = %(org)s AND g.id = %(id)s"
+SELECT_MANAGED_GROUP = f"""
+SELECT {_GROUP_COLUMNS} FROM groups g
+WHERE g.organization_id = %(org)s AND g.manager_agent_id = %(agent_id)s
+ORDER BY g.created_at LIMIT 1
+"""
+UPDATE_PROGRESS = """
+UPDATE groups SET turns_counter = %(turns_counter)s,
+    last_processed_message_id = %(last_processed_message_id)s,
+    sleeptime_agent_frequency = %(sleeptime_agent_frequency)s, updated_at = now()
+WHERE organization_id = %(organization_id)s AND id = %(id)s
+"""
+DELETE_GROUP = "DELETE FROM groups WHERE organization_id = %(org)s AND id = %(id)s"
+
+
+def create(conn: Connection, group: Group) -> Group:
+    conn.execute(INSERT_GROUP, to_params(group))
+    conn.execute(
+        INSERT_MEMBERS,
+        {"group_id": group.id, "agent_ids": group.agent_ids, "org": group.organization_id},
+    )
+    stored = get(conn, group.organization_id, group.id)
+    assert stored is not None
+    return stored
+
+
+def get(conn: Connection, org_id: str, group_id: str) -> Group | None:
+    return from_row(Group, conn.execute(SELECT_GROUP, {"org": org_id, "id": group_id}).fetchone())
+
+
+def managed_by(conn: Connection, org_id: str, agent_id: str) -> Group | None:
+    row = conn.execute(SELECT_MANAGED_GROUP, {"org": org_id, "agent_id": agent_id}).fetchone()
+    return from_row(Group, row)
+
+
+def save_progress(conn: Connection, group: Group) -> None:
+    conn.execute(UPDATE_PROGRESS, to_params(group))
+
+
+def delete(conn: Connection, org_id: str, group_id: str) -> bool:
+    return conn.execute(DELETE_GROUP, {"org": org_id, "id": group_id}).rowcount == 1

@@ -1,0 +1,115 @@
+"""Messages: immutable, every one kept (recall memory); `agents.message_ids` picks the context."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from cairn.domain.messages import Message
+from cairn.store.db import Connection
+from cairn.store.rows import from_row
+
+# Columns the application writes; sequence_id, fts and embedding are the database's.
+_WRITABLE = """id, organization_id, agent_id, role, content, tool_calls, tool_call_id,
+    tool_returns, name, step_id, run_id, group_id, sender_id, otid, batch_item_id, is_err, model,
+    approvals, approve, approval_request_id, denial_reason, created_by_id, created_at,
+    search_text"""
+_RETURNED = "id, organization_id, agent_id, sequence_id, " + ", ".join(
+    c.strip() for c in _WRITABLE.split(",")[3:]
+)
+
+# Any number of messages in one round trip: the batch travels as one jsonb array.
+# ON CONFLICT makes a retried checkpoint (same ids) a no-op instead of an error.
+INSERT_MESSAGES = f"""
+INSERT INTO messages ({_WRITABLE})
+SELECT {_WRITABLE} FROM jsonb_populate_recordset(NULL::messages, %(batch)s)
+ON CONFLICT (id) DO NOTHING
+RETURNING id, sequence_id
+"""
+SELECT_MESSAGE = f"SELECT {_RETURNED} FROM messages WHERE organization_id = %(org)s AND id = %(id)s"
+# In the order of the given ids (the context window's order), whatever the sequence says.
+SELECT_MESSAGES_BY_IDS = f"""
+SELECT {", ".join("m." + c.strip() for c in _RETURNED.split(","))}
+FROM unnest(%(ids)s::text[]) WITH ORDINALITY AS wanted (id, position)
+JOIN messages m ON m.id = wanted.id
+WHERE m.organization_id = %(org)s
+ORDER BY wanted.position
+"""
+LIST_AGENT_MESSAGES = """
+SELECT {columns} FROM messages
+WHERE organization_id = {org} AND agent_id = {agent_id}
+  AND ({run_id}::text IS NULL OR run_id = {run_id})
+  AND ({after}::text IS NULL OR sequence_id > (SELECT sequence_id FROM messages WHERE id = {after}))
+  AND ({before}::text IS NULL OR sequence_id < (SELECT sequence_id FROM messages WHERE id = {before}))
+ORDER BY sequence_id {direction} LIMIT {limit}
+"""
+COUNT_AGENT_MESSAGES = """
+SELECT count(*) AS n FROM messages WHERE organization_id = %(org)s AND agent_id = %(agent_id)s
+"""
+
+
+def _row(message: Message) -> dict[str, object]:
+    row = message.model_dump(mode="json", exclude={"sequence_id"})
+    row["search_text"] = message.search_text()
+    return row
+
+
+def insert(conn: Connection, messages: list[Message]) -> list[Message]:
+    """Insert messages in order; return them with their sequence ids.
+
+    Messages already stored (same id) are returned as stored, so a retry is harmless.
+    """
+    if not messages:
+        return []
+    batch = Jsonb([_row(m) for m in messages])
+    assigned = {
+        r["id"]: r["sequence_id"]
+        for r in conn.execute(INSERT_MESSAGES, {"batch": batch}).fetchall()
+    }
+    missing = [m.id for m in messages if m.id not in assigned]
+    if missing:
+        org = messages[0].organization_id
+        assigned.update({m.id: m.sequence_id for m in get_many(conn, org, missing)})
+    return [m.model_copy(update={"sequence_id": assigned.get(m.id)}) for m in messages]
+
+
+def get(conn: Connection, org_id: str, message_id: str) -> Message | None:
+    row = conn.execute(SELECT_MESSAGE, {"org": org_id, "id": message_id}).fetchone()
+    return from_row(Message, row)
+
+
+def get_many(conn: Connection, org_id: str, message_ids: list[str]) -> list[Message]:
+    rows = conn.execute(SELECT_MESSAGES_BY_IDS, {"org": org_id, "ids": message_ids}).fetchall()
+    return [Message.model_validate(r) for r in rows]
+
+
+def list_for_agent(
+    conn: Connection,
+    org_id: str,
+    agent_id: str,
+    *,
+    run_id: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 100,
+    order: Literal["asc", "desc"] = "desc",
+) -> list[Message]:
+    """Stored history in sequence order; `after`/`before` are message ids, chronological."""
+    query = sql.SQL(LIST_AGENT_MESSAGES).format(
+        columns=sql.SQL(_RETURNED),
+        org=sql.Literal(org_id),
+        agent_id=sql.Literal(agent_id),
+        run_id=sql.Literal(run_id),
+        after=sql.Literal(after),
+        before=sql.Literal(before),
+        direction=sql.SQL("ASC" if order == "asc" else "DESC"),
+        limit=sql.Literal(limit),
+    )
+    return [Message.model_validate(r) for r in conn.execute(query).fetchall()]
+
+
+def count_for_agent(conn: Connection, org_id: str, agent_id: str) -> int:
+    row = conn.execute(COUNT_AGENT_MESSAGES, {"org": org_id, "agent_id": agent_id}).fetchone()
+    return int(row["n"]) if row else 0

@@ -1,0 +1,61 @@
+"""The outbox: continuations written in a checkpoint, published after commit."""
+
+from __future__ import annotations
+
+from cairn.domain.runs import OutboxCommand
+from cairn.store.db import Connection
+from cairn.store.rows import from_row, to_params
+
+# Keyed by its natural key: a retried checkpoint writes the same command once.
+INSERT_COMMAND = """
+INSERT INTO outbox (organization_id, agent_id, run_id, kind, payload, dedup_key, created_at)
+VALUES (%(organization_id)s, %(agent_id)s, %(run_id)s, %(kind)s, %(payload)s, %(dedup_key)s,
+        %(created_at)s)
+ON CONFLICT (dedup_key) DO NOTHING
+RETURNING *
+"""
+SELECT_COMMAND = "SELECT * FROM outbox WHERE organization_id = %(org)s AND id = %(id)s"
+MARK_SENT = """
+UPDATE outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
+WHERE organization_id = %(org)s AND id = %(id)s AND sent_at IS NULL
+"""
+MARK_FAILED = """
+UPDATE outbox SET attempts = attempts + 1, last_error = %(error)s
+WHERE organization_id = %(org)s AND id = %(id)s
+"""
+# Across organizations on purpose: the sweeper is the system's own worker, not a tenant's.
+# SKIP LOCKED lets two sweepers share the backlog without publishing a row twice at once.
+CLAIM_UNSENT = """
+SELECT * FROM outbox
+WHERE sent_at IS NULL AND created_at < now() - make_interval(secs => %(older_than)s)
+ORDER BY created_at
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+"""
+
+
+def add(conn: Connection, command: OutboxCommand) -> OutboxCommand | None:
+    """Write a command; None if one with the same dedup_key exists already."""
+    params = to_params(command, ("payload",))
+    return from_row(OutboxCommand, conn.execute(INSERT_COMMAND, params).fetchone())
+
+
+def get(conn: Connection, org_id: str, command_id: int) -> OutboxCommand | None:
+    row = conn.execute(SELECT_COMMAND, {"org": org_id, "id": command_id}).fetchone()
+    return from_row(OutboxCommand, row)
+
+
+def mark_sent(conn: Connection, org_id: str, command_id: int) -> bool:
+    return conn.execute(MARK_SENT, {"org": org_id, "id": command_id}).rowcount == 1
+
+
+def mark_failed(conn: Connection, org_id: str, command_id: int, error: str) -> None:
+    conn.execute(MARK_FAILED, {"org": org_id, "id": command_id, "error": error})
+
+
+def claim_unsent(conn: Connection, *, older_than_seconds: float, limit: int = 100) -> list[OutboxCommand]:
+    """Unsent commands older than the given age, locked until the caller's transaction ends."""
+    rows = conn.execute(
+        CLAIM_UNSENT, {"older_than": older_than_seconds, "limit": limit}
+    ).fetchall()
+    return [OutboxCommand.model_validate(r) for r in rows]

@@ -1,0 +1,92 @@
+"""Small helpers shared by the repositories: model <-> row, keyset pagination."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from psycopg import sql
+from psycopg.types.json import Jsonb
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
+Order = Literal["asc", "desc"]
+
+
+def to_params(model: BaseModel, json_fields: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The model as statement parameters; `json_fields` become jsonb."""
+    params = model.model_dump(mode="python")
+    for name in json_fields:
+        value = params.get(name)
+        if value is not None:
+            params[name] = Jsonb(model.model_dump(mode="json", include={name})[name])
+    return params
+
+
+def from_row(model: type[M], row: dict[str, Any] | None) -> M | None:
+    return None if row is None else model.model_validate(row)
+
+
+def keyset(
+    table: str,
+    *,
+    order: Order,
+    after: str | None,
+    before: str | None,
+    column: str = "created_at",
+) -> tuple[sql.Composable, sql.Composable]:
+    """WHERE fragment and ORDER BY for cursor pagination over (column, id).
+
+    `after` / `before` are ids of rows in `table`; they mean *later than* / *earlier than* in
+    the chosen order, as Letta's list routes do. An unknown cursor id matches nothing.
+    """
+    tbl, col = sql.Identifier(table), sql.Identifier(column)
+    conditions: list[sql.Composable] = []
+    for cursor, later in ((after, True), (before, False)):
+        if cursor is None:
+            continue
+        op = ">" if later == (order == "asc") else "<"
+        conditions.append(
+            sql.SQL("({col}, id) {op} (SELECT {col}, id FROM {tbl} WHERE id = {cursor})").format(
+                col=col, op=sql.SQL(op), tbl=tbl, cursor=sql.Literal(cursor)
+            )
+        )
+    where = sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("TRUE")
+    direction = sql.SQL("ASC" if order == "asc" else "DESC")
+    order_by = sql.SQL("{col} {d}, id {d}").format(col=col, d=direction)
+    return where, order_by
+
+
+PAGE = "SELECT * FROM {table} WHERE organization_id = {org} AND {filters} AND {cursor} ORDER BY {order_by} LIMIT {limit}"  # noqa: E501
+
+
+def page(
+    conn: Any,
+    table: str,
+    model: type[M],
+    org_id: str,
+    *,
+    equals: dict[str, Any] | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: Order = "desc",
+) -> list[M]:
+    """One page of an organization's rows, filtered by equality on the given columns.
+
+    Filters whose value is None are left out, so optional query parameters pass straight in.
+    """
+    filters = [
+        sql.SQL("{} = {}").format(sql.Identifier(column), sql.Literal(value))
+        for column, value in (equals or {}).items()
+        if value is not None
+    ]
+    cursor, order_by = keyset(table, order=order, after=after, before=before)
+    query = sql.SQL(PAGE).format(
+        table=sql.Identifier(table),
+        org=sql.Literal(org_id),
+        filters=sql.SQL(" AND ").join(filters) if filters else sql.SQL("TRUE"),
+        cursor=cursor,
+        order_by=order_by,
+        limit=sql.Literal(limit),
+    )
+    return [model.model_validate(r) for r in conn.execute(query).fetchall()]

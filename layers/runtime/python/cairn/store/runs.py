@@ -1,0 +1,143 @@
+"""Runs, steps and the step journal."""
+
+from __future__ import annotations
+
+from cairn.domain.runs import JournalEntry, Run, Step
+from cairn.store.db import Connection
+from cairn.store.rows import Order, from_row, page, to_params
+
+_RUN_JSON = ("metadata", "request_config", "usage", "error")
+
+INSERT_RUN = """
+INSERT INTO runs (id, organization_id, agent_id, status, stop_reason, background, metadata,
+                  request_config, usage, error, callback_url, created_at, updated_at)
+VALUES (%(id)s, %(organization_id)s, %(agent_id)s, %(status)s, %(stop_reason)s, %(background)s,
+        %(metadata)s, %(request_config)s, %(usage)s, %(error)s, %(callback_url)s,
+        %(created_at)s, %(updated_at)s)
+RETURNING *
+"""
+UPDATE_RUN = """
+UPDATE runs SET
+    status = %(status)s, stop_reason = %(stop_reason)s, metadata = %(metadata)s,
+    usage = %(usage)s, error = %(error)s, callback_sent_at = %(callback_sent_at)s,
+    callback_status_code = %(callback_status_code)s, callback_error = %(callback_error)s,
+    approval_task_token = %(approval_task_token)s, ttft_ns = %(ttft_ns)s,
+    total_duration_ns = %(total_duration_ns)s, completed_at = %(completed_at)s,
+    updated_at = now()
+WHERE organization_id = %(organization_id)s AND id = %(id)s
+RETURNING *
+"""
+SELECT_RUN = "SELECT * FROM runs WHERE organization_id = %(org)s AND id = %(id)s"
+SELECT_ACTIVE_RUNS = """
+SELECT * FROM runs
+WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND status IN ('created', 'running')
+ORDER BY created_at, id
+"""
+
+INSERT_STEP = """
+INSERT INTO steps (id, organization_id, run_id, agent_id, step_index, kind, status, stop_reason,
+                   provider_name, model, model_endpoint, context_window_limit, prompt_tokens,
+                   completion_tokens, total_tokens, error, started_at, completed_at, created_at)
+VALUES (%(id)s, %(organization_id)s, %(run_id)s, %(agent_id)s, %(step_index)s, %(kind)s,
+        %(status)s, %(stop_reason)s, %(provider_name)s, %(model)s, %(model_endpoint)s,
+        %(context_window_limit)s, %(prompt_tokens)s, %(completion_tokens)s, %(total_tokens)s,
+        %(error)s, %(started_at)s, %(completed_at)s, %(created_at)s)
+ON CONFLICT (run_id, step_index) DO NOTHING
+RETURNING *
+"""
+SELECT_STEP = "SELECT * FROM steps WHERE organization_id = %(org)s AND id = %(id)s"
+SELECT_STEP_AT = """
+SELECT * FROM steps
+WHERE organization_id = %(org)s AND run_id = %(run_id)s AND step_index = %(step_index)s
+"""
+
+# First writer wins: a retry that reaches the journal again keeps the original entry.
+INSERT_JOURNAL = """
+INSERT INTO step_journal (run_id, step_index, key, organization_id, payload, created_at)
+VALUES (%(run_id)s, %(step_index)s, %(key)s, %(organization_id)s, %(payload)s, %(created_at)s)
+ON CONFLICT (run_id, step_index, key) DO NOTHING
+"""
+SELECT_JOURNAL = """
+SELECT * FROM step_journal
+WHERE organization_id = %(org)s AND run_id = %(run_id)s AND step_index = %(step_index)s
+ORDER BY created_at, key
+"""
+
+
+def create_run(conn: Connection, run: Run) -> Run:
+    return Run.model_validate(conn.execute(INSERT_RUN, to_params(run, _RUN_JSON)).fetchone())
+
+
+def get_run(conn: Connection, org_id: str, run_id: str) -> Run | None:
+    return from_row(Run, conn.execute(SELECT_RUN, {"org": org_id, "id": run_id}).fetchone())
+
+
+def update_run(conn: Connection, run: Run) -> Run | None:
+    return from_row(Run, conn.execute(UPDATE_RUN, to_params(run, _RUN_JSON)).fetchone())
+
+
+def active_runs(conn: Connection, org_id: str, agent_id: str) -> list[Run]:
+    rows = conn.execute(SELECT_ACTIVE_RUNS, {"org": org_id, "agent_id": agent_id}).fetchall()
+    return [Run.model_validate(r) for r in rows]
+
+
+def list_runs(
+    conn: Connection,
+    org_id: str,
+    *,
+    agent_id: str | None = None,
+    status: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 100,
+    order: Order = "desc",
+) -> list[Run]:
+    return page(
+        conn, "runs", Run, org_id, equals={"agent_id": agent_id, "status": status},
+        after=after, before=before, limit=limit, order=order,
+    )
+
+
+def record_step(conn: Connection, step: Step) -> Step | None:
+    """Insert the step row; None when (run_id, step_index) was already recorded (a redelivery)."""
+    return from_row(Step, conn.execute(INSERT_STEP, to_params(step, ("error",))).fetchone())
+
+
+def get_step(conn: Connection, org_id: str, step_id: str) -> Step | None:
+    return from_row(Step, conn.execute(SELECT_STEP, {"org": org_id, "id": step_id}).fetchone())
+
+
+def step_at(conn: Connection, org_id: str, run_id: str, step_index: int) -> Step | None:
+    row = conn.execute(
+        SELECT_STEP_AT, {"org": org_id, "run_id": run_id, "step_index": step_index}
+    ).fetchone()
+    return from_row(Step, row)
+
+
+def list_steps(
+    conn: Connection,
+    org_id: str,
+    run_id: str,
+    *,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 100,
+    order: Order = "asc",
+) -> list[Step]:
+    return page(
+        conn, "steps", Step, org_id, equals={"run_id": run_id},
+        after=after, before=before, limit=limit, order=order,
+    )
+
+
+def journal(conn: Connection, entry: JournalEntry) -> None:
+    conn.execute(INSERT_JOURNAL, to_params(entry, ("payload",)))
+
+
+def journal_entries(
+    conn: Connection, org_id: str, run_id: str, step_index: int
+) -> dict[str, JournalEntry]:
+    rows = conn.execute(
+        SELECT_JOURNAL, {"org": org_id, "run_id": run_id, "step_index": step_index}
+    ).fetchall()
+    return {r["key"]: JournalEntry.model_validate(r) for r in rows}

@@ -1,0 +1,77 @@
+"""Organizations, users and API keys."""
+
+from __future__ import annotations
+
+from cairn.domain.tenancy import ApiKey, Organization, User, generate_api_key, hash_api_key
+from cairn.store.db import Connection
+from cairn.store.rows import from_row, to_params
+
+INSERT_ORGANIZATION = """
+INSERT INTO organizations (id, name, created_at) VALUES (%(id)s, %(name)s, %(created_at)s)
+"""
+SELECT_ORGANIZATION = "SELECT * FROM organizations WHERE id = %(id)s"
+
+INSERT_USER = """
+INSERT INTO users (id, organization_id, name, created_at)
+VALUES (%(id)s, %(organization_id)s, %(name)s, %(created_at)s)
+"""
+SELECT_USER = "SELECT * FROM users WHERE organization_id = %(org)s AND id = %(id)s"
+
+INSERT_API_KEY = """
+INSERT INTO api_keys (id, organization_id, user_id, name, key_hash, key_prefix, created_at)
+VALUES (%(id)s, %(organization_id)s, %(user_id)s, %(name)s, %(key_hash)s, %(key_prefix)s,
+        %(created_at)s)
+"""
+SELECT_API_KEY = "SELECT * FROM api_keys WHERE organization_id = %(org)s AND id = %(id)s"
+# The one unscoped lookup: it is how a request finds its organization.
+AUTHENTICATE = """
+UPDATE api_keys SET last_used_at = now()
+WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
+RETURNING *
+"""
+REVOKE_API_KEY = """
+UPDATE api_keys SET revoked_at = now()
+WHERE organization_id = %(org)s AND id = %(id)s AND revoked_at IS NULL
+"""
+
+
+def create_organization(conn: Connection, org: Organization) -> Organization:
+    conn.execute(INSERT_ORGANIZATION, to_params(org))
+    return org
+
+
+def get_organization(conn: Connection, org_id: str) -> Organization | None:
+    return from_row(Organization, conn.execute(SELECT_ORGANIZATION, {"id": org_id}).fetchone())
+
+
+def create_user(conn: Connection, user: User) -> User:
+    conn.execute(INSERT_USER, to_params(user))
+    return user
+
+
+def get_user(conn: Connection, org_id: str, user_id: str) -> User | None:
+    row = conn.execute(SELECT_USER, {"org": org_id, "id": user_id}).fetchone()
+    return from_row(User, row)
+
+
+def create_api_key(
+    conn: Connection, org_id: str, user_id: str, *, name: str = "", key: str | None = None
+) -> tuple[ApiKey, str]:
+    """Store a new key (given, or generated) and return it with the plain key, shown once."""
+    plain = key or generate_api_key()
+    api_key = ApiKey(organization_id=org_id, user_id=user_id, name=name, key_prefix=plain[:12])
+    conn.execute(INSERT_API_KEY, {**to_params(api_key), "key_hash": hash_api_key(plain)})
+    return api_key, plain
+
+
+def get_api_key(conn: Connection, org_id: str, key_id: str) -> ApiKey | None:
+    return from_row(ApiKey, conn.execute(SELECT_API_KEY, {"org": org_id, "id": key_id}).fetchone())
+
+
+def authenticate(conn: Connection, plain_key: str) -> ApiKey | None:
+    row = conn.execute(AUTHENTICATE, {"key_hash": hash_api_key(plain_key)}).fetchone()
+    return from_row(ApiKey, row)
+
+
+def revoke_api_key(conn: Connection, org_id: str, key_id: str) -> bool:
+    return conn.execute(REVOKE_API_KEY, {"org": org_id, "id": key_id}).rowcount == 1

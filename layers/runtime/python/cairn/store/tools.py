@@ -1,0 +1,110 @@
+"""Tools and which agents they are attached to."""
+
+from __future__ import annotations
+
+from cairn.domain.tools import Tool
+from cairn.store.db import Connection
+from cairn.store.rows import Order, from_row, page, to_params
+
+_TOOL_JSON = ("json_schema", "args_json_schema", "pip_requirements", "npm_requirements", "metadata")
+
+# Upsert by (organization, name), as Letta's POST and PUT both do: same name, same id.
+UPSERT_TOOL = """
+INSERT INTO tools (id, organization_id, name, description, tool_type, source_type, source_code,
+                   json_schema, args_json_schema, return_char_limit, tags, pip_requirements,
+                   npm_requirements, default_requires_approval, enable_parallel_execution,
+                   metadata, project_id, created_by_id, last_updated_by_id, created_at,
+                   updated_at)
+VALUES (%(id)s, %(organization_id)s, %(name)s, %(description)s, %(tool_type)s, %(source_type)s,
+        %(source_code)s, %(json_schema)s, %(args_json_schema)s, %(return_char_limit)s, %(tags)s,
+        %(pip_requirements)s, %(npm_requirements)s, %(default_requires_approval)s,
+        %(enable_parallel_execution)s, %(metadata)s, %(project_id)s, %(created_by_id)s,
+        %(last_updated_by_id)s, %(created_at)s, %(updated_at)s)
+ON CONFLICT (organization_id, name) DO UPDATE SET
+    description = EXCLUDED.description, tool_type = EXCLUDED.tool_type,
+    source_type = EXCLUDED.source_type, source_code = EXCLUDED.source_code,
+    json_schema = EXCLUDED.json_schema, args_json_schema = EXCLUDED.args_json_schema,
+    return_char_limit = EXCLUDED.return_char_limit, tags = EXCLUDED.tags,
+    pip_requirements = EXCLUDED.pip_requirements, npm_requirements = EXCLUDED.npm_requirements,
+    default_requires_approval = EXCLUDED.default_requires_approval,
+    enable_parallel_execution = EXCLUDED.enable_parallel_execution,
+    metadata = EXCLUDED.metadata, last_updated_by_id = EXCLUDED.last_updated_by_id,
+    updated_at = now()
+RETURNING *
+"""
+SELECT_TOOL = "SELECT * FROM tools WHERE organization_id = %(org)s AND id = %(id)s"
+SELECT_TOOL_BY_NAME = "SELECT * FROM tools WHERE organization_id = %(org)s AND name = %(name)s"
+DELETE_TOOL = "DELETE FROM tools WHERE organization_id = %(org)s AND id = %(id)s"
+SELECT_AGENT_TOOLS = """
+SELECT t.* FROM agents_tools at JOIN tools t ON t.id = at.tool_id
+WHERE at.organization_id = %(org)s AND at.agent_id = %(agent_id)s
+ORDER BY at.attached_at, t.name
+"""
+ATTACH_TOOL = """
+WITH pair AS (
+    SELECT a.id AS agent_id, t.id AS tool_id, a.organization_id
+    FROM agents a JOIN tools t ON t.organization_id = a.organization_id
+    WHERE a.organization_id = %(org)s AND a.id = %(agent_id)s AND t.id = %(tool_id)s
+), attached AS (
+    INSERT INTO agents_tools (agent_id, tool_id, organization_id)
+    SELECT agent_id, tool_id, organization_id FROM pair
+    ON CONFLICT (agent_id, tool_id) DO NOTHING
+)
+SELECT count(*) AS found FROM pair
+"""
+DETACH_TOOL = """
+DELETE FROM agents_tools
+WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND tool_id = %(tool_id)s
+"""
+
+
+def upsert(conn: Connection, tool: Tool) -> Tool:
+    row = conn.execute(UPSERT_TOOL, to_params(tool, json_fields=_TOOL_JSON)).fetchone()
+    return Tool.model_validate(row)
+
+
+def get(conn: Connection, org_id: str, tool_id: str) -> Tool | None:
+    return from_row(Tool, conn.execute(SELECT_TOOL, {"org": org_id, "id": tool_id}).fetchone())
+
+
+def get_by_name(conn: Connection, org_id: str, name: str) -> Tool | None:
+    row = conn.execute(SELECT_TOOL_BY_NAME, {"org": org_id, "name": name}).fetchone()
+    return from_row(Tool, row)
+
+
+def delete(conn: Connection, org_id: str, tool_id: str) -> bool:
+    return conn.execute(DELETE_TOOL, {"org": org_id, "id": tool_id}).rowcount == 1
+
+
+def list_tools(
+    conn: Connection,
+    org_id: str,
+    *,
+    name: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: Order = "desc",
+) -> list[Tool]:
+    return page(
+        conn, "tools", Tool, org_id, equals={"name": name},
+        after=after, before=before, limit=limit, order=order,
+    )
+
+
+def for_agent(conn: Connection, org_id: str, agent_id: str) -> list[Tool]:
+    rows = conn.execute(SELECT_AGENT_TOOLS, {"org": org_id, "agent_id": agent_id}).fetchall()
+    return [Tool.model_validate(r) for r in rows]
+
+
+def attach(conn: Connection, org_id: str, agent_id: str, tool_id: str) -> bool:
+    """Attach a tool to an agent. False when either is unknown in this organization."""
+    row = conn.execute(
+        ATTACH_TOOL, {"org": org_id, "agent_id": agent_id, "tool_id": tool_id}
+    ).fetchone()
+    return bool(row and row["found"])
+
+
+def detach(conn: Connection, org_id: str, agent_id: str, tool_id: str) -> bool:
+    params = {"org": org_id, "agent_id": agent_id, "tool_id": tool_id}
+    return conn.execute(DETACH_TOOL, params).rowcount == 1

@@ -1,0 +1,60 @@
+"""Suite-wide fixtures: one PostgreSQL for the whole session, wiped between tests."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.domain import Organization, User
+from cairn.store import Database, apply_migrations
+from cairn.store import tenancy as tenancy_store
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    """DATABASE_URL if set (any PostgreSQL >= 15 with pgvector), else a fresh embedded server."""
+    if url := os.environ.get("DATABASE_URL"):
+        apply_migrations(url)
+        yield url
+        return
+    from cairn.local.postgres import start_embedded
+
+    tmp = Path(tempfile.mkdtemp(prefix="cairn-test-"))
+    dsn, server = start_embedded(tmp / "pgdata", cleanup="delete")
+    apply_migrations(dsn)
+    try:
+        yield dsn
+    finally:
+        server.cleanup()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def database(pg_dsn: str) -> Iterator[Database]:
+    db = Database(pg_dsn, max_size=8)
+    db.open()
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def db(database: Database) -> Database:
+    """The database, empty: every tenant-owned table hangs off organizations."""
+    with database.connection() as conn:
+        conn.execute("TRUNCATE organizations CASCADE")
+    return database
+
+
+@pytest.fixture
+def org(db: Database) -> Organization:
+    with db.transaction() as conn:
+        return tenancy_store.create_organization(conn, Organization(name="acme"))
+
+
+@pytest.fixture
+def user(db: Database, org: Organization) -> User:
+    with db.transaction() as conn:
+        return tenancy_store.create_user(conn, User(organization_id=org.id, name="ada"))

@@ -43,10 +43,11 @@ class Passage(DomainModel):
     @field_validator("embedding", mode="before")
     @classmethod
     def _plain_floats(cls, value: Any) -> Any:
-        # pgvector hands vectors back as numpy arrays; the model holds plain floats.
-        if value is None or isinstance(value, list):
-            return value
-        return [float(x) for x in value]
+        # pgvector hands vectors back as its own Vector (or numpy) type; keep plain floats.
+        for convert in ("to_list", "tolist"):
+            if hasattr(value, convert):
+                return getattr(value, convert)()
+        return value
 
     @property
     def content_hash(self) -> str:

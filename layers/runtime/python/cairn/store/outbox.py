@@ -27,7 +27,7 @@ WHERE organization_id = %(org)s AND id = %(id)s
 # SKIP LOCKED lets two sweepers share the backlog without publishing a row twice at once.
 CLAIM_UNSENT = """
 SELECT * FROM outbox
-WHERE sent_at IS NULL AND created_at < now() - make_interval(secs => %(older_than)s)
+WHERE sent_at IS NULL AND created_at <= clock_timestamp() - make_interval(secs => %(older_than)s)
 ORDER BY created_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from cairn.domain import Organization, User
 from cairn.store import Database, apply_migrations
@@ -58,3 +61,14 @@ def org(db: Database) -> Organization:
 def user(db: Database, org: Organization) -> User:
     with db.transaction() as conn:
         return tenancy_store.create_user(conn, User(organization_id=org.id, name="ada"))
+
+
+@pytest.fixture
+def empty_schema_dsn(pg_dsn: str) -> Iterator[str]:
+    """A DSN whose tables land in a new, empty schema (extensions stay in public)."""
+    schema = f"mig_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield make_conninfo(pg_dsn, options=f"-c search_path={schema},public")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Iterator
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
 from cairn.store.migrate import Migration, apply_migrations, available_migrations
-
-
-@pytest.fixture
-def empty_schema_dsn(pg_dsn: str) -> Iterator[str]:
-    """A DSN whose tables land in a new, empty schema (extensions stay in public)."""
-    schema = f"mig_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    yield make_conninfo(pg_dsn, options=f"-c search_path={schema},public")
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def tables(dsn: str) -> set[str]:
@@ -37,11 +23,27 @@ def test_migrations_from_empty_create_every_table(empty_schema_dsn: str) -> None
 
     assert applied == [m.version for m in available_migrations()]
     assert {
-        "schema_migrations", "organizations", "users", "api_keys", "agents", "blocks",
-        "block_history", "agents_blocks", "tools", "agents_tools", "messages", "archives",
-        "archives_agents", "passages", "runs", "steps", "step_journal", "outbox", "groups",
+        "schema_migrations",
+        "organizations",
+        "users",
+        "api_keys",
+        "agents",
+        "blocks",
+        "block_history",
+        "agents_blocks",
+        "tools",
+        "agents_tools",
+        "messages",
+        "archives",
+        "archives_agents",
+        "passages",
+        "runs",
+        "steps",
+        "step_journal",
+        "outbox",
+        "groups",
         "groups_agents",
-    } <= tables(empty_schema_dsn)  # fmt: skip
+    } <= tables(empty_schema_dsn)
 
 
 def test_rerun_applies_nothing(empty_schema_dsn: str) -> None:

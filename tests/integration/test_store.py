@@ -7,8 +7,15 @@ import pytest
 from pydantic import ValidationError
 
 from cairn.domain import (
-    Block, Message, Organization, OutboxCommand, Passage, TextContent, Tool, ToolCall,
-)  # fmt: skip
+    Block,
+    Message,
+    Organization,
+    OutboxCommand,
+    Passage,
+    TextContent,
+    Tool,
+    ToolCall,
+)
 from cairn.domain.messages import FunctionCall
 from cairn.domain.tenancy import hash_api_key
 from cairn.errors import VersionConflictError
@@ -21,10 +28,17 @@ def test_block_value_over_limit_is_rejected_by_the_model(org: Organization) -> N
         Block(organization_id=org.id, label="human", value="abcdef", limit=5)
 
 
-def test_block_value_over_limit_is_rejected_by_the_database(db: Database, org: Organization) -> None:
+def test_block_value_over_limit_is_rejected_by_the_database(
+    db: Database, org: Organization
+) -> None:
     with db.transaction() as conn:
-        block = blocks.create(conn, Block(organization_id=org.id, label="human", value="ab", limit=5))
-    with pytest.raises(psycopg.errors.CheckViolation, match="blocks_value_within_limit"), db.transaction() as conn:
+        block = blocks.create(
+            conn, Block(organization_id=org.id, label="human", value="ab", limit=5)
+        )
+    with (
+        pytest.raises(psycopg.errors.CheckViolation, match="blocks_value_within_limit"),
+        db.transaction() as conn,
+    ):
         conn.execute("UPDATE blocks SET value = 'abcdef' WHERE id = %s", (block.id,))
     with db.connection() as conn:
         stored = blocks.get(conn, org.id, block.id)
@@ -33,7 +47,9 @@ def test_block_value_over_limit_is_rejected_by_the_database(db: Database, org: O
 
 def test_block_limit_counts_characters_not_bytes(db: Database, org: Organization) -> None:
     with db.transaction() as conn:
-        block = blocks.create(conn, Block(organization_id=org.id, label="human", value="ééééé", limit=5))
+        block = blocks.create(
+            conn, Block(organization_id=org.id, label="human", value="ééééé", limit=5)
+        )
     assert block.value == "ééééé"
 
 
@@ -54,13 +70,19 @@ def test_block_update_bumps_version_and_keeps_history(db: Database, org: Organiz
     with db.transaction() as conn:
         block = blocks.create(conn, Block(organization_id=org.id, label="human", value="v1"))
         edited = blocks.update(
-            conn, block.model_copy(update={"value": "v2"}), expected_version=1, actor_type="agent",
+            conn,
+            block.model_copy(update={"value": "v2"}),
+            expected_version=1,
+            actor_type="agent",
             actor_id="agent-x",
         )
         history = blocks.history(conn, org.id, block.id)
 
     assert edited.version == 2 and edited.value == "v2"
-    assert [(h.version, h.value, h.actor_type) for h in history] == [(1, "v1", "user"), (2, "v2", "agent")]
+    assert [(h.version, h.value, h.actor_type) for h in history] == [
+        (1, "v1", "user"),
+        (2, "v2", "agent"),
+    ]
 
 
 def test_stale_block_write_loses_and_changes_nothing(db: Database, org: Organization) -> None:
@@ -103,7 +125,9 @@ def test_renaming_a_block_follows_into_its_attachments(db: Database, org: Organi
 def test_agent_update_is_version_checked(db: Database, org: Organization) -> None:
     with db.transaction() as conn:
         agent = agents.create(conn, make_agent(org.id))
-        moved = agents.update(conn, agent.model_copy(update={"message_ids": ["m1"]}), expected_version=1)
+        moved = agents.update(
+            conn, agent.model_copy(update={"message_ids": ["m1"]}), expected_version=1
+        )
     assert moved.version == 2 and moved.message_ids == ["m1"]
     with pytest.raises(VersionConflictError), db.transaction() as conn:
         agents.update(conn, agent.model_copy(update={"message_ids": ["lost"]}), expected_version=1)
@@ -114,10 +138,14 @@ def test_agent_round_trips_every_config_document(db: Database, org: Organization
         org.id,
         embedding_config={"embedding_model": "text-embedding-3-small", "embedding_dim": 1536},
         compaction_settings={"mode": "all"},
-        tool_rules=[{"type": "run_first", "tool_name": "x", "args": {"a": 1}},
-                    {"type": "max_count_per_step", "tool_name": "y", "max_count_limit": 2}],
-        tags=["a", "b"], metadata={"k": [1, 2]}, timezone="Europe/Paris",
-    )  # fmt: skip
+        tool_rules=[
+            {"type": "run_first", "tool_name": "x", "args": {"a": 1}},
+            {"type": "max_count_per_step", "tool_name": "y", "max_count_limit": 2},
+        ],
+        tags=["a", "b"],
+        metadata={"k": [1, 2]},
+        timezone="Europe/Paris",
+    )
     with db.transaction() as conn:
         agents.create(conn, agent)
         stored = agents.get(conn, org.id, agent.id)
@@ -129,7 +157,10 @@ def test_agent_round_trips_every_config_document(db: Database, org: Organization
 
 def test_list_agents_filters_and_pages(db: Database, org: Organization) -> None:
     with db.transaction() as conn:
-        made = [agents.create(conn, make_agent(org.id, f"bot-{i}", tags=[f"t{i % 2}", "all"])) for i in range(5)]
+        made = [
+            agents.create(conn, make_agent(org.id, f"bot-{i}", tags=[f"t{i % 2}", "all"]))
+            for i in range(5)
+        ]
         newest_first = agents.list_agents(conn, org.id)
         page2 = agents.list_agents(conn, org.id, after=newest_first[1].id, limit=2)
         oldest_first = agents.list_agents(conn, org.id, order="asc", limit=2)
@@ -142,17 +173,26 @@ def test_list_agents_filters_and_pages(db: Database, org: Organization) -> None:
     assert [a.name for a in searched] == ["bot-3"]
 
 
-def test_messages_get_increasing_sequence_ids_and_retry_is_harmless(db: Database, org: Organization) -> None:
+def test_messages_get_increasing_sequence_ids_and_retry_is_harmless(
+    db: Database, org: Organization
+) -> None:
     with db.transaction() as conn:
         agent = agents.create(conn, make_agent(org.id))
         batch = [
-            Message(organization_id=org.id, agent_id=agent.id, role="user", content=[TextContent(text=f"m{i}")])
+            Message(
+                organization_id=org.id,
+                agent_id=agent.id,
+                role="user",
+                content=[TextContent(text=f"m{i}")],
+            )
             for i in range(3)
         ]
         first = messages.insert(conn, batch)
         again = messages.insert(conn, batch)
         assert messages.count_for_agent(conn, org.id, agent.id) == 3
-        later = messages.insert(conn, [Message(organization_id=org.id, agent_id=agent.id, role="assistant")])
+        later = messages.insert(
+            conn, [Message(organization_id=org.id, agent_id=agent.id, role="assistant")]
+        )
     seqs = [m.sequence_id for m in first]
     assert seqs == sorted(seqs) and len(set(seqs)) == 3
     assert [m.sequence_id for m in again] == seqs
@@ -160,13 +200,26 @@ def test_messages_get_increasing_sequence_ids_and_retry_is_harmless(db: Database
 
 
 def test_messages_round_trip_and_load_in_context_order(db: Database, org: Organization) -> None:
-    call = ToolCall(id="call_1", function=FunctionCall(name="send_message", arguments='{"message": "hello there, friend"}'))
+    call = ToolCall(
+        id="call_1",
+        function=FunctionCall(name="send_message", arguments='{"message": "hello there, friend"}'),
+    )
     with db.transaction() as conn:
         agent = agents.create(conn, make_agent(org.id))
-        stored = messages.insert(conn, [
-            Message(organization_id=org.id, agent_id=agent.id, role="system", content=[TextContent(text="sys")]),
-            Message(organization_id=org.id, agent_id=agent.id, role="assistant", tool_calls=[call]),
-        ])
+        stored = messages.insert(
+            conn,
+            [
+                Message(
+                    organization_id=org.id,
+                    agent_id=agent.id,
+                    role="system",
+                    content=[TextContent(text="sys")],
+                ),
+                Message(
+                    organization_id=org.id, agent_id=agent.id, role="assistant", tool_calls=[call]
+                ),
+            ],
+        )
         loaded = messages.get_many(conn, org.id, [stored[1].id, stored[0].id])
         fts_hit = conn.execute(
             "SELECT id FROM messages WHERE fts @@ plainto_tsquery('english', 'friends')"
@@ -179,10 +232,18 @@ def test_messages_round_trip_and_load_in_context_order(db: Database, org: Organi
 def test_list_messages_by_cursor(db: Database, org: Organization) -> None:
     with db.transaction() as conn:
         agent = agents.create(conn, make_agent(org.id))
-        ms = messages.insert(conn, [
-            Message(organization_id=org.id, agent_id=agent.id, role="user", content=[TextContent(text=str(i))])
-            for i in range(5)
-        ])
+        ms = messages.insert(
+            conn,
+            [
+                Message(
+                    organization_id=org.id,
+                    agent_id=agent.id,
+                    role="user",
+                    content=[TextContent(text=str(i))],
+                )
+                for i in range(5)
+            ],
+        )
         newest = messages.list_for_agent(conn, org.id, agent.id, limit=2)
         after = messages.list_for_agent(conn, org.id, agent.id, after=ms[1].id, order="asc")
         before = messages.list_for_agent(conn, org.id, agent.id, before=ms[3].id, limit=2)
@@ -195,13 +256,23 @@ def test_identical_passage_text_is_stored_once_per_archive(db: Database, org: Or
     with db.transaction() as conn:
         world = build_world(conn, "other")  # an archive with "the sky is blue" already
         again, created = archives.insert_passage(
-            conn, Passage(organization_id=world.org.id, archive_id=world.archive.id,
-                          text="the sky is blue", embedding=[0.1, 0.2, 0.3])
-        )  # fmt: skip
+            conn,
+            Passage(
+                organization_id=world.org.id,
+                archive_id=world.archive.id,
+                text="the sky is blue",
+                embedding=[0.1, 0.2, 0.3],
+            ),
+        )
         new, created_new = archives.insert_passage(
-            conn, Passage(organization_id=world.org.id, archive_id=world.archive.id,
-                          text="grass is green", embedding=[0.1, 0.2, 0.3])
-        )  # fmt: skip
+            conn,
+            Passage(
+                organization_id=world.org.id,
+                archive_id=world.archive.id,
+                text="grass is green",
+                embedding=[0.1, 0.2, 0.3],
+            ),
+        )
         count = archives.count_passages(conn, world.org.id, world.archive.id)
     assert (created, again.id) == (False, world.passage.id)
     assert created_new and new.embedding == pytest.approx([0.1, 0.2, 0.3])
@@ -220,7 +291,8 @@ def test_tool_name_limit_enforced_by_model_and_database(db: Database, org: Organ
         Tool(organization_id=org.id, name="x" * 49)
     with pytest.raises(psycopg.errors.CheckViolation), db.transaction() as conn:
         conn.execute(
-            "INSERT INTO tools (id, organization_id, name) VALUES ('tool-x', %s, %s)", (org.id, "x" * 49)
+            "INSERT INTO tools (id, organization_id, name) VALUES ('tool-x', %s, %s)",
+            (org.id, "x" * 49),
         )
 
 
@@ -240,10 +312,16 @@ def test_api_keys_are_stored_hashed_and_authenticate(db: Database, org: Organiza
 def test_outbox_command_written_once_and_sent_once(db: Database) -> None:
     with db.transaction() as conn:
         world = build_world(conn)
-        duplicate = outbox.add(conn, OutboxCommand(
-            organization_id=world.org.id, agent_id=world.agent.id, run_id=world.run.id, kind="step",
-            dedup_key=f"{world.run.id}:1",
-        ))  # fmt: skip
+        duplicate = outbox.add(
+            conn,
+            OutboxCommand(
+                organization_id=world.org.id,
+                agent_id=world.agent.id,
+                run_id=world.run.id,
+                kind="step",
+                dedup_key=f"{world.run.id}:1",
+            ),
+        )
         assert duplicate is None
         assert [c.id for c in outbox.claim_unsent(conn, older_than_seconds=0)] == [world.outbox_id]
         assert outbox.mark_sent(conn, world.org.id, world.outbox_id)

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cairn.store import Connection, Database
-from cairn.store import agents, archives, blocks, groups, messages, outbox, runs, tenancy, tools
+from cairn.store import (
+    Connection,
+    Database,
+    agents,
+    archives,
+    blocks,
+    groups,
+    messages,
+    outbox,
+    runs,
+    tenancy,
+    tools,
+)
 from tests.integration.world import World, build_world
 
 # Each read: (what it looks up, how) -> a found value for the owner, None/empty for a stranger.
@@ -107,9 +119,7 @@ def test_stranger_cannot_touch_row(
         assert WRITES[write](conn, theirs.org.id, mine) is False
     with db.connection() as conn:
         assert agents.get(conn, mine.org.id, mine.agent.id) is not None
-        assert [b.id for b in blocks.for_agent(conn, mine.org.id, mine.agent.id)] == [
-            mine.block.id
-        ]
+        assert [b.id for b in blocks.for_agent(conn, mine.org.id, mine.agent.id)] == [mine.block.id]
         assert [t.id for t in tools.for_agent(conn, mine.org.id, mine.agent.id)] == [mine.tool.id]
         assert archives.get_passage(conn, mine.org.id, mine.passage.id) is not None
         assert groups.get(conn, mine.org.id, mine.group.id) is not None
@@ -119,6 +129,6 @@ def test_stranger_cannot_touch_row(
 def test_every_repository_is_covered() -> None:
     """A new repository module must add its reads to the tables above."""
     modules = {agents, archives, blocks, groups, messages, outbox, runs, tenancy, tools}
-    source = open(__file__).read()
+    source = Path(__file__).read_text()
     for module in modules:
         assert f"{module.__name__.rsplit('.', 1)[1]}." in source

@@ -5,11 +5,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cairn.domain import (
-    Agent, Archive, Block, Group, JournalEntry, Message, Organization, OutboxCommand, Passage,
-    Run, Step, TextContent, Tool, User,
-)  # fmt: skip
-from cairn.store import Connection
-from cairn.store import agents, archives, blocks, groups, messages, outbox, runs, tenancy, tools
+    Agent,
+    Archive,
+    Block,
+    Group,
+    JournalEntry,
+    Message,
+    Organization,
+    OutboxCommand,
+    Passage,
+    Run,
+    Step,
+    TextContent,
+    Tool,
+    User,
+)
+from cairn.store import (
+    Connection,
+    agents,
+    archives,
+    blocks,
+    groups,
+    messages,
+    outbox,
+    runs,
+    tenancy,
+    tools,
+)
 
 
 @dataclass
@@ -41,9 +63,15 @@ def build_world(conn: Connection, name: str = "acme") -> World:
     tools.attach(conn, org.id, agent.id, tool.id)
     [message] = messages.insert(
         conn,
-        [Message(organization_id=org.id, agent_id=agent.id, role="user",
-                 content=[TextContent(text="hello")])],
-    )  # fmt: skip
+        [
+            Message(
+                organization_id=org.id,
+                agent_id=agent.id,
+                role="user",
+                content=[TextContent(text="hello")],
+            )
+        ],
+    )
     archive = archives.create_archive(conn, Archive(organization_id=org.id, name="default"))
     archives.attach_archive(conn, org.id, archive.id, agent.id)
     passage, _ = archives.insert_passage(
@@ -56,28 +84,53 @@ def build_world(conn: Connection, name: str = "acme") -> World:
     assert step is not None
     runs.journal(
         conn,
-        JournalEntry(organization_id=org.id, run_id=run.id, step_index=0, key="llm",
-                     payload={"text": "hi"}),
-    )  # fmt: skip
+        JournalEntry(
+            organization_id=org.id, run_id=run.id, step_index=0, key="llm", payload={"text": "hi"}
+        ),
+    )
     command = outbox.add(
         conn,
-        OutboxCommand(organization_id=org.id, agent_id=agent.id, run_id=run.id, kind="step",
-                      payload={"step_index": 1}, dedup_key=f"{run.id}:1"),
-    )  # fmt: skip
+        OutboxCommand(
+            organization_id=org.id,
+            agent_id=agent.id,
+            run_id=run.id,
+            kind="step",
+            payload={"step_index": 1},
+            dedup_key=f"{run.id}:1",
+        ),
+    )
     assert command is not None and command.id is not None
-    sleeper = agents.create(conn, make_agent(org.id, name="helper-sleeptime",
-                                             agent_type="sleeptime_agent"))  # fmt: skip
+    sleeper = agents.create(
+        conn, make_agent(org.id, name="helper-sleeptime", agent_type="sleeptime_agent")
+    )
     group = groups.create(
         conn,
-        Group(organization_id=org.id, manager_agent_id=agent.id, agent_ids=[sleeper.id],
-              sleeptime_agent_frequency=5),
-    )  # fmt: skip
-    return World(org, user, key.id, plain, agent, block, tool, message, archive, passage, run,
-                 step, command.id, group)  # fmt: skip
+        Group(
+            organization_id=org.id,
+            manager_agent_id=agent.id,
+            agent_ids=[sleeper.id],
+            sleeptime_agent_frequency=5,
+        ),
+    )
+    return World(
+        org,
+        user,
+        key.id,
+        plain,
+        agent,
+        block,
+        tool,
+        message,
+        archive,
+        passage,
+        run,
+        step,
+        command.id,
+        group,
+    )
 
 
 def make_agent(org_id: str, name: str = "helper", **fields: object) -> Agent:
     return Agent.model_validate(
-        {"organization_id": org_id, "name": name, "llm_config": {"model": "gpt-4o-mini"},
-         **fields}
-    )  # fmt: skip
+        {"organization_id": org_id, "name": name, "llm_config": {"model": "gpt-4o-mini"}, **fields}
+    )

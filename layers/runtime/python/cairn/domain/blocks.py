@@ -35,9 +35,7 @@ def check_value_fits(value: str, limit: int) -> None:
 class Block(DomainModel):
     id: BlockId = Field(default_factory=lambda: new_id("block"))
     organization_id: OrgId
-    label: str = Field(
-        min_length=1, max_length=MAX_BLOCK_LABEL_LENGTH, pattern=BLOCK_LABEL_PATTERN
-    )
+    label: str = Field(min_length=1, max_length=MAX_BLOCK_LABEL_LENGTH, pattern=BLOCK_LABEL_PATTERN)
     value: str = ""
     limit: int = Field(default=CORE_MEMORY_BLOCK_CHAR_LIMIT, ge=1)
     description: str | None = None

@@ -9,9 +9,19 @@ from typing import Annotated
 from pydantic import StringConstraints
 
 PREFIXES = (
-    "org", "user", "apikey", "agent", "block", "tool", "message", "archive",
-    "passage", "run", "step", "group",
-)  # fmt: skip
+    "org",
+    "user",
+    "apikey",
+    "agent",
+    "block",
+    "tool",
+    "message",
+    "archive",
+    "passage",
+    "run",
+    "step",
+    "group",
+)
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 
@@ -30,19 +40,15 @@ def is_id(value: str, prefix: str) -> bool:
     return re.fullmatch(id_pattern(prefix), value) is not None
 
 
-def IdOf(prefix: str) -> type[str]:  # noqa: N802 - reads as a type in annotations
-    """A string type that only accepts ids with this prefix."""
-    return Annotated[str, StringConstraints(pattern=id_pattern(prefix))]  # type: ignore[return-value]
-
-
-OrgId = IdOf("org")
-UserId = IdOf("user")
-AgentId = IdOf("agent")
-BlockId = IdOf("block")
-ToolId = IdOf("tool")
-MessageId = IdOf("message")
-ArchiveId = IdOf("archive")
-PassageId = IdOf("passage")
-RunId = IdOf("run")
-StepId = IdOf("step")
-GroupId = IdOf("group")
+# String types that only accept ids with their prefix (spelled out so type checkers see aliases).
+OrgId = Annotated[str, StringConstraints(pattern=id_pattern("org"))]
+UserId = Annotated[str, StringConstraints(pattern=id_pattern("user"))]
+AgentId = Annotated[str, StringConstraints(pattern=id_pattern("agent"))]
+BlockId = Annotated[str, StringConstraints(pattern=id_pattern("block"))]
+ToolId = Annotated[str, StringConstraints(pattern=id_pattern("tool"))]
+MessageId = Annotated[str, StringConstraints(pattern=id_pattern("message"))]
+ArchiveId = Annotated[str, StringConstraints(pattern=id_pattern("archive"))]
+PassageId = Annotated[str, StringConstraints(pattern=id_pattern("passage"))]
+RunId = Annotated[str, StringConstraints(pattern=id_pattern("run"))]
+StepId = Annotated[str, StringConstraints(pattern=id_pattern("step"))]
+GroupId = Annotated[str, StringConstraints(pattern=id_pattern("group"))]

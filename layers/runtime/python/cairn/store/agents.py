@@ -53,7 +53,8 @@ SELECT * FROM agents
 WHERE organization_id = {org} AND NOT hidden
   AND ({name}::text IS NULL OR name = {name})
   AND ({query_text}::text IS NULL OR name ILIKE '%' || {query_text} || '%')
-  AND ({tags}::text[] IS NULL OR (CASE WHEN {match_all} THEN tags @> {tags} ELSE tags && {tags} END))
+  AND ({tags}::text[] IS NULL
+       OR (CASE WHEN {match_all} THEN tags @> {tags} ELSE tags && {tags} END))
   AND {cursor}
 ORDER BY {order_by} LIMIT {limit}
 """

@@ -80,8 +80,11 @@ def insert_passage(conn: Connection, passage: Passage) -> tuple[Passage, bool]:
         return Passage.model_validate(row), True
     existing = conn.execute(
         SELECT_PASSAGE_BY_HASH,
-        {"org": passage.organization_id, "archive_id": passage.archive_id,
-         "hash": passage.content_hash},
+        {
+            "org": passage.organization_id,
+            "archive_id": passage.archive_id,
+            "hash": passage.content_hash,
+        },
     ).fetchone()
     return Passage.model_validate(existing), False
 
@@ -106,12 +109,18 @@ def list_passages(
     order: Order = "asc",
 ) -> list[Passage]:
     return page(
-        conn, "passages", Passage, org_id, equals={"archive_id": archive_id},
-        after=after, before=before, limit=limit, order=order,
+        conn,
+        "passages",
+        Passage,
+        org_id,
+        equals={"archive_id": archive_id},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
     )
 
 
 def count_passages(conn: Connection, org_id: str, archive_id: str) -> int:
     row = conn.execute(COUNT_PASSAGES, {"org": org_id, "archive_id": archive_id}).fetchone()
     return int(row["n"]) if row else 0
-

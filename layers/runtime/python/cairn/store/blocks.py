@@ -151,8 +151,15 @@ def list_blocks(
     order: Order = "desc",
 ) -> list[Block]:
     return page(
-        conn, "blocks", Block, org_id, equals={"label": label},
-        after=after, before=before, limit=limit, order=order,
+        conn,
+        "blocks",
+        Block,
+        org_id,
+        equals={"label": label},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
     )
 
 

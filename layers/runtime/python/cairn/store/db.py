@@ -7,6 +7,7 @@ server-side prepared statements, so RDS Proxy can multiplex them without pinning
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
@@ -28,9 +29,7 @@ IDLE_CHECK_SECONDS = 30.0
 class Database:
     def __init__(self, dsn: str, *, max_size: int = 1, connect_timeout: float = 10.0) -> None:
         self.dsn = dsn
-        self._last_used: weakref.WeakKeyDictionary[Connection, float] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._last_used: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._pool = ConnectionPool(
             dsn,
@@ -48,12 +47,10 @@ class Database:
     def _configure(self, conn: Connection) -> None:
         from pgvector.psycopg import register_vector
 
-        try:
+        # The extension is created by the first migration; a connection opened before it
+        # does not need the type.
+        with contextlib.suppress(psycopg.ProgrammingError):
             register_vector(conn)
-        except psycopg.ProgrammingError:
-            # The extension is created by the first migration; a connection opened before it
-            # (the migration runner's own) does not need the type.
-            pass
         self._last_used[conn] = time.monotonic()
 
     def _check(self, conn: Connection) -> None:

@@ -26,7 +26,9 @@ FROM unnest(%(agent_ids)s::text[]) WITH ORDINALITY AS m (agent_id, position)
 JOIN agents a ON a.id = m.agent_id AND a.organization_id = %(org)s
 ON CONFLICT (group_id, agent_id) DO NOTHING
 """
-SELECT_GROUP = f"SELECT {_GROUP_COLUMNS} FROM groups g WHERE g.organization_id = %(org)s AND g.id = %(id)s"
+SELECT_GROUP = (
+    f"SELECT {_GROUP_COLUMNS} FROM groups g WHERE g.organization_id = %(org)s AND g.id = %(id)s"
+)
 SELECT_MANAGED_GROUP = f"""
 SELECT {_GROUP_COLUMNS} FROM groups g
 WHERE g.organization_id = %(org)s AND g.manager_agent_id = %(agent_id)s

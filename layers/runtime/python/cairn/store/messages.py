@@ -41,8 +41,10 @@ LIST_AGENT_MESSAGES = """
 SELECT {columns} FROM messages
 WHERE organization_id = {org} AND agent_id = {agent_id}
   AND ({run_id}::text IS NULL OR run_id = {run_id})
-  AND ({after}::text IS NULL OR sequence_id > (SELECT sequence_id FROM messages WHERE id = {after}))
-  AND ({before}::text IS NULL OR sequence_id < (SELECT sequence_id FROM messages WHERE id = {before}))
+  AND ({after}::text IS NULL
+       OR sequence_id > (SELECT sequence_id FROM messages WHERE id = {after}))
+  AND ({before}::text IS NULL
+       OR sequence_id < (SELECT sequence_id FROM messages WHERE id = {before}))
 ORDER BY sequence_id {direction} LIMIT {limit}
 """
 COUNT_AGENT_MESSAGES = """

@@ -36,9 +36,7 @@ class Migration:
 
 def available_migrations() -> list[Migration]:
     folder = resources.files("cairn.store") / "migrations"
-    files = sorted(
-        (f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name
-    )
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
     return [Migration(version=f.name.removesuffix(".sql"), sql=f.read_text()) for f in files]
 
 

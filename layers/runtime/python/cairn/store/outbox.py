@@ -53,9 +53,9 @@ def mark_failed(conn: Connection, org_id: str, command_id: int, error: str) -> N
     conn.execute(MARK_FAILED, {"org": org_id, "id": command_id, "error": error})
 
 
-def claim_unsent(conn: Connection, *, older_than_seconds: float, limit: int = 100) -> list[OutboxCommand]:
+def claim_unsent(
+    conn: Connection, *, older_than_seconds: float, limit: int = 100
+) -> list[OutboxCommand]:
     """Unsent commands older than the given age, locked until the caller's transaction ends."""
-    rows = conn.execute(
-        CLAIM_UNSENT, {"older_than": older_than_seconds, "limit": limit}
-    ).fetchall()
+    rows = conn.execute(CLAIM_UNSENT, {"older_than": older_than_seconds, "limit": limit}).fetchall()
     return [OutboxCommand.model_validate(r) for r in rows]

@@ -93,8 +93,15 @@ def list_runs(
     order: Order = "desc",
 ) -> list[Run]:
     return page(
-        conn, "runs", Run, org_id, equals={"agent_id": agent_id, "status": status},
-        after=after, before=before, limit=limit, order=order,
+        conn,
+        "runs",
+        Run,
+        org_id,
+        equals={"agent_id": agent_id, "status": status},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
     )
 
 
@@ -125,8 +132,15 @@ def list_steps(
     order: Order = "asc",
 ) -> list[Step]:
     return page(
-        conn, "steps", Step, org_id, equals={"run_id": run_id},
-        after=after, before=before, limit=limit, order=order,
+        conn,
+        "steps",
+        Step,
+        org_id,
+        equals={"run_id": run_id},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
     )
 
 

@@ -87,8 +87,15 @@ def list_tools(
     order: Order = "desc",
 ) -> list[Tool]:
     return page(
-        conn, "tools", Tool, org_id, equals={"name": name},
-        after=after, before=before, limit=limit, order=order,
+        conn,
+        "tools",
+        Tool,
+        org_id,
+        equals={"name": name},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
     )
 
 

@@ -1,0 +1,34 @@
+"""CloudFormation custom resource (CDK Provider framework): apply migrations on deploy.
+
+Create and Update apply every pending migration; Delete leaves the database alone (the data
+outlives the stack's custom resource). The runner is safe to run twice and concurrently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from cairn.config import Settings
+from cairn.orchestration.secrets import database_dsn
+from cairn.store.migrate import apply_migrations
+
+logger = Logger(service="cairn-migrate")
+PHYSICAL_ID = "cairn-schema-migrations"
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request_type = event.get("RequestType")
+    if request_type == "Delete":
+        return {"PhysicalResourceId": event.get("PhysicalResourceId", PHYSICAL_ID)}
+    if request_type not in ("Create", "Update"):
+        raise ValueError(f"unexpected RequestType {request_type!r}")
+    applied = apply_migrations(database_dsn(Settings.from_env()))
+    logger.info("migrations applied", extra={"applied": applied})
+    return {
+        "PhysicalResourceId": PHYSICAL_ID,
+        "Data": {"Applied": ",".join(applied) or "none", "Count": len(applied)},
+    }

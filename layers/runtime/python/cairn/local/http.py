@@ -1,0 +1,104 @@
+"""HTTP on 127.0.0.1 -> API Gateway HTTP API (payload v2) events for `functions/api`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from cairn.local.lambdas import invoke
+
+logger = logging.getLogger(__name__)
+
+_TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded")
+
+
+def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    """The event API Gateway would send for this request."""
+    url = urlsplit(target)
+    lowered = {k.lower(): v for k, v in headers.items()}
+    content_type = lowered.get("content-type", "")
+    is_text = not body or content_type.startswith(_TEXT_TYPES)
+    query: dict[str, list[str]] = {}
+    for key, value in parse_qsl(url.query, keep_blank_values=True):
+        query.setdefault(key, []).append(value)
+    now = time.time()
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": url.path,
+        "rawQueryString": url.query,
+        "headers": lowered,
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": lowered.get("host", "127.0.0.1"),
+            "http": {
+                "method": method,
+                "path": url.path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": lowered.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+        },
+        "isBase64Encoded": not is_text,
+    }
+    if query:
+        # API Gateway joins repeated parameters with commas here; rawQueryString keeps them all.
+        event["queryStringParameters"] = {k: ",".join(v) for k, v in query.items()}
+    if body:
+        event["body"] = body.decode() if is_text else base64.b64encode(body).decode()
+    return event
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        event = to_event(self.command, self.path, dict(self.headers.items()), body)
+        try:
+            result = invoke("api", event)
+        except Exception:
+            logger.exception("api handler failed")
+            result = {
+                "statusCode": 500,
+                "body": json.dumps({"detail": "An unknown error occurred"}),
+            }
+        self._reply(result)
+
+    def _reply(self, result: dict[str, Any]) -> None:
+        payload = result.get("body") or ""
+        data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+        self.send_response(int(result.get("statusCode", 200)))
+        headers = {k.lower(): v for k, v in (result.get("headers") or {}).items()}
+        headers.setdefault("content-type", "application/json")
+        for key, value in headers.items():
+            self.send_header(key, value)
+        for cookie in result.get("cookies") or ():
+            self.send_header("set-cookie", cookie)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.info("%s %s", self.address_string(), format % args)
+
+
+def make_server(host: str, port: int) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, port), _Handler)
+    server.daemon_threads = True
+    return server

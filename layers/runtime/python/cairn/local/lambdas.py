@@ -1,0 +1,59 @@
+"""Run the Lambda handlers of `functions/` in this process, as the Lambda runtime would.
+
+Handlers are loaded from their files (nothing in cairn imports a handler module), each once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import cairn
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+def functions_dir() -> Path:
+    if configured := os.environ.get("CAIRN_FUNCTIONS_DIR"):
+        return Path(configured)
+    # layers/runtime/python/cairn/__init__.py -> the repository root
+    return Path(cairn.__file__).resolve().parents[4] / "functions"
+
+
+@dataclass
+class LocalContext:
+    """The attributes of Lambda's context object that handlers and Powertools read."""
+
+    function_name: str
+    memory_limit_in_mb: int = 1024
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    timeout_ms: int = 30_000
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:us-east-1:000000000000:function:cairn-{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.timeout_ms
+
+
+@cache
+def load_handler(name: str) -> Handler:
+    path = functions_dir() / name / "handler.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no handler at {path}")
+    spec = importlib.util.spec_from_file_location(f"cairn_function_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.handler
+
+
+def invoke(name: str, event: dict[str, Any]) -> Any:
+    return load_handler(name)(event, LocalContext(function_name=name))

@@ -58,3 +58,14 @@ def test_every_function_has_a_handler_and_nothing_imports_one() -> None:
     assert {h.parent.name for h in handlers} >= {"api", "migrate"}
     for path in LIBRARY.rglob("*.py"):
         assert not any(n.startswith("functions") for n in _imports(path)), path
+
+
+def test_memory_and_tools_are_pure_logic() -> None:
+    forbidden = ("cairn.store", "boto3", "botocore", "openai", "anthropic", "psycopg")
+    offenders = [
+        str(p.relative_to(LIBRARY))
+        for package in ("memory", "tools")
+        for p in (LIBRARY / package).rglob("*.py")
+        if any(n.startswith(forbidden) for n in _imports(p))
+    ]
+    assert offenders == []

@@ -12,13 +12,35 @@ from cairn.store.db import Connection
 from cairn.store.rows import from_row
 
 # Columns the application writes; sequence_id, fts and embedding are the database's.
-_WRITABLE = """id, organization_id, agent_id, role, content, tool_calls, tool_call_id,
-    tool_returns, name, step_id, run_id, group_id, sender_id, otid, batch_item_id, is_err, model,
-    approvals, approve, approval_request_id, denial_reason, created_by_id, created_at,
-    search_text"""
-_RETURNED = "id, organization_id, agent_id, sequence_id, " + ", ".join(
-    c.strip() for c in _WRITABLE.split(",")[3:]
+_WRITTEN = (
+    "id",
+    "organization_id",
+    "agent_id",
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "tool_returns",
+    "name",
+    "step_id",
+    "run_id",
+    "group_id",
+    "sender_id",
+    "otid",
+    "batch_item_id",
+    "is_err",
+    "model",
+    "approvals",
+    "approve",
+    "approval_request_id",
+    "denial_reason",
+    "created_by_id",
+    "created_at",
+    "search_text",
 )
+_WRITABLE = ", ".join(_WRITTEN)
+# What a read returns: the message without the search and embedding columns (bytes saved).
+_RETURNED = ", ".join((*_WRITTEN[:-1], "sequence_id"))
 
 # Any number of messages in one round trip: the batch travels as one jsonb array.
 # ON CONFLICT makes a retried checkpoint (same ids) a no-op instead of an error.
@@ -31,7 +53,7 @@ RETURNING id, sequence_id
 SELECT_MESSAGE = f"SELECT {_RETURNED} FROM messages WHERE organization_id = %(org)s AND id = %(id)s"
 # In the order of the given ids (the context window's order), whatever the sequence says.
 SELECT_MESSAGES_BY_IDS = f"""
-SELECT {", ".join("m." + c.strip() for c in _RETURNED.split(","))}
+SELECT {", ".join("m." + c for c in (*_WRITTEN[:-1], "sequence_id"))}
 FROM unnest(%(ids)s::text[]) WITH ORDINALITY AS wanted (id, position)
 JOIN messages m ON m.id = wanted.id
 WHERE m.organization_id = %(org)s

@@ -14,11 +14,10 @@ Order = Literal["asc", "desc"]
 
 def to_params(model: BaseModel, json_fields: tuple[str, ...] = ()) -> dict[str, Any]:
     """The model as statement parameters; `json_fields` become jsonb."""
-    params = model.model_dump(mode="python")
-    for name in json_fields:
-        value = params.get(name)
-        if value is not None:
-            params[name] = Jsonb(model.model_dump(mode="json", include={name})[name])
+    params = model.model_dump(mode="python", exclude=set(json_fields))
+    # One JSON-mode dump for all jsonb fields (not one per field): this runs on every write.
+    for name, value in model.model_dump(mode="json", include=set(json_fields)).items():
+        params[name] = None if value is None else Jsonb(value)
     return params
 
 

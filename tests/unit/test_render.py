@@ -13,6 +13,7 @@ import pytest
 
 from cairn.domain import Block
 from cairn.domain.ids import new_id
+from cairn.memory.directories import Directory, FileView, render_directories, view_window
 from cairn.memory.render import (
     MemoryMetadata,
     compile_system_message,
@@ -159,6 +160,55 @@ def test_changed_rule_or_open_file_triggers_a_rebuild() -> None:
     assert needs_rebuild(
         old, TEMPLATE, section_of(blocks(), directories="<directories>\n</directories>")
     )
+
+
+def folder(*files: FileView) -> list[Directory]:
+    return [
+        Directory(
+            name="handbook", description="Company handbook", instructions="Cite the section.",
+            files=files,
+        ),
+        Directory(name="empty"),
+    ]  # fmt: skip
+
+
+OPEN = FileView(
+    name="handbook/leave.md", visible_content="[Viewing lines 1 to 2]\n1: Leave\n2: ...",
+    limit=200, description="Leave policy",
+)  # fmt: skip
+CLOSED = FileView(name="handbook/travel.md", limit=200)
+
+
+def test_directories_with_file_limits_and_open_and_closed_files() -> None:
+    directories = render_directories(folder(OPEN, CLOSED), max_files_open=5)
+    section = section_of(blocks(), rules=("<tool_rule>send_message ends your turn</tool_rule>",),
+                         directories=directories)  # fmt: skip
+    assert_golden("directories", compile_system_message(TEMPLATE, section, meta()))
+
+
+def test_no_folders_render_no_directories_and_open_count_follows_the_view() -> None:
+    assert render_directories([], max_files_open=5) == ""
+    text = render_directories(folder(CLOSED, FileView(name="b", limit=9)), max_files_open=3)
+    assert "- current_files_open=0\n- max_files_open=3" in text
+    assert "<value>" not in text and "<file_limits>" not in render_directories(
+        folder(OPEN), max_files_open=None
+    )
+
+
+def test_view_over_the_limit_ends_with_a_truncation_note() -> None:
+    assert view_window("short", 10) == "short"
+    cut = view_window("x" * 100, 40)
+    assert len(cut) <= 40 and cut.endswith("...[TRUNCATED]")
+
+
+def test_opening_a_file_triggers_a_rebuild() -> None:
+    closed = stored(
+        section_of(blocks(), directories=render_directories(folder(CLOSED), max_files_open=5))
+    )
+    opened = render_directories(
+        folder(FileView(name=CLOSED.name, limit=200, visible_content="now open")), max_files_open=5
+    )
+    assert needs_rebuild(closed, TEMPLATE, section_of(blocks(), directories=opened))
 
 
 def test_changed_template_triggers_a_rebuild() -> None:

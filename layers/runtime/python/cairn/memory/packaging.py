@@ -21,6 +21,7 @@ NO_TOOL_CALL_REASON = (
     AUTOMATED_PREFIX + "No tool was called. You must call a tool to continue or end your turn."
 )
 FIRST_LOGIN = "Never (first login)"
+SEND_MESSAGE_RESULT = "Sent message successfully."
 SUMMARY_PREAMBLE = (
     "Note: prior messages have been hidden from view due to conversation memory constraints.\n"
     "The following is a summary of the previous messages:\n "

@@ -1,0 +1,75 @@
+"""The base tools: talking to the user and searching recall and archival memory."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from cairn.memory.packaging import SEND_MESSAGE_RESULT
+from cairn.tools.context import ToolContext
+
+
+def send_message(ctx: ToolContext, message: str) -> str:
+    """Send a message to the user. Ends your turn.
+
+    Args:
+        message: The message text. Markdown is allowed; all unicode, including emojis, is kept.
+    """
+    return SEND_MESSAGE_RESULT
+
+
+def conversation_search(
+    ctx: ToolContext,
+    query: str,
+    roles: list[Literal["assistant", "user", "tool"]] | None = None,
+    limit: int | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+) -> dict[str, Any]:
+    """Search your past conversation (recall memory) by meaning and by keywords.
+
+    Args:
+        query: What to look for, in words.
+        roles: Only messages from these roles; all roles when omitted.
+        limit: How many results to return at most (default 5).
+        start_date: Only messages from this day or time on: YYYY-MM-DD or an ISO datetime.
+        end_date: Only messages up to this day or time: YYYY-MM-DD or an ISO datetime.
+    """
+    return ctx.conversation_search(
+        query, roles=list(roles) if roles else None, limit=limit,
+        start_date=start_date, end_date=end_date,
+    )  # fmt: skip
+
+
+def archival_memory_insert(ctx: ToolContext, content: str, tags: list[str] | None = None) -> str:
+    """Store a passage in archival memory, your long-term store, for later search.
+
+    Args:
+        content: The passage to keep: one self-contained fact, note or summary.
+        tags: Optional tags to find the passage by later.
+    """
+    return ctx.archival_memory_insert(content, tags=tags)
+
+
+def archival_memory_search(
+    ctx: ToolContext,
+    query: str,
+    tags: list[str] | None = None,
+    tag_match_mode: Literal["any", "all"] = "any",
+    top_k: int | None = None,
+    start_datetime: str | None = None,
+    end_datetime: str | None = None,
+) -> list[dict[str, Any]]:
+    """Search archival memory by meaning.
+
+    Args:
+        query: What to look for, in words.
+        tags: Only passages carrying these tags.
+        tag_match_mode: "any" to match passages with any of the tags, "all" for all of them.
+        top_k: How many passages to return at most.
+        start_datetime: Only passages created at or after this ISO date or datetime.
+        end_datetime: Only passages created at or before this ISO date or datetime.
+    """
+    return ctx.archival_memory_search(
+        query, tags=tags, tag_match_mode=tag_match_mode, top_k=top_k,
+        start_datetime=start_datetime, end_datetime=end_datetime,
+    )  # fmt: skip

@@ -1,0 +1,28 @@
+"""What a built-in tool may use while it runs: the step's memory and its search services.
+
+A protocol, so the tools stay pure: the engine supplies the real thing (Postgres searches,
+an embedder), tests supply their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from cairn.memory.edits import CoreMemory
+
+
+class ToolContext(Protocol):
+    @property
+    def memory(self) -> CoreMemory: ...
+
+    def conversation_search(
+        self, query: str, *, roles: list[str] | None, limit: int | None,
+        start_date: str | None, end_date: str | None,
+    ) -> dict[str, Any]: ...  # fmt: skip
+
+    def archival_memory_insert(self, content: str, *, tags: list[str] | None) -> str: ...
+
+    def archival_memory_search(
+        self, query: str, *, tags: list[str] | None, tag_match_mode: str, top_k: int | None,
+        start_datetime: str | None, end_datetime: str | None,
+    ) -> list[dict[str, Any]]: ...  # fmt: skip

@@ -1,0 +1,111 @@
+"""The built-in tools, their per-tool settings, and the tool set each agent type starts with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from cairn.domain.constants import TOOL_RETURN_CHAR_LIMIT
+from cairn.domain.tool_rules import ContinueToolRule, TerminalToolRule, ToolRule
+from cairn.domain.tools import Tool, ToolType
+from cairn.tools.builtin import core, memory
+from cairn.tools.context import ToolContext
+from cairn.tools.schema import args_model, function_schema, validate_arguments
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the runtime can call: its schema, its argument model and its settings."""
+
+    function: Callable[..., Any]
+    tool_type: ToolType
+    arguments: type[BaseModel] = field(repr=False)
+    json_schema: dict[str, Any] = field(repr=False)
+    return_char_limit: int = TOOL_RETURN_CHAR_LIMIT
+    enable_parallel_execution: bool = False
+    default_requires_approval: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.json_schema["name"]
+
+    def call(self, ctx: ToolContext, args: dict[str, Any]) -> Any:
+        """Validate the model's arguments, then run; argument errors are `ToolArgumentError`."""
+        return self.function(ctx, **validate_arguments(self.arguments, self.name, args))
+
+    def as_tool(self, organization_id: str) -> Tool:
+        """The row that lists this built-in among an organisation's tools."""
+        return Tool(
+            organization_id=organization_id, name=self.name,
+            description=self.json_schema["description"], tool_type=self.tool_type,
+            source_type="python", json_schema=self.json_schema,
+            return_char_limit=self.return_char_limit,
+            enable_parallel_execution=self.enable_parallel_execution,
+            default_requires_approval=self.default_requires_approval,
+        )  # fmt: skip
+
+
+def tool_spec(fn: Callable[..., Any], tool_type: ToolType, **settings: Any) -> ToolSpec:
+    model = args_model(fn)
+    return ToolSpec(fn, tool_type, model, function_schema(fn, model), **settings)
+
+
+# Searches only read, so several in one step may run at once; edits stay in call order.
+BUILTIN_TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        tool_spec(core.send_message, "letta_core"),
+        tool_spec(core.conversation_search, "letta_core", enable_parallel_execution=True),
+        tool_spec(core.archival_memory_insert, "letta_core"),
+        tool_spec(core.archival_memory_search, "letta_core", enable_parallel_execution=True),
+        tool_spec(memory.core_memory_append, "letta_memory_core"),
+        tool_spec(memory.core_memory_replace, "letta_memory_core"),
+        tool_spec(memory.memory, "letta_memory_core"),
+        tool_spec(memory.memory_replace, "letta_sleeptime_core"),
+        tool_spec(memory.memory_insert, "letta_sleeptime_core"),
+        tool_spec(memory.memory_rethink, "letta_sleeptime_core"),
+        tool_spec(memory.memory_finish_edits, "letta_sleeptime_core"),
+    )
+}
+
+BASE_TOOLS = (
+    "send_message",
+    "conversation_search",
+    "archival_memory_insert",
+    "archival_memory_search",
+)
+MEMORY_TOOLS = ("core_memory_append", "core_memory_replace", "memory")
+SLEEPTIME_TOOLS = ("memory_replace", "memory_insert", "memory_rethink", "memory_finish_edits")
+# A chat agent with sleeptime leaves memory upkeep (and archival inserts) to its helpers.
+SLEEPTIME_CHAT_TOOLS = ("send_message", "conversation_search", "archival_memory_search")
+TERMINAL_TOOLS = ("send_message", "send_message_to_agent_async", "memory_finish_edits")
+_CHAT_AGENT_TYPES = frozenset(
+    {"memgpt_agent", "memgpt_v2_agent", "split_thread_agent", "voice_convo_agent"}
+)
+
+
+def default_tool_names(agent_type: str, *, enable_sleeptime: bool = False) -> tuple[str, ...]:
+    """The built-ins an agent of this type gets when it is created with the base tools."""
+    if agent_type in ("sleeptime_agent", "voice_sleeptime_agent"):
+        return SLEEPTIME_TOOLS
+    if agent_type == "letta_v1_agent":
+        if enable_sleeptime:
+            return tuple(t for t in SLEEPTIME_CHAT_TOOLS if t != "send_message")
+        return tuple(t for t in BASE_TOOLS if t != "send_message") + MEMORY_TOOLS
+    if agent_type in _CHAT_AGENT_TYPES:
+        return SLEEPTIME_CHAT_TOOLS if enable_sleeptime else BASE_TOOLS + MEMORY_TOOLS
+    return ()  # react and workflow agents carry only the tools they are given
+
+
+def default_tool_rules(tool_names: Iterable[str]) -> list[ToolRule]:
+    """Terminal rules for the tools that end a turn, continue rules for the other base tools."""
+    rules: list[ToolRule] = []
+    for name in tool_names:
+        if name in TERMINAL_TOOLS:
+            rules.append(TerminalToolRule(tool_name=name))
+        elif name in BUILTIN_TOOLS:
+            rules.append(ContinueToolRule(tool_name=name))
+    return rules

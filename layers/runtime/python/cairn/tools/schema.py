@@ -1,0 +1,133 @@
+"""OpenAI-style JSON schemas made from typed Python functions and their docstrings.
+
+A built-in tool is written once, as a function; its signature gives the argument types
+and defaults, its Google-style docstring the descriptions. The same pydantic model that
+produces the schema validates the model's arguments, so the two can never drift apart.
+A leading parameter named `ctx` is the runtime's, never the model's, and stays out.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, get_type_hints
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from cairn.domain.constants import MAX_TOOL_NAME_LENGTH
+
+CONTEXT_PARAMETER = "ctx"
+REQUEST_HEARTBEAT = "request_heartbeat"
+THINKING = "thinking"
+REQUEST_HEARTBEAT_DESCRIPTION = (
+    "Set to true to get control back after this call (to reply or call another tool); "
+    "false ends your turn once the call is done."
+)
+THINKING_DESCRIPTION = (
+    "Your private reasoning for this call, never shown to the user. Keep it short."
+)
+
+
+class ToolArgumentError(ValueError):
+    """The model's arguments do not fit the tool's schema; the message is for the model."""
+
+
+def args_model(fn: Callable[..., Any]) -> type[BaseModel]:
+    """A pydantic model of the function's model-facing parameters, described by its docstring."""
+    hints = get_type_hints(fn)
+    described = {p.arg_name: p.description for p in docstring_parser.parse(fn.__doc__ or "").params}
+    fields: dict[str, Any] = {}
+    for name, parameter in inspect.signature(fn).parameters.items():
+        if name == CONTEXT_PARAMETER:
+            continue
+        if not described.get(name):
+            raise TypeError(f"{fn.__name__}: parameter `{name}` has no description in Args:")
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[name] = (hints[name], Field(default, description=described[name]))
+    return create_model(f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def function_schema(fn: Callable[..., Any], model: type[BaseModel] | None = None) -> dict[str, Any]:
+    """`{"name", "description", "parameters"}` as OpenAI's function calling and Letta store it."""
+    name = fn.__name__
+    if len(name) > MAX_TOOL_NAME_LENGTH:
+        raise TypeError(f"tool name `{name}` is over {MAX_TOOL_NAME_LENGTH} characters")
+    doc = docstring_parser.parse(fn.__doc__ or "")
+    description = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
+    if not description:
+        raise TypeError(f"{name}: a tool needs a docstring that says what it does")
+    raw = (model or args_model(fn)).model_json_schema()
+    properties = {key: _plain(value) for key, value in raw.get("properties", {}).items()}
+    return {
+        "name": name,
+        "description": description,
+        "parameters": {
+            "type": "object",
+            "properties": properties,
+            "required": list(raw.get("required", [])),
+        },
+    }
+
+
+def _plain(prop: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's titles and defaults, and show `X | None` as X (optional by omission)."""
+    prop = {k: v for k, v in prop.items() if k not in ("title", "default")}
+    options = prop.pop("anyOf", None)
+    if options is not None:
+        kept = [o for o in options if o.get("type") != "null"]
+        prop = {**(kept[0] if len(kept) == 1 else {"anyOf": kept}), **prop}
+    return prop
+
+
+def with_runtime_arguments(
+    schema: dict[str, Any], *, request_heartbeat: bool, thinking: bool
+) -> dict[str, Any]:
+    """The schema as the model sees it: plus `thinking` first and `request_heartbeat` last."""
+    parameters = schema["parameters"]
+    properties = dict(parameters["properties"])
+    required = list(parameters["required"])
+    if thinking:
+        properties = {
+            THINKING: {"type": "string", "description": THINKING_DESCRIPTION},
+            **properties,
+        }
+        required.insert(0, THINKING)
+    if request_heartbeat:
+        properties[REQUEST_HEARTBEAT] = {
+            "type": "boolean",
+            "description": REQUEST_HEARTBEAT_DESCRIPTION,
+        }
+        required.append(REQUEST_HEARTBEAT)
+    return {**schema, "parameters": {**parameters, "properties": properties, "required": required}}
+
+
+def split_runtime_arguments(
+    args: dict[str, Any],
+) -> tuple[dict[str, Any], bool | None, str | None]:
+    """(the tool's own arguments, request_heartbeat, thinking): runtime ones never reach it."""
+    own = dict(args)
+    heartbeat = own.pop(REQUEST_HEARTBEAT, None)
+    thinking = own.pop(THINKING, None)
+    if isinstance(heartbeat, str):  # some models send "true"/"false"
+        heartbeat = heartbeat.strip().lower() == "true"
+    return (
+        own,
+        (bool(heartbeat) if heartbeat is not None else None),
+        (str(thinking) if thinking is not None else None),
+    )
+
+
+def validate_arguments(model: type[BaseModel], tool_name: str, args: Any) -> dict[str, Any]:
+    """The arguments checked and coerced by the tool's model, or an error the model can act on."""
+    if not isinstance(args, dict):
+        raise ToolArgumentError(f"Arguments to `{tool_name}` must be a JSON object.")
+    try:
+        checked = model.model_validate(args)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"`{'.'.join(str(p) for p in e['loc']) or 'arguments'}`: {e['msg']}"
+            for e in err.errors(include_url=False)
+        )
+        raise ToolArgumentError(f"Invalid arguments to `{tool_name}`: {problems}.") from None
+    return {name: getattr(checked, name) for name in type(checked).model_fields}

@@ -14,7 +14,9 @@ import pytest
 from cairn.domain import Block
 from cairn.domain.ids import new_id
 from cairn.memory.directories import Directory, FileView, render_directories, view_window
+from cairn.memory.prompts import base_prompt
 from cairn.memory.render import (
+    CORE_MEMORY_PLACEHOLDER,
     MemoryMetadata,
     compile_system_message,
     letta_time,
@@ -221,3 +223,17 @@ def test_block_quoting_the_metadata_tag_does_not_confuse_the_rule() -> None:
     section = section_of(tricky)
     assert not needs_rebuild(stored(section, recall_count=50), TEMPLATE, section)
     assert needs_rebuild(stored(section), TEMPLATE, section_of(blocks()))
+
+
+@pytest.mark.parametrize(
+    ("agent_type", "tool"),
+    [("memgpt_v2_agent", "send_message"), ("sleeptime_agent", "memory_finish_edits"),
+     ("letta_v1_agent", "conversation_search")],
+)  # fmt: skip
+def test_base_prompts_name_their_tools_and_take_memory_after_them(
+    agent_type: str, tool: str
+) -> None:
+    template = base_prompt(agent_type)
+    assert tool in template and CORE_MEMORY_PLACEHOLDER not in template
+    text = compile_system_message(template, section_of(blocks()), meta())
+    assert text.startswith(template + "\n\n<memory_blocks>")

@@ -20,6 +20,14 @@ class Settings(BaseModel):
     port: int = Field(default=8283, ge=1, le=65535)
     api_key: str | None = None
     data_dir: Path = Path(".cairn")
+    # Model providers. An agent's llm_config.model_endpoint overrides the base URLs.
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
+    llm_max_retries: int = Field(default=3, ge=0)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -33,5 +41,11 @@ class Settings(BaseModel):
             "port": "CAIRN_PORT",
             "api_key": "CAIRN_API_KEY",
             "data_dir": "CAIRN_DATA_DIR",
+            "openai_api_key": "OPENAI_API_KEY",
+            "openai_base_url": "OPENAI_BASE_URL",
+            "anthropic_api_key": "ANTHROPIC_API_KEY",
+            "anthropic_base_url": "ANTHROPIC_BASE_URL",
+            "llm_timeout_seconds": "CAIRN_LLM_TIMEOUT_SECONDS",
+            "llm_max_retries": "CAIRN_LLM_MAX_RETRIES",
         }
         return cls.model_validate({k: env[v] for k, v in names.items() if env.get(v)})

@@ -14,6 +14,7 @@ MIN_CONTEXT_WINDOW = 4_096
 
 MAX_TOOL_NAME_LENGTH = 48
 MAX_TOOL_CALL_ID_LENGTH = 29
+MAX_PROVIDER_TOOL_CALL_ID_LENGTH = 128
 MAX_BLOCK_LABEL_LENGTH = 100
 # Labels become XML-ish tag names in the system prompt and `/memories/<label>` paths, so they
 # must not carry whitespace or markup. The database enforces the same pattern.

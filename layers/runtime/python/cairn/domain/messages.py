@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from cairn.domain.base import DomainModel, utc_now
-from cairn.domain.constants import MAX_TOOL_CALL_ID_LENGTH
+from cairn.domain.constants import MAX_PROVIDER_TOOL_CALL_ID_LENGTH
 from cairn.domain.ids import AgentId, MessageId, OrgId, new_id
 
 Role = Literal["system", "user", "assistant", "tool", "approval"]
@@ -58,7 +58,9 @@ class FunctionCall(BaseModel):
 
 
 class ToolCall(BaseModel):
-    id: str = Field(min_length=1, max_length=MAX_TOOL_CALL_ID_LENGTH)
+    # Ids Cairn makes keep Letta's 29 characters; providers' own ids (Anthropic's run to
+    # 30) are kept as sent, since the provider must see them again unchanged.
+    id: str = Field(min_length=1, max_length=MAX_PROVIDER_TOOL_CALL_ID_LENGTH)
     type: Literal["function"] = "function"
     function: FunctionCall
 

@@ -1,0 +1,167 @@
+"""Anthropic Messages: system as its own parameter, tool_use / tool_result blocks, thinking."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
+from cairn.llm.errors import translate_errors
+from cairn.llm.transcript import turns
+from cairn.llm.types import FinishReason, LLMRequest, LLMResponse, LLMUsage
+
+if TYPE_CHECKING:
+    import anthropic
+
+DEFAULT_MAX_TOKENS = 4096
+MIN_THINKING_BUDGET = 1024
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
+    "max_tokens": "length", "refusal": "content_filter",
+}  # fmt: skip
+
+
+class AnthropicMessages:
+    def __init__(self, client: anthropic.Anthropic) -> None:
+        self._client = client
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        with translate_errors():
+            message = self._client.messages.create(**request_body(request))
+        return parse(message.model_dump())
+
+
+def _assistant_blocks(
+    text: str, reasoning: list[ReasoningContent], calls: list[ToolCall]
+) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [
+        # Thinking goes back with its signature, or Anthropic rejects the next tool turn.
+        {"type": "thinking", "thinking": r.reasoning, "signature": r.signature}
+        for r in reasoning
+        if r.signature
+    ]
+    if text:
+        blocks.append({"type": "text", "text": text})
+    for call in calls:
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+        except ValueError:
+            arguments = {}
+        blocks.append({
+            "type": "tool_use", "id": call.id, "name": call.function.name,
+            "input": arguments if isinstance(arguments, dict) else {},
+        })  # fmt: skip
+    return blocks
+
+
+def _messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for turn in turns(request.messages):
+        if turn.role == "system":
+            system.append(turn.text)
+            continue
+        if turn.role == "assistant":
+            role, blocks = (
+                "assistant",
+                _assistant_blocks(turn.text, turn.reasoning, turn.tool_calls),
+            )
+        elif turn.role == "tool":
+            role = "user"
+            blocks = [
+                {"type": "tool_result", "tool_use_id": turn.tool_call_id, "content": turn.text}
+            ]
+        else:
+            role, blocks = "user", [{"type": "text", "text": turn.text}] if turn.text else []
+        if not blocks:
+            continue
+        # Anthropic wants turns to alternate; consecutive ones of a role become one turn.
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    if out and out[0]["role"] != "user":
+        # A chat agent's history opens with its startup call; the API wants a user turn first.
+        out.insert(0, {"role": "user", "content": [{"type": "text", "text": "(session start)"}]})
+    return "\n\n".join(system), out
+
+
+def request_body(request: LLMRequest) -> dict[str, Any]:
+    config = request.config
+    system, messages = _messages(request)
+    body: dict[str, Any] = {
+        "model": config.model,
+        "system": system,
+        "messages": messages,
+        "max_tokens": config.max_tokens or DEFAULT_MAX_TOKENS,
+    }
+    thinking = config.enable_reasoner
+    if thinking:
+        budget = max(config.max_reasoning_tokens, MIN_THINKING_BUDGET)
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        body["max_tokens"] = max(body["max_tokens"], budget + MIN_THINKING_BUDGET)
+    elif config.temperature is not None:
+        body["temperature"] = config.temperature
+    if request.tools:
+        body["tools"] = [
+            {"name": t["name"], "description": t.get("description", ""),
+             "input_schema": t["parameters"]}
+            for t in request.tools
+        ]  # fmt: skip
+        body["tool_choice"] = _tool_choice(request.tool_choice, thinking=thinking)
+        if body["tool_choice"]["type"] != "none":
+            body["tool_choice"]["disable_parallel_tool_use"] = not config.parallel_tool_calls
+    return body
+
+
+def _tool_choice(choice: str, *, thinking: bool) -> dict[str, Any]:
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if thinking:
+        # Extended thinking only allows auto or none; forcing a tool is refused with a 400.
+        return {"type": "auto"}
+    if choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": choice}
+
+
+def parse(message: dict[str, Any]) -> LLMResponse:
+    text: list[str] = []
+    reasoning: list[ReasoningContent] = []
+    calls: list[ToolCall] = []
+    for block in message.get("content") or ():
+        kind = block.get("type")
+        if kind == "text":
+            text.append(block.get("text") or "")
+        elif kind == "thinking":
+            reasoning.append(ReasoningContent(
+                reasoning=block.get("thinking") or "", is_native=True,
+                signature=block.get("signature"),
+            ))  # fmt: skip
+        elif kind == "tool_use":
+            calls.append(ToolCall(
+                id=block["id"],
+                function=FunctionCall(
+                    name=block["name"],
+                    arguments=json.dumps(block.get("input") or {}, ensure_ascii=False),
+                ),
+            ))  # fmt: skip
+    usage = message.get("usage") or {}
+    cached = usage.get("cache_read_input_tokens") or 0
+    written = usage.get("cache_creation_input_tokens") or 0
+    prompt = (usage.get("input_tokens") or 0) + cached + written
+    completion = usage.get("output_tokens") or 0
+    return LLMResponse(
+        text="".join(text),
+        reasoning=reasoning,
+        tool_calls=calls,
+        usage=LLMUsage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=prompt + completion,
+            cached_input_tokens=cached,
+            cache_write_tokens=written,
+        ),
+        finish_reason=_FINISH.get(message.get("stop_reason") or "", "other"),
+        model=message.get("model"),
+    )

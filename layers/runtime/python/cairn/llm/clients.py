@@ -1,0 +1,68 @@
+"""Which client serves an agent's llm_config; SDKs are imported on first use only."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Protocol
+
+from cairn.config import Settings
+from cairn.domain.configs import LLMConfig
+from cairn.llm.types import LLMError, LLMRequest, LLMResponse
+
+# Endpoint types that speak OpenAI's Chat Completions at their own base URL.
+OPENAI_COMPATIBLE = frozenset(
+    {"openai", "ollama", "vllm", "lmstudio", "lmstudio_openai", "openai_compatible", "together",
+     "groq", "deepseek", "xai", "openrouter", "mistral"}
+)  # fmt: skip
+
+
+class LLMClient(Protocol):
+    def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+def client_for(config: LLMConfig, settings: Settings) -> LLMClient:
+    kind = config.model_endpoint_type
+    if kind == "anthropic":
+        return _anthropic(
+            config.model_endpoint or settings.anthropic_base_url,
+            settings.anthropic_api_key, settings.llm_timeout_seconds, settings.llm_max_retries,
+        )  # fmt: skip
+    if kind in OPENAI_COMPATIBLE:
+        return _openai(
+            config.model_endpoint or settings.openai_base_url,
+            # Local servers (Ollama, vLLM) take any key; the SDK insists on one.
+            settings.openai_api_key or ("unused" if kind != "openai" else None),
+            settings.llm_timeout_seconds, settings.llm_max_retries,
+        )  # fmt: skip
+    raise LLMError("bad_request", f"model_endpoint_type `{kind}` is not supported")
+
+
+# One client per endpoint and key: each holds a connection pool that warm Lambdas reuse.
+@lru_cache(maxsize=16)
+def _openai(base_url: str | None, api_key: str | None, timeout: float, retries: int) -> LLMClient:
+    import openai
+
+    from cairn.llm.openai_chat import OpenAIChat
+
+    if api_key is None:
+        raise LLMError("auth", "no OpenAI API key: set OPENAI_API_KEY")
+    return OpenAIChat(
+        openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries)
+    )
+
+
+@lru_cache(maxsize=16)
+def _anthropic(
+    base_url: str | None, api_key: str | None, timeout: float, retries: int
+) -> LLMClient:
+    import anthropic
+
+    from cairn.llm.anthropic_messages import AnthropicMessages
+
+    if api_key is None:
+        raise LLMError("auth", "no Anthropic API key: set ANTHROPIC_API_KEY")
+    return AnthropicMessages(
+        anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries
+        )
+    )

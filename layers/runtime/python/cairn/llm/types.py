@@ -1,0 +1,62 @@
+"""One request and one response shape for every provider.
+
+The response is what the step journals before any tool runs, so it is a plain pydantic
+model that round-trips through JSON exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from cairn.domain.configs import LLMConfig
+from cairn.domain.messages import Message, ReasoningContent, ToolCall
+
+ToolChoice = Literal["auto", "required", "none"] | str  # or the name of one tool
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "other"]
+
+
+class LLMRequest(BaseModel):
+    config: LLMConfig
+    messages: list[Message]  # [0] is the system message
+    tools: list[dict[str, Any]] = Field(default_factory=list)  # {"name","description","parameters"}
+    tool_choice: ToolChoice = "auto"
+
+
+class LLMUsage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class LLMResponse(BaseModel):
+    text: str = ""
+    reasoning: list[ReasoningContent] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: LLMUsage = Field(default_factory=LLMUsage)
+    finish_reason: FinishReason = "stop"
+    model: str | None = None
+
+
+ErrorKind = Literal["auth", "rate_limit", "bad_request", "server", "timeout", "connection"]
+
+
+class LLMError(Exception):
+    """A provider call that failed after the SDK's own retries.
+
+    `transient` errors (rate limits, 5xx, timeouts, lost connections) are worth another
+    delivery later; the others (auth, bad request) fail the run with `llm_api_error`.
+    """
+
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        return self.kind in ("rate_limit", "server", "timeout", "connection")

@@ -1,0 +1,252 @@
+"""A local HTTP server that speaks OpenAI Chat Completions and Anthropic Messages.
+
+Tests point the real SDKs at it (`base_url`) and script it per test: a queue of replies,
+and rules that answer when the last message matches. Every request is recorded. Nothing
+patches the SDKs: requests and responses cross a real socket in the providers' formats.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    reasoning: str | None = None
+    usage: tuple[int, int] | None = None  # (prompt, completion); estimated when None
+    status: int = 200
+    error: str | None = None  # with a status >= 400
+    delay: float = 0.0
+
+
+def call(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
+    return (name, arguments)
+
+
+@dataclass
+class Recorded:
+    provider: str  # "openai" | "anthropic"
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+    def last_text(self) -> str:
+        """The text of the last message, whatever the wire format."""
+        content = self.body["messages"][-1]["content"]
+        if isinstance(content, str):
+            return content
+        return "".join(
+            b.get("text", "") or str(b.get("content", "")) for b in content if isinstance(b, dict)
+        )
+
+    @property
+    def tool_names(self) -> list[str]:
+        tools = self.body.get("tools") or []
+        return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
+
+
+class FakeLLM:
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._queue: deque[Reply] = deque()
+        self._rules: list[tuple[Callable[[Recorded], bool], Reply]] = []
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # -- scripting --------------------------------------------------------------------
+
+    def reply(self, text: str = "", *calls: tuple[str, dict[str, Any]], **extra: Any) -> FakeLLM:
+        self._queue.append(Reply(text=text, tool_calls=list(calls), **extra))
+        return self
+
+    def fail(self, status: int, message: str = "scripted failure", times: int = 1) -> FakeLLM:
+        for _ in range(times):
+            self._queue.append(Reply(status=status, error=message))
+        return self
+
+    def when(self, predicate: Callable[[Recorded], bool], reply: Reply) -> FakeLLM:
+        self._rules.append((predicate, reply))
+        return self
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> FakeLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- answering --------------------------------------------------------------------
+
+    def _answer(self, recorded: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(recorded)
+            if self._queue:
+                return self._queue.popleft()
+            for predicate, reply in self._rules:
+                if predicate(recorded):
+                    return reply
+        return Reply(status=500, error="the fake LLM has no scripted reply left")
+
+    def next_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):06d}"
+
+
+def _estimate(body: dict[str, Any], reply: Reply) -> tuple[int, int]:
+    if reply.usage:
+        return reply.usage
+    return len(json.dumps(body)) // 4, max(1, len(reply.text + json.dumps(reply.tool_calls)) // 4)
+
+
+def openai_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    prompt, completion = _estimate(body, reply)
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": fake.next_id("call_"), "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}
+            for name, args in reply.tool_calls
+        ]  # fmt: skip
+    return {
+        "id": fake.next_id("chatcmpl-"), "object": "chat.completion", "created": 0,
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+    }  # fmt: skip
+
+
+def anthropic_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    prompt, completion = _estimate(body, reply)
+    content: list[dict[str, Any]] = []
+    if reply.reasoning:
+        content.append({"type": "thinking", "thinking": reply.reasoning,
+                        "signature": f"sig-{len(reply.reasoning)}"})  # fmt: skip
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    for name, args in reply.tool_calls:
+        content.append({"type": "tool_use", "id": fake.next_id("toolu_01"), "name": name,
+                        "input": args})  # fmt: skip
+    return {
+        "id": fake.next_id("msg_"), "type": "message", "role": "assistant",
+        "model": body.get("model", "fake"), "content": content,
+        "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": completion},
+    }  # fmt: skip
+
+
+def openai_stream(full: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    message = full["choices"][0]["message"]
+    base = {k: full[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    yield base | {"choices": [{"index": 0, "delta": {"role": "assistant",
+                                                     "content": message["content"] or ""},
+                               "finish_reason": None}]}  # fmt: skip
+    for i, tool_call in enumerate(message.get("tool_calls") or ()):
+        yield base | {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, **tool_call}]},
+                                   "finish_reason": None}]}  # fmt: skip
+    yield base | {"choices": [{"index": 0, "delta": {},
+                               "finish_reason": full["choices"][0]["finish_reason"]}],
+                  "usage": full["usage"]}  # fmt: skip
+
+
+def anthropic_stream(full: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    start = dict(full, content=[], stop_reason=None)
+    yield "message_start", {"type": "message_start", "message": start}
+    for i, block in enumerate(full["content"]):
+        kind = block["type"]
+        empty = {"text": {"type": "text", "text": ""},
+                 "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+                 "tool_use": {**block, "input": {}}}[kind]  # fmt: skip
+        yield "content_block_start", {"type": "content_block_start", "index": i,
+                                      "content_block": empty}  # fmt: skip
+        deltas = {"text": [{"type": "text_delta", "text": block.get("text", "")}],
+                  "thinking": [{"type": "thinking_delta", "thinking": block.get("thinking", "")},
+                               {"type": "signature_delta", "signature": block.get("signature")}],
+                  "tool_use": [{"type": "input_json_delta",
+                                "partial_json": json.dumps(block.get("input"))}]}[kind]  # fmt: skip
+        for delta in deltas:
+            yield "content_block_delta", {"type": "content_block_delta", "index": i,
+                                          "delta": delta}  # fmt: skip
+        yield "content_block_stop", {"type": "content_block_stop", "index": i}
+    yield "message_delta", {"type": "message_delta",
+                            "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
+                            "usage": {"output_tokens": full["usage"]["output_tokens"]}}  # fmt: skip
+    yield "message_stop", {"type": "message_stop"}
+
+
+def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            provider = "anthropic" if self.path.rstrip("/").endswith("/messages") else "openai"
+            recorded = Recorded(provider, self.path, body, dict(self.headers.items()))
+            reply = fake._answer(recorded)
+            if reply.delay:
+                threading.Event().wait(reply.delay)
+            if reply.status >= 400:
+                detail = {"type": "api_error", "message": reply.error or "error"}
+                error = {"type": "error", "error": detail}
+                self._send_json(reply.status, error)
+                return
+            maker = anthropic_body if provider == "anthropic" else openai_body
+            full = maker(fake, body, reply)
+            if body.get("stream"):
+                self._stream(provider, full)
+            else:
+                self._send_json(200, full)
+
+        def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, provider: str, full: dict[str, Any]) -> None:
+            lines: list[str] = []
+            if provider == "anthropic":
+                for event, data in anthropic_stream(full):
+                    lines.append(f"event: {event}\ndata: {json.dumps(data)}\n\n")
+            else:
+                lines += [f"data: {json.dumps(chunk)}\n\n" for chunk in openai_stream(full)]
+                lines.append("data: [DONE]\n\n")
+            data = "".join(lines).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

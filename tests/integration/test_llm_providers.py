@@ -1,0 +1,189 @@
+"""Provider clients on the real SDKs, over HTTP, against the fake LLM server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from cairn.config import Settings
+from cairn.domain import LLMConfig
+from cairn.domain.ids import new_id
+from cairn.domain.messages import (
+    FunctionCall,
+    Message,
+    ReasoningContent,
+    TextContent,
+    ToolCall,
+    ToolReturn,
+)
+from cairn.llm.clients import client_for
+from cairn.llm.types import LLMError, LLMRequest
+from tests.fakes.llm_server import FakeLLM, call
+
+ORG, AGENT = new_id("org"), new_id("agent")
+TOOL = {
+    "name": "lookup",
+    "description": "Look something up.",
+    "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+}
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def settings(fake: FakeLLM, **extra: object) -> Settings:
+    return Settings(
+        openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1",
+        anthropic_api_key="ant-test", anthropic_base_url=fake.base_url,
+        llm_max_retries=2, llm_timeout_seconds=5, **extra,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def msg(role: str, text: str = "", **fields: object) -> Message:
+    fields.setdefault("content", [TextContent(text=text)] if text else [])
+    return Message(organization_id=ORG, agent_id=AGENT, role=role, **fields)  # type: ignore[arg-type]
+
+
+def history() -> list[Message]:
+    tool_call = ToolCall(id="call_1", function=FunctionCall(name="lookup", arguments='{"q": "x"}'))
+    return [
+        msg("system", "SYSTEM"),
+        msg("user", "hi"),
+        msg("assistant", tool_calls=[tool_call],
+            content=[ReasoningContent(reasoning="thought", is_native=True, signature="sig-7"),
+                     TextContent(text="let me look")]),
+        msg("tool", tool_call_id="call_1",
+            tool_returns=[ToolReturn(tool_call_id="call_1", status="success",
+                                     func_response="r" * 6000)]),
+    ]  # fmt: skip
+
+
+def request(endpoint: str = "openai", **config: object) -> LLMRequest:
+    return LLMRequest(
+        config=LLMConfig(model=config.pop("model", "gpt-4.1"), model_endpoint_type=endpoint,  # type: ignore[arg-type]
+                         **config),  # type: ignore[arg-type]
+        messages=history(), tools=[TOOL], tool_choice="required",
+    )  # fmt: skip
+
+
+def test_openai_tool_calls_and_request_shape(fake: FakeLLM) -> None:
+    fake.reply("", call("lookup", q="tea"), usage=(120, 8))
+    response = client_for(request().config, settings(fake)).complete(request())
+    assert [c.function.name for c in response.tool_calls] == ["lookup"]
+    assert json.loads(response.tool_calls[0].function.arguments) == {"q": "tea"}
+    assert response.finish_reason == "tool_calls" and response.usage.total_tokens == 128
+    body = fake.requests[0].body
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool"]
+    assert body["tool_choice"] == "required" and body["parallel_tool_calls"] is False
+    assert body["tools"][0] == {"type": "function", "function": TOOL}
+    # returns are cut per request, the stored one stays whole
+    assert len(body["messages"][3]["content"]) < 5100
+    assert {k.lower(): v for k, v in fake.requests[0].headers.items()}[
+        "authorization"
+    ] == "Bearer sk-test"
+
+
+def test_openai_reasoning_model_gets_effort_and_completion_tokens(fake: FakeLLM) -> None:
+    fake.reply("done", reasoning="because")
+    req = request(model="o4-mini", reasoning_effort="high", max_tokens=500, temperature=0.5)
+    response = client_for(req.config, settings(fake)).complete(req)
+    body = fake.requests[0].body
+    assert body["reasoning_effort"] == "high" and body["max_completion_tokens"] == 500
+    assert "temperature" not in body and "max_tokens" not in body
+    assert response.text == "done" and response.reasoning[0].reasoning == "because"
+
+
+def test_openai_compatible_server_by_base_url_needs_no_key(fake: FakeLLM) -> None:
+    fake.reply("hello from ollama")
+    req = request("ollama", model="llama3.2", model_endpoint=f"{fake.base_url}/v1")
+    response = client_for(req.config, Settings()).complete(req)
+    assert response.text == "hello from ollama" and fake.requests[0].body["model"] == "llama3.2"
+
+
+def test_anthropic_system_blocks_thinking_signature_and_tool_choice(fake: FakeLLM) -> None:
+    fake.reply("", call("lookup", q="tea"), reasoning="I should look", usage=(50, 5))
+    req = request("anthropic", model="claude-fake-1")
+    response = client_for(req.config, settings(fake)).complete(req)
+    body = fake.requests[0].body
+    assert body["system"] == "SYSTEM" and body["tool_choice"]["type"] == "any"
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    assistant = body["messages"][1]["content"]
+    assert assistant[0] == {"type": "thinking", "thinking": "thought", "signature": "sig-7"}
+    assert assistant[2] == {"type": "tool_use", "id": "call_1", "name": "lookup",
+                            "input": {"q": "x"}}  # fmt: skip
+    assert body["messages"][2]["content"][0]["type"] == "tool_result"
+    assert body["tools"][0]["input_schema"] == TOOL["parameters"]
+    assert response.reasoning[0].signature == "sig-13"  # kept for the next request
+    assert response.tool_calls[0].id.startswith("toolu_") and response.usage.prompt_tokens == 50
+
+
+def test_anthropic_extended_thinking_allows_only_auto_tool_choice(fake: FakeLLM) -> None:
+    fake.reply("ok")
+    req = request("anthropic", model="claude-fake-1", enable_reasoner=True,
+                  max_reasoning_tokens=2000)  # fmt: skip
+    client_for(req.config, settings(fake)).complete(req)
+    body = fake.requests[0].body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2000}
+    assert body["tool_choice"]["type"] == "auto" and body["max_tokens"] > 2000
+
+
+@pytest.mark.parametrize("endpoint", ["openai", "anthropic"])
+def test_server_errors_are_retried_with_backoff(fake: FakeLLM, endpoint: str) -> None:
+    fake.fail(500).fail(429).reply("third time lucky")
+    req = request(endpoint)
+    assert client_for(req.config, settings(fake)).complete(req).text == "third time lucky"
+    assert len(fake.requests) == 3
+
+
+@pytest.mark.parametrize(("status", "kind", "transient"), [
+    (401, "auth", False), (400, "bad_request", False), (503, "server", True),
+])  # fmt: skip
+def test_errors_are_classified(fake: FakeLLM, status: int, kind: str, transient: bool) -> None:
+    fake.fail(status, times=3)
+    req = request()
+    with pytest.raises(LLMError) as err:
+        client_for(req.config, settings(fake)).complete(req)
+    assert err.value.kind == kind and err.value.transient is transient
+
+
+def test_timeouts_are_configurable_and_transient(fake: FakeLLM) -> None:
+    fake.reply("slow", delay=1.0)
+    req = request()
+    quick = settings(fake).model_copy(update={"llm_timeout_seconds": 0.2, "llm_max_retries": 0})
+    with pytest.raises(LLMError) as err:
+        client_for(req.config, quick).complete(req)
+    assert err.value.kind == "timeout" and err.value.transient
+
+
+def test_fake_server_streams_when_the_sdk_asks(fake: FakeLLM) -> None:
+    import anthropic
+    import openai
+
+    fake.reply("streamed", call("lookup", q="a")).reply("", reasoning="hmm")
+    oai = openai.OpenAI(api_key="k", base_url=f"{fake.base_url}/v1")
+    question = [{"role": "user", "content": "x"}]
+    chunks = list(oai.chat.completions.create(model="m", messages=question, stream=True))  # type: ignore[arg-type]
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "streamed"
+    ant = anthropic.Anthropic(api_key="k", base_url=fake.base_url)
+    with ant.messages.stream(model="m", max_tokens=10,
+                             messages=[{"role": "user", "content": "x"}]) as stream:  # fmt: skip
+        final = stream.get_final_message()
+    assert final.content[0].type == "thinking" and final.content[0].signature == "sig-3"
+    assert all(r.body.get("stream") for r in fake.requests)
+
+
+def test_provider_sdks_are_not_imported_until_a_call_needs_them() -> None:
+    code = (
+        "import sys; import cairn.llm.clients, cairn.llm.openai_chat, cairn.llm.anthropic_messages;"
+        "import cairn.tools.registry, cairn.memory.render;"
+        "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -62,9 +62,14 @@ def test_tool_rules_parse_by_type_and_reject_unknown_types() -> None:
         )
 
 
-def test_tool_call_id_limit() -> None:
+def test_tool_call_ids_we_make_fit_letta_and_provider_ids_are_kept() -> None:
+    from cairn.memory.initial import tool_call_id
+
+    assert len(tool_call_id()) == 29
+    # Anthropic's ids run to 30 characters; they must round-trip unchanged
+    ToolCall(id="toolu_01" + "x" * 22, function=FunctionCall(name="f", arguments="{}"))
     with pytest.raises(ValidationError):
-        ToolCall(id="c" * 30, function=FunctionCall(name="f", arguments="{}"))
+        ToolCall(id="c" * 129, function=FunctionCall(name="f", arguments="{}"))
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ class Reply:
     status: int = 200
     error: str | None = None  # with a status >= 400
     delay: float = 0.0
+    raw_arguments: str | None = None  # sent verbatim as every call's arguments (OpenAI)
 
 
 def call(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
@@ -128,7 +129,8 @@ def openai_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, 
     if reply.tool_calls:
         message["tool_calls"] = [
             {"id": fake.next_id("call_"), "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args)}}
+             "function": {"name": name,
+                          "arguments": reply.raw_arguments or json.dumps(args)}}
             for name, args in reply.tool_calls
         ]  # fmt: skip
     return {

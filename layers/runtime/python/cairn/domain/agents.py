@@ -79,6 +79,9 @@ class Agent(DomainModel):
     last_stop_reason: StopReason | None = None
     created_by_id: str | None = None
     last_updated_by_id: str | None = None
+    # The provider's last count of the context and how many message_ids it covered.
+    context_tokens: int | None = None
+    context_tokens_upto: int | None = None
     # Optimistic concurrency: every checkpoint bumps it and names the one it started from.
     version: int = 1
     created_at: datetime = Field(default_factory=utc_now)

@@ -38,6 +38,7 @@ UPDATE agents SET
     message_buffer_autoclear = %(message_buffer_autoclear)s, hidden = %(hidden)s,
     last_run_completion = %(last_run_completion)s,
     last_run_duration_ms = %(last_run_duration_ms)s, last_stop_reason = %(last_stop_reason)s,
+    context_tokens = %(context_tokens)s, context_tokens_upto = %(context_tokens_upto)s,
     last_updated_by_id = %(last_updated_by_id)s, version = version + 1, updated_at = now()
 WHERE organization_id = %(organization_id)s AND id = %(id)s AND version = %(expected_version)s
 RETURNING *
@@ -46,6 +47,16 @@ RETURNING *
 SELECT_AGENT = "SELECT * FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
 # Serialises writers of one agent inside a transaction (history capture, checkpoints).
 LOCK_AGENT = SELECT_AGENT + " FOR UPDATE"
+ACQUIRE_LEASE = """
+UPDATE agents SET lease_run_id = %(run)s, lease_expires_at = now() + make_interval(secs => %(ttl)s)
+WHERE organization_id = %(org)s AND id = %(id)s
+  AND (lease_run_id IS NULL OR lease_run_id = %(run)s OR lease_expires_at < now())
+RETURNING lease_run_id
+"""
+RELEASE_LEASE = """
+UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
+WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
+"""
 DELETE_AGENT = "DELETE FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
 
 LIST_AGENTS = """
@@ -79,6 +90,18 @@ def update(conn: Connection, agent: Agent, *, expected_version: int) -> Agent:
             f"Agent {agent.id} changed since version {expected_version} was read"
         )
     return Agent.model_validate(row)
+
+
+def acquire_lease(
+    conn: Connection, org_id: str, agent_id: str, run_id: str, *, ttl_seconds: float
+) -> bool:
+    """Take (or renew) the agent for `run_id`; False while another live run holds it."""
+    params = {"org": org_id, "id": agent_id, "run": run_id, "ttl": ttl_seconds}
+    return conn.execute(ACQUIRE_LEASE, params).fetchone() is not None
+
+
+def release_lease(conn: Connection, org_id: str, agent_id: str, run_id: str) -> None:
+    conn.execute(RELEASE_LEASE, {"org": org_id, "id": agent_id, "run": run_id})
 
 
 def delete(conn: Connection, org_id: str, agent_id: str) -> bool:

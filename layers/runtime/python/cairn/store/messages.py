@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from psycopg import sql
@@ -137,3 +138,44 @@ def list_for_agent(
 def count_for_agent(conn: Connection, org_id: str, agent_id: str) -> int:
     row = conn.execute(COUNT_AGENT_MESSAGES, {"org": org_id, "agent_id": agent_id}).fetchone()
     return int(row["n"]) if row else 0
+
+
+REWRITE_CONTENT = """
+UPDATE messages SET content = %(content)s, search_text = %(search_text)s
+WHERE organization_id = %(org)s AND id = %(id)s
+"""
+
+
+def rewrite_content(conn: Connection, message: Message) -> None:
+    """Replace a message's content in place: only the system message is ever rewritten."""
+    conn.execute(
+        REWRITE_CONTENT,
+        {
+            "org": message.organization_id,
+            "id": message.id,
+            "content": Jsonb([p.model_dump(mode="json") for p in message.content]),
+            "search_text": message.search_text(),
+        },
+    )
+
+
+SEARCH_TEXT = f"""
+SELECT {_RETURNED}, ts_rank(fts, query) AS rank
+FROM messages, websearch_to_tsquery('english', %(query)s) AS query
+WHERE organization_id = %(org)s AND agent_id = %(agent)s AND fts @@ query
+  AND (%(roles)s::text[] IS NULL OR role = ANY(%(roles)s))
+  AND (%(start)s::timestamptz IS NULL OR created_at >= %(start)s)
+  AND (%(end)s::timestamptz IS NULL OR created_at <= %(end)s)
+ORDER BY rank DESC, sequence_id DESC
+LIMIT %(limit)s
+"""
+
+
+def search_text(
+    conn: Connection, org_id: str, agent_id: str, query: str, *, roles: list[str] | None = None,
+    start: datetime | None = None, end: datetime | None = None, limit: int = 5,
+) -> list[Message]:  # fmt: skip
+    """Full-text matches, best first (the keyword half of recall search)."""
+    params = {"org": org_id, "agent": agent_id, "query": query, "roles": roles,
+              "start": start, "end": end, "limit": limit}  # fmt: skip
+    return [Message.model_validate(r) for r in conn.execute(SEARCH_TEXT, params).fetchall()]

@@ -59,3 +59,11 @@ def claim_unsent(
     """Unsent commands older than the given age, locked until the caller's transaction ends."""
     rows = conn.execute(CLAIM_UNSENT, {"older_than": older_than_seconds, "limit": limit}).fetchall()
     return [OutboxCommand.model_validate(r) for r in rows]
+
+
+SELECT_BY_DEDUP_KEY = "SELECT * FROM outbox WHERE organization_id = %(org)s AND dedup_key = %(key)s"
+
+
+def by_dedup_key(conn: Connection, org_id: str, dedup_key: str) -> OutboxCommand | None:
+    row = conn.execute(SELECT_BY_DEDUP_KEY, {"org": org_id, "key": dedup_key}).fetchone()
+    return from_row(OutboxCommand, row)

@@ -1,0 +1,149 @@
+"""The tool calls of one model response: checked against the rules, then executed.
+
+A call the model got wrong (unknown tool, arguments that are not JSON or do not fit the
+schema) becomes an error result the model can read, and the turn goes on, as in Letta.
+Only a prefilled-argument conflict, which the model cannot fix, stops the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cairn.domain.messages import ToolCall, ToolReturn
+from cairn.domain.tools import Tool
+from cairn.engine import faults
+from cairn.memory import packaging
+from cairn.memory.edits import MemoryEditError
+from cairn.tools.context import ToolContext
+from cairn.tools.registry import BUILTIN_TOOLS, ToolSpec
+from cairn.tools.rules import ToolRulesSolver
+from cairn.tools.schema import ToolArgumentError, split_runtime_arguments
+
+# Memory tools only compute edits in the step's memory, so a retry simply runs them again;
+# every other tool's result is journaled and reused, so it runs once.
+PURE_TOOL_TYPES = frozenset({"letta_memory_core", "letta_sleeptime_core"})
+
+
+@dataclass
+class PreparedCall:
+    call: ToolCall
+    tool: Tool | None
+    spec: ToolSpec | None
+    args: dict[str, Any]
+    error: str | None = None  # set when the call cannot run; becomes its error result
+    request_heartbeat: bool | None = None
+    thinking: str | None = None
+    needs_approval: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.call.function.name
+
+
+@dataclass
+class CallResult:
+    call: ToolCall
+    success: bool
+    func_response: str  # the packaged return, as stored and sent to the model
+
+    def tool_return(self) -> ToolReturn:
+        return ToolReturn(
+            tool_call_id=self.call.id,
+            status="success" if self.success else "error",
+            func_response=self.func_response,
+        )
+
+
+def prepare(
+    calls: list[ToolCall],
+    *,
+    tools: list[Tool],
+    allowed: list[str],
+    solver: ToolRulesSolver,
+    history: list[str],
+) -> list[PreparedCall]:
+    """Parse and check every call; raises ToolRuleViolation for a prefilled-args conflict."""
+    by_name = {t.name: t for t in tools}
+    prepared: list[PreparedCall] = []
+    seen = list(history)
+    for call in calls:
+        name = call.function.name
+        tool = by_name.get(name)
+        spec = BUILTIN_TOOLS.get(name) if tool is not None and tool.tool_type != "custom" else None
+        item = PreparedCall(call, tool, spec, {})
+        prepared.append(item)
+        if tool is None or name not in allowed:
+            choices = ", ".join(allowed) or "none"
+            item.error = f"Tool `{name}` is not available at this point (available: {choices})."
+            continue
+        try:
+            raw = json.loads(call.function.arguments or "{}")
+        except ValueError as err:
+            item.error = (
+                f"The arguments to `{name}` are not valid JSON ({err}). Send a JSON object."
+            )
+            continue
+        if not isinstance(raw, dict):
+            item.error = f"The arguments to `{name}` must be a JSON object."
+            continue
+        own, item.request_heartbeat, item.thinking = split_runtime_arguments(raw)
+        item.args = solver.merge_prefilled(name, own, tool.json_schema, seen)
+        item.needs_approval = solver.requires_approval(name, default=tool.default_requires_approval)
+        seen.append(name)
+    return prepared
+
+
+def execute(
+    prepared: list[PreparedCall],
+    ctx: ToolContext,
+    *,
+    now: datetime,
+    timezone: str,
+    journaled: dict[str, dict[str, Any]],
+    write_journal: Callable[[str, dict[str, Any]], None],
+) -> list[CallResult]:
+    """Run the calls: parallel-safe ones together, the rest in order; results in call order."""
+
+    def run(item: PreparedCall) -> CallResult:
+        key = f"tool:{item.call.id}"
+        if key in journaled:
+            success, output = journaled[key]["success"], journaled[key]["result"]
+        else:
+            success, output = _invoke(item, ctx)
+            if item.spec is None or item.tool is None or item.tool.tool_type not in PURE_TOOL_TYPES:
+                write_journal(key, {"success": success, "result": output})
+        limit = item.tool.return_char_limit if item.tool else len(output)
+        text = packaging.tool_return(output[:limit], success=success, now=now, timezone=timezone)
+        return CallResult(item.call, success, text)
+
+    results: dict[str, CallResult] = {}
+    together = [p for p in prepared if p.spec and p.spec.enable_parallel_execution and not p.error]
+    if len(together) > 1:
+        with ThreadPoolExecutor(max_workers=min(len(together), 4)) as pool:
+            for item, result in zip(together, pool.map(run, together), strict=True):
+                results[item.call.id] = result
+    in_order = [p for p in prepared if p.call.id not in results]
+    for n, item in enumerate(in_order):
+        results[item.call.id] = run(item)
+        if n < len(in_order) - 1:
+            faults.reached("between_tools")
+    return [results[p.call.id] for p in prepared]
+
+
+def _invoke(item: PreparedCall, ctx: ToolContext) -> tuple[bool, str]:
+    if item.error is not None:
+        return False, item.error
+    if item.spec is None:
+        return False, f"Tool `{item.name}` has no runtime here yet: custom tools cannot run."
+    try:
+        output = item.spec.call(ctx, item.args)
+    except (MemoryEditError, ToolArgumentError) as err:
+        return False, str(err)
+    except Exception as err:  # a tool's own bug must not end the run; the model sees it
+        return False, f"{type(err).__name__}: {err}"
+    return True, output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)

@@ -1,0 +1,91 @@
+"""The request of one step: the refreshed system message, the context and the allowed tools."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from cairn.domain.blocks import Block
+from cairn.domain.messages import Message, TextContent
+from cairn.domain.tools import Tool
+from cairn.engine.policy import LoopPolicy
+from cairn.engine.state import StepState
+from cairn.memory.render import (
+    MemoryMetadata,
+    compile_system_message,
+    needs_rebuild,
+    render_memory_section,
+)
+from cairn.tools.rules import ToolRulesSolver
+from cairn.tools.schema import with_runtime_arguments
+
+# Offline token estimate: providers average about four characters of English per token.
+CHARS_PER_TOKEN = 4
+
+
+def refreshed_system(
+    state: StepState,
+    blocks: list[Block],
+    solver: ToolRulesSolver,
+    *,
+    now: datetime,
+    force: bool = False,
+) -> Message | None:
+    """The system message rewritten, or None when the stored one still shows this memory."""
+    agent = state.agent
+    section = render_memory_section(
+        blocks,
+        agent_type=agent.agent_type,
+        provider=agent.llm_config.model_endpoint_type,
+        tool_rule_lines=solver.prompt_lines(),
+    )
+    stored = state.context[0]
+    if not force and not needs_rebuild(stored.text, agent.system, section):
+        return None
+    metadata = MemoryMetadata(
+        now=now,
+        timezone=agent.timezone,
+        last_modified=max((b.updated_at for b in blocks), default=now),
+        recall_count=state.recall_count,
+        archival_count=state.archival_count,
+        archival_tags=state.archival_tags,
+    )
+    text = compile_system_message(agent.system, section, metadata)
+    return stored.model_copy(update={"content": [TextContent(text=text)]})
+
+
+def tool_schemas(
+    tools: list[Tool],
+    allowed: list[str],
+    solver: ToolRulesSolver,
+    policy: LoopPolicy,
+    *,
+    thinking: bool,
+) -> list[dict]:
+    by_name = {t.name: t for t in tools}
+    return [
+        with_runtime_arguments(
+            by_name[name].json_schema,
+            request_heartbeat=policy.heartbeats and not solver.is_terminal(name),
+            thinking=thinking,
+        )
+        for name in allowed
+        if name in by_name
+    ]
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    chars = 0
+    for m in messages:
+        chars += len(m.text)
+        chars += sum(len(c.function.arguments) + len(c.function.name) for c in m.tool_calls or ())
+        chars += sum(len(r.func_response or "") for r in m.tool_returns or ())
+    return chars // CHARS_PER_TOKEN
+
+
+def context_estimate(state: StepState, extra: list[Message]) -> int:
+    """The provider's last count plus an estimate of what came after it."""
+    agent = state.agent
+    upto = agent.context_tokens_upto
+    if agent.context_tokens is not None and upto is not None and upto <= len(state.context):
+        return agent.context_tokens + estimate_tokens(state.context[upto:] + extra)
+    return estimate_tokens(state.context + extra)

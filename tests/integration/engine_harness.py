@@ -1,0 +1,127 @@
+"""Agents on the real engine, talking to the fake LLM server: helpers for step tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from cairn.config import Settings
+from cairn.domain import Agent, Block, LLMConfig, Message, Organization, TextContent
+from cairn.domain.runs import OutboxCommand, Run
+from cairn.domain.tool_rules import ToolRule
+from cairn.engine.agents import provision_agent
+from cairn.engine.step import Engine, StepOutcome
+from cairn.store import agents, blocks, messages, outbox, runs
+from cairn.store.db import Database
+from tests.fakes.llm_server import FakeLLM
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+def engine_for(db: Database, fake: FakeLLM) -> Engine:
+    settings = Settings(
+        openai_api_key="sk-test",
+        openai_base_url=f"{fake.base_url}/v1",
+        anthropic_api_key="ant-test",
+        anthropic_base_url=fake.base_url,
+        llm_max_retries=0,
+        llm_timeout_seconds=10,
+    )
+    return Engine(db, settings)
+
+
+def make_agent(
+    db: Database,
+    org: Organization,
+    agent_type: str = "letta_v1_agent",
+    *,
+    rules: list[ToolRule] | None = None,
+    tool_names: list[str] | None = None,
+    context_window: int = 32_000,
+    endpoint: str = "openai",
+    base_rules: bool = True,
+    **fields: Any,
+) -> Agent:
+    agent = Agent(
+        organization_id=org.id,
+        name=f"{agent_type}-agent",
+        agent_type=agent_type,  # type: ignore[arg-type]
+        llm_config=LLMConfig(
+            model="gpt-test", model_endpoint_type=endpoint, context_window=context_window
+        ),
+        tool_rules=rules or [],
+        **fields,
+    )
+    persona = Block(organization_id=org.id, label="persona", value="I am Sam.", limit=500)
+    human = Block(organization_id=org.id, label="human", value="Name: Ada", limit=500)
+    return provision_agent(
+        db,
+        agent,
+        memory_blocks=[persona, human],
+        tool_names=tool_names,
+        include_base_tool_rules=base_rules,
+        now=NOW,
+    )
+
+
+def user(agent: Agent, text: str) -> Message:
+    return Message(
+        organization_id=agent.organization_id,
+        agent_id=agent.id,
+        role="user",
+        content=[TextContent(text=text)],
+    )
+
+
+@dataclass
+class Turn:
+    run: Run
+    new: list[Message]  # the run's messages, in order
+    outcomes: list[StepOutcome]
+
+    @property
+    def roles(self) -> list[str]:
+        return [m.role for m in self.new]
+
+
+def drive(engine: Engine, command: OutboxCommand, *, limit: int = 60) -> list[StepOutcome]:
+    """Run step after step as the queue would, publishing each continuation."""
+    outcomes = []
+    next_command: OutboxCommand | None = command
+    while next_command is not None and len(outcomes) < limit:
+        payload = next_command.payload
+        outcome = engine.step(payload["organization_id"], payload["run_id"], payload["step_index"])
+        outcomes.append(outcome)
+        with engine.db.connection() as conn:
+            if next_command.id is not None:
+                outbox.mark_sent(conn, next_command.organization_id, next_command.id)
+        next_command = outcome.next_command
+    return outcomes
+
+
+def send(engine: Engine, agent: Agent, *inputs: Message | str, max_steps: int = 50) -> Turn:
+    msgs = [user(agent, m) if isinstance(m, str) else m for m in inputs]
+    run, command = engine.start_run(agent.organization_id, agent.id, msgs, max_steps=max_steps)
+    outcomes = drive(engine, command)
+    return finished(engine, run, outcomes)
+
+
+def finished(engine: Engine, run: Run, outcomes: list[StepOutcome]) -> Turn:
+    with engine.db.connection() as conn:
+        stored = runs.get_run(conn, run.organization_id, run.id)
+        assert stored is not None
+        new = messages.list_for_agent(
+            conn, run.organization_id, run.agent_id, run_id=run.id, order="asc"
+        )
+    return Turn(stored, new, outcomes)
+
+
+def state_of(db: Database, agent: Agent) -> tuple[Agent, dict[str, str], list[Message]]:
+    """The agent, its block values by label, and its context messages."""
+    with db.connection() as conn:
+        fresh = agents.get(conn, agent.organization_id, agent.id)
+        assert fresh is not None
+        values = {b.label: b.value for b in blocks.for_agent(conn, agent.organization_id, agent.id)}
+        context = messages.get_many(conn, agent.organization_id, fresh.message_ids)
+    return fresh, values, context

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +20,7 @@ from tests.fakes.llm_server import FakeLLM
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
-def engine_for(db: Database, fake: FakeLLM) -> Engine:
+def engine_for(db: Database, fake: FakeLLM, *, fixed_clock: bool = False) -> Engine:
     settings = Settings(
         openai_api_key="sk-test",
         openai_base_url=f"{fake.base_url}/v1",
@@ -28,6 +29,8 @@ def engine_for(db: Database, fake: FakeLLM) -> Engine:
         llm_max_retries=0,
         llm_timeout_seconds=10,
     )
+    if fixed_clock:
+        return Engine(db, settings, clock=lambda: NOW)
     return Engine(db, settings)
 
 
@@ -92,6 +95,9 @@ def drive(engine: Engine, command: OutboxCommand, *, limit: int = 60) -> list[St
     while next_command is not None and len(outcomes) < limit:
         payload = next_command.payload
         outcome = engine.step(payload["organization_id"], payload["run_id"], payload["step_index"])
+        if outcome.status == "busy":  # another run holds the agent: the queue redelivers later
+            time.sleep(0.05)
+            continue
         outcomes.append(outcome)
         with engine.db.connection() as conn:
             if next_command.id is not None:

@@ -24,9 +24,9 @@ from cairn.tools.registry import BUILTIN_TOOLS, ToolSpec
 from cairn.tools.rules import ToolRulesSolver
 from cairn.tools.schema import ToolArgumentError, split_runtime_arguments
 
-# Memory tools only compute edits in the step's memory, so a retry simply runs them again;
-# every other tool's result is journaled and reused, so it runs once.
-PURE_TOOL_TYPES = frozenset({"letta_memory_core", "letta_sleeptime_core"})
+# Built-in tools keep their effects inside the step (memory edits, passages to insert) or
+# only read, so a retry simply runs them again and the checkpoint writes the effects once.
+# A tool with effects outside Cairn (custom code, web calls) is journaled and runs once.
 
 
 @dataclass
@@ -115,7 +115,7 @@ def execute(
             success, output = journaled[key]["success"], journaled[key]["result"]
         else:
             success, output = _invoke(item, ctx)
-            if item.spec is None or item.tool is None or item.tool.tool_type not in PURE_TOOL_TYPES:
+            if item.spec is None and item.tool is not None:
                 write_journal(key, {"success": success, "result": output})
         limit = item.tool.return_char_limit if item.tool else len(output)
         text = packaging.tool_return(output[:limit], success=success, now=now, timezone=timezone)

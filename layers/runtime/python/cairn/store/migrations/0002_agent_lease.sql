@@ -11,3 +11,8 @@ ALTER TABLE agents
     -- came after, so no tokeniser is needed at run time.
     ADD COLUMN context_tokens       integer,
     ADD COLUMN context_tokens_upto  integer;
+
+-- Blocks render in the order they were attached. Blocks attached in one transaction shared
+-- now() and fell back to random ids for order; clock_timestamp() keeps the attach order.
+ALTER TABLE agents_blocks ALTER COLUMN attached_at SET DEFAULT clock_timestamp();
+ALTER TABLE agents_tools ALTER COLUMN attached_at SET DEFAULT clock_timestamp();

@@ -1,0 +1,243 @@
+"""Durability: a crash at any point of a step, then a retry, ends as if nothing happened."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cairn.domain import Agent, Organization
+from cairn.engine import faults
+from cairn.engine.faults import SimulatedCrash
+from cairn.engine.step import Engine
+from cairn.llm.types import LLMError
+from cairn.store import archives, blocks, messages, outbox, runs
+from cairn.store.db import Database
+from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
+from tests.integration.engine_harness import (
+    drive,
+    engine_for,
+    finished,
+    make_agent,
+    send,
+    state_of,
+    user,
+)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def script(fake: FakeLLM) -> None:
+    """Step 0 edits memory and stores a passage (two tools); step 1 answers."""
+    fake.reply(
+        "",
+        call("core_memory_append", label="human", content="Likes: tea"),
+        call("archival_memory_insert", content="Ada drinks tea at 5pm", tags=["habits"]),
+        usage=(400, 20),
+    )
+    fake.reply("Noted!", usage=(480, 4))
+
+
+def snapshot(db: Database, agent: Agent) -> dict[str, Any]:
+    fresh, values, context = state_of(db, agent)
+    with db.connection() as conn:
+        archive = archives.archive_for_agent(conn, agent.organization_id, agent.id)
+        passages = (
+            [
+                (p.text, p.tags)
+                for p in archives.list_passages(conn, agent.organization_id, archive.id)
+            ]  # fmt: skip
+            if archive
+            else []
+        )
+        history = messages.list_for_agent(conn, agent.organization_id, agent.id, order="asc")
+        all_runs = runs.list_runs(conn, agent.organization_id, agent_id=agent.id)
+    return {
+        "transcript": [_plain(m) for m in context],
+        "stored": [_plain(m) for m in history],
+        "blocks": values,
+        "passages": passages,
+        "usage": [r.usage.model_dump() for r in all_runs],
+        "status": [(r.status, r.stop_reason) for r in all_runs],
+    }
+
+
+def _plain(m: Any) -> tuple[Any, ...]:
+    # The metadata's modification time is the database clock's; everything else must match.
+    text = m.text.split("<memory_metadata>")[0] if m.role == "system" else m.text
+    return (
+        m.role,
+        text,
+        [(c.function.name, c.function.arguments) for c in m.tool_calls or ()],
+        [(r.status, r.func_response) for r in m.tool_returns or ()],
+    )
+
+
+def assert_same(got: dict[str, Any], want: dict[str, Any]) -> None:
+    for key in want:
+        if isinstance(want[key], list):
+            assert len(got[key]) == len(want[key]), key
+            for g, w in zip(got[key], want[key], strict=True):
+                assert g == w, key
+        assert got[key] == want[key], key
+
+
+def assert_calls_have_returns(db: Database, agent: Agent) -> None:
+    _, _, context = state_of(db, agent)
+    returned = {r.tool_call_id for m in context for r in m.tool_returns or ()}
+    for m in context:
+        if m.role == "assistant":
+            assert {c.id for c in m.tool_calls or ()} <= returned
+
+
+@pytest.fixture
+def baseline(db: Database, org: Organization) -> dict[str, Any]:
+    with FakeLLM() as clean:
+        script(clean)
+        agent = make_agent(db, org)
+        send(engine_for(db, clean, fixed_clock=True), agent, "I like tea")
+        assert len(clean.requests) == 2
+        return snapshot(db, agent)
+
+
+@pytest.mark.parametrize(
+    "point", ["before_llm", "after_journal", "between_tools", "before_commit", "after_commit"]
+)
+def test_crash_then_retry_matches_an_uninterrupted_run(
+    db: Database, org: Organization, fake: FakeLLM, baseline: dict[str, Any], point: str
+) -> None:
+    agent = make_agent(db, org)
+    script(fake)
+    engine = engine_for(db, fake, fixed_clock=True)
+    run, command = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    with faults.crash_at(point) as fired, pytest.raises(SimulatedCrash):  # type: ignore[arg-type]
+        engine.step(org.id, run.id, 0)
+    assert fired == [point]
+    assert_calls_have_returns(db, agent)
+    # the queue delivers the same step again
+    outcomes = drive(engine, command)
+    if point == "after_commit":
+        assert outcomes[0].status == "already_done" and outcomes[0].next_command is not None
+    assert len(fake.requests) == 2, "a journaled response must not be asked for again"
+    assert_same(snapshot(db, agent), baseline)
+
+
+def test_after_commit_crash_is_recovered_by_the_outbox(
+    db: Database, org: Organization, fake: FakeLLM, baseline: dict[str, Any]
+) -> None:
+    agent = make_agent(db, org)
+    script(fake)
+    engine = engine_for(db, fake, fixed_clock=True)
+    run, command = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    with db.connection() as conn:
+        outbox.mark_sent(conn, org.id, command.id)  # type: ignore[arg-type]
+    with faults.crash_at("after_commit"), pytest.raises(SimulatedCrash):
+        engine.step(org.id, run.id, 0)
+    # what the sweeper finds: the continuation committed with the step, never published
+    with db.connection() as conn:
+        unsent = outbox.claim_unsent(conn, older_than_seconds=0)
+    assert [c.payload["step_index"] for c in unsent] == [1]
+    drive(engine, unsent[0])
+    assert_same(snapshot(db, agent), baseline)
+
+
+def test_duplicate_delivery_of_a_committed_step_does_nothing(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    agent = make_agent(db, org)
+    fake.reply("hello")
+    engine = engine_for(db, fake)
+    turn = send(engine, agent, "hi")
+    before = snapshot(db, agent)
+    again = engine.step(org.id, turn.run.id, 0)
+    assert again.status == "already_done" and again.next_command is None
+    assert snapshot(db, agent) == before and len(fake.requests) == 1
+
+
+def test_transient_llm_error_leaves_nothing_and_the_retry_succeeds(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    agent = make_agent(db, org)
+    fake.fail(503).reply("recovered")
+    engine = engine_for(db, fake)
+    run, command = engine.start_run(org.id, agent.id, [user(agent, "hi")])
+    with pytest.raises(LLMError):
+        engine.step(org.id, run.id, 0)
+    with db.connection() as conn:
+        assert runs.step_at(conn, org.id, run.id, 0) is None
+        assert runs.journal_entries(conn, org.id, run.id, 0) == {}
+    turn = finished(engine, run, drive(engine, command))
+    assert turn.run.stop_reason == "end_turn" and turn.roles == ["user", "assistant"]
+
+
+def test_block_edited_mid_step_is_redone_on_fresh_state(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    agent = make_agent(db, org)
+    fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+    fake.reply("Noted.")
+    engine = engine_for(db, fake)
+
+    def person_edits_block() -> None:
+        with db.connection() as conn:
+            human = blocks.for_agent_by_label(conn, org.id, agent.id, "human")
+            assert human is not None
+            blocks.update(conn, human.model_copy(update={"value": "Name: Ada Lovelace"}),
+                          expected_version=human.version)  # fmt: skip
+
+    with faults.run_at("before_commit", person_edits_block):
+        turn = send(engine, agent, "I like tea")
+    assert turn.run.stop_reason == "end_turn"
+    # neither edit is lost: the step re-applied the model's append to the person's value
+    assert state_of(db, agent)[1]["human"] == "Name: Ada Lovelace\nLikes: tea"
+    assert len(fake.requests) == 2  # the retry reused the journaled response
+
+
+def test_two_runs_racing_on_one_agent_never_interleave(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    agent = make_agent(db, org)
+
+    def last_is_user(r: Recorded) -> bool:
+        return r.body["messages"][-1]["role"] == "user"
+
+    # each run: a search (tool step), then an answer; the delay widens the race window
+    fake.when(last_is_user, Reply(tool_calls=[("conversation_search", {"query": "x"})],
+                                  delay=0.2))  # fmt: skip
+    fake.when(lambda r: not last_is_user(r), Reply(text="done", delay=0.2))
+    engine = engine_for(db, fake)
+    turns: dict[str, Any] = {}
+
+    def run(text: str) -> None:
+        turns[text] = send(engine, agent, text)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in ("A", "B")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert {t.run.stop_reason for t in turns.values()} == {"end_turn"}
+    _, _, context = state_of(db, agent)
+    owners = [m.run_id for m in context if m.run_id]
+    # each run's four messages sit together: one run after the other
+    assert owners in (
+        [turns["A"].run.id] * 4 + [turns["B"].run.id] * 4,
+        [turns["B"].run.id] * 4 + [turns["A"].run.id] * 4,
+    )
+    # and every request saw a whole, consistent transcript (call followed by its return)
+    for r in fake.requests:
+        roles = [m["role"] for m in r.body["messages"]]
+        for i, role in enumerate(roles):
+            if role == "tool":
+                assert roles[i - 1] in ("assistant", "tool")
+
+
+def test_engine_step_of_unknown_run_is_missing(db: Database, org: Organization) -> None:
+    engine = Engine(db)
+    assert engine.step(org.id, "run-00000000-0000-4000-8000-000000000000", 0).status == "missing"

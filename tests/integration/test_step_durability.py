@@ -45,14 +45,14 @@ def script(fake: FakeLLM) -> None:
 
 
 def snapshot(db: Database, agent: Agent) -> dict[str, Any]:
-    fresh, values, context = state_of(db, agent)
+    _fresh, values, context = state_of(db, agent)
     with db.connection() as conn:
         archive = archives.archive_for_agent(conn, agent.organization_id, agent.id)
         passages = (
             [
                 (p.text, p.tags)
                 for p in archives.list_passages(conn, agent.organization_id, archive.id)
-            ]  # fmt: skip
+            ]
             if archive
             else []
         )

@@ -241,3 +241,36 @@ def test_two_runs_racing_on_one_agent_never_interleave(
 def test_engine_step_of_unknown_run_is_missing(db: Database, org: Organization) -> None:
     engine = Engine(db)
     assert engine.step(org.id, "run-00000000-0000-4000-8000-000000000000", 0).status == "missing"
+
+
+def test_cancel_landing_mid_step_keeps_the_work_and_goes_no_further(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    agent = make_agent(db, org)
+    fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+    engine = engine_for(db, fake)
+    run, command = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    with faults.run_at("before_commit", lambda: engine.fail_run(org.id, run.id, "cancelled", "")):
+        outcomes = drive(engine, command)
+    turn = finished(engine, run, outcomes)
+    assert turn.run.status == "cancelled" and turn.run.stop_reason == "cancelled"
+    assert outcomes[-1].next_command is None and len(fake.requests) == 1
+    assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"  # the step's work stays
+    fake.reply("free again")
+    assert send(engine, agent, "hi").run.stop_reason == "end_turn"  # the lease was released
+
+
+def test_steps_record_model_usage_and_timings(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    agent = make_agent(db, org)
+    script(fake)
+    turn = send(engine_for(db, fake), agent, "I like tea")
+    with db.connection() as conn:
+        steps = runs.list_steps(conn, org.id, turn.run.id)
+    assert [(s.step_index, s.kind, s.status) for s in steps] == [(0, "llm", "success"),
+                                                                 (1, "llm", "success")]  # fmt: skip
+    assert [s.total_tokens for s in steps] == [420, 484] and steps[1].stop_reason == "end_turn"
+    assert all(s.model == "gpt-test" and s.started_at <= s.completed_at for s in steps)  # type: ignore[operator]
+    assert turn.run.usage.total_tokens == 904 and turn.run.usage.step_count == 2
+    assert turn.run.completed_at is not None and (turn.run.total_duration_ns or 0) > 0

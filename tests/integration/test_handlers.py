@@ -28,12 +28,12 @@ def test_health_answers_like_letta() -> None:
     assert json.loads(response["body"]) == {"version": "0.1.0", "status": "ok"}
 
 
-def test_unknown_route_is_a_letta_404() -> None:
+def test_every_route_but_health_needs_a_key() -> None:
     unknown = event("api/health.json")
-    unknown["rawPath"] = unknown["requestContext"]["http"]["path"] = "/v1/nothing-here"
+    unknown["rawPath"] = unknown["requestContext"]["http"]["path"] = "/v1/agents/"
     response = invoke("api", unknown)
-    assert response["statusCode"] == 404
-    assert json.loads(response["body"]) == {"detail": "Not Found"}
+    assert response["statusCode"] == 401
+    assert json.loads(response["body"]) == {"detail": "Unauthorized"}
 
 
 def test_migrate_create_applies_the_schema(

@@ -20,6 +20,11 @@ class Settings(BaseModel):
     port: int = Field(default=8283, ge=1, le=65535)
     api_key: str | None = None
     data_dir: Path = Path(".cairn")
+    # The SQS FIFO step queue; unset runs steps on a worker thread inside the process.
+    step_queue_url: str | None = None
+    # How long a synchronous send waits for its run before answering with the run to poll;
+    # API Gateway cuts HTTP API integrations at 30 s.
+    sync_budget_seconds: float = Field(default=25.0, gt=0)
     # Model providers. An agent's llm_config.model_endpoint overrides the base URLs.
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -41,6 +46,8 @@ class Settings(BaseModel):
             "port": "CAIRN_PORT",
             "api_key": "CAIRN_API_KEY",
             "data_dir": "CAIRN_DATA_DIR",
+            "step_queue_url": "CAIRN_STEP_QUEUE_URL",
+            "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
             "openai_api_key": "OPENAI_API_KEY",
             "openai_base_url": "OPENAI_BASE_URL",
             "anthropic_api_key": "ANTHROPIC_API_KEY",

@@ -21,3 +21,28 @@ class ConflictError(CairnError):
 
 class VersionConflictError(ConflictError):
     """An optimistic write named a version that is no longer current: reload and retry."""
+
+
+class UnauthorizedError(CairnError):
+    status_code = 401
+
+
+class UnprocessableError(CairnError):
+    """A request that parsed but cannot be acted on as sent (Letta answers 422)."""
+
+    status_code = 422
+
+
+class PendingApprovalError(ConflictError):
+    """A new message while a tool call waits for approval (Letta's PENDING_APPROVAL body)."""
+
+    def __init__(self, pending_request_id: str) -> None:
+        super().__init__(
+            "CONFLICT: Cannot send a new message: The agent is waiting for approval on a tool "
+            "call. Please approve or deny the pending request before continuing."
+        )
+        self.pending_request_id = pending_request_id
+
+    def detail(self) -> dict[str, str]:
+        return {"code": "PENDING_APPROVAL", "message": str(self),
+                "pending_request_id": self.pending_request_id}  # fmt: skip

@@ -5,29 +5,111 @@ Letta's contract: every error body is `{"detail": ...}`; see `shared/api/letta-a
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+import psycopg
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from cairn.api.routes import health
-from cairn.errors import CairnError
+from cairn.api import http
+from cairn.api.routes import agents, health, memory, messages, runs, tools
+from cairn.errors import CairnError, PendingApprovalError
+from cairn.llm.types import LLMError
+from cairn.store import tenancy
+
+logger = logging.getLogger(__name__)
+PUBLIC_PATHS = frozenset({"/v1/health/", "/v1/health", "/openapi.json"})
+# Letta's answer to a provider failure that reached the API (contract §0, errors table).
+_LLM_STATUS = {"rate_limit": 429, "timeout": 504, "auth": 401}
 
 
-def _detail(status: int, detail: object) -> Response[dict]:
+def _detail(status: int, detail: object, headers: dict[str, str] | None = None) -> Response[Any]:
     return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body={"detail": detail}
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body={"detail": detail},
+        headers=headers,
     )
 
 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
-    app.include_router(health.router, prefix="/v1")
+    for module in (health, agents, messages, memory, runs, tools):
+        app.include_router(module.router, prefix="/v1")
+
+    def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+        path = app.current_event.path
+        if path in PUBLIC_PATHS:
+            return next_middleware(app)
+        headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        key = None
+        if scheme.lower() == "bearer" and token:
+            with http.rt().db.connection() as conn:
+                key = tenancy.authenticate(conn, token.strip())
+        if key is None:
+            return _detail(401, "Unauthorized")
+        app.append_context(**{http.ORG_KEY: key.organization_id})
+        return next_middleware(app)
+
+    app.use([authenticate])
+
+    @app.get("/openapi.json")
+    def openapi() -> Response[Any]:
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body=app.get_openapi_json_schema(title="Cairn", version="0.1.0"),
+        )
 
     @app.not_found
-    def not_found(_: RouteNotFound) -> Response[dict]:
+    def not_found(_: RouteNotFound) -> Response[Any]:
+        event = app.current_event
+        path = event.path
+        if not path.endswith("/") and _is_route(app, event.http_method, path + "/"):
+            # FastAPI's redirect, which the SDKs expect for collection routes (contract §0).
+            query = event.raw_query_string
+            location = path + "/" + (f"?{query}" if query else "")
+            return Response(status_code=307, headers={"Location": location}, body="")
         return _detail(404, "Not Found")
 
+    @app.exception_handler(PendingApprovalError)
+    def pending(exc: PendingApprovalError) -> Response[Any]:
+        return _detail(409, exc.detail())
+
     @app.exception_handler(CairnError)
-    def cairn_error(exc: CairnError) -> Response[dict]:
+    def cairn_error(exc: CairnError) -> Response[Any]:
         return _detail(exc.status_code, str(exc))
 
+    @app.exception_handler(RequestValidationError)
+    def invalid(exc: RequestValidationError) -> Response[Any]:
+        return _detail(422, exc.errors())
+
+    @app.exception_handler(psycopg.errors.IntegrityError)
+    def integrity(exc: psycopg.errors.IntegrityError) -> Response[Any]:
+        return _detail(409, f"CONFLICT: {exc.diag.message_primary or exc}")
+
+    @app.exception_handler(LLMError)
+    def llm_error(exc: LLMError) -> Response[Any]:
+        status = _LLM_STATUS.get(exc.kind, 502)
+        return Response(
+            status_code=status,
+            content_type=content_types.APPLICATION_JSON,
+            body={"error": {"type": exc.kind, "message": str(exc), "detail": str(exc)}},
+        )
+
+    @app.exception_handler(Exception)
+    def unknown(exc: Exception) -> Response[Any]:
+        logger.exception("unhandled error", exc_info=exc)
+        return _detail(500, "An unknown error occurred")
+
     return app
+
+
+def _is_route(app: APIGatewayHttpResolver, method: str, path: str) -> bool:
+    # Powertools keeps its compiled routes on private lists; read-only use, checked in tests.
+    routes = [*getattr(app, "_static_routes", []), *getattr(app, "_dynamic_routes", [])]
+    return any(r.method == method.upper() and r.rule.match(path) for r in routes)

@@ -23,6 +23,7 @@ def provision_agent(
     agent: Agent,
     *,
     memory_blocks: Sequence[Block] = (),
+    existing_blocks: Sequence[Block] = (),
     tool_names: Sequence[str] | None = None,
     include_base_tools: bool = True,
     include_base_tool_rules: bool = True,
@@ -62,6 +63,10 @@ def provision_agent(
             stored = blocks.create(conn, block.model_copy(update={"organization_id": org}))
             blocks.attach(conn, org, agent.id, stored.id)
             stored_blocks.append(stored)
+        for block in existing_blocks:
+            if not blocks.attach(conn, org, agent.id, block.id):
+                raise InvalidArgumentError(f"block_ids: block {block.id} cannot be attached")
+            stored_blocks.append(block)
         solver = ToolRulesSolver.of(rules)
         section = render_memory_section(
             stored_blocks,

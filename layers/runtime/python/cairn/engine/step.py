@@ -35,7 +35,13 @@ from cairn.engine.context import StepToolContext
 from cairn.engine.policy import CallOutcome, after_tools, must_call_first, policy_for
 from cairn.engine.prompt import context_estimate, refreshed_system, tool_schemas
 from cairn.engine.state import StepState, load
-from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, VersionConflictError
+from cairn.errors import (
+    ConflictError,
+    InvalidArgumentError,
+    NotFoundError,
+    PendingApprovalError,
+    VersionConflictError,
+)
 from cairn.llm.clients import LLMClient, client_for
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse
 from cairn.memory import packaging
@@ -102,6 +108,7 @@ class Engine:
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
         background: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> tuple[Run, OutboxCommand]:
         """Record the run and its first step command together; the caller publishes it."""
         if not inputs:
@@ -115,13 +122,15 @@ class Engine:
                 raise NotFoundError(f"Agent {agent_id} not found")
             pending = _pending_approval(conn_messages_tail(conn, org_id, agent.message_ids))
             if pending is not None and not answering:
-                raise ConflictError(
-                    "The agent is waiting for approval of a tool call "
-                    f"({', '.join(c.id for c in pending.tool_calls or ())}); send an approval first"
-                )
+                raise PendingApprovalError(pending.id)
             if answering and pending is None:
                 raise ConflictError("No tool call is waiting for approval")
-            run = Run(organization_id=org_id, agent_id=agent_id, background=background)
+            run = Run(
+                organization_id=org_id,
+                agent_id=agent_id,
+                background=background,
+                metadata=dict(metadata or {}),
+            )
             stamped = [
                 m.model_copy(
                     update={"run_id": run.id, "agent_id": agent_id, "organization_id": org_id}

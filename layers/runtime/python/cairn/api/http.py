@@ -1,0 +1,109 @@
+"""Request helpers shared by the routes: the caller's organization, queries, JSON replies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel, ValidationError
+
+from cairn.domain.ids import is_id
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.orchestration.runtime import Runtime, runtime
+
+ORG_KEY = "organization_id"
+
+
+def org_id(router: APIGatewayHttpRouter) -> str:
+    return str(router.context[ORG_KEY])
+
+
+def rt() -> Runtime:
+    return runtime()
+
+
+def queries(router: APIGatewayHttpRouter) -> dict[str, list[str]]:
+    # The raw query keeps repeated keys (`include=a&include=b`); API Gateway's map joins them.
+    return parse_qs(router.current_event.raw_query_string or "", keep_blank_values=True)
+
+
+def query(router: APIGatewayHttpRouter, name: str, default: str | None = None) -> str | None:
+    values = queries(router).get(name) or queries(router).get(f"{name}[]")
+    return values[-1] if values else default
+
+
+def query_list(router: APIGatewayHttpRouter, name: str) -> list[str]:
+    q = queries(router)
+    return [v for key in (name, f"{name}[]") for v in q.get(key, []) for v in v.split(",") if v]
+
+
+def query_int(
+    router: APIGatewayHttpRouter, name: str, default: int, *, low: int = 1, high: int = 1000
+) -> int:
+    raw = query(router, name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UnprocessableError(f"{name}: must be an integer, not {raw!r}") from None
+    if not low <= value <= high:
+        raise UnprocessableError(f"{name}: must be between {low} and {high}")
+    return value
+
+
+def query_bool(router: APIGatewayHttpRouter, name: str, default: bool) -> bool:
+    raw = query(router, name)
+    return default if raw is None else raw.lower() in ("true", "1", "yes")
+
+
+def body(router: APIGatewayHttpRouter, model: type[BaseModel]) -> Any:
+    raw = router.current_event.body
+    try:
+        data = json.loads(raw) if raw else {}
+    except ValueError:
+        raise UnprocessableError("body: not valid JSON") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise UnprocessableError(_errors(err)) from None
+
+
+def _errors(err: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+        for e in err.errors(include_url=False)
+    )
+
+
+def check_id(prefix: str, value: str, *, what: str) -> str:
+    """A path id of the wrong shape is 422 in Letta; runs use 400 (contract §0)."""
+    if not is_id(value, prefix):
+        if prefix == "run":
+            raise InvalidArgumentError(f"INVALID_ARGUMENT: Invalid run ID format: {value}")
+        raise UnprocessableError(
+            f"{what}: expected an id like {prefix}-123e4567-e89b-42d3-8456-426614174000"
+        )
+    return value
+
+
+def json_reply(status: int, payload: Any) -> Response[Any]:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(payload)
+    )
+
+
+def sdk_1x(router: APIGatewayHttpRouter) -> bool:
+    """The 1.x SDKs announce themselves; Letta then leaves relationships out unless asked."""
+    headers = router.current_event.headers or {}
+    lowered = {k.lower(): v for k, v in headers.items()}
+    return "x-stainless-package-version" in lowered or lowered.get("user-agent", "").startswith(
+        "letta-client/"
+    )
+
+
+def not_found(what: str) -> NotFoundError:
+    return NotFoundError(what)

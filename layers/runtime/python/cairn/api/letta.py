@@ -1,0 +1,271 @@
+"""Stored rows as Letta's wire objects (contract §2.2, §3.3, §6, §7, §8).
+
+One stored message can become several LettaMessages sharing its id (reasoning, then the
+tool call), exactly as a 0.16.1 server expands them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from cairn.domain.agents import Agent
+from cairn.domain.blocks import Block
+from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
+from cairn.domain.passages import Passage
+from cairn.domain.runs import Run, Step
+from cairn.domain.tools import Tool
+
+ASSISTANT_TOOL = "send_message"
+ASSISTANT_KWARG = "message"
+
+
+def iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def _date(moment: datetime) -> str:
+    # LettaMessage dates are whole seconds with an offset (contract §0).
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat()
+
+
+def _call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "name": call.function.name,
+        "arguments": call.function.arguments,
+        "tool_call_id": call.id,
+    }
+
+
+def _assistant_text(call: ToolCall) -> str | None:
+    try:
+        arguments = json.loads(call.function.arguments or "{}")
+    except ValueError:
+        return None
+    text = arguments.get(ASSISTANT_KWARG) if isinstance(arguments, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def letta_messages(message: Message, *, use_assistant_message: bool = True) -> list[dict[str, Any]]:
+    base: dict[str, Any] = {
+        "id": message.id,
+        "date": _date(message.created_at),
+        "name": message.name,
+        "otid": message.otid,
+        "sender_id": message.sender_id,
+        "step_id": message.step_id,
+        "run_id": message.run_id,
+        "seq_id": message.sequence_id,
+    }
+    if message.is_err:
+        base["is_err"] = True
+
+    def out(kind: str, **fields: Any) -> dict[str, Any]:
+        return {**base, "message_type": kind, **fields}
+
+    role = message.role
+    if role == "system":
+        return [out("system_message", content=message.text)]
+    if role == "user":
+        return [out("user_message", content=message.text)]
+    if role == "tool":
+        returns = [r for r in message.tool_returns or ()]
+        if not returns:
+            return []
+        first = returns[0]
+        return [
+            out(
+                "tool_return_message",
+                tool_return=first.func_response or "",
+                status=first.status,
+                tool_call_id=first.tool_call_id,
+                stdout=first.stdout,
+                stderr=first.stderr,
+                name=message.name,
+                tool_returns=[
+                    {
+                        "type": "tool",
+                        "tool_call_id": r.tool_call_id,
+                        "tool_return": r.func_response or "",
+                        "status": r.status,
+                        "stdout": r.stdout,
+                        "stderr": r.stderr,
+                    }
+                    for r in returns
+                ],
+            )
+        ]
+    if role == "approval" and not message.tool_calls:
+        approvals = [a.model_dump(mode="json") for a in message.approvals or ()]
+        first_approval = message.approvals[0] if message.approvals else None
+        return [
+            out(
+                "approval_response_message",
+                approvals=approvals,
+                approve=first_approval.approve if first_approval else message.approve,
+                approval_request_id=first_approval.tool_call_id
+                if first_approval
+                else message.approval_request_id,
+                reason=first_approval.reason if first_approval else message.denial_reason,
+            )
+        ]
+    items: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, ReasoningContent):
+            items.append(
+                out(
+                    "reasoning_message",
+                    reasoning=part.reasoning,
+                    signature=part.signature,
+                    source="reasoner_model" if part.is_native else "non_reasoner_model",
+                )
+            )
+    calls = list(message.tool_calls or ())
+    if role == "approval":
+        items.append(
+            out(
+                "approval_request_message",
+                tool_call=_call(calls[0]),
+                tool_calls=[_call(c) for c in calls],
+            )
+        )
+        return items
+    for part in message.content:
+        if isinstance(part, TextContent) and part.text:
+            items.append(out("assistant_message", content=part.text))
+    plain = []
+    for call in calls:
+        text = _assistant_text(call) if call.function.name == ASSISTANT_TOOL else None
+        if use_assistant_message and text is not None:
+            items.append(out("assistant_message", content=text))
+        else:
+            plain.append(call)
+    if plain:
+        items.append(
+            out(
+                "tool_call_message", tool_call=_call(plain[0]), tool_calls=[_call(c) for c in plain]
+            )
+        )
+    return items
+
+
+def hides_return(message: Message, send_message_calls: set[str]) -> bool:
+    """send_message's own return is plumbing: Letta shows the call as assistant text only."""
+    return message.role == "tool" and all(
+        r.tool_call_id in send_message_calls for r in message.tool_returns or ()
+    )
+
+
+def expand(messages: list[Message], *, use_assistant_message: bool = True) -> list[dict[str, Any]]:
+    send_calls = {
+        c.id for m in messages for c in m.tool_calls or () if c.function.name == ASSISTANT_TOOL
+    }
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if use_assistant_message and hides_return(m, send_calls):
+            continue
+        out.extend(letta_messages(m, use_assistant_message=use_assistant_message))
+    return out
+
+
+def block_json(block: Block) -> dict[str, Any]:
+    data = block.model_dump(mode="json", exclude={"organization_id", "version"})
+    return data | {"created_at": iso(block.created_at), "updated_at": iso(block.updated_at)}
+
+
+def tool_json(tool: Tool) -> dict[str, Any]:
+    data = tool.model_dump(mode="json", exclude={"organization_id", "metadata"})
+    return data | {"metadata_": tool.metadata}
+
+
+def handle(endpoint_type: str, model: str) -> str:
+    return f"{endpoint_type}/{model}"
+
+
+def agent_json(
+    agent: Agent, *, blocks: list[Block] | None = None, tools: list[Tool] | None = None
+) -> dict[str, Any]:
+    data = agent.model_dump(
+        mode="json",
+        exclude={"organization_id", "version", "context_tokens", "context_tokens_upto"},
+    )
+    block_list = [block_json(b) for b in blocks or ()]
+    llm = agent.llm_config
+    embedding = agent.embedding_config
+    return data | {
+        "model": llm.handle or handle(llm.model_endpoint_type, llm.model),
+        "embedding": (
+            embedding.handle or handle(embedding.embedding_endpoint_type, embedding.embedding_model)
+        )
+        if embedding
+        else None,
+        "blocks": block_list,
+        "tools": [tool_json(t) for t in tools or ()],
+        "memory": {
+            "agent_type": agent.agent_type,
+            "blocks": block_list,
+            "file_blocks": [],
+            "prompt_template": None,
+        },
+        "sources": [],
+        "identities": [],
+        "identity_ids": [],
+        "secrets": [],
+        "tool_exec_environment_variables": [],
+        "multi_agent_group": None,
+        "managed_group": None,
+        "response_format": None,
+        "model_settings": None,
+        "max_files_open": agent.max_files_open or 10,
+        "per_file_view_window_char_limit": agent.per_file_view_window_char_limit or 25_000,
+        "created_at": iso(agent.created_at),
+        "updated_at": iso(agent.updated_at),
+        "last_run_completion": iso(agent.last_run_completion),
+    }
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    data = run.model_dump(
+        mode="json", exclude={"organization_id", "usage", "approval_task_token", "error"}
+    )
+    metadata = dict(run.metadata)
+    if run.error:
+        metadata["error"] = run.error
+    return data | {
+        "metadata": metadata,
+        "created_at": iso(run.created_at),
+        "completed_at": iso(run.completed_at),
+        "request_config": {k: v for k, v in run.request_config.items() if k != "input"},
+    }
+
+
+def usage_json(run: Run) -> dict[str, Any]:
+    usage = run.usage
+    return {
+        "message_type": "usage_statistics",
+        "completion_tokens": usage.completion_tokens,
+        "prompt_tokens": usage.prompt_tokens,
+        "total_tokens": usage.total_tokens,
+        "step_count": usage.step_count,
+        "run_ids": None,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+    }
+
+
+def step_json(step: Step) -> dict[str, Any]:
+    data = step.model_dump(mode="json", exclude={"organization_id"})
+    return data | {"messages": [], "feedback": None, "tags": [], "trace_id": None}
+
+
+def passage_json(passage: Passage) -> dict[str, Any]:
+    data = passage.model_dump(mode="json", exclude={"organization_id"})
+    return data | {
+        "is_deleted": False,
+        "file_id": None,
+        "file_name": None,
+        "source_id": None,
+        "created_at": iso(passage.created_at),
+    }

@@ -1,0 +1,122 @@
+"""Model and embedding handles (`provider/model`) resolved against the configured providers.
+
+Letta 0.16.1 renames its OpenAI provider when OPENAI_BASE_URL points elsewhere and then
+refuses both spellings; Cairn keeps `openai/<model>` working against any compatible server.
+"""
+
+from __future__ import annotations
+
+from cairn.config import Settings
+from cairn.domain.configs import EmbeddingConfig, LLMConfig
+from cairn.domain.constants import DEFAULT_CONTEXT_WINDOW
+from cairn.errors import InvalidArgumentError
+
+OPENAI_URL = "https://api.openai.com/v1"
+ANTHROPIC_URL = "https://api.anthropic.com"
+EMBEDDING_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+# Known windows; anything else gets Letta's default and can be set with context_window_limit.
+CONTEXT_WINDOWS = {
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "o4-mini": 200_000,
+    "gpt-5": 400_000,
+    "gpt-5-mini": 400_000,
+}
+
+
+def providers(settings: Settings) -> list[str]:
+    found = []
+    if settings.openai_api_key or settings.openai_base_url:
+        found.append("openai")
+    if settings.anthropic_api_key:
+        found.append("anthropic")
+    return found
+
+
+def resolve_model(
+    handle: str,
+    settings: Settings,
+    *,
+    context_window: int | None = None,
+    max_tokens: int | None = None,
+) -> LLMConfig:
+    provider, sep, model = handle.partition("/")
+    if not sep or not model:
+        raise InvalidArgumentError(
+            f"model: `{handle}` is not a handle; use provider/model, e.g. openai/gpt-4o-mini"
+        )
+    if provider not in ("openai", "anthropic"):
+        raise InvalidArgumentError(
+            f"model: unknown provider `{provider}` "
+            f"(configured: {', '.join(providers(settings)) or 'none'})"
+        )
+    if provider == "anthropic":
+        window = context_window or 200_000
+        endpoint = settings.anthropic_base_url or ANTHROPIC_URL
+    else:
+        window = context_window or CONTEXT_WINDOWS.get(model, DEFAULT_CONTEXT_WINDOW)
+        endpoint = settings.openai_base_url or OPENAI_URL
+    return LLMConfig(
+        model=model,
+        model_endpoint_type=provider,
+        model_endpoint=endpoint,
+        context_window=window,
+        max_tokens=max_tokens,
+        handle=handle,
+    )
+
+
+def resolve_embedding(handle: str, settings: Settings) -> EmbeddingConfig:
+    provider, sep, model = handle.partition("/")
+    if provider != "openai" or not sep or not model:
+        raise InvalidArgumentError(
+            f"embedding: `{handle}` is not a known embedding handle; use openai/<model>"
+        )
+    return EmbeddingConfig(
+        embedding_model=model,
+        embedding_endpoint_type="openai",
+        embedding_endpoint=settings.openai_base_url or OPENAI_URL,
+        embedding_dim=EMBEDDING_DIMS.get(model, 1536),
+        embedding_chunk_size=300,
+        handle=handle,
+    )
+
+
+def listed_models(settings: Settings) -> list[LLMConfig]:
+    """What GET /v1/models/ shows: the providers' own model lists, when they answer."""
+    out: list[LLMConfig] = []
+    for provider in providers(settings):
+        for model in _remote_models(provider, settings):
+            out.append(resolve_model(f"{provider}/{model}", settings))
+    return out
+
+
+def _remote_models(provider: str, settings: Settings) -> list[str]:
+    try:
+        if provider == "openai":
+            import openai
+
+            client = openai.OpenAI(
+                api_key=settings.openai_api_key or "unused",
+                base_url=settings.openai_base_url,
+                timeout=5,
+                max_retries=0,
+            )
+        else:
+            import anthropic
+
+            client = anthropic.Anthropic(
+                api_key=settings.anthropic_api_key,  # type: ignore[assignment]
+                base_url=settings.anthropic_base_url,
+                timeout=5,
+                max_retries=0,
+            )
+        return sorted(m.id for m in client.models.list())
+    except Exception:  # a provider that cannot list models still serves known handles
+        return []

@@ -1,0 +1,179 @@
+"""Request bodies of the Letta API (contract §2.1, §3.1, §4, §5.2, §7, §8), as pydantic models.
+
+Unknown fields are ignored, as Letta does, so clients that send newer fields keep working.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig
+from cairn.domain.constants import CORE_MEMORY_BLOCK_CHAR_LIMIT, DEFAULT_MAX_STEPS
+from cairn.domain.tool_rules import ToolRule
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+
+
+class CreateBlock(_Body):
+    label: str
+    value: str
+    limit: int = Field(default=CORE_MEMORY_BLOCK_CHAR_LIMIT, ge=1)
+    description: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    read_only: bool = False
+    hidden: bool = False
+
+    @model_validator(mode="after")
+    def _fits(self) -> CreateBlock:
+        if len(self.value) > self.limit:
+            raise ValueError(
+                f"Value length ({len(self.value)} characters) exceeds block limit "
+                f"({self.limit} characters)"
+            )
+        return self
+
+
+class BlockUpdate(_Body):
+    value: str | None = None
+    limit: int | None = Field(default=None, ge=1)
+    label: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+    read_only: bool | None = None
+    hidden: bool | None = None
+
+
+class CreateAgent(_Body):
+    name: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    agent_type: str = "letta_v1_agent"
+    system: str | None = None
+    memory_blocks: list[CreateBlock] = Field(default_factory=list)
+    block_ids: list[str] = Field(default_factory=list)
+    tool_ids: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    include_base_tools: bool = True
+    include_base_tool_rules: bool | None = None
+    tool_rules: list[ToolRule] | None = None
+    model: str | None = None
+    llm_config: LLMConfig | None = None
+    context_window_limit: int | None = None
+    max_tokens: int | None = None
+    embedding: str | None = None
+    embedding_config: EmbeddingConfig | None = None
+    compaction_settings: CompactionSettings | None = None
+    enable_sleeptime: bool = False
+    message_buffer_autoclear: bool = False
+    timezone: str = "UTC"
+    max_files_open: int | None = None
+    per_file_view_window_char_limit: int | None = None
+    hidden: bool = False
+
+
+class UpdateAgent(_Body):
+    name: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    system: str | None = None
+    tool_ids: list[str] | None = None
+    block_ids: list[str] | None = None
+    tool_rules: list[ToolRule] | None = None
+    message_ids: list[str] | None = None
+    model: str | None = None
+    llm_config: LLMConfig | None = None
+    context_window_limit: int | None = None
+    embedding_config: EmbeddingConfig | None = None
+    compaction_settings: CompactionSettings | None = None
+    timezone: str | None = None
+    message_buffer_autoclear: bool | None = None
+    hidden: bool | None = None
+
+
+class TextPart(_Body):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ApprovalItem(_Body):
+    type: Literal["approval", "tool"] = "approval"
+    tool_call_id: str
+    approve: bool | None = None
+    reason: str | None = None
+    tool_return: str | None = None
+    status: Literal["success", "error"] | None = None
+    stdout: list[str] | None = None
+    stderr: list[str] | None = None
+
+
+class MessageCreate(_Body):
+    """A MessageCreate or an ApprovalCreate (told apart by `type`, as Letta does)."""
+
+    type: Literal["message", "approval"] | None = None
+    role: Literal["user", "system", "assistant"] = "user"
+    content: str | list[TextPart] | None = None
+    name: str | None = None
+    otid: str | None = None
+    sender_id: str | None = None
+    approvals: list[ApprovalItem] | None = None
+    approve: bool | None = None
+    approval_request_id: str | None = None
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _kind(self) -> MessageCreate:
+        if self.type is None:
+            carries = self.approve is not None or self.approval_request_id or self.approvals
+            self.type = "approval" if carries else "message"
+        if self.type == "message" and self.content is None:
+            raise ValueError("content: a message needs content")
+        return self
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(p.text for p in self.content or ())
+
+
+class LettaRequest(_Body):
+    messages: list[MessageCreate] | None = None
+    input: str | list[TextPart] | None = None
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
+    use_assistant_message: bool = True
+    include_return_message_types: list[str] | None = None
+    streaming: bool = False
+    stream_tokens: bool = False
+    include_pings: bool | None = None
+    background: bool = False
+    callback_url: str | None = None
+
+
+class CreatePassage(_Body):
+    text: str = Field(min_length=1)
+    tags: list[str] | None = None
+    created_at: datetime | None = None
+
+
+class ToolCreate(_Body):
+    source_code: str
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    source_type: str = "python"
+    json_schema: dict[str, Any] | None = None
+    args_json_schema: dict[str, Any] | None = None
+    return_char_limit: int | None = Field(default=None, ge=1)
+    pip_requirements: list[dict[str, Any]] | None = None
+    default_requires_approval: bool = False
+    enable_parallel_execution: bool = False
+
+
+class ApprovalToggle(_Body):
+    requires_approval: bool

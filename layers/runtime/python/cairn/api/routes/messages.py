@@ -1,0 +1,245 @@
+"""Messages: send (sync, async, stream), list, reset, cancel (contract §3, §4)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from cairn.api import http, letta
+from cairn.api.requests import LettaRequest, MessageCreate
+from cairn.api.routes.agents import agent_state, get_agent
+from cairn.domain.agents import Agent
+from cairn.domain.base import utc_now
+from cairn.domain.messages import ApprovalDecision, Message, TextContent
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.errors import UnprocessableError
+from cairn.memory.initial import initial_messages
+from cairn.memory.render import MemoryMetadata, compile_system_message, render_memory_section
+from cairn.orchestration import sending
+from cairn.store import agents, blocks, messages, runs
+from cairn.store.db import Connection
+from cairn.tools.rules import ToolRulesSolver
+
+router = APIGatewayHttpRouter()
+
+
+def _inputs(conn: Connection, agent: Agent, req: LettaRequest) -> list[Message]:
+    if (req.messages is None) == (req.input is None):
+        raise UnprocessableError("Exactly one of `messages` or `input` must be given")
+    if req.input is not None:
+        items = [MessageCreate(role="user", content=req.input)]
+    else:
+        items = list(req.messages or [])
+    if not items:
+        raise UnprocessableError("Messages must not be empty")
+    approvals = [m for m in items if m.type == "approval"]
+    if approvals and len(items) > 1:
+        raise UnprocessableError("An approval must be sent on its own")
+    out = []
+    for item in items:
+        if item.type == "approval":
+            out.append(_approval(conn, agent, item))
+        else:
+            out.append(
+                Message(
+                    organization_id=agent.organization_id,
+                    agent_id=agent.id,
+                    role=item.role,
+                    content=[TextContent(text=item.text)],
+                    name=item.name,
+                    otid=item.otid,
+                    sender_id=item.sender_id,
+                )
+            )
+    return out
+
+
+def _approval(conn: Connection, agent: Agent, item: MessageCreate) -> Message:
+    decisions = [ApprovalDecision.model_validate(a.model_dump()) for a in item.approvals or ()]
+    if not decisions and item.approval_request_id:
+        # The legacy form names the approval request; it answers every call it carries.
+        pending = messages.get_many(conn, agent.organization_id, agent.message_ids[-1:])
+        calls = pending[0].tool_calls or [] if pending and pending[0].role == "approval" else []
+        wanted = item.approval_request_id
+        ids = (
+            [c.id for c in calls]
+            if wanted in (pending[0].id if pending else None, *(c.id for c in calls))
+            else [wanted]
+        )
+        decisions = [
+            ApprovalDecision(tool_call_id=i, approve=item.approve, reason=item.reason) for i in ids
+        ]
+    if not decisions:
+        raise UnprocessableError("approvals: an approval needs at least one decision")
+    return Message(
+        organization_id=agent.organization_id,
+        agent_id=agent.id,
+        role="approval",
+        approvals=decisions,
+        approve=item.approve,
+        approval_request_id=item.approval_request_id,
+        denial_reason=item.reason,
+    )
+
+
+def _start(
+    agent_id: str, *, wait: bool, run_type: str, stream_path: bool = False
+) -> tuple[Run, LettaRequest]:
+    req: LettaRequest = http.body(router, LettaRequest)
+    streaming = stream_path or req.streaming
+    if (
+        wait
+        and not streaming
+        and (req.stream_tokens or req.background or req.include_pings is False)
+    ):
+        raise UnprocessableError(
+            "Streaming options set without streaming enabled. Set streaming=true or use the "
+            "/messages/stream endpoint."
+        )
+    rt = http.rt()
+    org = http.org_id(router)
+    with rt.db.connection() as conn:
+        agent = get_agent(conn, org, agent_id)
+        inputs = _inputs(conn, agent, req)
+    run = sending.send(
+        rt,
+        org,
+        agent.id,
+        inputs,
+        max_steps=req.max_steps,
+        wait=wait,
+        metadata={"run_type": run_type},
+    )
+    return run, req
+
+
+def _response(run: Run, req: LettaRequest) -> dict[str, Any]:
+    with http.rt().db.connection() as conn:
+        produced = messages.list_for_agent(
+            conn, run.organization_id, run.agent_id, run_id=run.id, order="asc", limit=1000
+        )
+    inputs = {m["id"] for m in run.request_config.get("input") or ()}
+    shown = letta.expand(
+        [m for m in produced if m.id not in inputs], use_assistant_message=req.use_assistant_message
+    )
+    if req.include_return_message_types:
+        shown = [m for m in shown if m["message_type"] in req.include_return_message_types]
+    return {
+        "messages": shown,
+        "stop_reason": {"message_type": "stop_reason", "stop_reason": run.stop_reason},
+        "usage": letta.usage_json(run),
+    }
+
+
+@router.post("/agents/<agent_id>/messages")
+def send_message(agent_id: str) -> Response[Any]:
+    run, req = _start(agent_id, wait=True, run_type="send_message")
+    if run.status not in TERMINAL_RUN_STATUSES:
+        # Past the budget: answer with the run to poll (README, "Sending messages").
+        return http.json_reply(202, letta.run_json(run))
+    if req.streaming:
+        return _sse(run, req)
+    return http.json_reply(200, _response(run, req))
+
+
+@router.post("/agents/<agent_id>/messages/stream")
+def stream_message(agent_id: str) -> Response[Any]:
+    run, req = _start(agent_id, wait=True, run_type="send_message_streaming", stream_path=True)
+    return _sse(run, req)
+
+
+def _sse(run: Run, req: LettaRequest) -> Response[Any]:
+    """The whole turn as one SSE body: API Gateway HTTP APIs do not stream responses."""
+    result = _response(run, req)
+    events = [*result["messages"], result["stop_reason"], result["usage"]]
+    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    return Response(status_code=200, content_type="text/event-stream; charset=utf-8", body=text)
+
+
+@router.post("/agents/<agent_id>/messages/async")
+def send_message_async(agent_id: str) -> Response[Any]:
+    run, _ = _start(agent_id, wait=False, run_type="send_message_async")
+    return http.json_reply(200, letta.run_json(run))
+
+
+@router.get("/agents/<agent_id>/messages")
+def list_messages(agent_id: str) -> Response[Any]:
+    org = http.org_id(router)
+    order = http.query(router, "order", "desc")
+    if order not in ("asc", "desc"):
+        raise UnprocessableError("order: must be asc or desc")
+    with http.rt().db.connection() as conn:
+        agent = get_agent(conn, org, agent_id)
+        rows = messages.list_for_agent(
+            conn,
+            org,
+            agent.id,
+            after=http.query(router, "after"),
+            before=http.query(router, "before"),
+            limit=http.query_int(router, "limit", 100),
+            order=order,  # type: ignore[arg-type]
+        )
+    if order == "desc":
+        rows.reverse()  # the newest page, shown oldest first, as 0.16.1 does
+    if not http.query_bool(router, "include_err", False):
+        rows = [m for m in rows if not m.is_err]
+    use_assistant = http.query_bool(router, "use_assistant_message", True)
+    return http.json_reply(200, letta.expand(rows, use_assistant_message=use_assistant))
+
+
+@router.patch("/agents/<agent_id>/reset-messages")
+def reset_messages(agent_id: str) -> Response[Any]:
+    raw = router.current_event.body
+    add_defaults = bool(json.loads(raw).get("add_default_initial_messages")) if raw else False
+    org = http.org_id(router)
+    now = utc_now()
+    with http.rt().db.transaction() as conn:
+        agent = get_agent(conn, org, agent_id)
+        current = blocks.for_agent(conn, org, agent.id)
+        section = render_memory_section(
+            current,
+            agent_type=agent.agent_type,
+            provider=agent.llm_config.model_endpoint_type,
+            tool_rule_lines=ToolRulesSolver.of(agent.tool_rules).prompt_lines(),
+        )
+        system = compile_system_message(
+            agent.system,
+            section,
+            MemoryMetadata(
+                now=now,
+                timezone=agent.timezone,
+                recall_count=messages.count_for_agent(conn, org, agent.id),
+            ),
+        )
+        fresh = initial_messages(agent, system, now=now)
+        if not add_defaults:
+            fresh = fresh[:1]
+        stored = messages.insert(conn, fresh)
+        agent = agents.update(
+            conn,
+            agent.model_copy(update={"message_ids": [m.id for m in stored]}),
+            expected_version=agent.version,
+        )
+        if http.sdk_1x(router):
+            return http.json_reply(200, None)
+        return http.json_reply(200, agent_state(conn, agent))
+
+
+@router.post("/agents/<agent_id>/messages/cancel")
+def cancel(agent_id: str) -> Response[Any]:
+    raw = router.current_event.body
+    wanted = (json.loads(raw) or {}).get("run_ids") if raw else None
+    rt = http.rt()
+    org = http.org_id(router)
+    with rt.db.connection() as conn:
+        agent = get_agent(conn, org, agent_id)
+        active = [r.id for r in runs.active_runs(conn, org, agent.id)]
+    result = {}
+    for run_id in wanted or active:
+        ended = rt.engine.fail_run(org, run_id, "cancelled", "cancelled by request")
+        if ended is not None and ended.agent_id == agent.id:
+            result[run_id] = ended.status
+    return http.json_reply(200, result)

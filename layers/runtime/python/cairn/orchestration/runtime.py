@@ -1,0 +1,59 @@
+"""The parts a process shares across invocations: settings, database pool, engine, queue.
+
+Built once per Lambda container (warm invocations reuse it) or once by the local stack.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from cairn.config import Settings
+from cairn.engine.step import Engine
+from cairn.orchestration.ports import StepQueue
+from cairn.orchestration.secrets import database_dsn
+from cairn.store.db import Database
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    engine: Engine
+    queue: StepQueue
+
+
+_lock = threading.Lock()
+_current: Runtime | None = None
+
+
+def build_runtime(
+    settings: Settings, *, db: Database | None = None, queue: StepQueue | None = None
+) -> Runtime:
+    database = db or Database(database_dsn(settings), max_size=settings.db_pool_size)
+    engine = Engine(database, settings)
+    if queue is None:
+        if settings.step_queue_url:
+            from cairn.orchestration.sqs import SqsStepQueue
+
+            queue = SqsStepQueue(settings.step_queue_url)
+        else:
+            from cairn.orchestration.inline import InlineStepQueue
+
+            queue = InlineStepQueue(engine)
+    return Runtime(settings, database, engine, queue)
+
+
+def runtime() -> Runtime:
+    global _current
+    with _lock:
+        if _current is None:
+            _current = build_runtime(Settings.from_env())
+        return _current
+
+
+def use_runtime(value: Runtime | None) -> None:
+    """Install the runtime a process uses (the local stack and tests build their own)."""
+    global _current
+    with _lock:
+        _current = value

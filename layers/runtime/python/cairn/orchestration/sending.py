@@ -1,0 +1,52 @@
+"""Sending messages: a run whose first step runs in the caller, the rest on the queue."""
+
+from __future__ import annotations
+
+import time
+
+from cairn.domain.messages import Message
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.orchestration.dispatch import publish_and_mark
+from cairn.orchestration.runtime import Runtime
+from cairn.store import outbox, runs
+
+POLL_SECONDS = 0.02
+
+
+def send(
+    rt: Runtime,
+    org_id: str,
+    agent_id: str,
+    inputs: list[Message],
+    *,
+    max_steps: int,
+    wait: bool,
+    metadata: dict[str, object] | None = None,
+) -> Run:
+    """Start a run; with `wait`, run its first step here and wait (within the budget) for it."""
+    run, command = rt.engine.start_run(
+        org_id, agent_id, inputs, max_steps=max_steps, background=not wait, metadata=metadata
+    )
+    if not wait:
+        publish_and_mark(rt.db, rt.queue, command)
+        return run
+    outcome = rt.engine.step(org_id, run.id, 0)
+    if outcome.status == "busy":  # another run holds the agent: queue ours behind it
+        publish_and_mark(rt.db, rt.queue, command)
+    else:
+        with rt.db.connection() as conn:
+            outbox.mark_sent(conn, org_id, command.id)  # type: ignore[arg-type]
+        if outcome.next_command is not None:
+            publish_and_mark(rt.db, rt.queue, outcome.next_command)
+    return wait_for(rt, org_id, run.id, rt.settings.sync_budget_seconds)
+
+
+def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Run:
+    deadline = time.monotonic() + budget_seconds
+    while True:
+        with rt.db.connection() as conn:
+            run = runs.get_run(conn, org_id, run_id)
+        assert run is not None
+        if run.status in TERMINAL_RUN_STATUSES or time.monotonic() >= deadline:
+            return run
+        time.sleep(POLL_SECONDS)

@@ -1,0 +1,28 @@
+"""The step queue on SQS FIFO: one message per step, in order per agent, deduplicated."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cairn.domain.runs import OutboxCommand
+
+
+class SqsStepQueue:
+    def __init__(self, queue_url: str, client: Any | None = None) -> None:
+        if client is None:
+            import boto3
+
+            client = boto3.client("sqs")
+        self.queue_url = queue_url
+        self._client = client
+
+    def publish(self, command: OutboxCommand) -> None:
+        self._client.send_message(
+            QueueUrl=self.queue_url,
+            MessageBody=json.dumps(command.payload),
+            # Steps of one agent never run side by side, and come in the order they were made.
+            MessageGroupId=command.agent_id,
+            # "run:step": a republished command inside SQS's 5-minute window is dropped.
+            MessageDeduplicationId=command.dedup_key.replace(":", "-"),
+        )

@@ -1,0 +1,59 @@
+"""The API as clients see it: the local HTTP bridge, the real handler, the fake LLM."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from letta_client import Letta
+
+from cairn.config import Settings
+from cairn.domain import Organization, User
+from cairn.local.http import make_server
+from cairn.orchestration.inline import InlineStepQueue
+from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
+from cairn.store import tenancy
+from cairn.store.db import Database
+from tests.fakes.llm_server import FakeLLM
+
+
+@dataclass
+class Stack:
+    url: str
+    key: str
+    org_id: str
+    fake: FakeLLM
+    runtime: Runtime
+
+    def client(self) -> Letta:
+        return Letta(base_url=self.url, api_key=self.key, max_retries=0, timeout=30)
+
+
+@pytest.fixture
+def stack(db: Database) -> Iterator[Stack]:
+    with FakeLLM() as fake:
+        settings = Settings(
+            openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1",
+            anthropic_api_key="ant-test", anthropic_base_url=fake.base_url,
+            llm_max_retries=0, sync_budget_seconds=20,
+        )  # fmt: skip
+        rt = build_runtime(settings, db=db)
+        use_runtime(rt)
+        with db.transaction() as conn:
+            org = tenancy.create_organization(conn, Organization(name="api"))
+            user = tenancy.create_user(conn, User(organization_id=org.id, name="ada"))
+            _, key = tenancy.create_api_key(conn, org.id, user.id, name="test")
+        server = make_server("127.0.0.1", 0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        host, port = server.server_address[:2]
+        try:
+            yield Stack(f"http://{host!s}:{port}", key, org.id, fake, rt)
+        finally:
+            server.shutdown()
+            server.server_close()
+            if isinstance(rt.queue, InlineStepQueue):
+                rt.queue.close()
+            use_runtime(None)

@@ -1,0 +1,93 @@
+"""Contract details a client meets on the wire: auth, redirects, errors, pagination order."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.api.conftest import Stack
+from tests.fakes.llm_server import call
+
+LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
+
+
+def http(stack: Stack) -> httpx.Client:
+    return httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"},
+                        timeout=30)  # fmt: skip
+
+
+def test_auth_is_required_and_a_wrong_key_is_401(stack: Stack) -> None:
+    assert httpx.get(f"{stack.url}/v1/health/").json()["status"] == "ok"
+    assert httpx.get(f"{stack.url}/v1/agents/").status_code == 401
+    wrong = httpx.get(f"{stack.url}/v1/agents/", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and wrong.json() == {"detail": "Unauthorized"}
+
+
+def test_collection_without_slash_redirects_and_unknown_routes_are_404(stack: Stack) -> None:
+    with http(stack) as client:
+        moved = client.get("/v1/agents?limit=5")
+        assert moved.status_code == 307 and moved.headers["location"] == "/v1/agents/?limit=5"
+        missing = client.get("/v1/nothing-here")
+        assert missing.status_code == 404 and missing.json() == {"detail": "Not Found"}
+
+
+def test_bad_bodies_are_422_and_unknown_ids_404(stack: Stack) -> None:
+    with http(stack) as client:
+        assert client.post("/v1/agents/", content=b"{not json").status_code == 422
+        bad_rule = client.post("/v1/agents/", json={"llm_config": LLM,
+                                                    "tool_rules": [{"type": "nope"}]})  # fmt: skip
+        assert bad_rule.status_code == 422
+        too_long = client.post("/v1/agents/", json={
+            "llm_config": LLM, "memory_blocks": [{"label": "a", "value": "xx", "limit": 1}]})  # fmt: skip
+        assert too_long.status_code == 422 and "exceeds block limit" in too_long.text
+        gone = client.get("/v1/agents/agent-00000000-0000-4000-8000-000000000000/messages")
+        assert gone.status_code == 404
+        assert client.get("/v1/runs/run-42").status_code == 400
+
+
+def test_list_messages_order_quirks(stack: Stack) -> None:
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        for text in ("one", "two", "three"):
+            stack.fake.reply(f"re: {text}")
+            sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": text})
+            assert sent.status_code == 200, sent.text
+        path = f"/v1/agents/{agent['id']}/messages"
+        newest = client.get(path, params={"limit": 2}).json()
+        # desc picks the newest rows but shows them oldest first (Letta 0.16.1)
+        assert [m["content"] for m in newest] == ["three", "re: three"]
+        oldest = client.get(path, params={"limit": 2, "order": "asc"}).json()
+        assert oldest[0]["message_type"] == "system_message"
+        after = client.get(path, params={"after": newest[0]["id"], "order": "asc"}).json()
+        assert [m["content"] for m in after] == ["re: three"]
+
+
+def test_block_over_its_limit_is_400_with_both_numbers(stack: Stack) -> None:
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={
+            "llm_config": LLM, "memory_blocks": [{"label": "human", "value": "A", "limit": 5}]})  # fmt: skip
+        edit = client.patch(f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human",
+                            json={"value": "far too long"})  # fmt: skip
+        assert edit.status_code == 400
+        assert edit.json()["detail"] == (
+            "INVALID_ARGUMENT: Value length (12 characters) exceeds block limit (5 characters)"
+        )
+
+
+def test_context_overview_and_cancel(stack: Stack) -> None:
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        overview = client.get(f"/v1/agents/{agent['id']}/context").json()
+        assert overview["context_window_size_max"] == 32000 and overview["num_messages"] == 1
+        assert {f["function"]["name"] for f in overview["functions_definitions"]} >= {
+            "conversation_search", "memory"}  # fmt: skip
+        stack.fake.reply("", call("conversation_search", query="x"), delay=0.5)
+        stack.fake.reply("done")
+        run = client.post(f"/v1/agents/{agent['id']}/messages/async", json={"input": "go"}).json()
+        cancelled = client.post(f"/v1/agents/{agent['id']}/messages/cancel").json()
+        assert cancelled in ({run["id"]: "cancelled"}, {})
+        assert client.get(f"/v1/runs/{run['id']}").json()["status"] in ("cancelled", "completed")
+
+
+def test_openapi_is_served(stack: Stack) -> None:
+    schema = httpx.get(f"{stack.url}/openapi.json").json()
+    assert schema["info"]["title"] == "Cairn" and "/v1/agents/" in schema["paths"]

@@ -1,0 +1,153 @@
+"""The official letta-client 1.5.0 driving Cairn end to end, with the fake LLM."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from letta_client import APIStatusError, NotFoundError
+
+from tests.api.conftest import Stack
+from tests.fakes.llm_server import call
+
+LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
+
+
+def test_agent_lifecycle_with_the_real_client(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(
+        name="ada-helper",
+        memory_blocks=[
+            {"label": "human", "value": "Name: Ada"},
+            {"label": "persona", "value": "I am Sam."},
+        ],
+        llm_config=LLM,
+    )  # type: ignore[arg-type]
+    assert agent.id.startswith("agent-") and agent.agent_type == "letta_v1_agent"
+    assert {b.label for b in agent.memory.blocks} == {"human", "persona"}
+
+    stack.fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+    stack.fake.reply("Noted, you like tea.")
+    response = client.agents.messages.create(
+        agent.id, messages=[{"role": "user", "content": "I like tea"}]
+    )
+    assert response.stop_reason.stop_reason == "end_turn"
+    kinds = [m.message_type for m in response.messages]
+    assert kinds == ["tool_call_message", "tool_return_message", "assistant_message"]
+    assert response.messages[-1].content == "Noted, you like tea."
+    assert response.usage.step_count == 2
+
+    listed = client.agents.messages.list(agent.id, order="asc", limit=50)
+    texts = [getattr(m, "content", None) for m in listed.items]
+    assert "I like tea" in texts and "Noted, you like tea." in texts
+
+    block = client.agents.blocks.retrieve("human", agent_id=agent.id)
+    assert block.value == "Name: Ada\nLikes: tea"
+    client.agents.blocks.update("human", agent_id=agent.id, value="Name: Ada Lovelace")
+    assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Ada Lovelace"
+
+    client.agents.passages.create(agent.id, text="Ada takes tea at five", tags=["habits"])
+    found = client.agents.passages.search(agent.id, query="tea")
+    assert [r.content for r in found.results] == ["Ada takes tea at five"]
+
+    client.agents.delete(agent.id)
+    with pytest.raises(NotFoundError):
+        client.agents.retrieve(agent.id)
+
+
+def test_approval_flow_approve_and_deny(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(
+        memory_blocks=[{"label": "human", "value": "Name: Ada"}], llm_config=LLM
+    )  # type: ignore[arg-type]
+    client.agents.tools.update_approval(
+        "core_memory_append", agent_id=agent.id, body_requires_approval=True
+    )
+    stack.fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+    first = client.agents.messages.create(agent.id, input="remember tea")
+    assert first.stop_reason.stop_reason == "requires_approval"
+    request = first.messages[-1]
+    assert request.message_type == "approval_request_message"
+    with pytest.raises(APIStatusError) as err:
+        client.agents.messages.create(agent.id, input="hello?")
+    assert err.value.status_code == 409
+    assert err.value.body["detail"]["code"] == "PENDING_APPROVAL"  # type: ignore[index]
+
+    stack.fake.reply("Saved.")
+    approved = client.agents.messages.create(
+        agent.id,
+        messages=[
+            {
+                "type": "approval",
+                "approvals": [
+                    {
+                        "type": "approval",
+                        "tool_call_id": request.tool_call.tool_call_id,
+                        "approve": True,
+                    }
+                ],
+            }
+        ],
+    )  # type: ignore[list-item]
+    assert approved.stop_reason.stop_reason == "end_turn"
+    assert client.agents.blocks.retrieve("human", agent_id=agent.id).value.endswith("Likes: tea")
+
+    stack.fake.reply("", call("core_memory_append", label="human", content="Likes: coffee"))
+    second = client.agents.messages.create(agent.id, input="also coffee")
+    call_id = second.messages[-1].tool_call.tool_call_id
+    stack.fake.reply("OK, I won't.")
+    denied = client.agents.messages.create(
+        agent.id,
+        messages=[
+            {
+                "type": "approval",
+                "approvals": [
+                    {
+                        "type": "approval",
+                        "tool_call_id": call_id,
+                        "approve": False,
+                        "reason": "not coffee",
+                    }
+                ],
+            }
+        ],
+    )  # type: ignore[list-item]
+    returns = [m for m in denied.messages if m.message_type == "tool_return_message"]
+    assert returns[0].status == "error" and "not coffee" in returns[0].tool_return
+    assert "coffee" not in client.agents.blocks.retrieve("human", agent_id=agent.id).value
+
+
+def test_async_send_and_poll(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    stack.fake.reply("hello later")
+    run = client.agents.messages.create_async(agent.id, input="hi")
+    assert run.status in ("created", "running", "completed")
+    deadline = time.monotonic() + 20
+    while run.status not in ("completed", "failed", "cancelled") and time.monotonic() < deadline:
+        time.sleep(0.05)
+        run = client.runs.retrieve(run.id)
+    assert run.status == "completed" and run.stop_reason == "end_turn"
+    messages = client.runs.messages.list(run.id)
+    assert [m.message_type for m in messages.items] == ["user_message", "assistant_message"]
+    steps = client.runs.steps.list(run.id)
+    assert len(steps.items) == 1
+
+
+def test_errors_are_4xx_never_500(stack: Stack) -> None:
+    client = stack.client()
+    with pytest.raises(NotFoundError):
+        client.agents.retrieve("agent-00000000-0000-4000-8000-000000000000")
+    with pytest.raises(APIStatusError) as bad_id:
+        client.agents.retrieve("agent-123")
+    assert bad_id.value.status_code == 422
+    with pytest.raises(APIStatusError) as missing_model:
+        client.agents.create(name="x")
+    assert missing_model.value.status_code == 400
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    with pytest.raises(APIStatusError) as empty:
+        client.agents.messages.create(agent.id, messages=[])
+    assert empty.value.status_code == 422
+    with pytest.raises(APIStatusError) as too_long:
+        client.agents.blocks.update("persona", agent_id=agent.id, value="x")
+    assert too_long.value.status_code == 404  # no persona block on this agent

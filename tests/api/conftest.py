@@ -35,10 +35,13 @@ class Stack:
 def stack(db: Database) -> Iterator[Stack]:
     with FakeLLM() as fake:
         settings = Settings(
-            openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1",
-            anthropic_api_key="ant-test", anthropic_base_url=fake.base_url,
-            llm_max_retries=0, sync_budget_seconds=20,
-        )  # fmt: skip
+            openai_api_key="sk-test",
+            openai_base_url=f"{fake.base_url}/v1",
+            anthropic_api_key="ant-test",
+            anthropic_base_url=fake.base_url,
+            llm_max_retries=0,
+            sync_budget_seconds=20,
+        )
         rt = build_runtime(settings, db=db)
         use_runtime(rt)
         with db.transaction() as conn:

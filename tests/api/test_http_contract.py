@@ -11,8 +11,9 @@ LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 3
 
 
 def http(stack: Stack) -> httpx.Client:
-    return httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"},
-                        timeout=30)  # fmt: skip
+    return httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=30
+    )
 
 
 def test_auth_is_required_and_a_wrong_key_is_401(stack: Stack) -> None:
@@ -33,11 +34,14 @@ def test_collection_without_slash_redirects_and_unknown_routes_are_404(stack: St
 def test_bad_bodies_are_422_and_unknown_ids_404(stack: Stack) -> None:
     with http(stack) as client:
         assert client.post("/v1/agents/", content=b"{not json").status_code == 422
-        bad_rule = client.post("/v1/agents/", json={"llm_config": LLM,
-                                                    "tool_rules": [{"type": "nope"}]})  # fmt: skip
+        bad_rule = client.post(
+            "/v1/agents/", json={"llm_config": LLM, "tool_rules": [{"type": "nope"}]}
+        )
         assert bad_rule.status_code == 422
-        too_long = client.post("/v1/agents/", json={
-            "llm_config": LLM, "memory_blocks": [{"label": "a", "value": "xx", "limit": 1}]})  # fmt: skip
+        too_long = client.post(
+            "/v1/agents/",
+            json={"llm_config": LLM, "memory_blocks": [{"label": "a", "value": "xx", "limit": 1}]},
+        )
         assert too_long.status_code == 422 and "exceeds block limit" in too_long.text
         gone = client.get("/v1/agents/agent-00000000-0000-4000-8000-000000000000/messages")
         assert gone.status_code == 404
@@ -63,10 +67,17 @@ def test_list_messages_order_quirks(stack: Stack) -> None:
 
 def test_block_over_its_limit_is_400_with_both_numbers(stack: Stack) -> None:
     with http(stack) as client:
-        agent = client.post("/v1/agents/", json={
-            "llm_config": LLM, "memory_blocks": [{"label": "human", "value": "A", "limit": 5}]})  # fmt: skip
-        edit = client.patch(f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human",
-                            json={"value": "far too long"})  # fmt: skip
+        agent = client.post(
+            "/v1/agents/",
+            json={
+                "llm_config": LLM,
+                "memory_blocks": [{"label": "human", "value": "A", "limit": 5}],
+            },
+        )
+        edit = client.patch(
+            f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human",
+            json={"value": "far too long"},
+        )
         assert edit.status_code == 400
         assert edit.json()["detail"] == (
             "INVALID_ARGUMENT: Value length (12 characters) exceeds block limit (5 characters)"
@@ -79,7 +90,9 @@ def test_context_overview_and_cancel(stack: Stack) -> None:
         overview = client.get(f"/v1/agents/{agent['id']}/context").json()
         assert overview["context_window_size_max"] == 32000 and overview["num_messages"] == 1
         assert {f["function"]["name"] for f in overview["functions_definitions"]} >= {
-            "conversation_search", "memory"}  # fmt: skip
+            "conversation_search",
+            "memory",
+        }
         stack.fake.reply("", call("conversation_search", query="x"), delay=0.5)
         stack.fake.reply("done")
         run = client.post(f"/v1/agents/{agent['id']}/messages/async", json={"input": "go"}).json()

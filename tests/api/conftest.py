@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -11,7 +12,9 @@ from letta_client import Letta
 
 from cairn.config import Settings
 from cairn.domain import Organization, User
+from cairn.local import lambdas
 from cairn.local.http import make_server
+from cairn.orchestration import sending
 from cairn.orchestration.inline import InlineStepQueue
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.store import tenancy
@@ -44,6 +47,7 @@ def stack(db: Database) -> Iterator[Stack]:
         )
         rt = build_runtime(settings, db=db)
         use_runtime(rt)
+        sending.pause = lambdas.pause  # as the local stack does
         with db.transaction() as conn:
             org = tenancy.create_organization(conn, Organization(name="api"))
             user = tenancy.create_user(conn, User(organization_id=org.id, name="ada"))
@@ -60,3 +64,4 @@ def stack(db: Database) -> Iterator[Stack]:
             if isinstance(rt.queue, InlineStepQueue):
                 rt.queue.close()
             use_runtime(None)
+            sending.pause = time.sleep

@@ -29,6 +29,9 @@ class Reply:
     raw_arguments: str | None = None  # sent verbatim as every call's arguments (OpenAI)
 
 
+Answer = Callable[["Recorded"], Reply]
+
+
 def call(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
     return (name, arguments)
 
@@ -59,10 +62,15 @@ class FakeLLM:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self._queue: deque[Reply] = deque()
-        self._rules: list[tuple[Callable[[Recorded], bool], Reply]] = []
+        self._rules: list[tuple[Callable[[Recorded], bool], Reply | Answer]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = ThreadingHTTPServer(
+            ("127.0.0.1", 0), _handler(self), bind_and_activate=False
+        )
+        self._server.request_queue_size = 128  # many steps call at once in concurrency tests
+        self._server.server_bind()
+        self._server.server_activate()
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     # -- scripting --------------------------------------------------------------------
@@ -76,7 +84,8 @@ class FakeLLM:
             self._queue.append(Reply(status=status, error=message))
         return self
 
-    def when(self, predicate: Callable[[Recorded], bool], reply: Reply) -> FakeLLM:
+    def when(self, predicate: Callable[[Recorded], bool], reply: Reply | Answer) -> FakeLLM:
+        """Answer matching requests with `reply`, or with what `reply(request)` returns."""
         self._rules.append((predicate, reply))
         return self
 
@@ -108,7 +117,7 @@ class FakeLLM:
                 return self._queue.popleft()
             for predicate, reply in self._rules:
                 if predicate(recorded):
-                    return reply
+                    return reply(recorded) if callable(reply) else reply
         return Reply(status=500, error="the fake LLM has no scripted reply left")
 
     def next_id(self, prefix: str) -> str:

@@ -43,6 +43,7 @@ def build_app() -> APIGatewayHttpResolver:
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         path = app.current_event.path
         if path in PUBLIC_PATHS:
+            http.bind(app.current_event, None)
             return next_middleware(app)
         headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
         scheme, _, token = headers.get("authorization", "").partition(" ")
@@ -52,7 +53,7 @@ def build_app() -> APIGatewayHttpResolver:
                 key = tenancy.authenticate(conn, token.strip())
         if key is None:
             return _detail(401, "Unauthorized")
-        app.append_context(**{http.ORG_KEY: key.organization_id})
+        http.bind(app.current_event, key.organization_id)
         return next_middleware(app)
 
     app.use([authenticate])

@@ -1,49 +1,70 @@
-"""Request helpers shared by the routes: the caller's organization, queries, JSON replies."""
+"""Request helpers shared by the routes: the caller's organization, queries, JSON replies.
+
+The request being served lives in a context variable, set by the auth middleware. Route
+modules are shared by every copy of the app in a process (the local stack serves requests
+on threads), so reading the request through a module-level router would mix them up.
+"""
 
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import parse_qs
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import BaseModel, ValidationError
 
 from cairn.domain.ids import is_id
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    UnauthorizedError,
+    UnprocessableError,
+)
 from cairn.orchestration.runtime import Runtime, runtime
 
-ORG_KEY = "organization_id"
+_request: ContextVar[tuple[APIGatewayProxyEventV2, str | None]] = ContextVar("cairn_request")
 
 
-def org_id(router: APIGatewayHttpRouter) -> str:
-    return str(router.context[ORG_KEY])
+def bind(event: APIGatewayProxyEventV2, organization_id: str | None) -> None:
+    _request.set((event, organization_id))
+
+
+def current() -> APIGatewayProxyEventV2:
+    return _request.get()[0]
+
+
+def org_id() -> str:
+    org = _request.get()[1]
+    if org is None:
+        raise UnauthorizedError("Unauthorized")
+    return org
 
 
 def rt() -> Runtime:
     return runtime()
 
 
-def queries(router: APIGatewayHttpRouter) -> dict[str, list[str]]:
+def queries() -> dict[str, list[str]]:
     # The raw query keeps repeated keys (`include=a&include=b`); API Gateway's map joins them.
-    return parse_qs(router.current_event.raw_query_string or "", keep_blank_values=True)
+    return parse_qs(current().raw_query_string or "", keep_blank_values=True)
 
 
-def query(router: APIGatewayHttpRouter, name: str, default: str | None = None) -> str | None:
-    values = queries(router).get(name) or queries(router).get(f"{name}[]")
+def query(name: str, default: str | None = None) -> str | None:
+    q = queries()
+    values = q.get(name) or q.get(f"{name}[]")
     return values[-1] if values else default
 
 
-def query_list(router: APIGatewayHttpRouter, name: str) -> list[str]:
-    q = queries(router)
+def query_list(name: str) -> list[str]:
+    q = queries()
     return [v for key in (name, f"{name}[]") for v in q.get(key, []) for v in v.split(",") if v]
 
 
-def query_int(
-    router: APIGatewayHttpRouter, name: str, default: int, *, low: int = 1, high: int = 1000
-) -> int:
-    raw = query(router, name)
+def query_int(name: str, default: int, *, low: int = 1, high: int = 1000) -> int:
+    raw = query(name)
     if raw is None or raw == "":
         return default
     try:
@@ -55,13 +76,13 @@ def query_int(
     return value
 
 
-def query_bool(router: APIGatewayHttpRouter, name: str, default: bool) -> bool:
-    raw = query(router, name)
+def query_bool(name: str, default: bool) -> bool:
+    raw = query(name)
     return default if raw is None else raw.lower() in ("true", "1", "yes")
 
 
-def body(router: APIGatewayHttpRouter, model: type[BaseModel]) -> Any:
-    raw = router.current_event.body
+def body(model: type[BaseModel]) -> Any:
+    raw = current().body
     try:
         data = json.loads(raw) if raw else {}
     except ValueError:
@@ -96,9 +117,9 @@ def json_reply(status: int, payload: Any) -> Response[Any]:
     )
 
 
-def sdk_1x(router: APIGatewayHttpRouter) -> bool:
+def sdk_1x() -> bool:
     """The 1.x SDKs announce themselves; Letta then leaves relationships out unless asked."""
-    headers = router.current_event.headers or {}
+    headers = current().headers or {}
     lowered = {k.lower(): v for k, v in headers.items()}
     return "x-stainless-package-version" in lowered or lowered.get("user-agent", "").startswith(
         "letta-client/"

@@ -67,6 +67,12 @@ class StepOutcome:
     next_command: OutboxCommand | None = None
     stop_reason: str | None = None
     run_status: str | None = None
+    agent_id: str | None = None
+
+    @property
+    def freed_agent(self) -> bool:
+        """The run ended here, so runs waiting for its agent can go."""
+        return self.status == "committed" and self.run_status in TERMINAL_RUN_STATUSES
 
 
 def step_command(run: Run, step_index: int) -> OutboxCommand:
@@ -172,7 +178,7 @@ class Engine:
             if not agents.acquire_lease(
                 conn, org_id, run.agent_id, run_id, ttl_seconds=LEASE_SECONDS
             ):
-                return StepOutcome("busy")
+                return StepOutcome("busy", agent_id=run.agent_id)
             state = load(conn, run, step_index)
             if state is None:
                 return StepOutcome("missing")
@@ -195,7 +201,7 @@ class Engine:
         except AlreadyCommitted:
             return StepOutcome("already_done")
         faults.reached("after_commit")
-        return StepOutcome("committed", command, cp.run.stop_reason, cp.run.status)
+        return StepOutcome("committed", command, cp.run.stop_reason, cp.run.status, cp.agent.id)
 
     def fail_run(self, org_id: str, run_id: str, reason: str, detail: str) -> Run | None:
         """End a run that cannot go on (dead-lettered step, cancel); frees its agent."""

@@ -98,7 +98,12 @@ class _Handler(BaseHTTPRequestHandler):
         logger.info("%s %s", self.address_string(), format % args)
 
 
+class _Server(ThreadingHTTPServer):
+    # Many clients connect at once (SDK pools, load tests); the default backlog of 5 resets them.
+    request_queue_size = 128
+
+
 def make_server(host: str, port: int) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((host, port), _Handler)
+    server = _Server((host, port), _Handler)
     server.daemon_threads = True
     return server

@@ -1,12 +1,18 @@
 """Run the Lambda handlers of `functions/` in this process, as the Lambda runtime would.
 
 Handlers are loaded from their files (nothing in cairn imports a handler module), each once.
+A Lambda execution environment serves one invocation at a time, and Powertools relies on
+it: its resolver keeps the current event in a class attribute shared by the process. So one
+invocation of a function runs at a time here too. A sync send waits for its run, and that
+wait gives the function back to other callers (`pause`), as separate Lambdas would run.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,5 +61,35 @@ def load_handler(name: str) -> Handler:
     return module.handler
 
 
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+_held = threading.local()
+
+
 def invoke(name: str, event: dict[str, Any]) -> Any:
-    return load_handler(name)(event, LocalContext(function_name=name))
+    with _locks_guard:
+        lock = _locks.setdefault(name, threading.Lock())
+    with lock:
+        _held.lock = lock
+        try:
+            return load_handler(name)(event, LocalContext(function_name=name))
+        finally:
+            _held.lock = None
+
+
+def pause(seconds: float) -> None:
+    """Sleep inside an invocation, letting other invocations of the function run meanwhile."""
+    lock: threading.Lock | None = getattr(_held, "lock", None)
+    if lock is None:
+        time.sleep(seconds)
+        return
+    from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+
+    # Powertools reads the event again after the route returns: put this one back.
+    saved = BaseRouter.current_event, BaseRouter.lambda_context
+    lock.release()
+    try:
+        time.sleep(seconds)
+    finally:
+        lock.acquire()
+        BaseRouter.current_event, BaseRouter.lambda_context = saved

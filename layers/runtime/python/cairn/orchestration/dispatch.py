@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 
 from cairn.domain.runs import OutboxCommand
+from cairn.engine.step import StepOutcome
 from cairn.orchestration.ports import StepQueue
-from cairn.store import outbox
+from cairn.store import agents, outbox
 from cairn.store.db import Database
 
 logger = logging.getLogger(__name__)
@@ -42,3 +43,41 @@ def sweep(
     with db.connection() as conn:
         stale = outbox.claim_unsent(conn, older_than_seconds=older_than_seconds, limit=limit)
     return sum(publish_and_mark(db, queue, command) for command in stale)
+
+
+def defer(db: Database, command: OutboxCommand) -> None:
+    """A step whose agent is busy with another run waits in the outbox, not in the queue.
+
+    Holding it in a FIFO group would block the group, and with it the very run that must
+    finish first; the run that frees the agent publishes it (`wake`), the sweeper otherwise.
+    """
+    if command.id is not None:
+        with db.connection() as conn:
+            outbox.mark_unsent(conn, command.organization_id, command.id)
+
+
+def wake(db: Database, queue: StepQueue, org_id: str, agent_id: str) -> int:
+    """Publish the steps that waited for this agent, oldest first."""
+    with db.connection() as conn:
+        waiting = outbox.unsent_for_agent(conn, org_id, agent_id)
+    return sum(publish_and_mark(db, queue, command) for command in waiting)
+
+
+def after_step(
+    db: Database, queue: StepQueue, command: OutboxCommand, outcome: StepOutcome
+) -> None:
+    """What every deliverer of steps does with an outcome: continue, wait, or wake others."""
+    if outcome.status == "busy":
+        defer(db, command)
+        # The holder may have ended between our busy answer and the deferral: look again.
+        with db.connection() as conn:
+            free = outcome.agent_id is not None and agents.lease_free(
+                conn, command.organization_id, outcome.agent_id
+            )
+        if free and outcome.agent_id is not None:
+            wake(db, queue, command.organization_id, outcome.agent_id)
+        return
+    if outcome.next_command is not None:
+        publish_and_mark(db, queue, outcome.next_command)
+    if outcome.freed_agent and outcome.agent_id is not None:
+        wake(db, queue, command.organization_id, outcome.agent_id)

@@ -1,7 +1,8 @@
 """A step queue inside the process: a worker thread runs each command on the engine.
 
 For the local stack without SQS, and for tests of the API that are not about SQS. Same
-contract as the SQS queue: at least once, in order, a busy agent is retried later.
+contract as the SQS queue: at least once, in order; a step for a busy agent waits in the
+outbox until the run holding the agent ends.
 """
 
 from __future__ import annotations
@@ -9,14 +10,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.step import Engine
-from cairn.orchestration.dispatch import publish_and_mark
+from cairn.orchestration.dispatch import after_step
 
 logger = logging.getLogger(__name__)
-BUSY_RETRY_SECONDS = 0.05
 
 
 class InlineStepQueue:
@@ -53,10 +52,5 @@ class InlineStepQueue:
 
     def _run(self, command: OutboxCommand) -> None:
         p = command.payload
-        while True:
-            outcome = self.engine.step(p["organization_id"], p["run_id"], p["step_index"])
-            if outcome.status != "busy":
-                break
-            time.sleep(BUSY_RETRY_SECONDS)
-        if outcome.next_command is not None:
-            publish_and_mark(self.engine.db, self, outcome.next_command)
+        outcome = self.engine.step(p["organization_id"], p["run_id"], p["step_index"])
+        after_step(self.engine.db, self, command, outcome)

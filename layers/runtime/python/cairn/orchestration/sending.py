@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
-from cairn.orchestration.dispatch import publish_and_mark
+from cairn.orchestration.dispatch import after_step, publish_and_mark
 from cairn.orchestration.runtime import Runtime
 from cairn.store import outbox, runs
 
 POLL_SECONDS = 0.02
+# How a waiting send sleeps; the local stack lets other requests in meanwhile.
+pause: Callable[[float], None] = time.sleep
 
 
 def send(
@@ -30,14 +33,11 @@ def send(
     if not wait:
         publish_and_mark(rt.db, rt.queue, command)
         return run
+    with rt.db.connection() as conn:
+        outbox.mark_sent(conn, org_id, command.id)  # type: ignore[arg-type]
     outcome = rt.engine.step(org_id, run.id, 0)
-    if outcome.status == "busy":  # another run holds the agent: queue ours behind it
-        publish_and_mark(rt.db, rt.queue, command)
-    else:
-        with rt.db.connection() as conn:
-            outbox.mark_sent(conn, org_id, command.id)  # type: ignore[arg-type]
-        if outcome.next_command is not None:
-            publish_and_mark(rt.db, rt.queue, outcome.next_command)
+    # Busy (another run holds the agent): the command waits in the outbox for that run to end.
+    after_step(rt.db, rt.queue, command, outcome)
     return wait_for(rt, org_id, run.id, rt.settings.sync_budget_seconds)
 
 
@@ -49,4 +49,4 @@ def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Ru
         assert run is not None
         if run.status in TERMINAL_RUN_STATUSES or time.monotonic() >= deadline:
             return run
-        time.sleep(POLL_SECONDS)
+        pause(POLL_SECONDS)

@@ -67,3 +67,22 @@ SELECT_BY_DEDUP_KEY = "SELECT * FROM outbox WHERE organization_id = %(org)s AND 
 def by_dedup_key(conn: Connection, org_id: str, dedup_key: str) -> OutboxCommand | None:
     row = conn.execute(SELECT_BY_DEDUP_KEY, {"org": org_id, "key": dedup_key}).fetchone()
     return from_row(OutboxCommand, row)
+
+
+MARK_UNSENT = "UPDATE outbox SET sent_at = NULL WHERE organization_id = %(org)s AND id = %(id)s"
+UNSENT_FOR_AGENT = """
+SELECT * FROM outbox
+WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL
+ORDER BY id
+"""
+
+
+def mark_unsent(conn: Connection, org_id: str, command_id: int) -> None:
+    """Put a delivered command back to wait (its agent was busy); its agent's next release
+    or the sweeper publishes it again."""
+    conn.execute(MARK_UNSENT, {"org": org_id, "id": command_id})
+
+
+def unsent_for_agent(conn: Connection, org_id: str, agent_id: str) -> list[OutboxCommand]:
+    rows = conn.execute(UNSENT_FOR_AGENT, {"org": org_id, "agent_id": agent_id}).fetchall()
+    return [OutboxCommand.model_validate(r) for r in rows]

@@ -64,15 +64,15 @@ def agent_state(conn: Connection, agent: Agent, *, relations: bool = True) -> di
 
 
 def _relations_wanted() -> bool:
-    include = http.query_list(router, "include")
-    return bool(include) or not http.sdk_1x(router)
+    include = http.query_list("include")
+    return bool(include) or not http.sdk_1x()
 
 
 @router.post("/agents/")
 def create_agent() -> Response[Any]:
-    req: CreateAgent = http.body(router, CreateAgent)
+    req: CreateAgent = http.body(CreateAgent)
     rt = http.rt()
-    org = http.org_id(router)
+    org = http.org_id()
     if req.llm_config is not None:
         llm = req.llm_config
         if req.context_window_limit:
@@ -155,20 +155,20 @@ def create_agent() -> Response[Any]:
 
 @router.get("/agents/")
 def list_agents() -> Response[Any]:
-    order = http.query(router, "order", "desc")
+    order = http.query("order", "desc")
     if order not in ("asc", "desc"):
         raise UnprocessableError("order: must be asc or desc")
     with http.rt().db.connection() as conn:
         found = agents.list_agents(
             conn,
-            http.org_id(router),
-            name=http.query(router, "name"),
-            query_text=http.query(router, "query_text"),
-            tags=http.query_list(router, "tags") or None,
-            match_all_tags=http.query_bool(router, "match_all_tags", False),
-            after=http.query(router, "after"),
-            before=http.query(router, "before"),
-            limit=http.query_int(router, "limit", 50),
+            http.org_id(),
+            name=http.query("name"),
+            query_text=http.query("query_text"),
+            tags=http.query_list("tags") or None,
+            match_all_tags=http.query_bool("match_all_tags", False),
+            after=http.query("after"),
+            before=http.query("before"),
+            limit=http.query_int("limit", 50),
             order=order,  # type: ignore[arg-type]
         )
         relations = _relations_wanted()
@@ -178,22 +178,22 @@ def list_agents() -> Response[Any]:
 @router.get("/agents/count")
 def count_agents() -> Response[Any]:
     with http.rt().db.connection() as conn:
-        found = agents.list_agents(conn, http.org_id(router), limit=100_000)
+        found = agents.list_agents(conn, http.org_id(), limit=100_000)
     return http.json_reply(200, len(found))
 
 
 @router.get("/agents/<agent_id>")
 def retrieve_agent(agent_id: str) -> Response[Any]:
     with http.rt().db.connection() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         return http.json_reply(200, agent_state(conn, agent, relations=_relations_wanted()))
 
 
 @router.patch("/agents/<agent_id>")
 def modify_agent(agent_id: str) -> Response[Any]:
-    req: UpdateAgent = http.body(router, UpdateAgent)
+    req: UpdateAgent = http.body(UpdateAgent)
     rt = http.rt()
-    org = http.org_id(router)
+    org = http.org_id()
     changes: dict[str, Any] = req.model_dump(
         exclude_unset=True,
         exclude={"tool_ids", "block_ids", "model", "context_window_limit", "llm_config"},
@@ -247,7 +247,7 @@ def _replace_blocks(conn: Connection, org: str, agent_id: str, block_ids: list[s
 @router.delete("/agents/<agent_id>")
 def delete_agent(agent_id: str) -> Response[Any]:
     with http.rt().db.transaction() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         agents.delete(conn, agent.organization_id, agent.id)
     return http.json_reply(200, {"message": f"Agent id={agent_id} successfully deleted"})
 
@@ -255,7 +255,7 @@ def delete_agent(agent_id: str) -> Response[Any]:
 @router.get("/agents/<agent_id>/context")
 def context_window(agent_id: str) -> Response[Any]:
     rt = http.rt()
-    org = http.org_id(router)
+    org = http.org_id()
     with rt.db.connection() as conn:
         agent = get_agent(conn, org, agent_id)
         run = runs.active_runs(conn, org, agent.id)

@@ -48,7 +48,7 @@ def _by_label(conn: Connection, org: str, agent_id: str, label: str) -> Block:
 @router.get("/agents/<agent_id>/core-memory/blocks")
 def agent_blocks(agent_id: str) -> Response[Any]:
     with http.rt().db.connection() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         found = blocks.for_agent(conn, agent.organization_id, agent.id)
     return http.json_reply(200, [letta.block_json(b) for b in found])
 
@@ -56,7 +56,7 @@ def agent_blocks(agent_id: str) -> Response[Any]:
 @router.get("/agents/<agent_id>/core-memory/blocks/<label>")
 def agent_block(agent_id: str, label: str) -> Response[Any]:
     with http.rt().db.connection() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         return http.json_reply(
             200, letta.block_json(_by_label(conn, agent.organization_id, agent.id, label))
         )
@@ -64,9 +64,9 @@ def agent_block(agent_id: str, label: str) -> Response[Any]:
 
 @router.patch("/agents/<agent_id>/core-memory/blocks/<label>")
 def edit_agent_block(agent_id: str, label: str) -> Response[Any]:
-    req: BlockUpdate = http.body(router, BlockUpdate)
+    req: BlockUpdate = http.body(BlockUpdate)
     with http.rt().db.transaction() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         block = _by_label(conn, agent.organization_id, agent.id, label)
         return http.json_reply(200, letta.block_json(_save(conn, block, _edit(block, req))))
 
@@ -74,7 +74,7 @@ def edit_agent_block(agent_id: str, label: str) -> Response[Any]:
 def _attach(agent_id: str, block_id: str, *, attach: bool) -> Response[Any]:
     http.check_id("block", block_id, what="block_id")
     with http.rt().db.transaction() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         org = agent.organization_id
         if blocks.get(conn, org, block_id) is None:
             raise NotFoundError(f"Block with id '{block_id}' not found")
@@ -100,7 +100,7 @@ def detach_block(agent_id: str, block_id: str) -> Response[Any]:
 
 def _get_block(conn: Connection, block_id: str) -> Block:
     http.check_id("block", block_id, what="block_id")
-    block = blocks.get(conn, http.org_id(router), block_id)
+    block = blocks.get(conn, http.org_id(), block_id)
     if block is None:
         raise NotFoundError(f"Block with id '{block_id}' not found")
     return block
@@ -108,9 +108,9 @@ def _get_block(conn: Connection, block_id: str) -> Block:
 
 @router.post("/blocks/")
 def create_block() -> Response[Any]:
-    req: CreateBlock = http.body(router, CreateBlock)
+    req: CreateBlock = http.body(CreateBlock)
     try:
-        block = Block(organization_id=http.org_id(router), **req.model_dump())
+        block = Block(organization_id=http.org_id(), **req.model_dump())
     except ValueError as err:
         raise UnprocessableError(str(err)) from None
     with http.rt().db.transaction() as conn:
@@ -122,11 +122,11 @@ def list_blocks() -> Response[Any]:
     with http.rt().db.connection() as conn:
         found = blocks.list_blocks(
             conn,
-            http.org_id(router),
-            label=http.query(router, "label"),
-            after=http.query(router, "after"),
-            before=http.query(router, "before"),
-            limit=http.query_int(router, "limit", 50),
+            http.org_id(),
+            label=http.query("label"),
+            after=http.query("after"),
+            before=http.query("before"),
+            limit=http.query_int("limit", 50),
         )
     return http.json_reply(200, [letta.block_json(b) for b in found])
 
@@ -139,7 +139,7 @@ def get_block(block_id: str) -> Response[Any]:
 
 @router.patch("/blocks/<block_id>")
 def edit_block(block_id: str) -> Response[Any]:
-    req: BlockUpdate = http.body(router, BlockUpdate)
+    req: BlockUpdate = http.body(BlockUpdate)
     with http.rt().db.transaction() as conn:
         block = _get_block(conn, block_id)
         return http.json_reply(200, letta.block_json(_save(conn, block, _edit(block, req))))
@@ -172,21 +172,21 @@ def block_agents(block_id: str) -> Response[Any]:
 @router.get("/agents/<agent_id>/archival-memory")
 def list_passages(agent_id: str) -> Response[Any]:
     with http.rt().db.connection() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         archive = archives.archive_for_agent(conn, agent.organization_id, agent.id)
         if archive is None:
             return http.json_reply(200, [])
-        ascending = http.query_bool(router, "ascending", True)
+        ascending = http.query_bool("ascending", True)
         found = archives.list_passages(
             conn,
             agent.organization_id,
             archive.id,
-            after=http.query(router, "after"),
-            before=http.query(router, "before"),
-            limit=http.query_int(router, "limit", 100),
+            after=http.query("after"),
+            before=http.query("before"),
+            limit=http.query_int("limit", 100),
             order="asc" if ascending else "desc",
         )
-    search = http.query(router, "search")
+    search = http.query("search")
     if search:
         found = [p for p in found if search.lower() in p.text.lower()]
     return http.json_reply(200, [letta.passage_json(p) for p in found])
@@ -194,9 +194,9 @@ def list_passages(agent_id: str) -> Response[Any]:
 
 @router.post("/agents/<agent_id>/archival-memory")
 def create_passage(agent_id: str) -> Response[Any]:
-    req: CreatePassage = http.body(router, CreatePassage)
+    req: CreatePassage = http.body(CreatePassage)
     with http.rt().db.transaction() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         org = agent.organization_id
         archive = archives.archive_for_agent(conn, org, agent.id)
         if archive is None:
@@ -226,14 +226,14 @@ def create_passage(agent_id: str) -> Response[Any]:
 
 @router.get("/agents/<agent_id>/archival-memory/search")
 def search_passages(agent_id: str) -> Response[Any]:
-    query = http.query(router, "query")
+    query = http.query("query")
     if not query:
         raise UnprocessableError("query: field required")
-    mode = http.query(router, "tag_match_mode", "any")
+    mode = http.query("tag_match_mode", "any")
     if mode not in ("any", "all"):
         raise UnprocessableError("tag_match_mode: must be any or all")
     with http.rt().db.connection() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         archive = archives.archive_for_agent(conn, agent.organization_id, agent.id)
         tz = agent.timezone
         found = (
@@ -244,11 +244,11 @@ def search_passages(agent_id: str) -> Response[Any]:
                 agent.organization_id,
                 archive.id,
                 query,
-                tags=http.query_list(router, "tags") or None,
+                tags=http.query_list("tags") or None,
                 match_all=mode == "all",
-                start=_when(http.query(router, "start_datetime"), tz),
-                end=_when(http.query(router, "end_datetime"), tz, end=True),
-                limit=http.query_int(router, "top_k", 10),
+                start=_when(http.query("start_datetime"), tz),
+                end=_when(http.query("end_datetime"), tz, end=True),
+                limit=http.query_int("top_k", 10),
             )
         )
     results = [
@@ -269,7 +269,7 @@ def _when(value: str | None, tz: str, *, end: bool = False) -> datetime | None:
 def delete_passage(agent_id: str, memory_id: str) -> Response[Any]:
     http.check_id("passage", memory_id, what="memory_id")
     with http.rt().db.transaction() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         archive = archives.archive_for_agent(conn, agent.organization_id, agent.id)
         passage = archives.get_passage(conn, agent.organization_id, memory_id)
         if passage is None or archive is None or passage.archive_id != archive.id:

@@ -18,7 +18,7 @@ from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.errors import UnprocessableError
 from cairn.memory.initial import initial_messages
 from cairn.memory.render import MemoryMetadata, compile_system_message, render_memory_section
-from cairn.orchestration import sending
+from cairn.orchestration import dispatch, sending
 from cairn.store import agents, blocks, messages, runs
 from cairn.store.db import Connection
 from cairn.tools.rules import ToolRulesSolver
@@ -88,7 +88,7 @@ def _approval(conn: Connection, agent: Agent, item: MessageCreate) -> Message:
 def _start(
     agent_id: str, *, wait: bool, run_type: str, stream_path: bool = False
 ) -> tuple[Run, LettaRequest]:
-    req: LettaRequest = http.body(router, LettaRequest)
+    req: LettaRequest = http.body(LettaRequest)
     streaming = stream_path or req.streaming
     if (
         wait
@@ -100,7 +100,7 @@ def _start(
             "/messages/stream endpoint."
         )
     rt = http.rt()
-    org = http.org_id(router)
+    org = http.org_id()
     with rt.db.connection() as conn:
         agent = get_agent(conn, org, agent_id)
         inputs = _inputs(conn, agent, req)
@@ -167,8 +167,8 @@ def send_message_async(agent_id: str) -> Response[Any]:
 
 @router.get("/agents/<agent_id>/messages")
 def list_messages(agent_id: str) -> Response[Any]:
-    org = http.org_id(router)
-    order = http.query(router, "order", "desc")
+    org = http.org_id()
+    order = http.query("order", "desc")
     if order not in ("asc", "desc"):
         raise UnprocessableError("order: must be asc or desc")
     with http.rt().db.connection() as conn:
@@ -177,24 +177,24 @@ def list_messages(agent_id: str) -> Response[Any]:
             conn,
             org,
             agent.id,
-            after=http.query(router, "after"),
-            before=http.query(router, "before"),
-            limit=http.query_int(router, "limit", 100),
+            after=http.query("after"),
+            before=http.query("before"),
+            limit=http.query_int("limit", 100),
             order=order,  # type: ignore[arg-type]
         )
     if order == "desc":
         rows.reverse()  # the newest page, shown oldest first, as 0.16.1 does
-    if not http.query_bool(router, "include_err", False):
+    if not http.query_bool("include_err", False):
         rows = [m for m in rows if not m.is_err]
-    use_assistant = http.query_bool(router, "use_assistant_message", True)
+    use_assistant = http.query_bool("use_assistant_message", True)
     return http.json_reply(200, letta.expand(rows, use_assistant_message=use_assistant))
 
 
 @router.patch("/agents/<agent_id>/reset-messages")
 def reset_messages(agent_id: str) -> Response[Any]:
-    raw = router.current_event.body
+    raw = http.current().body
     add_defaults = bool(json.loads(raw).get("add_default_initial_messages")) if raw else False
-    org = http.org_id(router)
+    org = http.org_id()
     now = utc_now()
     with http.rt().db.transaction() as conn:
         agent = get_agent(conn, org, agent_id)
@@ -223,17 +223,17 @@ def reset_messages(agent_id: str) -> Response[Any]:
             agent.model_copy(update={"message_ids": [m.id for m in stored]}),
             expected_version=agent.version,
         )
-        if http.sdk_1x(router):
+        if http.sdk_1x():
             return http.json_reply(200, None)
         return http.json_reply(200, agent_state(conn, agent))
 
 
 @router.post("/agents/<agent_id>/messages/cancel")
 def cancel(agent_id: str) -> Response[Any]:
-    raw = router.current_event.body
+    raw = http.current().body
     wanted = (json.loads(raw) or {}).get("run_ids") if raw else None
     rt = http.rt()
-    org = http.org_id(router)
+    org = http.org_id()
     with rt.db.connection() as conn:
         agent = get_agent(conn, org, agent_id)
         active = [r.id for r in runs.active_runs(conn, org, agent.id)]
@@ -242,4 +242,6 @@ def cancel(agent_id: str) -> Response[Any]:
         ended = rt.engine.fail_run(org, run_id, "cancelled", "cancelled by request")
         if ended is not None and ended.agent_id == agent.id:
             result[run_id] = ended.status
+    if result:
+        dispatch.wake(rt.db, rt.queue, org, agent.id)  # runs waiting for this agent may go
     return http.json_reply(200, result)

@@ -17,7 +17,7 @@ router = APIGatewayHttpRouter()
 
 
 def _order(default: str) -> str:
-    order = http.query(router, "order", default) or default
+    order = http.query("order", default) or default
     if order not in ("asc", "desc"):
         raise UnprocessableError("order: must be asc or desc")
     return order
@@ -25,7 +25,7 @@ def _order(default: str) -> str:
 
 def get_run(conn: Connection, run_id: str) -> Run:
     http.check_id("run", run_id, what="run_id")
-    run = runs.get_run(conn, http.org_id(router), run_id)
+    run = runs.get_run(conn, http.org_id(), run_id)
     if run is None:
         raise NotFoundError(f"Run with id '{run_id}' not found")
     return run
@@ -33,25 +33,23 @@ def get_run(conn: Connection, run_id: str) -> Run:
 
 @router.get("/runs/")
 def list_runs() -> Response[Any]:
-    statuses = http.query_list(router, "statuses")
-    if http.query_bool(router, "active", False):
+    statuses = http.query_list("statuses")
+    if http.query_bool("active", False):
         statuses = ["created", "running"]
-    agent_id = http.query(router, "agent_id") or next(
-        iter(http.query_list(router, "agent_ids")), None
-    )
+    agent_id = http.query("agent_id") or next(iter(http.query_list("agent_ids")), None)
     with http.rt().db.connection() as conn:
         found = runs.list_runs(
             conn,
-            http.org_id(router),
+            http.org_id(),
             agent_id=agent_id,
-            after=http.query(router, "after"),
-            before=http.query(router, "before"),
-            limit=http.query_int(router, "limit", 100),
+            after=http.query("after"),
+            before=http.query("before"),
+            limit=http.query_int("limit", 100),
             order=_order("desc"),  # type: ignore[arg-type]
         )
     if statuses:
         found = [r for r in found if r.status in statuses]
-    stop = http.query(router, "stop_reason")
+    stop = http.query("stop_reason")
     if stop:
         found = [r for r in found if r.stop_reason == stop]
     return http.json_reply(200, [letta.run_json(r) for r in found])
@@ -72,9 +70,9 @@ def run_messages(run_id: str) -> Response[Any]:
             run.organization_id,
             run.agent_id,
             run_id=run.id,
-            after=http.query(router, "after"),
-            before=http.query(router, "before"),
-            limit=http.query_int(router, "limit", 100),
+            after=http.query("after"),
+            before=http.query("before"),
+            limit=http.query_int("limit", 100),
             order=_order("asc"),  # type: ignore[arg-type]
         )
     return http.json_reply(200, letta.expand(found))
@@ -88,9 +86,9 @@ def run_steps(run_id: str) -> Response[Any]:
             conn,
             run.organization_id,
             run.id,
-            after=http.query(router, "after"),
-            before=http.query(router, "before"),
-            limit=http.query_int(router, "limit", 100),
+            after=http.query("after"),
+            before=http.query("before"),
+            limit=http.query_int("limit", 100),
             order=_order("desc"),  # type: ignore[arg-type]
         )
     return http.json_reply(200, [letta.step_json(s) for s in found])

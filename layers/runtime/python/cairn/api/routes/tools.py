@@ -30,7 +30,7 @@ def _builtins(conn: Connection, org: str) -> None:
 
 def _get_tool(conn: Connection, tool_id: str) -> Tool:
     http.check_id("tool", tool_id, what="tool_id")
-    tool = tools.get(conn, http.org_id(router), tool_id)
+    tool = tools.get(conn, http.org_id(), tool_id)
     if tool is None:
         raise NotFoundError(f"Tool with id '{tool_id}' not found")
     return tool
@@ -38,19 +38,19 @@ def _get_tool(conn: Connection, tool_id: str) -> Tool:
 
 @router.get("/tools/")
 def list_tools() -> Response[Any]:
-    org = http.org_id(router)
+    org = http.org_id()
     with http.rt().db.connection() as conn:
         _builtins(conn, org)
         found = tools.list_tools(
             conn,
             org,
-            name=http.query(router, "name"),
-            after=http.query(router, "after"),
-            before=http.query(router, "before"),
-            limit=http.query_int(router, "limit", 50),
+            name=http.query("name"),
+            after=http.query("after"),
+            before=http.query("before"),
+            limit=http.query_int("limit", 50),
         )
-    names = set(http.query_list(router, "names"))
-    search = http.query(router, "search")
+    names = set(http.query_list("names"))
+    search = http.query("search")
     found = [
         t
         for t in found
@@ -68,9 +68,7 @@ def get_tool(tool_id: str) -> Response[Any]:
 @router.delete("/tools/<tool_id>")
 def delete_tool(tool_id: str) -> Response[Any]:
     with http.rt().db.transaction() as conn:
-        if not tools.delete(
-            conn, http.org_id(router), http.check_id("tool", tool_id, what="tool_id")
-        ):
+        if not tools.delete(conn, http.org_id(), http.check_id("tool", tool_id, what="tool_id")):
             raise InvalidArgumentError(f"Tool with id '{tool_id}' not found")
     return http.json_reply(200, None)
 
@@ -78,20 +76,20 @@ def delete_tool(tool_id: str) -> Response[Any]:
 @router.get("/agents/<agent_id>/tools")
 def agent_tools(agent_id: str) -> Response[Any]:
     with http.rt().db.connection() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         found = tools.for_agent(conn, agent.organization_id, agent.id)
     return http.json_reply(200, [letta.tool_json(t) for t in found])
 
 
 def _toggle(agent_id: str, tool_id: str, *, attach: bool) -> Response[Any]:
     with http.rt().db.transaction() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         tool = _get_tool(conn, tool_id)
         if attach:
             tools.attach(conn, agent.organization_id, agent.id, tool.id)
         else:
             tools.detach(conn, agent.organization_id, agent.id, tool.id)
-        if http.sdk_1x(router):
+        if http.sdk_1x():
             return http.json_reply(200, None)
         return http.json_reply(200, agent_state(conn, agent))
 
@@ -108,13 +106,13 @@ def detach_tool(agent_id: str, tool_id: str) -> Response[Any]:
 
 @router.patch("/agents/<agent_id>/tools/approval/<tool_name>")
 def tool_approval(agent_id: str, tool_name: str) -> Response[Any]:
-    raw = router.current_event.body
+    raw = http.current().body
     if raw:
-        wanted = http.body(router, ApprovalToggle).requires_approval
+        wanted = http.body(ApprovalToggle).requires_approval
     else:
-        wanted = http.query_bool(router, "requires_approval", True)
+        wanted = http.query_bool("requires_approval", True)
     with http.rt().db.transaction() as conn:
-        agent = get_agent(conn, http.org_id(router), agent_id)
+        agent = get_agent(conn, http.org_id(), agent_id)
         rules = [
             r
             for r in agent.tool_rules
@@ -125,7 +123,7 @@ def tool_approval(agent_id: str, tool_name: str) -> Response[Any]:
         agent = agents.update(
             conn, agent.model_copy(update={"tool_rules": rules}), expected_version=agent.version
         )
-        if http.sdk_1x(router):
+        if http.sdk_1x():
             return http.json_reply(200, None)
         return http.json_reply(200, agent_state(conn, agent))
 

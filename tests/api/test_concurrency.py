@@ -1,0 +1,105 @@
+"""Many messages at once: each answered exactly once, in arrival order, per agent."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import httpx
+
+from tests.api.conftest import Stack
+from tests.fakes.llm_server import Reply
+
+LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
+
+
+def echo(stack: Stack) -> None:
+    """Answer every request with "re: <the last user text>"."""
+    stack.fake.when(lambda r: True, lambda r: Reply(text=f"re: {r.last_text()}"))
+
+
+def test_echo_rule_is_per_request(stack: Stack) -> None:
+    echo(stack)
+    with httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=30
+    ) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        reply = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "ping"}).json()
+    assert reply["messages"][0]["content"] == "re: ping"
+
+
+def send_all(stack: Stack, targets: list[tuple[str, str]]) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    barrier = threading.Barrier(len(targets))
+
+    def one(agent_id: str, text: str) -> None:
+        with httpx.Client(
+            base_url=stack.url, timeout=60, headers={"Authorization": f"Bearer {stack.key}"}
+        ) as client:
+            barrier.wait()
+            results[text] = client.post(f"/v1/agents/{agent_id}/messages", json={"input": text})
+
+    threads = [threading.Thread(target=one, args=t) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return results
+
+
+def transcript(stack: Stack, agent_id: str) -> list[tuple[str, str]]:
+    with httpx.Client(
+        base_url=stack.url, timeout=30, headers={"Authorization": f"Bearer {stack.key}"}
+    ) as client:
+        rows = client.get(
+            f"/v1/agents/{agent_id}/messages", params={"order": "asc", "limit": 1000}
+        ).json()
+    return [
+        (m["message_type"], m["content"]) for m in rows if m["message_type"] != "system_message"
+    ]
+
+
+def test_twenty_messages_to_one_agent_complete_in_arrival_order(stack: Stack) -> None:
+    echo(stack)
+    with httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=30
+    ) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+    texts = [f"message {n}" for n in range(20)]
+    results = send_all(stack, [(agent["id"], t) for t in texts])
+    assert all(r.status_code == 200 for r in results.values()), [
+        r.text for r in results.values() if r.status_code != 200
+    ]
+    for text, response in results.items():
+        assert [m["content"] for m in response.json()["messages"]] == [f"re: {text}"]
+    lines = transcript(stack, agent["id"])
+    users = [c for kind, c in lines if kind == "user_message"]
+    assert sorted(users) == sorted(texts) and len(users) == 20  # each exactly once
+    # every answer follows its own question: runs never interleaved
+    for (k1, question), (k2, answer) in zip(lines[::2], lines[1::2], strict=True):
+        assert (k1, k2) == ("user_message", "assistant_message") and answer == f"re: {question}"
+    # and the runs were answered in the order they were created
+    with httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=30
+    ) as client:
+        runs = client.get("/v1/runs/", params={"agent_id": agent["id"], "order": "asc"}).json()
+    created = [r["id"] for r in sorted(runs, key=lambda r: (r["created_at"], r["id"]))]
+    answered = [r["id"] for r in sorted(runs, key=lambda r: r["completed_at"])]
+    assert created == answered
+
+
+def test_twenty_agents_in_parallel_all_complete(stack: Stack) -> None:
+    echo(stack)
+    with httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=30
+    ) as client:
+        agents = [
+            client.post("/v1/agents/", json={"llm_config": LLM}).json()["id"] for _ in range(20)
+        ]
+    results = send_all(stack, [(a, f"hello {n}") for n, a in enumerate(agents)])
+    assert all(r.status_code == 200 for r in results.values())
+    for n, agent_id in enumerate(agents):
+        assert transcript(stack, agent_id) == [
+            ("user_message", f"hello {n}"),
+            ("assistant_message", f"re: hello {n}"),
+        ]

@@ -104,3 +104,15 @@ def test_context_overview_and_cancel(stack: Stack) -> None:
 def test_openapi_is_served(stack: Stack) -> None:
     schema = httpx.get(f"{stack.url}/openapi.json").json()
     assert schema["info"]["title"] == "Cairn" and "/v1/agents/" in schema["paths"]
+
+
+def test_a_send_without_a_configured_provider_names_the_variables(stack: Stack) -> None:
+    stack.runtime.engine.settings = stack.runtime.settings.model_copy(
+        update={"openai_api_key": None, "openai_base_url": None}
+    )
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+    assert sent.status_code == 401
+    error = sent.json()["error"]
+    assert "OPENAI_API_KEY" in error["message"] and "ANTHROPIC_API_KEY" in error["message"]

@@ -91,3 +91,41 @@ def test_local_stack_uses_the_configured_api_key(tmp_path: Path) -> None:
     output = stop(proc)
     assert "sk-cairn-my-own-key" not in output  # a key the user chose is not echoed
     assert not (tmp_path / "cairn" / "api-key").exists()
+
+
+def test_a_conversation_through_the_local_stack_and_its_sqs_queue(tmp_path: Path) -> None:
+    from letta_client import Letta
+
+    from tests.fakes.llm_server import FakeLLM, call
+
+    port = free_port()
+    with FakeLLM() as fake:
+        proc = start(
+            tmp_path / "cairn",
+            port,
+            CAIRN_API_KEY="sk-cairn-e2e",
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=f"{fake.base_url}/v1",
+        )
+        try:
+            wait_for_health(port, proc)
+            client = Letta(
+                base_url=f"http://127.0.0.1:{port}",
+                api_key="sk-cairn-e2e",
+                max_retries=0,
+                timeout=60,
+            )
+            agent = client.agents.create(
+                model="openai/gpt-test", memory_blocks=[{"label": "human", "value": "Ada"}]
+            )  # type: ignore[list-item]
+            # two steps: the second one travels through moto's SQS and the step poller
+            fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+            fake.reply("Noted.")
+            reply = client.agents.messages.create(agent.id, input="I like tea")
+            assert reply.stop_reason.stop_reason == "end_turn"
+            assert reply.messages[-1].content == "Noted."
+            block = client.agents.blocks.retrieve("human", agent_id=agent.id)
+            assert block.value == "Ada\nLikes: tea"
+        finally:
+            output = stop(proc)
+    assert "step queue" in output

@@ -89,6 +89,11 @@ class FakeLLM:
         self._rules.append((predicate, reply))
         return self
 
+    def clear(self) -> None:
+        """Drop the scripted replies not used yet."""
+        with self._lock:
+            self._queue.clear()
+
     @property
     def pending(self) -> int:
         return len(self._queue)

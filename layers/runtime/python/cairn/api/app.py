@@ -22,8 +22,6 @@ from cairn.store import tenancy
 
 logger = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/v1/health/", "/v1/health", "/openapi.json"})
-# Letta's answer to a provider failure that reached the API (contract §0, errors table).
-_LLM_STATUS = {"rate_limit": 429, "timeout": 504, "auth": 401}
 
 
 def _detail(status: int, detail: object, headers: dict[str, str] | None = None) -> Response[Any]:
@@ -95,12 +93,7 @@ def build_app() -> APIGatewayHttpResolver:
 
     @app.exception_handler(LLMError)
     def llm_error(exc: LLMError) -> Response[Any]:
-        status = _LLM_STATUS.get(exc.kind, 502)
-        return Response(
-            status_code=status,
-            content_type=content_types.APPLICATION_JSON,
-            body={"error": {"type": exc.kind, "message": str(exc), "detail": str(exc)}},
-        )
+        return http.llm_error_reply(exc.kind, str(exc))
 
     @app.exception_handler(Exception)
     def unknown(exc: Exception) -> Response[Any]:

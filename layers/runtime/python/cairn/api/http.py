@@ -111,6 +111,16 @@ def check_id(prefix: str, value: str, *, what: str) -> str:
     return value
 
 
+# Letta's statuses for a provider failure (contract §0): auth 401, rate limit 429, timeout 504,
+# anything else 502; the body is {"error": {...}}, not {"detail": ...}.
+LLM_ERROR_STATUS = {"auth": 401, "rate_limit": 429, "timeout": 504}
+
+
+def llm_error_reply(kind: str, message: str, **extra: Any) -> Response[Any]:
+    body = {"error": {"type": kind, "message": message, "detail": message, **extra}}
+    return json_reply(LLM_ERROR_STATUS.get(kind, 502), body)
+
+
 def json_reply(status: int, payload: Any) -> Response[Any]:
     return Response(
         status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(payload)

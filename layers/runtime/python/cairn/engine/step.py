@@ -350,7 +350,7 @@ class _Turn:
         except LLMError as err:
             if err.transient:
                 raise  # the queue delivers the step again later
-            return self.failed("llm_api_error", str(err), system=system)
+            return self.failed("llm_api_error", str(err), system=system, kind=err.kind)
         self.step = self.step.model_copy(
             update={
                 "prompt_tokens": response.usage.prompt_tokens,
@@ -541,7 +541,7 @@ class _Turn:
         except LLMError as err:
             if err.transient:
                 raise
-            return self.failed("llm_api_error", f"summarising failed: {err}")
+            return self.failed("llm_api_error", f"summarising failed: {err}", kind=err.kind)
         summary = compaction.summary_message(
             self.agent, response.text, now=self.now, run_id=state.run.id, step_id=self.step.id
         )
@@ -615,14 +615,18 @@ class _Turn:
             ctx=ctx,
         )
 
-    def failed(self, stop_reason: str, detail: str, *, system: Message | None = None) -> Checkpoint:
+    def failed(
+        self,
+        stop_reason: str,
+        detail: str,
+        *,
+        system: Message | None = None,
+        kind: str | None = None,
+    ) -> Checkpoint:
         """End the run as failed; its inputs are kept as recall but stay out of the context."""
+        error = {"message": detail, "type": kind or stop_reason}
         self.step = self.step.model_copy(
-            update={
-                "status": "failed",
-                "stop_reason": stop_reason,
-                "error": {"message": detail},
-            }
+            update={"status": "failed", "stop_reason": stop_reason, "error": error}
         )
         cp = self.checkpoint(
             status="failed",
@@ -632,7 +636,7 @@ class _Turn:
             message_ids=[m.id for m in self.state.context],
             new=self.inputs,
         )
-        cp.run = cp.run.model_copy(update={"error": {"message": detail}})
+        cp.run = cp.run.model_copy(update={"error": error})
         return cp
 
     def checkpoint(

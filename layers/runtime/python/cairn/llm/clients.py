@@ -45,7 +45,11 @@ def _openai(base_url: str | None, api_key: str | None, timeout: float, retries: 
     from cairn.llm.openai_chat import OpenAIChat
 
     if api_key is None:
-        raise LLMError("auth", "no OpenAI API key: set OPENAI_API_KEY")
+        raise LLMError(
+            "auth",
+            "no model provider is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+            "an OpenAI-compatible server) or ANTHROPIC_API_KEY",
+        )
     return OpenAIChat(
         openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries)
     )

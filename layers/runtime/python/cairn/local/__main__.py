@@ -1,6 +1,8 @@
 """`make dev`: embedded Postgres (data under .cairn/), migrations, the API on 127.0.0.1:8283.
 
-Ctrl-C stops the HTTP server, then Postgres; the next start reuses the data.
+Steps go through a FIFO queue on moto's SQS server, fed to the step handler by a local
+poller (its DLQ to the dead-letter handler); the sweeper runs on a timer. Ctrl-C stops the
+HTTP server, then Postgres; the next start reuses the data.
 """
 
 from __future__ import annotations
@@ -9,14 +11,22 @@ import logging
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable
 
 from cairn import __version__
 from cairn.config import Settings
+from cairn.local import lambdas
 from cairn.local.bootstrap import ensure_local_tenant
 from cairn.local.http import make_server
+from cairn.local.sqs import REGION, Poller, create_step_queues, start_moto
+from cairn.orchestration import sending
+from cairn.orchestration.runtime import build_runtime, use_runtime
+from cairn.orchestration.sqs import SqsStepQueue, sqs_client
 from cairn.store import Database, apply_migrations
 
 logger = logging.getLogger("cairn.local")
+SWEEP_EVERY_SECONDS = 10.0
 
 
 def main() -> int:
@@ -44,6 +54,7 @@ def main() -> int:
         key_file.write_text(api_key + "\n")
         key_file.chmod(0o600)
 
+    workers = start_workers(dsn)
     http = make_server("127.0.0.1", settings.port)
     # SIGTERM (e.g. from a process manager) stops as cleanly as Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -56,9 +67,49 @@ def main() -> int:
         print("stopping", flush=True)
     finally:
         http.server_close()
+        for stop in workers:
+            stop()
         if server_handle is not None:
             server_handle.cleanup()  # type: ignore[attr-defined]
     return 0
+
+
+def start_workers(dsn: str) -> list[Callable[[], None]]:
+    """moto SQS, the step queue and its pollers, the sweeper; returns how to stop them."""
+    moto, endpoint = start_moto()
+    for name, value in (("AWS_ACCESS_KEY_ID", "local"), ("AWS_SECRET_ACCESS_KEY", "local"),
+                        ("AWS_DEFAULT_REGION", REGION)):  # fmt: skip
+        os.environ.setdefault(name, value)
+    sqs = sqs_client(endpoint, REGION)
+    queue_url, dlq_url = create_step_queues(sqs)
+    os.environ["CAIRN_STEP_QUEUE_URL"] = queue_url
+    settings = Settings.from_env()
+    rt = build_runtime(settings, db=Database(dsn, max_size=8), queue=SqsStepQueue(queue_url, sqs))
+    use_runtime(rt)
+    sending.pause = lambdas.pause
+    pollers = [Poller(sqs, queue_url, "step"),
+               Poller(sqs, dlq_url, "step", attribute="dead_letter_handler")]  # fmt: skip
+    for poller in pollers:
+        poller.start()
+    stopping = threading.Event()
+
+    def sweep_forever() -> None:
+        while not stopping.wait(SWEEP_EVERY_SECONDS):
+            try:
+                lambdas.invoke("sweeper", {"source": "local.timer"})
+            except Exception:
+                logger.exception("sweep failed")
+
+    threading.Thread(target=sweep_forever, name="sweeper", daemon=True).start()
+    logger.info("step queue %s (moto at %s)", queue_url, endpoint)
+
+    def stop() -> None:
+        stopping.set()
+        for poller in pollers:
+            poller.stopping.set()
+        moto.stop()
+
+    return [stop]
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ class LocalContext:
 
 
 @cache
-def load_handler(name: str) -> Handler:
+def load_handler(name: str, attribute: str = "handler") -> Handler:
     path = functions_dir() / name / "handler.py"
     if not path.is_file():
         raise FileNotFoundError(f"no handler at {path}")
@@ -58,7 +58,8 @@ def load_handler(name: str) -> Handler:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.handler
+    handler: Handler = getattr(module, attribute)
+    return handler
 
 
 _locks: dict[str, threading.Lock] = {}
@@ -66,13 +67,13 @@ _locks_guard = threading.Lock()
 _held = threading.local()
 
 
-def invoke(name: str, event: dict[str, Any]) -> Any:
+def invoke(name: str, event: dict[str, Any], *, attribute: str = "handler") -> Any:
     with _locks_guard:
-        lock = _locks.setdefault(name, threading.Lock())
+        lock = _locks.setdefault(f"{name}.{attribute}", threading.Lock())
     with lock:
         _held.lock = lock
         try:
-            return load_handler(name)(event, LocalContext(function_name=name))
+            return load_handler(name, attribute)(event, LocalContext(function_name=name))
         finally:
             _held.lock = None
 

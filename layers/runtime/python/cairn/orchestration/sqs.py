@@ -26,3 +26,10 @@ class SqsStepQueue:
             # "run:step": a republished command inside SQS's 5-minute window is dropped.
             MessageDeduplicationId=command.dedup_key.replace(":", "-"),
         )
+
+
+def sqs_client(endpoint_url: str | None = None, region: str | None = None) -> Any:
+    """An SQS client; `endpoint_url` points it at moto for the local stack."""
+    import boto3
+
+    return boto3.client("sqs", endpoint_url=endpoint_url, region_name=region)

@@ -140,9 +140,18 @@ def send_message(agent_id: str) -> Response[Any]:
     if run.status not in TERMINAL_RUN_STATUSES:
         # Past the budget: answer with the run to poll (README, "Sending messages").
         return http.json_reply(202, letta.run_json(run))
+    if run.stop_reason == "llm_api_error":
+        return _llm_error(run)
     if req.streaming:
         return _sse(run, req)
     return http.json_reply(200, _response(run, req))
+
+
+def _llm_error(run: Run) -> Response[Any]:
+    error = run.error or {}
+    kind = str(error.get("type") or "llm_error")
+    message = str(error.get("message") or "the model provider failed")
+    return http.llm_error_reply(kind, message, run_id=run.id)
 
 
 @router.post("/agents/<agent_id>/messages/stream")

@@ -1,0 +1,159 @@
+"""The SQS step worker on moto: FIFO delivery, redelivery, the DLQ, and the outbox sweeper."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from cairn.config import Settings
+from cairn.domain import Organization
+from cairn.domain.runs import OutboxCommand
+from cairn.local.lambdas import invoke
+from cairn.local.sqs import Poller, create_step_queues, to_event
+from cairn.orchestration import sending
+from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
+from cairn.orchestration.sqs import SqsStepQueue
+from cairn.store import runs
+from cairn.store.db import Database
+from tests.fakes.llm_server import FakeLLM, call
+from tests.integration.engine_harness import make_agent, user
+
+
+@dataclass
+class Worker:
+    rt: Runtime
+    sqs: Any
+    queue_url: str
+    dlq_url: str
+    fake: FakeLLM
+
+    def drain(self, run_id: str, org_id: str, *, timeout: float = 30) -> Any:
+        poller = Poller(self.sqs, self.queue_url, "step")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            poller.poll_once(wait_seconds=0)
+            with self.rt.db.connection() as conn:
+                run = runs.get_run(conn, org_id, run_id)
+            if run is not None and run.status in ("completed", "failed", "cancelled"):
+                return run
+            time.sleep(0.05)
+        raise AssertionError("run did not finish")
+
+
+class DownQueue:
+    """The queue being unreachable right after a commit: publishing raises."""
+
+    def __init__(self, real: SqsStepQueue, failures: int) -> None:
+        self.real, self.failures = real, failures
+
+    def publish(self, command: OutboxCommand) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectionError("queue unreachable")
+        self.real.publish(command)
+
+
+@pytest.fixture
+def worker(db: Database) -> Iterator[Worker]:
+    with mock_aws(), FakeLLM() as fake:
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url, dlq = create_step_queues(sqs, name="test-steps")
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "1"})
+        settings = Settings(
+            openai_api_key="k",
+            openai_base_url=f"{fake.base_url}/v1",
+            llm_max_retries=0,
+            step_queue_url=url,
+            sync_budget_seconds=1,
+        )
+        rt = build_runtime(settings, db=db, queue=SqsStepQueue(url, sqs))
+        use_runtime(rt)
+        try:
+            yield Worker(rt, sqs, url, dlq, fake)
+        finally:
+            use_runtime(None)
+
+
+def test_async_send_runs_every_step_through_the_fifo_queue(
+    worker: Worker, org: Organization
+) -> None:
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.reply("", call("conversation_search", query="tea"))
+    worker.fake.reply("Found nothing.")
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "search tea")], max_steps=10, wait=False
+    )
+    done = worker.drain(run.id, org.id)
+    assert done.status == "completed" and done.stop_reason == "end_turn"
+    with worker.rt.db.connection() as conn:
+        steps = runs.list_steps(conn, org.id, run.id)
+    assert [s.step_index for s in steps] == [0, 1] and len(worker.fake.requests) == 2
+
+
+def test_a_redelivered_message_is_harmless(worker: Worker, org: Organization) -> None:
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.reply("hello")
+    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    got = worker.sqs.receive_message(QueueUrl=worker.queue_url, AttributeNames=["All"])["Messages"]
+    event = to_event(got, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo")
+    assert invoke("step", event) == {"batchItemFailures": []}
+    assert invoke("step", event) == {"batchItemFailures": []}  # the same message again
+    with worker.rt.db.connection() as conn:
+        assert len(runs.list_steps(conn, org.id, run.id)) == 1
+        assert runs.get_run(conn, org.id, run.id).status == "completed"  # type: ignore[union-attr]
+    assert len(worker.fake.requests) == 1
+
+
+def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
+    worker: Worker, org: Organization
+) -> None:
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.fail(503, times=10)  # transient each time: the queue retries, then gives up
+    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    main = Poller(worker.sqs, worker.queue_url, "step")
+    dead = Poller(worker.sqs, worker.dlq_url, "step", attribute="dead_letter_handler")
+    deadline = time.monotonic() + 30
+    failed = None
+    while time.monotonic() < deadline and failed is None:
+        main.poll_once(wait_seconds=0)
+        dead.poll_once(wait_seconds=0)
+        with worker.rt.db.connection() as conn:
+            current = runs.get_run(conn, org.id, run.id)
+        failed = current if current and current.status == "failed" else None
+        time.sleep(0.2)
+    assert failed is not None, "the dead-lettered step must fail its run"
+    assert failed.stop_reason == "error" and "failed on each of" in failed.error["message"]  # type: ignore[index]
+    # the agent is free again
+    worker.fake.clear()
+    worker.fake.reply("back")
+    again = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    assert worker.drain(again.id, org.id).stop_reason == "end_turn"
+
+
+def test_unpublished_continuation_is_swept_and_the_run_completes(
+    worker: Worker, org: Organization
+) -> None:
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.reply("", call("conversation_search", query="tea"))
+    worker.fake.reply("done")
+    real = worker.rt.queue
+    worker.rt.queue = DownQueue(real, failures=1)  # type: ignore[arg-type, assignment]
+    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "go")], max_steps=10, wait=True)
+    # step 0 committed, its continuation could not be published
+    assert run.status == "running"
+    worker.rt.queue = real
+    assert invoke("sweeper", {"source": "aws.events"}) == {"republished": 0}  # too fresh yet
+    with worker.rt.db.connection() as conn:
+        conn.execute("UPDATE outbox SET created_at = created_at - interval '1 minute'")
+    assert invoke("sweeper", {"source": "aws.events"}) == {"republished": 1}
+    done = worker.drain(run.id, org.id)
+    assert done.stop_reason == "end_turn"
+    with worker.rt.db.connection() as conn:
+        assert [s.step_index for s in runs.list_steps(conn, org.id, run.id)] == [0, 1]
+    assert len(worker.fake.requests) == 2

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck clean
+.PHONY: dev test invoke bench lint typecheck clean
 
 # Re-install only when the dependency list changes.
 $(STAMP): pyproject.toml
@@ -20,6 +20,17 @@ dev: $(STAMP)
 # The whole suite on a fresh embedded Postgres (or $$DATABASE_URL). Exit status is pytest's.
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# One handler on one sample event against the local database, e.g.
+#   make invoke FN=api EVENT=events/api/agents-create.json
+#   AGENT_ID=agent-... make invoke FN=api EVENT=events/api/messages-send.json
+invoke: $(STAMP)
+	@test -n "$(FN)" -a -n "$(EVENT)" || (echo "usage: make invoke FN=<function> EVENT=<file>"; exit 2)
+	$(PY) -m cairn.local.invoke $(FN) $(EVENT) $(if $(ATTR),--attribute $(ATTR),)
+
+# Step overhead through the local stack with an instant fake LLM; figures go to README.
+bench: $(STAMP)
+	$(PY) bench/step_overhead.py $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 
 from tests.api.conftest import Stack
@@ -116,3 +118,32 @@ def test_a_send_without_a_configured_provider_names_the_variables(stack: Stack) 
     assert sent.status_code == 401
     error = sent.json()["error"]
     assert "OPENAI_API_KEY" in error["message"] and "ANTHROPIC_API_KEY" in error["message"]
+
+
+def test_provider_failure_on_a_sync_send_is_a_502_and_frees_the_agent(stack: Stack) -> None:
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        stack.fake.fail(503, "upstream down")
+        sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+        assert sent.status_code == 502 and "upstream down" in sent.json()["error"]["message"]
+        failed = client.get("/v1/runs/", params={"agent_id": agent["id"]}).json()[0]
+        assert failed["status"] == "failed" and failed["stop_reason"] == "llm_api_error"
+        stack.fake.reply("fine now")
+        again = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+        assert again.status_code == 200 and again.json()["messages"][0]["content"] == "fine now"
+
+
+def test_a_later_step_that_keeps_failing_is_retried_then_dead_lettered(stack: Stack) -> None:
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        stack.fake.reply("", call("conversation_search", query="x"))
+        stack.fake.fail(503, times=3)  # step 1 fails on every delivery of the local queue
+        run = client.post(f"/v1/agents/{agent['id']}/messages/async", json={"input": "go"}).json()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            state = client.get(f"/v1/runs/{run['id']}").json()
+            if state["status"] in ("completed", "failed"):
+                break
+            time.sleep(0.1)
+        assert state["status"] == "failed" and state["stop_reason"] == "error"
+        assert "failed on each of 3 deliveries" in state["metadata"]["error"]["message"]

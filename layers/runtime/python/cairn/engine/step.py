@@ -203,7 +203,9 @@ class Engine:
         faults.reached("after_commit")
         return StepOutcome("committed", command, cp.run.stop_reason, cp.run.status, cp.agent.id)
 
-    def fail_run(self, org_id: str, run_id: str, reason: str, detail: str) -> Run | None:
+    def fail_run(
+        self, org_id: str, run_id: str, reason: str, detail: str, *, kind: str | None = None
+    ) -> Run | None:
         """End a run that cannot go on (dead-lettered step, cancel); frees its agent."""
         with self.db.transaction() as conn:
             run = runs.get_run(conn, org_id, run_id)
@@ -215,7 +217,9 @@ class Engine:
                     "status": status,
                     "stop_reason": reason,
                     "completed_at": self._clock(),
-                    "error": None if status == "cancelled" else {"message": detail},
+                    "error": None
+                    if status == "cancelled"
+                    else {"message": detail, "type": kind or reason},
                 }
             )
             runs.update_run(conn, ended)

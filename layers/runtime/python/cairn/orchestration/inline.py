@@ -13,14 +13,19 @@ import threading
 
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.step import Engine
+from cairn.orchestration import worker
 from cairn.orchestration.dispatch import after_step
 
 logger = logging.getLogger(__name__)
 
 
 class InlineStepQueue:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, *, max_attempts: int = 3, retry_seconds: float = 1.0
+    ) -> None:
         self.engine = engine
+        self.max_attempts, self.retry_seconds = max_attempts, retry_seconds
+        self._attempts: dict[str, int] = {}
         self._queue: queue.Queue[OutboxCommand | None] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="cairn-steps", daemon=True)
         self._thread.start()
@@ -43,12 +48,21 @@ class InlineStepQueue:
                     return
                 self._run(command)
             except Exception:
-                logger.exception(
-                    "step %s failed; it stays in the outbox for the sweeper",
-                    command.dedup_key if command else "?",
-                )
+                assert command is not None
+                self._failed(command)
             finally:
                 self._queue.task_done()
+
+    def _failed(self, command: OutboxCommand) -> None:
+        """Like SQS: deliver again a little later, and dead-letter after the last attempt."""
+        attempts = self._attempts[command.dedup_key] = self._attempts.get(command.dedup_key, 0) + 1
+        logger.exception("step %s failed (attempt %d)", command.dedup_key, attempts)
+        if attempts < self.max_attempts:
+            timer = threading.Timer(self.retry_seconds, self.publish, args=(command,))
+            timer.daemon = True
+            timer.start()
+            return
+        worker.fail_dead_step(self.engine, self, command.payload, attempts)
 
     def _run(self, command: OutboxCommand) -> None:
         p = command.payload

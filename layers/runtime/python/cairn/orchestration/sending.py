@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
-from cairn.orchestration.dispatch import after_step, publish_and_mark
+from cairn.llm.types import LLMError
+from cairn.orchestration.dispatch import after_step, defer, publish_and_mark, wake
 from cairn.orchestration.runtime import Runtime
 from cairn.store import outbox, runs
 
@@ -35,7 +36,16 @@ def send(
         return run
     with rt.db.connection() as conn:
         outbox.mark_sent(conn, org_id, command.id)  # type: ignore[arg-type]
-    outcome = rt.engine.step(org_id, run.id, 0)
+    try:
+        outcome = rt.engine.step(org_id, run.id, 0)
+    except LLMError as err:
+        # The caller is waiting and the SDK has retried already: answer as Letta does.
+        rt.engine.fail_run(org_id, run.id, "llm_api_error", str(err), kind=err.kind)
+        wake(rt.db, rt.queue, org_id, agent_id)
+        raise
+    except Exception:
+        defer(rt.db, command)  # unsent again: the sweeper delivers it to a worker
+        raise
     # Busy (another run holds the agent): the command waits in the outbox for that run to end.
     after_step(rt.db, rt.queue, command, outcome)
     return wait_for(rt, org_id, run.id, rt.settings.sync_budget_seconds)

@@ -7,7 +7,9 @@ import logging
 from typing import Any
 
 from cairn.domain.runs import OutboxCommand
+from cairn.engine.step import Engine
 from cairn.orchestration.dispatch import after_step, wake
+from cairn.orchestration.ports import StepQueue
 from cairn.orchestration.runtime import Runtime
 from cairn.store import outbox, runs
 
@@ -32,13 +34,19 @@ def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
 
 
 def dead_letter(rt: Runtime, payload: dict[str, Any], receives: int) -> None:
+    fail_dead_step(rt.engine, rt.queue, payload, receives)
+
+
+def fail_dead_step(
+    engine: Engine, queue: StepQueue, payload: dict[str, Any], receives: int
+) -> None:
     """A step that kept failing: end its run as failed, with the reason, and free its agent."""
     org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
     reason = f"step {index} failed on each of {receives} deliveries; see the step function logs"
-    ended = rt.engine.fail_run(org, run_id, "error", reason)
+    ended = engine.fail_run(org, run_id, "error", reason)
     logger.error("run %s failed: %s", run_id, reason)
     if ended is not None:
-        wake(rt.db, rt.queue, org, ended.agent_id)
+        wake(engine.db, queue, org, ended.agent_id)
 
 
 def _command(rt: Runtime, org: str, run_id: str, index: int) -> OutboxCommand:

@@ -218,6 +218,7 @@ def anthropic_stream(full: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
 def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # two writes per response would wait on delayed ACKs
 
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass

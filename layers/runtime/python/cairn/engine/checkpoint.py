@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from psycopg.pq import TransactionStatus
 
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
-from cairn.store import agents, archives, blocks, messages, outbox, runs
-from cairn.store.db import Database
+from cairn.errors import VersionConflictError
+from cairn.store import agents, archives, blocks, messages, runs
+from cairn.store.db import Connection, Database
+from cairn.store.rows import to_params
 
 
 class AlreadyCommitted(Exception):
@@ -36,63 +41,143 @@ class Checkpoint:
     context_tokens_upto: int | None = None
 
 
+# The statements below only write; every check reads its result after all were sent. In
+# pipeline mode with BEGIN and COMMIT sent by hand the checkpoint costs two round trips
+# (everything up to the checks, then COMMIT); psycopg's transaction() block adds three
+# syncs of its own, and one statement at a time cost ten (bench/step_overhead.py).
+FINISH_RUN = """
+UPDATE runs SET
+    status = CASE WHEN status = 'cancelled' THEN status ELSE %(status)s END,
+    stop_reason = CASE WHEN status = 'cancelled' THEN 'cancelled' ELSE %(stop_reason)s END,
+    error = CASE WHEN status = 'cancelled' THEN error ELSE %(error)s END,
+    completed_at = CASE WHEN status = 'cancelled' THEN coalesce(completed_at, %(now)s)
+                        ELSE %(completed_at)s END,
+    usage = %(usage)s, total_duration_ns = %(total_duration_ns)s, updated_at = now()
+WHERE organization_id = %(organization_id)s AND id = %(id)s
+RETURNING status, stop_reason
+"""
+# A cancel that landed while the step ran wins: the continuation is not written.
+ADD_NEXT = """
+WITH ins AS (
+    INSERT INTO outbox (organization_id, agent_id, run_id, kind, payload, dedup_key, created_at)
+    SELECT %(organization_id)s, %(agent_id)s, %(run_id)s, %(kind)s, %(payload)s, %(dedup_key)s,
+           %(created_at)s
+    WHERE EXISTS (SELECT 1 FROM runs WHERE id = %(run_id)s AND status = 'running')
+    ON CONFLICT (dedup_key) DO NOTHING
+    RETURNING *
+)
+SELECT * FROM ins
+UNION ALL
+SELECT * FROM outbox WHERE dedup_key = %(dedup_key)s AND NOT EXISTS (SELECT 1 FROM ins)
+  AND EXISTS (SELECT 1 FROM runs WHERE id = %(run_id)s AND status = 'running')
+"""
+RELEASE_IF_ENDED = """
+UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
+WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
+  AND EXISTS (SELECT 1 FROM runs WHERE id = %(run)s
+              AND status IN ('completed', 'failed', 'cancelled'))
+"""
+DELETE_ORPHAN_BLOCK = """
+DELETE FROM blocks b WHERE b.organization_id = %(org)s AND b.id = %(id)s
+  AND NOT EXISTS (SELECT 1 FROM agents_blocks ab WHERE ab.block_id = b.id)
+"""
+
+
 def commit(db: Database, cp: Checkpoint, *, now: datetime) -> OutboxCommand | None:
     """Write the checkpoint; returns the continuation to publish once committed.
 
     Raises AlreadyCommitted for a duplicate delivery and VersionConflictError when the agent
     or a block changed since the step read it (the caller retries from fresh state).
     """
-    org, agent_id = cp.agent.organization_id, cp.agent.id
-    with db.transaction() as conn:
-        if runs.record_step(conn, cp.step) is None:
-            raise AlreadyCommitted(f"{cp.run.id} step {cp.step.step_index}")
-        stored_run = runs.get_run(conn, org, cp.run.id)
-        cancelled = stored_run is not None and stored_run.status == "cancelled"
-        messages.insert(conn, cp.new_messages)
-        if cp.system_rewrite is not None:
-            messages.rewrite_content(conn, cp.system_rewrite)
-        for block in cp.created_blocks:
-            blocks.create(conn, block, actor_type="agent", actor_id=agent_id)
-            blocks.attach(conn, org, agent_id, block.id)
-        for block in cp.updated_blocks:
-            blocks.update(
-                conn, block, expected_version=block.version, actor_type="agent", actor_id=agent_id
-            )
-        for block in cp.deleted_blocks:
-            blocks.detach(conn, org, agent_id, block.id)
-            if not blocks.agent_ids(conn, org, block.id):
-                blocks.delete(conn, org, block.id)
-        if cp.new_archive is not None:
-            archives.create_archive(conn, cp.new_archive)
-            archives.attach_archive(conn, org, cp.new_archive.id, agent_id)
-        for passage in cp.passages:
-            archives.insert_passage(conn, passage)
-        run = cp.run
-        if cancelled:
-            # A cancel that landed while the step ran wins: keep the work, go no further.
-            run = run.model_copy(
-                update={"status": "cancelled", "stop_reason": "cancelled", "completed_at": now}
-            )
-        runs.update_run(conn, run)
-        ended = run.status in ("completed", "failed", "cancelled")
-        agent = cp.agent.model_copy(
-            update={
-                "message_ids": cp.message_ids,
-                "context_tokens": cp.context_tokens,
-                "context_tokens_upto": cp.context_tokens_upto,
-                **(
-                    {"last_stop_reason": run.stop_reason, "last_run_completion": now}
-                    if ended
-                    else {}
-                ),
-            }
+    run = cp.run
+    ended = run.status in ("completed", "failed", "cancelled")
+    agent = cp.agent.model_copy(
+        update={
+            "message_ids": cp.message_ids,
+            "context_tokens": cp.context_tokens,
+            "context_tokens_upto": cp.context_tokens_upto,
+            **({"last_stop_reason": run.stop_reason, "last_run_completion": now} if ended else {}),
+        }
+    )
+    with db.connection() as conn:
+        try:
+            with conn.pipeline() as pipeline:
+                conn.execute("BEGIN")
+                found = _write(conn, cp, agent, ended=ended, now=now)
+                pipeline.sync()
+                result = found()
+                conn.execute("COMMIT")
+        except BaseException:
+            # Nothing half-written: the pooled connection goes back without a transaction.
+            if conn.info.transaction_status != TransactionStatus.IDLE:
+                conn.rollback()
+            raise
+    return result
+
+
+def _write(
+    conn: Connection, cp: Checkpoint, agent: Agent, *, ended: bool, now: datetime
+) -> Callable[[], OutboxCommand | None]:
+    """Send every statement of the checkpoint; returns what checks and reads their results."""
+    org, agent_id, run = cp.agent.organization_id, cp.agent.id, cp.run
+    step_row = conn.execute(runs.INSERT_STEP, to_params(cp.step, ("error",)))
+    if cp.new_messages:
+        conn.execute(messages.INSERT_MESSAGES, messages.batch_params(cp.new_messages))
+    if cp.system_rewrite is not None:
+        conn.execute(messages.REWRITE_CONTENT, messages.rewrite_params(cp.system_rewrite))
+    actor = {"actor_type": "agent", "actor_id": agent_id}
+    for block in cp.created_blocks:
+        conn.execute(blocks.INSERT_BLOCK, {**to_params(block, ("metadata",)), **actor})
+        conn.execute(blocks.ATTACH_BLOCK, {"org": org, "agent_id": agent_id, "block_id": block.id})
+    block_rows = [
+        (
+            block,
+            conn.execute(
+                blocks.UPDATE_BLOCK,
+                {**to_params(block, ("metadata",)), **actor, "expected_version": block.version},
+            ),
         )
-        agents.update(conn, agent, expected_version=cp.agent.version)
-        command = None
-        if cp.next_command is not None and not ended:
-            command = outbox.add(conn, cp.next_command) or outbox.by_dedup_key(
-                conn, org, cp.next_command.dedup_key
-            )
-        if ended:
-            agents.release_lease(conn, org, agent_id, run.id)
-    return command
+        for block in cp.updated_blocks
+    ]
+    for block in cp.deleted_blocks:
+        conn.execute(blocks.DETACH_BLOCK, {"org": org, "agent_id": agent_id, "block_id": block.id})
+        conn.execute(DELETE_ORPHAN_BLOCK, {"org": org, "id": block.id})
+    if cp.new_archive is not None:
+        conn.execute(
+            archives.INSERT_ARCHIVE, to_params(cp.new_archive, ("embedding_config", "metadata"))
+        )
+        conn.execute(
+            archives.ATTACH_ARCHIVE,
+            {
+                "org": org,
+                "archive_id": cp.new_archive.id,
+                "agent_id": agent_id,
+                "is_owner": True,
+            },
+        )
+    for passage in cp.passages:
+        conn.execute(archives.INSERT_PASSAGE, archives.passage_params(passage))
+    run_row = conn.execute(FINISH_RUN, {**to_params(run, ("usage", "error")), "now": now})
+    agent_row = conn.execute(
+        agents.UPDATE_AGENT,
+        {**to_params(agent, agents.AGENT_JSON), "expected_version": cp.agent.version},
+    )
+    next_row = None
+    if cp.next_command is not None and not ended:
+        next_row = conn.execute(ADD_NEXT, to_params(cp.next_command, ("payload",)))
+    conn.execute(RELEASE_IF_ENDED, {"org": org, "id": agent_id, "run": run.id})
+
+    def check() -> OutboxCommand | None:
+        # A failed check raises before COMMIT is sent: the whole checkpoint rolls back.
+        if step_row.fetchone() is None:
+            raise AlreadyCommitted(f"{run.id} step {cp.step.step_index}")
+        for block, row in block_rows:
+            if row.fetchone() is None:
+                raise VersionConflictError(f"Block {block.id} changed since it was read")
+        if agent_row.fetchone() is None:
+            raise VersionConflictError(f"Agent {agent_id} changed since it was read")
+        run_row.fetchone()
+        found = next_row.fetchone() if next_row is not None else None
+        return None if found is None else OutboxCommand.model_validate(found)
+
+    return check

@@ -34,7 +34,7 @@ from cairn.engine.checkpoint import AlreadyCommitted, Checkpoint, commit
 from cairn.engine.context import StepToolContext
 from cairn.engine.policy import CallOutcome, after_tools, must_call_first, policy_for
 from cairn.engine.prompt import context_estimate, refreshed_system, tool_schemas
-from cairn.engine.state import StepState, load
+from cairn.engine.state import StepState
 from cairn.errors import (
     ConflictError,
     InvalidArgumentError,
@@ -47,6 +47,7 @@ from cairn.llm.types import LLMError, LLMRequest, LLMResponse
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.store import agents, messages, outbox, runs
+from cairn.store.claim import claim
 from cairn.store.db import Connection, Database
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
 
@@ -166,32 +167,30 @@ class Engine:
 
     def _step(self, org_id: str, run_id: str, step_index: int) -> StepOutcome:
         with self.db.connection() as conn:
-            run = runs.get_run(conn, org_id, run_id)
-            if run is None:
-                return StepOutcome("missing")
-            if runs.step_at(conn, org_id, run_id, step_index) is not None:
-                # A redelivery: hand back the continuation in case its publish was lost.
-                nxt = outbox.by_dedup_key(conn, org_id, f"{run_id}:{step_index + 1}")
-                return StepOutcome("already_done", nxt if nxt and not nxt.sent_at else None)
-            if run.status in TERMINAL_RUN_STATUSES:
-                return StepOutcome("run_finished", run_status=run.status)
-            if not agents.acquire_lease(
-                conn, org_id, run.agent_id, run_id, ttl_seconds=LEASE_SECONDS
-            ):
-                return StepOutcome("busy", agent_id=run.agent_id)
-            state = load(conn, run, step_index)
-            if state is None:
-                return StepOutcome("missing")
-            journal = {
-                k: e.payload
-                for k, e in runs.journal_entries(conn, org_id, run_id, step_index).items()
-            }
-            previous = runs.step_at(conn, org_id, run_id, step_index - 1) if step_index else None
+            got = claim(conn, org_id, run_id, step_index, lease_seconds=LEASE_SECONDS)
+        run = got.run
+        if run is None:
+            return StepOutcome("missing")
+        if got.done:
+            # A redelivery: hand back the continuation in case its publish was lost.
+            nxt = got.next_command
+            return StepOutcome("already_done", nxt if nxt and not nxt.sent_at else None)
+        if run.status in TERMINAL_RUN_STATUSES:
+            return StepOutcome("run_finished", run_status=run.status)
+        if got.agent is None:
+            return StepOutcome("busy", agent_id=run.agent_id)
+        state = StepState(
+            run=run, step_index=step_index, agent=got.agent, blocks=got.blocks, tools=got.tools,
+            context=got.context, archive=got.archive, recall_count=got.recall_count,
+            archival_count=got.archival_count, archival_tags=got.archival_tags,
+        )  # fmt: skip
+        journal = got.journal
+        previous_kind = got.previous_kind
         now = self._clock()
         turn = _Turn(self, state, journal, now)
         if turn.inputs and turn.inputs[-1].role == "approval":
             cp = turn.approval_step()
-        elif (previous is None or previous.kind != "compaction") and turn.over_window():
+        elif previous_kind != "compaction" and turn.over_window():
             cp = turn.compaction_step() or turn.llm_step()
         else:
             cp = turn.llm_step()
@@ -231,11 +230,18 @@ class Engine:
     def call_llm(
         self, state: StepState, request: LLMRequest, journal: dict[str, dict[str, Any]]
     ) -> LLMResponse:
-        """The journaled response if there is one; else call, then journal before returning."""
+        """The journaled response if there is one; else call, then journal before returning.
+
+        A response without tool calls is not journaled: nothing runs before the checkpoint
+        that stores it, so a retry after a crash only repeats the call (one round trip saved
+        on every answering step).
+        """
         if LLM_JOURNAL_KEY in journal:
             return LLMResponse.model_validate(journal[LLM_JOURNAL_KEY])
         faults.reached("before_llm")
         response = self._llm_for(request.config).complete(request)
+        if not response.tool_calls:
+            return response
         entry = JournalEntry(
             organization_id=state.org_id,
             run_id=state.run.id,
@@ -244,11 +250,10 @@ class Engine:
             payload=response.model_dump(mode="json"),
         )
         with self.db.connection() as conn:
-            runs.journal(conn, entry)
             # Two deliveries may race to the model; both go on with the one journaled first.
-            stored = runs.journal_entries(conn, state.org_id, state.run.id, state.step_index)
+            stored = runs.journal_once(conn, entry)
         faults.reached("after_journal")
-        return LLMResponse.model_validate(stored[LLM_JOURNAL_KEY].payload)
+        return LLMResponse.model_validate(stored)
 
     def write_journal(self, state: StepState, key: str, payload: dict[str, Any]) -> None:
         entry = JournalEntry(

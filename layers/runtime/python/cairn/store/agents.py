@@ -9,7 +9,7 @@ from cairn.errors import VersionConflictError
 from cairn.store.db import Connection
 from cairn.store.rows import Order, from_row, keyset, to_params
 
-_AGENT_JSON = ("llm_config", "embedding_config", "compaction_settings", "tool_rules", "metadata")
+AGENT_JSON = ("llm_config", "embedding_config", "compaction_settings", "tool_rules", "metadata")
 
 INSERT_AGENT = """
 INSERT INTO agents (id, organization_id, name, description, agent_type, system, message_ids,
@@ -80,7 +80,7 @@ ORDER BY {order_by} LIMIT {limit}
 
 
 def create(conn: Connection, agent: Agent) -> Agent:
-    row = conn.execute(INSERT_AGENT, to_params(agent, json_fields=_AGENT_JSON)).fetchone()
+    row = conn.execute(INSERT_AGENT, to_params(agent, json_fields=AGENT_JSON)).fetchone()
     return Agent.model_validate(row)
 
 
@@ -91,7 +91,7 @@ def get(conn: Connection, org_id: str, agent_id: str, *, for_update: bool = Fals
 
 def update(conn: Connection, agent: Agent, *, expected_version: int) -> Agent:
     """Write every mutable field of `agent` if the stored version is still `expected_version`."""
-    params = {**to_params(agent, json_fields=_AGENT_JSON), "expected_version": expected_version}
+    params = {**to_params(agent, json_fields=AGENT_JSON), "expected_version": expected_version}
     row = conn.execute(UPDATE_AGENT, params).fetchone()
     if row is None:
         raise VersionConflictError(

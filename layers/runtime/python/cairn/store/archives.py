@@ -73,11 +73,15 @@ def archive_for_agent(conn: Connection, org_id: str, agent_id: str) -> Archive |
     return from_row(Archive, row)
 
 
-def insert_passage(conn: Connection, passage: Passage) -> tuple[Passage, bool]:
-    """Store a passage; (stored passage, True) if new, (the existing one, False) if a duplicate."""
+def passage_params(passage: Passage) -> dict[str, object]:
     params = to_params(passage, json_fields=("embedding_config", "metadata"))
     params["content_hash"] = passage.content_hash
-    row = conn.execute(INSERT_PASSAGE, params).fetchone()
+    return params
+
+
+def insert_passage(conn: Connection, passage: Passage) -> tuple[Passage, bool]:
+    """Store a passage; (stored passage, True) if new, (the existing one, False) if a duplicate."""
+    row = conn.execute(INSERT_PASSAGE, passage_params(passage)).fetchone()
     if row is not None:
         return Passage.model_validate(row), True
     existing = conn.execute(

@@ -42,6 +42,7 @@ _WRITTEN = (
 _WRITABLE = ", ".join(_WRITTEN)
 # What a read returns: the message without the search and embedding columns (bytes saved).
 _RETURNED = ", ".join((*_WRITTEN[:-1], "sequence_id"))
+MESSAGE_COLUMNS = _RETURNED
 
 # Any number of messages in one round trip: the batch travels as one jsonb array.
 # ON CONFLICT makes a retried checkpoint (same ids) a no-op instead of an error.
@@ -81,6 +82,10 @@ def _row(message: Message) -> dict[str, object]:
     return row
 
 
+def batch_params(messages: list[Message]) -> dict[str, object]:
+    return {"batch": Jsonb([_row(m) for m in messages])}
+
+
 def insert(conn: Connection, messages: list[Message]) -> list[Message]:
     """Insert messages in order; return them with their sequence ids.
 
@@ -88,10 +93,9 @@ def insert(conn: Connection, messages: list[Message]) -> list[Message]:
     """
     if not messages:
         return []
-    batch = Jsonb([_row(m) for m in messages])
     assigned = {
         r["id"]: r["sequence_id"]
-        for r in conn.execute(INSERT_MESSAGES, {"batch": batch}).fetchall()
+        for r in conn.execute(INSERT_MESSAGES, batch_params(messages)).fetchall()
     }
     missing = [m.id for m in messages if m.id not in assigned]
     if missing:
@@ -146,17 +150,18 @@ WHERE organization_id = %(org)s AND id = %(id)s
 """
 
 
+def rewrite_params(message: Message) -> dict[str, object]:
+    return {
+        "org": message.organization_id,
+        "id": message.id,
+        "content": Jsonb([p.model_dump(mode="json") for p in message.content]),
+        "search_text": message.search_text(),
+    }
+
+
 def rewrite_content(conn: Connection, message: Message) -> None:
     """Replace a message's content in place: only the system message is ever rewritten."""
-    conn.execute(
-        REWRITE_CONTENT,
-        {
-            "org": message.organization_id,
-            "id": message.id,
-            "content": Jsonb([p.model_dump(mode="json") for p in message.content]),
-            "search_text": message.search_text(),
-        },
-    )
+    conn.execute(REWRITE_CONTENT, rewrite_params(message))
 
 
 SEARCH_TEXT = f"""

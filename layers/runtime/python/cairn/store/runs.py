@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cairn.domain.runs import JournalEntry, Run, Step
 from cairn.store.db import Connection
 from cairn.store.rows import Order, from_row, page, to_params
@@ -146,6 +148,30 @@ def list_steps(
 
 def journal(conn: Connection, entry: JournalEntry) -> None:
     conn.execute(INSERT_JOURNAL, to_params(entry, ("payload",)))
+
+
+# Insert, or read what another delivery journaled first: one round trip either way.
+JOURNAL_ONCE = """
+WITH ins AS (
+    INSERT INTO step_journal (run_id, step_index, key, organization_id, payload, created_at)
+    VALUES (%(run_id)s, %(step_index)s, %(key)s, %(organization_id)s, %(payload)s,
+            %(created_at)s)
+    ON CONFLICT (run_id, step_index, key) DO NOTHING
+    RETURNING payload
+)
+SELECT payload FROM ins
+UNION ALL
+SELECT payload FROM step_journal
+WHERE run_id = %(run_id)s AND step_index = %(step_index)s AND key = %(key)s
+  AND NOT EXISTS (SELECT 1 FROM ins)
+"""
+
+
+def journal_once(conn: Connection, entry: JournalEntry) -> dict[str, Any]:
+    """Journal the entry unless one exists; return the payload that is now journaled."""
+    row = conn.execute(JOURNAL_ONCE, to_params(entry, ("payload",))).fetchone()
+    assert row is not None
+    return dict(row["payload"])
 
 
 def journal_entries(

@@ -1,0 +1,185 @@
+"""Step overhead: N messages through the local stack, the fake LLM answering at once.
+
+Prints per-message latency (p50, p99), SQL statements per step and per message, and LLM
+calls per message. The API runs behind the same HTTP bridge as `make dev`; steps run on the
+in-process queue. Statements are counted on every connection the process opens.
+
+    .venv/bin/python bench/step_overhead.py [-n 200] [--tool-step]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+from psycopg.waiting import Wait
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes.llm_server import FakeLLM, Reply  # noqa: E402
+
+from cairn.config import Settings  # noqa: E402
+from cairn.domain import Organization, User  # noqa: E402
+from cairn.local import lambdas  # noqa: E402
+from cairn.local.http import make_server  # noqa: E402
+from cairn.local.postgres import start_embedded  # noqa: E402
+from cairn.orchestration import sending  # noqa: E402
+from cairn.orchestration.runtime import build_runtime, use_runtime  # noqa: E402
+from cairn.store import Database, apply_migrations, runs, tenancy  # noqa: E402
+
+LLM = {"model": "gpt-bench", "model_endpoint_type": "openai", "context_window": 128_000}
+
+
+class Counter:
+    """Counts statements and round trips on every psycopg connection of the process.
+
+    A round trip is a wait for the server's answer: psycopg's protocol generators yield
+    `Wait.R` then; consecutive reads of one large answer count once, and a pipeline sends
+    many statements and waits once per sync.
+    """
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.round_trips = 0
+        self._lock = threading.Lock()
+        execute, wait = psycopg.Connection.execute, psycopg.Connection.wait
+        counter = self
+
+        def counting_execute(conn, query, params=None, **kwargs):  # type: ignore[no-untyped-def]
+            with counter._lock:
+                counter.statements += 1
+            return execute(conn, query, params, **kwargs)
+
+        def watched(gen):  # type: ignore[no-untyped-def]
+            previous = None
+            try:
+                state = gen.send(None)
+                while True:
+                    if state == Wait.R and previous != Wait.R:
+                        with counter._lock:
+                            counter.round_trips += 1
+                    previous = state
+                    ready = yield state
+                    state = gen.send(ready)
+            except StopIteration as done:
+                return done.value
+
+        def counting_wait(conn, gen, *args, **kwargs):  # type: ignore[no-untyped-def]
+            return wait(conn, watched(gen), *args, **kwargs)
+
+        psycopg.Connection.execute = counting_execute  # type: ignore[method-assign]
+        psycopg.Connection.wait = counting_wait  # type: ignore[method-assign]
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def engine_trips(rt, org_id, agent_id, counter, n=50):  # type: ignore[no-untyped-def]
+    """Round trips of Engine.step alone: claim, journal (tool steps), checkpoint."""
+    from cairn.domain import Message, TextContent
+
+    total_steps = 0
+    spent = 0
+    for i in range(n):
+        msg = Message(
+            organization_id=org_id,
+            agent_id=agent_id,
+            role="user",
+            content=[TextContent(text=f"engine {i}")],
+        )
+        run, _ = rt.engine.start_run(org_id, agent_id, [msg])
+        index = 0
+        while True:
+            mark = counter.round_trips
+            outcome = rt.engine.step(org_id, run.id, index)
+            spent += counter.round_trips - mark
+            total_steps += 1
+            if outcome.next_command is None:
+                break
+            index += 1
+    return spent / total_steps
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-n", type=int, default=200, help="messages to send")
+    parser.add_argument("--tool-step", action="store_true", help="each turn: a tool, then text")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp, FakeLLM() as fake:
+        dsn, server = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
+        apply_migrations(dsn)
+        db = Database(dsn, max_size=4)
+        settings = Settings(
+            openai_api_key="k", openai_base_url=f"{fake.base_url}/v1", llm_max_retries=0
+        )
+        rt = build_runtime(settings, db=db)
+        use_runtime(rt)
+        sending.pause = lambdas.pause
+        with db.transaction() as conn:
+            org = tenancy.create_organization(conn, Organization(name="bench"))
+            user = tenancy.create_user(conn, User(organization_id=org.id, name="bench"))
+            _, key = tenancy.create_api_key(conn, org.id, user.id, name="bench")
+        if args.tool_step:
+            fake.when(
+                lambda r: r.body["messages"][-1]["role"] == "user",
+                Reply(tool_calls=[("conversation_search", {"query": "q"})], usage=(1, 1)),
+            )
+        fake.when(lambda r: True, Reply(text="ok", usage=(1, 1)))
+        http = make_server("127.0.0.1", 0)
+        threading.Thread(target=http.serve_forever, daemon=True).start()
+        host, port = http.server_address[:2]
+        headers = {"Authorization": f"Bearer {key}"}
+        with httpx.Client(base_url=f"http://{host!s}:{port}", headers=headers, timeout=30) as c:
+            agent = c.post("/v1/agents/", json={"llm_config": LLM}).json()
+            for _ in range(5):  # warm up: imports, pools, caches
+                c.post(f"/v1/agents/{agent['id']}/messages", json={"input": "warm up"})
+            counter = Counter()
+            calls_before = len(fake.requests)
+            latencies = []
+            for n in range(args.n):
+                started = time.perf_counter()
+                r = c.post(f"/v1/agents/{agent['id']}/messages", json={"input": f"message {n}"})
+                latencies.append((time.perf_counter() - started) * 1000)
+                assert r.status_code == 200, r.text
+            statements, trips = counter.statements, counter.round_trips
+        with db.connection() as conn:
+            steps = sum(
+                len(runs.list_steps(conn, org.id, r.id, limit=1000))
+                for r in runs.list_runs(conn, org.id, agent_id=agent["id"], limit=10_000)
+            )
+        steps_measured = steps - 5 * (2 if args.tool_step else 1)
+        llm_calls = len(fake.requests) - calls_before
+        step_trips = engine_trips(rt, org.id, agent["id"], counter)
+        print(
+            f"messages: {args.n}  steps: {steps_measured}  "
+            f"({'tool + text' if args.tool_step else 'text'} turns)"
+        )
+        print(
+            f"latency per message: p50 {statistics.median(latencies):.1f} ms, "
+            f"p99 {percentile(latencies, 0.99):.1f} ms"
+        )
+        print(
+            f"SQL per message (API, auth, run, steps, reply): {statements / args.n:.1f} "
+            f"statements, {trips / args.n:.1f} round trips"
+        )
+        print(f"SQL round trips per step (Engine.step alone): {step_trips:.1f}")
+        print(f"LLM calls per message: {llm_calls / args.n:.2f}")
+        http.shutdown()
+        db.close()
+        server.cleanup()  # type: ignore[attr-defined]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

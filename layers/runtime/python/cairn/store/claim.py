@@ -1,0 +1,117 @@
+"""Claiming a step: take the agent's lease and read everything the step needs, in one trip.
+
+One statement, so a step costs one round trip before the model is called. Measured with
+`bench/step_overhead.py`: the fourteen separate reads it replaces took 4.1 ms of a 30 ms step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cairn.domain.agents import Agent
+from cairn.domain.blocks import Block
+from cairn.domain.messages import Message
+from cairn.domain.passages import Archive
+from cairn.domain.runs import OutboxCommand, Run
+from cairn.domain.tools import Tool
+from cairn.store.db import Connection
+from cairn.store.messages import MESSAGE_COLUMNS
+
+# The lease: free, ours, or lapsed; and no older run of the agent still waiting (runs are
+# served in the order they were created).
+CLAIM = f"""
+WITH run AS (
+    SELECT * FROM runs WHERE organization_id = %(org)s AND id = %(run)s
+), done AS (
+    SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s
+), lease AS (
+    UPDATE agents a
+    SET lease_run_id = %(run)s, lease_expires_at = now() + make_interval(secs => %(ttl)s)
+    FROM run
+    WHERE a.organization_id = %(org)s AND a.id = run.agent_id
+      AND run.status NOT IN ('completed', 'failed', 'cancelled')
+      AND NOT EXISTS (SELECT 1 FROM done)
+      AND (a.lease_run_id IS NULL OR a.lease_run_id = %(run)s OR a.lease_expires_at < now())
+      AND (a.lease_run_id = %(run)s OR NOT EXISTS (
+          SELECT 1 FROM runs older
+          WHERE older.agent_id = a.id AND older.id <> run.id
+            AND older.status IN ('created', 'running')
+            AND (older.created_at, older.id) < (run.created_at, run.id)))
+    RETURNING a.*
+), archive AS (
+    SELECT ar.* FROM lease l
+    JOIN archives_agents aa ON aa.agent_id = l.id AND aa.is_owner
+    JOIN archives ar ON ar.id = aa.archive_id
+    ORDER BY ar.created_at, ar.id LIMIT 1
+)
+SELECT
+    (SELECT to_jsonb(run) FROM run) AS run,
+    EXISTS (SELECT 1 FROM done) AS done,
+    (SELECT to_jsonb(o) FROM outbox o
+     WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s) AS next_command,
+    (SELECT to_jsonb(l) FROM lease l) AS agent,
+    (SELECT coalesce(jsonb_agg(to_jsonb(b) ORDER BY ab.attached_at, b.id), '[]')
+     FROM lease l JOIN agents_blocks ab ON ab.agent_id = l.id
+     JOIN blocks b ON b.id = ab.block_id) AS blocks,
+    (SELECT coalesce(jsonb_agg(to_jsonb(t) ORDER BY at.attached_at, t.name), '[]')
+     FROM lease l JOIN agents_tools at ON at.agent_id = l.id
+     JOIN tools t ON t.id = at.tool_id) AS tools,
+    (SELECT coalesce(jsonb_agg(to_jsonb(m) ORDER BY w.position), '[]')
+     FROM lease l, unnest(l.message_ids) WITH ORDINALITY AS w (id, position),
+     LATERAL (SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = w.id) m) AS context,
+    (SELECT count(*) FROM lease l JOIN messages m ON m.agent_id = l.id) AS recall_count,
+    (SELECT to_jsonb(archive) FROM archive) AS archive,
+    (SELECT count(*) FROM archive JOIN passages p ON p.archive_id = archive.id) AS archival_count,
+    (SELECT coalesce(array_agg(DISTINCT tag ORDER BY tag), '{{}}')
+     FROM archive JOIN passages p ON p.archive_id = archive.id, unnest(p.tags) AS tag)
+        AS archival_tags,
+    (SELECT coalesce(jsonb_object_agg(key, payload), '{{}}') FROM step_journal
+     WHERE run_id = %(run)s AND step_index = %(idx)s) AS journal,
+    (SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s - 1) AS previous_kind
+"""
+
+
+@dataclass
+class Claim:
+    run: Run | None
+    done: bool
+    next_command: OutboxCommand | None
+    agent: Agent | None  # None: the agent is held by another run (or the run is over)
+    blocks: list[Block]
+    tools: list[Tool]
+    context: list[Message]
+    recall_count: int
+    archive: Archive | None
+    archival_count: int
+    archival_tags: list[str]
+    journal: dict[str, dict[str, Any]]
+    previous_kind: str | None
+
+
+def claim(
+    conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float
+) -> Claim:
+    row = conn.execute(
+        CLAIM,
+        {"org": org_id, "run": run_id, "idx": step_index, "ttl": lease_seconds,
+         "next_key": f"{run_id}:{step_index + 1}"},
+    ).fetchone()  # fmt: skip
+    assert row is not None
+    return Claim(
+        run=Run.model_validate(row["run"]) if row["run"] else None,
+        done=row["done"],
+        next_command=OutboxCommand.model_validate(row["next_command"])
+        if row["next_command"]
+        else None,
+        agent=Agent.model_validate(row["agent"]) if row["agent"] else None,
+        blocks=[Block.model_validate(b) for b in row["blocks"]],
+        tools=[Tool.model_validate(t) for t in row["tools"]],
+        context=[Message.model_validate(m) for m in row["context"]],
+        recall_count=int(row["recall_count"]),
+        archive=Archive.model_validate(row["archive"]) if row["archive"] else None,
+        archival_count=int(row["archival_count"]),
+        archival_tags=list(row["archival_tags"]),
+        journal=dict(row["journal"]),
+        previous_kind=row["previous_kind"],
+    )

@@ -147,3 +147,65 @@ def test_a_later_step_that_keeps_failing_is_retried_then_dead_lettered(stack: St
             time.sleep(0.1)
         assert state["status"] == "failed" and state["stop_reason"] == "error"
         assert "failed on each of 3 deliveries" in state["metadata"]["error"]["message"]
+
+
+def test_modify_list_paginate_and_tools(stack: Stack) -> None:
+    with http(stack) as client:
+        ids = [
+            client.post(
+                "/v1/agents/",
+                json={
+                    "llm_config": LLM,
+                    "name": f"a{n}",
+                    "tags": ["even" if n % 2 == 0 else "odd"],
+                },
+            ).json()["id"]
+            for n in range(4)
+        ]
+        newest_first = [a["id"] for a in client.get("/v1/agents/", params={"limit": 2}).json()]
+        assert newest_first == ids[::-1][:2]
+        older = client.get("/v1/agents/", params={"limit": 2, "after": newest_first[-1]}).json()
+        assert [a["id"] for a in older] == ids[::-1][2:]
+        assert {a["name"] for a in client.get("/v1/agents/", params={"tags": "even"}).json()} == {
+            "a0",
+            "a2",
+        }
+        changed = client.patch(
+            f"/v1/agents/{ids[0]}", json={"name": "renamed", "tags": ["x"], "unknown": 1}
+        ).json()
+        assert changed["name"] == "renamed" and changed["tags"] == ["x"]
+        assert (
+            client.patch(f"/v1/agents/{ids[0]}", json={"timezone": "Mars/Base"}).status_code == 422
+        )
+        tools = {t["name"]: t["id"] for t in client.get("/v1/tools/").json()}
+        assert "archival_memory_search" in tools and "memory_rethink" in tools
+        attached = client.patch(f"/v1/agents/{ids[0]}/tools/attach/{tools['memory_rethink']}")
+        assert "memory_rethink" in {t["name"] for t in attached.json()["tools"]}
+        client.patch(f"/v1/agents/{ids[0]}/tools/detach/{tools['memory_rethink']}")
+        names = {t["name"] for t in client.get(f"/v1/agents/{ids[0]}/tools").json()}
+        assert "memory_rethink" not in names
+        assert client.get("/v1/agents/count").json() == 4
+        client.delete(f"/v1/agents/{ids[1]}")
+        assert client.delete(f"/v1/agents/{ids[1]}").status_code == 404
+
+
+def test_stream_route_answers_with_sse_events(stack: Stack) -> None:
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        stack.fake.reply("streamed hello")
+        response = client.post(f"/v1/agents/{agent['id']}/messages/stream", json={"input": "hi"})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [line[6:] for line in response.text.split("\n\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    kinds = [__import__("json").loads(e)["message_type"] for e in events[:-1]]
+    assert kinds == ["assistant_message", "stop_reason", "usage_statistics"]
+
+
+def test_model_handles_resolve_against_a_compatible_server(stack: Stack) -> None:
+    with http(stack) as client:
+        models = client.get("/v1/models/").json()
+        assert {m["handle"] for m in models} >= {"openai/gpt-fake-mini", "openai/gpt-fake-large"}
+        agent = client.post("/v1/agents/", json={"model": "openai/gpt-fake-mini"}).json()
+        assert agent["llm_config"]["model_endpoint"] == f"{stack.fake.base_url}/v1"
+        assert agent["model"] == "openai/gpt-fake-mini"
+        assert client.post("/v1/agents/", json={"model": "gpt-no-provider"}).status_code == 400

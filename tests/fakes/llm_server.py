@@ -61,6 +61,7 @@ class Recorded:
 class FakeLLM:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        self.models: list[str] = ["gpt-fake-mini", "gpt-fake-large"]
         self._queue: deque[Reply] = deque()
         self._rules: list[tuple[Callable[[Recorded], bool], Reply | Answer]] = []
         self._ids = itertools.count(1)
@@ -142,52 +143,90 @@ def openai_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, 
         message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": fake.next_id("call_"), "type": "function",
-             "function": {"name": name,
-                          "arguments": reply.raw_arguments or json.dumps(args)}}
+            {
+                "id": fake.next_id("call_"),
+                "type": "function",
+                "function": {"name": name, "arguments": reply.raw_arguments or json.dumps(args)},
+            }
             for name, args in reply.tool_calls
-        ]  # fmt: skip
+        ]
     return {
-        "id": fake.next_id("chatcmpl-"), "object": "chat.completion", "created": 0,
+        "id": fake.next_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": 0,
         "model": body.get("model", "fake"),
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion},
-    }  # fmt: skip
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
 
 
 def anthropic_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     prompt, completion = _estimate(body, reply)
     content: list[dict[str, Any]] = []
     if reply.reasoning:
-        content.append({"type": "thinking", "thinking": reply.reasoning,
-                        "signature": f"sig-{len(reply.reasoning)}"})  # fmt: skip
+        content.append(
+            {
+                "type": "thinking",
+                "thinking": reply.reasoning,
+                "signature": f"sig-{len(reply.reasoning)}",
+            }
+        )
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for name, args in reply.tool_calls:
-        content.append({"type": "tool_use", "id": fake.next_id("toolu_01"), "name": name,
-                        "input": args})  # fmt: skip
+        content.append(
+            {"type": "tool_use", "id": fake.next_id("toolu_01"), "name": name, "input": args}
+        )
     return {
-        "id": fake.next_id("msg_"), "type": "message", "role": "assistant",
-        "model": body.get("model", "fake"), "content": content,
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None,
+        "id": fake.next_id("msg_"),
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": content,
+        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_sequence": None,
         "usage": {"input_tokens": prompt, "output_tokens": completion},
-    }  # fmt: skip
+    }
 
 
 def openai_stream(full: dict[str, Any]) -> Iterator[dict[str, Any]]:
     message = full["choices"][0]["message"]
     base = {k: full[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-    yield base | {"choices": [{"index": 0, "delta": {"role": "assistant",
-                                                     "content": message["content"] or ""},
-                               "finish_reason": None}]}  # fmt: skip
+    yield base | {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"role": "assistant", "content": message["content"] or ""},
+                "finish_reason": None,
+            }
+        ]
+    }
     for i, tool_call in enumerate(message.get("tool_calls") or ()):
-        yield base | {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, **tool_call}]},
-                                   "finish_reason": None}]}  # fmt: skip
-    yield base | {"choices": [{"index": 0, "delta": {},
-                               "finish_reason": full["choices"][0]["finish_reason"]}],
-                  "usage": full["usage"]}  # fmt: skip
+        yield base | {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": i, **tool_call}]},
+                    "finish_reason": None,
+                }
+            ]
+        }
+    yield base | {
+        "choices": [
+            {"index": 0, "delta": {}, "finish_reason": full["choices"][0]["finish_reason"]}
+        ],
+        "usage": full["usage"],
+    }
 
 
 def anthropic_stream(full: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -195,23 +234,36 @@ def anthropic_stream(full: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
     yield "message_start", {"type": "message_start", "message": start}
     for i, block in enumerate(full["content"]):
         kind = block["type"]
-        empty = {"text": {"type": "text", "text": ""},
-                 "thinking": {"type": "thinking", "thinking": "", "signature": ""},
-                 "tool_use": {**block, "input": {}}}[kind]  # fmt: skip
-        yield "content_block_start", {"type": "content_block_start", "index": i,
-                                      "content_block": empty}  # fmt: skip
-        deltas = {"text": [{"type": "text_delta", "text": block.get("text", "")}],
-                  "thinking": [{"type": "thinking_delta", "thinking": block.get("thinking", "")},
-                               {"type": "signature_delta", "signature": block.get("signature")}],
-                  "tool_use": [{"type": "input_json_delta",
-                                "partial_json": json.dumps(block.get("input"))}]}[kind]  # fmt: skip
+        empty = {
+            "text": {"type": "text", "text": ""},
+            "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+            "tool_use": {**block, "input": {}},
+        }[kind]
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": i, "content_block": empty},
+        )
+        deltas = {
+            "text": [{"type": "text_delta", "text": block.get("text", "")}],
+            "thinking": [
+                {"type": "thinking_delta", "thinking": block.get("thinking", "")},
+                {"type": "signature_delta", "signature": block.get("signature")},
+            ],
+            "tool_use": [
+                {"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}
+            ],
+        }[kind]
         for delta in deltas:
-            yield "content_block_delta", {"type": "content_block_delta", "index": i,
-                                          "delta": delta}  # fmt: skip
+            yield "content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": i}
-    yield "message_delta", {"type": "message_delta",
-                            "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
-                            "usage": {"output_tokens": full["usage"]["output_tokens"]}}  # fmt: skip
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": full["usage"]["output_tokens"]},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -222,6 +274,34 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass
+
+        def do_GET(self) -> None:
+            # OpenAI's and Anthropic's model lists, for GET /v1/models/ of the API
+            if self.path.rstrip("/").endswith("/models"):
+                models = [
+                    {
+                        "id": m,
+                        "object": "model",
+                        "created": 0,
+                        "owned_by": "fake",
+                        "type": "model",
+                        "display_name": m,
+                        "created_at": "2026-01-01T00:00:00Z",
+                    }
+                    for m in fake.models
+                ]
+                self._send_json(
+                    200,
+                    {
+                        "object": "list",
+                        "data": models,
+                        "has_more": False,
+                        "first_id": None,
+                        "last_id": None,
+                    },
+                )
+            else:
+                self._send_json(404, {"error": {"message": "not found"}})
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)

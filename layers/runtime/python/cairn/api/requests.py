@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig
 from cairn.domain.constants import CORE_MEMORY_BLOCK_CHAR_LIMIT, DEFAULT_MAX_STEPS
+from cairn.domain.messages import ApprovalDecision
 from cairn.domain.tool_rules import ToolRule
 
 
@@ -102,17 +103,6 @@ class TextPart(_Body):
     text: str
 
 
-class ApprovalItem(_Body):
-    type: Literal["approval", "tool"] = "approval"
-    tool_call_id: str
-    approve: bool | None = None
-    reason: str | None = None
-    tool_return: str | None = None
-    status: Literal["success", "error"] | None = None
-    stdout: list[str] | None = None
-    stderr: list[str] | None = None
-
-
 class MessageCreate(_Body):
     """A MessageCreate or an ApprovalCreate (told apart by `type`, as Letta does)."""
 
@@ -122,7 +112,7 @@ class MessageCreate(_Body):
     name: str | None = None
     otid: str | None = None
     sender_id: str | None = None
-    approvals: list[ApprovalItem] | None = None
+    approvals: list[ApprovalDecision] | None = None
     approve: bool | None = None
     approval_request_id: str | None = None
     reason: str | None = None

@@ -58,7 +58,7 @@ def _inputs(conn: Connection, agent: Agent, req: LettaRequest) -> list[Message]:
 
 
 def _approval(conn: Connection, agent: Agent, item: MessageCreate) -> Message:
-    decisions = [ApprovalDecision.model_validate(a.model_dump()) for a in item.approvals or ()]
+    decisions = list(item.approvals or ())
     if not decisions and item.approval_request_id:
         # The legacy form names the approval request; it answers every call it carries.
         pending = messages.get_many(conn, agent.organization_id, agent.message_ids[-1:])

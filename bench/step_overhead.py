@@ -114,6 +114,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=200, help="messages to send")
     parser.add_argument("--tool-step", action="store_true", help="each turn: a tool, then text")
+    parser.add_argument(
+        "--agents",
+        type=int,
+        default=10,
+        help="messages go round-robin to this many agents (context stays small)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp, FakeLLM() as fake:
@@ -141,7 +147,11 @@ def main() -> int:
         host, port = http.server_address[:2]
         headers = {"Authorization": f"Bearer {key}"}
         with httpx.Client(base_url=f"http://{host!s}:{port}", headers=headers, timeout=30) as c:
-            agent = c.post("/v1/agents/", json={"llm_config": LLM}).json()
+            agent_ids = [
+                c.post("/v1/agents/", json={"llm_config": LLM}).json()["id"]
+                for _ in range(args.agents)
+            ]
+            agent = {"id": agent_ids[0]}
             for _ in range(5):  # warm up: imports, pools, caches
                 c.post(f"/v1/agents/{agent['id']}/messages", json={"input": "warm up"})
             counter = Counter()
@@ -149,20 +159,22 @@ def main() -> int:
             latencies = []
             for n in range(args.n):
                 started = time.perf_counter()
-                r = c.post(f"/v1/agents/{agent['id']}/messages", json={"input": f"message {n}"})
+                target = agent_ids[n % len(agent_ids)]
+                r = c.post(f"/v1/agents/{target}/messages", json={"input": f"message {n}"})
                 latencies.append((time.perf_counter() - started) * 1000)
                 assert r.status_code == 200, r.text
             statements, trips = counter.statements, counter.round_trips
         with db.connection() as conn:
             steps = sum(
                 len(runs.list_steps(conn, org.id, r.id, limit=1000))
-                for r in runs.list_runs(conn, org.id, agent_id=agent["id"], limit=10_000)
+                for a in agent_ids
+                for r in runs.list_runs(conn, org.id, agent_id=a, limit=10_000)
             )
         steps_measured = steps - 5 * (2 if args.tool_step else 1)
         llm_calls = len(fake.requests) - calls_before
         step_trips = engine_trips(rt, org.id, agent["id"], counter)
         print(
-            f"messages: {args.n}  steps: {steps_measured}  "
+            f"messages: {args.n} over {args.agents} agents  steps: {steps_measured}  "
             f"({'tool + text' if args.tool_step else 'text'} turns)"
         )
         print(

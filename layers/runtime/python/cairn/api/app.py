@@ -6,6 +6,7 @@ Letta's contract: every error body is `{"detail": ...}`; see `shared/api/letta-a
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import psycopg
@@ -16,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from cairn.api import http
 from cairn.api.routes import agents, health, memory, messages, runs, tools
+from cairn.domain.tenancy import hash_api_key
 from cairn.errors import CairnError, PendingApprovalError
 from cairn.llm.types import LLMError
 from cairn.store import tenancy
@@ -45,13 +47,10 @@ def build_app() -> APIGatewayHttpResolver:
             return next_middleware(app)
         headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
         scheme, _, token = headers.get("authorization", "").partition(" ")
-        key = None
-        if scheme.lower() == "bearer" and token:
-            with http.rt().db.connection() as conn:
-                key = tenancy.authenticate(conn, token.strip())
-        if key is None:
+        org = _organization_of(token.strip()) if scheme.lower() == "bearer" and token else None
+        if org is None:
             return _detail(401, "Unauthorized")
-        http.bind(app.current_event, key.organization_id)
+        http.bind(app.current_event, org)
         return next_middleware(app)
 
     app.use([authenticate])
@@ -101,6 +100,27 @@ def build_app() -> APIGatewayHttpResolver:
         return _detail(500, "An unknown error occurred")
 
     return app
+
+
+# Keys seen lately, by hash: a warm Lambda skips the lookup (one round trip per request).
+# A revoked key stops working within this long.
+AUTH_CACHE_SECONDS = 60.0
+_known_keys: dict[str, tuple[str, float]] = {}
+
+
+def _organization_of(token: str) -> str | None:
+    digest = hash_api_key(token)
+    now = time.monotonic()
+    cached = _known_keys.get(digest)
+    if cached is not None and now - cached[1] < AUTH_CACHE_SECONDS:
+        return cached[0]
+    with http.rt().db.connection() as conn:
+        key = tenancy.authenticate(conn, token)
+    if key is None:
+        _known_keys.pop(digest, None)
+        return None
+    _known_keys[digest] = (key.organization_id, now)
+    return key.organization_id
 
 
 def _is_route(app: APIGatewayHttpResolver, method: str, path: str) -> bool:

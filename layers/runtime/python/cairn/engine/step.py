@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from psycopg.types.json import Jsonb
+
 from cairn.config import Settings
 from cairn.domain.base import utc_now
 from cairn.domain.configs import LLMConfig
@@ -46,9 +48,10 @@ from cairn.llm.clients import LLMClient, client_for
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
-from cairn.store import agents, messages, outbox, runs
+from cairn.store import agents, messages, runs
 from cairn.store.claim import claim
 from cairn.store.db import Connection, Database
+from cairn.store.rows import to_params
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
 
 logger = logging.getLogger(__name__)
@@ -116,42 +119,50 @@ class Engine:
         max_steps: int = DEFAULT_MAX_STEPS,
         background: bool = False,
         metadata: dict[str, Any] | None = None,
+        run_here: bool = False,
     ) -> tuple[Run, OutboxCommand]:
-        """Record the run and its first step command together; the caller publishes it."""
+        """Record the run and its first step command together; the caller publishes it.
+
+        With `run_here` the caller runs the first step itself: the command is stored as
+        published, and goes back to the outbox only if that step cannot run (busy, crash).
+        """
         if not inputs:
             raise InvalidArgumentError("messages: at least one message is required")
         if max_steps < 1:
             raise InvalidArgumentError("max_steps: must be at least 1")
         answering = any(m.role == "approval" for m in inputs)
-        with self.db.transaction() as conn:
-            agent = agents.get(conn, org_id, agent_id, for_update=True)
-            if agent is None:
-                raise NotFoundError(f"Agent {agent_id} not found")
-            pending = _pending_approval(conn_messages_tail(conn, org_id, agent.message_ids))
-            if pending is not None and not answering:
-                raise PendingApprovalError(pending.id)
-            if answering and pending is None:
-                raise ConflictError("No tool call is waiting for approval")
-            run = Run(
-                organization_id=org_id,
-                agent_id=agent_id,
-                background=background,
-                metadata=dict(metadata or {}),
-            )
-            stamped = [
-                m.model_copy(
-                    update={"run_id": run.id, "agent_id": agent_id, "organization_id": org_id}
-                )
-                for m in inputs
-            ]
-            run.request_config = {
-                "input": [m.model_dump(mode="json") for m in stamped],
-                "max_steps": max_steps,
-            }
-            runs.create_run(conn, run)
-            command = outbox.add(conn, step_command(run, 0))
-        assert command is not None
-        return run, command
+        run = Run(
+            organization_id=org_id,
+            agent_id=agent_id,
+            background=background,
+            metadata=dict(metadata or {}),
+        )
+        stamped = [
+            m.model_copy(update={"run_id": run.id, "agent_id": agent_id, "organization_id": org_id})
+            for m in inputs
+        ]
+        run.request_config = {
+            "input": [m.model_dump(mode="json") for m in stamped],
+            "max_steps": max_steps,
+        }
+        first = step_command(run, 0)
+        params = {
+            **to_params(run, runs.RUN_JSON),
+            "answering": answering,
+            "payload": Jsonb(first.payload),
+            "dedup_key": first.dedup_key,
+            "sent": run_here,
+        }
+        with self.db.connection() as conn:
+            row = conn.execute(runs.START_RUN, params).fetchone()
+        assert row is not None
+        if not row["found"]:
+            raise NotFoundError(f"Agent {agent_id} not found")
+        if row["command"] is None:
+            if row["pending_id"] is not None:
+                raise PendingApprovalError(row["pending_id"])
+            raise ConflictError("No tool call is waiting for approval")
+        return run, OutboxCommand.model_validate(row["command"])
 
     # -- one step ---------------------------------------------------------------------
 

@@ -26,8 +26,11 @@ class AnthropicMessages:
         self._client = client
 
     def complete(self, request: LLMRequest) -> LLMResponse:
+        from anthropic.types import Message
+
+        # Wire-form body through the SDK's request method, as for OpenAI (openai_chat.py).
         with translate_errors():
-            message = self._client.messages.create(**request_body(request))
+            message = self._client.post("/v1/messages", body=request_body(request), cast_to=Message)
         return parse(message.model_dump())
 
 

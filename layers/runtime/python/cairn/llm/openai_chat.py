@@ -25,8 +25,15 @@ class OpenAIChat:
         self._client = client
 
     def complete(self, request: LLMRequest) -> LLMResponse:
+        from openai.types.chat import ChatCompletion
+
+        # The body is already in wire form; the typed `create` would walk it again to
+        # transform its params (6-7 ms for a 7-tool request, measured in bench/), so it goes
+        # through the SDK's own request method: same retries, auth, timeouts and errors.
         with translate_errors():
-            completion = self._client.chat.completions.create(**request_body(request))
+            completion = self._client.post(
+                "/chat/completions", body=request_body(request), cast_to=ChatCompletion
+            )
         return parse(completion.model_dump())
 
 

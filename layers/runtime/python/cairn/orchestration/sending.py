@@ -10,9 +10,11 @@ from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.llm.types import LLMError
 from cairn.orchestration.dispatch import after_step, defer, publish_and_mark, wake
 from cairn.orchestration.runtime import Runtime
-from cairn.store import outbox, runs
+from cairn.store import runs
 
-POLL_SECONDS = 0.02
+# Polls start quick (a queued second step usually lands within milliseconds) and back off
+# so a long run costs a query every 100 ms at most.
+FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 0.003, 0.1
 # How a waiting send sleeps; the local stack lets other requests in meanwhile.
 pause: Callable[[float], None] = time.sleep
 
@@ -29,13 +31,17 @@ def send(
 ) -> Run:
     """Start a run; with `wait`, run its first step here and wait (within the budget) for it."""
     run, command = rt.engine.start_run(
-        org_id, agent_id, inputs, max_steps=max_steps, background=not wait, metadata=metadata
+        org_id,
+        agent_id,
+        inputs,
+        max_steps=max_steps,
+        background=not wait,
+        metadata=metadata,
+        run_here=wait,
     )
     if not wait:
         publish_and_mark(rt.db, rt.queue, command)
         return run
-    with rt.db.connection() as conn:
-        outbox.mark_sent(conn, org_id, command.id)  # type: ignore[arg-type]
     try:
         outcome = rt.engine.step(org_id, run.id, 0)
     except LLMError as err:
@@ -53,10 +59,12 @@ def send(
 
 def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Run:
     deadline = time.monotonic() + budget_seconds
+    interval = FIRST_POLL_SECONDS
     while True:
         with rt.db.connection() as conn:
             run = runs.get_run(conn, org_id, run_id)
         assert run is not None
         if run.status in TERMINAL_RUN_STATUSES or time.monotonic() >= deadline:
             return run
-        pause(POLL_SECONDS)
+        pause(interval)
+        interval = min(interval * 1.5, MAX_POLL_SECONDS)

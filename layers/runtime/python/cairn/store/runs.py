@@ -8,7 +8,7 @@ from cairn.domain.runs import JournalEntry, Run, Step
 from cairn.store.db import Connection
 from cairn.store.rows import Order, from_row, page, to_params
 
-_RUN_JSON = ("metadata", "request_config", "usage", "error")
+RUN_JSON = ("metadata", "request_config", "usage", "error")
 
 INSERT_RUN = """
 INSERT INTO runs (id, organization_id, agent_id, status, stop_reason, background, metadata,
@@ -18,6 +18,41 @@ VALUES (%(id)s, %(organization_id)s, %(agent_id)s, %(status)s, %(stop_reason)s, 
         %(created_at)s, %(updated_at)s)
 RETURNING *
 """
+# A run and its first step command, in one statement (one round trip), unless the agent's
+# last message says otherwise: a pending approval accepts only an answer, and an answer
+# needs a pending approval. `sent` marks the command published when the caller runs the
+# step itself. Returns nothing for an unknown agent.
+START_RUN = """
+WITH agent AS (
+    SELECT a.id, a.message_ids[cardinality(a.message_ids)] AS last_id FROM agents a
+    WHERE a.organization_id = %(organization_id)s AND a.id = %(agent_id)s
+    FOR UPDATE
+), last AS (
+    SELECT m.id, m.role = 'approval' AND m.tool_calls IS NOT NULL AS pending
+    FROM agent JOIN messages m ON m.id = agent.last_id
+), allowed AS (
+    SELECT 1 FROM agent WHERE coalesce((SELECT pending FROM last), false) = %(answering)s
+), run AS (
+    INSERT INTO runs (id, organization_id, agent_id, status, stop_reason, background, metadata,
+                      request_config, usage, error, callback_url, created_at, updated_at)
+    SELECT %(id)s, %(organization_id)s, %(agent_id)s, %(status)s, %(stop_reason)s,
+           %(background)s, %(metadata)s, %(request_config)s, %(usage)s, %(error)s,
+           %(callback_url)s, %(created_at)s, %(updated_at)s
+    FROM allowed
+    RETURNING id
+), command AS (
+    INSERT INTO outbox (organization_id, agent_id, run_id, kind, payload, dedup_key,
+                        created_at, sent_at)
+    SELECT %(organization_id)s, %(agent_id)s, run.id, 'step', %(payload)s, %(dedup_key)s,
+           %(created_at)s, CASE WHEN %(sent)s THEN clock_timestamp() END
+    FROM run
+    RETURNING *
+)
+SELECT (SELECT count(*) FROM agent) AS found,
+       (SELECT id FROM last WHERE pending) AS pending_id,
+       (SELECT to_jsonb(command) FROM command) AS command
+"""
+
 UPDATE_RUN = """
 UPDATE runs SET
     status = %(status)s, stop_reason = %(stop_reason)s, metadata = %(metadata)s,
@@ -67,7 +102,7 @@ ORDER BY created_at, key
 
 
 def create_run(conn: Connection, run: Run) -> Run:
-    return Run.model_validate(conn.execute(INSERT_RUN, to_params(run, _RUN_JSON)).fetchone())
+    return Run.model_validate(conn.execute(INSERT_RUN, to_params(run, RUN_JSON)).fetchone())
 
 
 def get_run(conn: Connection, org_id: str, run_id: str) -> Run | None:
@@ -75,7 +110,7 @@ def get_run(conn: Connection, org_id: str, run_id: str) -> Run | None:
 
 
 def update_run(conn: Connection, run: Run) -> Run | None:
-    return from_row(Run, conn.execute(UPDATE_RUN, to_params(run, _RUN_JSON)).fetchone())
+    return from_row(Run, conn.execute(UPDATE_RUN, to_params(run, RUN_JSON)).fetchone())
 
 
 def active_runs(conn: Connection, org_id: str, agent_id: str) -> list[Run]:

@@ -188,8 +188,11 @@ def test_block_edited_mid_step_is_redone_on_fresh_state(
         with db.connection() as conn:
             human = blocks.for_agent_by_label(conn, org.id, agent.id, "human")
             assert human is not None
-            blocks.update(conn, human.model_copy(update={"value": "Name: Ada Lovelace"}),
-                          expected_version=human.version)  # fmt: skip
+            blocks.update(
+                conn,
+                human.model_copy(update={"value": "Name: Ada Lovelace"}),
+                expected_version=human.version,
+            )
 
     with faults.run_at("before_commit", person_edits_block):
         turn = send(engine, agent, "I like tea")
@@ -208,8 +211,7 @@ def test_two_runs_racing_on_one_agent_never_interleave(
         return r.body["messages"][-1]["role"] == "user"
 
     # each run: a search (tool step), then an answer; the delay widens the race window
-    fake.when(last_is_user, Reply(tool_calls=[("conversation_search", {"query": "x"})],
-                                  delay=0.2))  # fmt: skip
+    fake.when(last_is_user, Reply(tool_calls=[("conversation_search", {"query": "x"})], delay=0.2))
     fake.when(lambda r: not last_is_user(r), Reply(text="done", delay=0.2))
     engine = engine_for(db, fake)
     turns: dict[str, Any] = {}
@@ -268,9 +270,61 @@ def test_steps_record_model_usage_and_timings(
     turn = send(engine_for(db, fake), agent, "I like tea")
     with db.connection() as conn:
         steps = runs.list_steps(conn, org.id, turn.run.id)
-    assert [(s.step_index, s.kind, s.status) for s in steps] == [(0, "llm", "success"),
-                                                                 (1, "llm", "success")]  # fmt: skip
+    assert [(s.step_index, s.kind, s.status) for s in steps] == [
+        (0, "llm", "success"),
+        (1, "llm", "success"),
+    ]
     assert [s.total_tokens for s in steps] == [420, 484] and steps[1].stop_reason == "end_turn"
     assert all(s.model == "gpt-test" and s.started_at <= s.completed_at for s in steps)  # type: ignore[operator]
     assert turn.run.usage.total_tokens == 904 and turn.run.usage.step_count == 2
     assert turn.run.completed_at is not None and (turn.run.total_duration_ns or 0) > 0
+
+
+RECORDER = '''
+def record(path: str, line: str) -> str:
+    """Append a line to a file: an effect outside Cairn.
+
+    Args:
+        path: The file.
+        line: The text.
+    """
+    with open(path, "a") as f:
+        f.write(line + "\\n")
+    return "recorded"
+'''
+
+
+def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
+    db: Database, org: Organization, fake: FakeLLM, tmp_path: Any
+) -> None:
+    from cairn.domain import Tool
+    from cairn.store import tools
+    from cairn.tools.source import derive_schema
+
+    with db.connection() as conn:
+        tool = tools.upsert(
+            conn,
+            Tool(
+                organization_id=org.id,
+                name="record",
+                tool_type="custom",
+                source_code=RECORDER,
+                json_schema=derive_schema(RECORDER),
+            ),
+        )
+    agent = make_agent(db, org, tool_names=["record"])
+    target = tmp_path / "effects.txt"
+    fake.reply(
+        "",
+        call("record", path=str(target), line="once"),
+        call("core_memory_append", label="human", content="Likes: tea"),
+    )
+    fake.reply("done")
+    engine = engine_for(db, fake)
+    run, command = engine.start_run(org.id, agent.id, [user(agent, "go")])
+    with faults.crash_at("between_tools"), pytest.raises(SimulatedCrash):
+        engine.step(org.id, run.id, 0)
+    drive(engine, command)
+    assert target.read_text() == "once\n"  # the journaled return was reused, not re-run
+    assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"
+    assert tool.id

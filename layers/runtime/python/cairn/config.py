@@ -25,6 +25,10 @@ class Settings(BaseModel):
     # How long a synchronous send waits for its run before answering with the run to poll;
     # API Gateway cuts HTTP API integrations at 30 s.
     sync_budget_seconds: float = Field(default=25.0, gt=0)
+    # Wall-clock limit of one custom tool call in the sandbox.
+    tool_timeout_seconds: float = Field(default=10.0, gt=0, le=900)
+    # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
+    sandbox_function: str | None = None
     # Model providers. An agent's llm_config.model_endpoint overrides the base URLs.
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -47,6 +51,8 @@ class Settings(BaseModel):
             "api_key": "CAIRN_API_KEY",
             "data_dir": "CAIRN_DATA_DIR",
             "step_queue_url": "CAIRN_STEP_QUEUE_URL",
+            "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
+            "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
             "openai_api_key": "OPENAI_API_KEY",
             "openai_base_url": "OPENAI_BASE_URL",

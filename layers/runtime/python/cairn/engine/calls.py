@@ -50,12 +50,16 @@ class CallResult:
     call: ToolCall
     success: bool
     func_response: str  # the packaged return, as stored and sent to the model
+    stdout: list[str] | None = None
+    stderr: list[str] | None = None
 
     def tool_return(self) -> ToolReturn:
         return ToolReturn(
             tool_call_id=self.call.id,
             status="success" if self.success else "error",
             func_response=self.func_response,
+            stdout=self.stdout,
+            stderr=self.stderr,
         )
 
 
@@ -112,14 +116,21 @@ def execute(
     def run(item: PreparedCall) -> CallResult:
         key = f"tool:{item.call.id}"
         if key in journaled:
-            success, output = journaled[key]["success"], journaled[key]["result"]
+            done = journaled[key]
         else:
-            success, output = _invoke(item, ctx)
-            if item.spec is None and item.tool is not None:
-                write_journal(key, {"success": success, "result": output})
+            done = _invoke(item, ctx)
+            if item.spec is None and item.tool is not None and item.error is None:
+                write_journal(key, done)  # outside effects: this call never runs twice
+        output = str(done["result"])
         limit = item.tool.return_char_limit if item.tool else len(output)
-        text = packaging.tool_return(output[:limit], success=success, now=now, timezone=timezone)
-        return CallResult(item.call, success, text)
+        text = packaging.tool_return(
+            output[:limit], success=done["success"], now=now, timezone=timezone
+        )
+        cut = (
+            [s[:limit] for s in done.get("stdout") or ()],
+            [s[:limit] for s in done.get("stderr") or ()],
+        )
+        return CallResult(item.call, bool(done["success"]), text, cut[0] or None, cut[1] or None)
 
     results: dict[str, CallResult] = {}
     together = [p for p in prepared if p.spec and p.spec.enable_parallel_execution and not p.error]
@@ -135,15 +146,45 @@ def execute(
     return [results[p.call.id] for p in prepared]
 
 
-def _invoke(item: PreparedCall, ctx: ToolContext) -> tuple[bool, str]:
+def _invoke(item: PreparedCall, ctx: ToolContext) -> dict[str, Any]:
+    """Run one call: {"success", "result", "stdout"?, "stderr"?}, as journaled."""
     if item.error is not None:
-        return False, item.error
+        return {"success": False, "result": item.error}
     if item.spec is None:
-        return False, f"Tool `{item.name}` has no runtime here yet: custom tools cannot run."
+        return _custom(item, ctx)
     try:
         output = item.spec.call(ctx, item.args)
     except (MemoryEditError, ToolArgumentError) as err:
-        return False, str(err)
+        return {"success": False, "result": str(err)}
     except Exception as err:  # a tool's own bug must not end the run; the model sees it
-        return False, f"{type(err).__name__}: {err}"
-    return True, output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        return {"success": False, "result": f"{type(err).__name__}: {err}"}
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    return {"success": True, "result": text}
+
+
+def _custom(item: PreparedCall, ctx: ToolContext) -> dict[str, Any]:
+    tool = item.tool
+    if tool is None or not tool.source_code:
+        return {"success": False, "result": f"Tool `{item.name}` has no source code to run."}
+    problem = _check_arguments(tool, item.args)
+    if problem:
+        return {"success": False, "result": problem}
+    done = ctx.run_custom_tool(tool, item.args, item.call.id)
+    return {
+        "success": done.success,
+        "result": done.value,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+    }
+
+
+def _check_arguments(tool: Tool, args: dict[str, Any]) -> str | None:
+    parameters = tool.json_schema.get("parameters") or {}
+    known = set(parameters.get("properties") or {})
+    unknown = sorted(set(args) - known)
+    missing = [n for n in parameters.get("required") or () if n not in args]
+    if unknown or missing:
+        parts = [f"unknown {unknown}"] if unknown else []
+        parts += [f"missing {missing}"] if missing else []
+        return f"Invalid arguments to `{tool.name}`: {', '.join(parts)}."
+    return None

@@ -10,11 +10,20 @@ from zoneinfo import ZoneInfo
 
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
+from cairn.domain.tools import Tool
 from cairn.engine.state import StepState
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.memory.render import letta_time
 from cairn.store import archives, messages
 from cairn.store.db import Database
+from cairn.tools.sandbox import (
+    DEFAULT_TIMEOUT_SECONDS,
+    Sandbox,
+    SandboxRequest,
+    SandboxResult,
+    SubprocessSandbox,
+)
+from cairn.tools.source import takes_agent_state
 
 DEFAULT_SEARCH_LIMIT = 5
 
@@ -25,8 +34,35 @@ class StepToolContext:
     db: Database
     now: datetime
     memory: CoreMemory
+    sandbox: Sandbox = field(default_factory=SubprocessSandbox)
+    tool_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     new_passages: list[Passage] = field(default_factory=list)
     new_archive: Archive | None = None
+
+    # -- custom tools -------------------------------------------------------------------
+
+    def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
+        source = tool.source_code or ""
+        agent_state = None
+        if takes_agent_state(source, tool.name):
+            # What Letta hands such a tool: the agent and its memory, as plain data.
+            agent_state = {
+                **self.state.agent.model_dump(
+                    mode="json", include={"id", "name", "agent_type", "tags", "metadata"}
+                ),
+                "memory": {b.label: b.value for b in self.memory.blocks.values()},
+            }
+        timeout = float(tool.metadata.get("timeout_seconds") or self.tool_timeout_seconds)
+        return self.sandbox.run(
+            SandboxRequest(
+                source=source,
+                name=tool.name,
+                args=args,
+                tool_call_id=tool_call_id,
+                agent_state=agent_state,
+                timeout_seconds=timeout,
+            )
+        )
 
     # -- recall -----------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ from cairn.store.claim import claim
 from cairn.store.db import Connection, Database
 from cairn.store.rows import to_params
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
+from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
 logger = logging.getLogger(__name__)
 
@@ -102,11 +103,14 @@ class Engine:
         *,
         llm_for: Callable[[LLMConfig], LLMClient] | None = None,
         clock: Callable[[], datetime] = utc_now,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.db = db
         self.settings = settings or Settings.from_env()
         self._llm_for = llm_for or (lambda config: client_for(config, self.settings))
         self._clock = clock
+        # Custom tools run here: a subprocess locally, a locked-down Lambda on AWS.
+        self.sandbox: Sandbox = sandbox or SubprocessSandbox()
 
     # -- starting a run ---------------------------------------------------------------
 
@@ -191,10 +195,17 @@ class Engine:
         if got.agent is None:
             return StepOutcome("busy", agent_id=run.agent_id)
         state = StepState(
-            run=run, step_index=step_index, agent=got.agent, blocks=got.blocks, tools=got.tools,
-            context=got.context, archive=got.archive, recall_count=got.recall_count,
-            archival_count=got.archival_count, archival_tags=got.archival_tags,
-        )  # fmt: skip
+            run=run,
+            step_index=step_index,
+            agent=got.agent,
+            blocks=got.blocks,
+            tools=got.tools,
+            context=got.context,
+            archive=got.archive,
+            recall_count=got.recall_count,
+            archival_count=got.archival_count,
+            archival_tags=got.archival_tags,
+        )
         journal = got.journal
         previous_kind = got.previous_kind
         now = self._clock()
@@ -449,7 +460,14 @@ class _Turn:
         usage: LLMResponse | None = None,
         overrides: dict[str, calls.CallResult] | None = None,
     ) -> Checkpoint:
-        ctx = StepToolContext(self.state, self.engine.db, self.now, memory)
+        ctx = StepToolContext(
+            self.state,
+            self.engine.db,
+            self.now,
+            memory,
+            self.engine.sandbox,
+            self.engine.settings.tool_timeout_seconds,
+        )
         to_run = [p for p in prepared if p.call.id not in (overrides or {})]
         ran = calls.execute(
             to_run,

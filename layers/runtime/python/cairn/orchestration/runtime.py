@@ -31,7 +31,12 @@ def build_runtime(
     settings: Settings, *, db: Database | None = None, queue: StepQueue | None = None
 ) -> Runtime:
     database = db or Database(database_dsn(settings), max_size=settings.db_pool_size)
-    engine = Engine(database, settings)
+    sandbox = None
+    if settings.sandbox_function:
+        from cairn.orchestration.lambda_sandbox import LambdaSandbox
+
+        sandbox = LambdaSandbox(settings.sandbox_function)
+    engine = Engine(database, settings, sandbox=sandbox)
     if queue is None:
         if settings.step_queue_url:
             from cairn.orchestration.sqs import SqsStepQueue

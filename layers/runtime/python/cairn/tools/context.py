@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from cairn.domain.tools import Tool
 from cairn.memory.edits import CoreMemory
+from cairn.tools.sandbox import SandboxResult
 
 
 class ToolContext(Protocol):
@@ -16,13 +18,28 @@ class ToolContext(Protocol):
     def memory(self) -> CoreMemory: ...
 
     def conversation_search(
-        self, query: str, *, roles: list[str] | None, limit: int | None,
-        start_date: str | None, end_date: str | None,
-    ) -> dict[str, Any]: ...  # fmt: skip
+        self,
+        query: str,
+        *,
+        roles: list[str] | None,
+        limit: int | None,
+        start_date: str | None,
+        end_date: str | None,
+    ) -> dict[str, Any]: ...
 
     def archival_memory_insert(self, content: str, *, tags: list[str] | None) -> str: ...
 
     def archival_memory_search(
-        self, query: str, *, tags: list[str] | None, tag_match_mode: str, top_k: int | None,
-        start_datetime: str | None, end_datetime: str | None,
-    ) -> list[dict[str, Any]]: ...  # fmt: skip
+        self,
+        query: str,
+        *,
+        tags: list[str] | None,
+        tag_match_mode: str,
+        top_k: int | None,
+        start_datetime: str | None,
+        end_datetime: str | None,
+    ) -> list[dict[str, Any]]: ...
+
+    def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
+        """Run user code in the sandbox; never in this process."""
+        ...

@@ -39,13 +39,16 @@ class ToolSpec:
     def as_tool(self, organization_id: str) -> Tool:
         """The row that lists this built-in among an organisation's tools."""
         return Tool(
-            organization_id=organization_id, name=self.name,
-            description=self.json_schema["description"], tool_type=self.tool_type,
-            source_type="python", json_schema=self.json_schema,
+            organization_id=organization_id,
+            name=self.name,
+            description=self.json_schema["description"],
+            tool_type=self.tool_type,
+            source_type="python",
+            json_schema=self.json_schema,
             return_char_limit=self.return_char_limit,
             enable_parallel_execution=self.enable_parallel_execution,
             default_requires_approval=self.default_requires_approval,
-        )  # fmt: skip
+        )
 
 
 def tool_spec(fn: Callable[..., Any], tool_type: ToolType, **settings: Any) -> ToolSpec:

@@ -9,14 +9,15 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.api.models import listed_models, providers, resolve_embedding
-from cairn.api.requests import ApprovalToggle
+from cairn.api.requests import ApprovalToggle, ToolCreate
 from cairn.api.routes.agents import agent_state, get_agent
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool
-from cairn.errors import InvalidArgumentError, NotFoundError
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.store import agents, tools
 from cairn.store.db import Connection
 from cairn.tools.registry import BUILTIN_TOOLS
+from cairn.tools.source import SourceError, derive_schema, function_named
 
 router = APIGatewayHttpRouter()
 
@@ -57,6 +58,65 @@ def list_tools() -> Response[Any]:
         if (not names or t.name in names) and (not search or search.lower() in t.name.lower())
     ]
     return http.json_reply(200, [letta.tool_json(t) for t in found])
+
+
+def _from_source(req: ToolCreate, org: str, existing: Tool | None = None) -> Tool:
+    try:
+        if req.json_schema is not None:
+            schema = req.json_schema
+            name = schema.get("name")
+            if not isinstance(name, str) or not isinstance(schema.get("parameters"), dict):
+                raise UnprocessableError("json_schema: needs a `name` and `parameters`")
+            function_named(req.source_code, name)
+        else:
+            schema = derive_schema(req.source_code)
+            name = schema["name"]
+    except SourceError as err:
+        raise InvalidArgumentError(str(err)) from None
+    fields: dict[str, Any] = {
+        "organization_id": org,
+        "name": name,
+        "description": req.description or schema.get("description"),
+        "tool_type": "custom",
+        "source_type": req.source_type,
+        "source_code": req.source_code,
+        "json_schema": schema,
+        "args_json_schema": req.args_json_schema,
+        "tags": req.tags,
+        "pip_requirements": req.pip_requirements,
+        "default_requires_approval": req.default_requires_approval,
+        "enable_parallel_execution": req.enable_parallel_execution,
+    }
+    if req.return_char_limit is not None:
+        fields["return_char_limit"] = req.return_char_limit
+    if existing is not None:
+        fields["id"] = existing.id
+    try:
+        return Tool(**fields)
+    except ValueError as err:
+        raise UnprocessableError(str(err)) from None
+
+
+def _upsert() -> Response[Any]:
+    req: ToolCreate = http.body(ToolCreate)
+    org = http.org_id()
+    with http.rt().db.transaction() as conn:
+        probe = _from_source(req, org)
+        existing = tools.get_by_name(conn, org, probe.name)
+        if existing is not None and existing.tool_type != "custom":
+            raise InvalidArgumentError(f"`{probe.name}` is a built-in tool and cannot be replaced")
+        stored = tools.upsert(conn, _from_source(req, org, existing))
+    return http.json_reply(200, letta.tool_json(stored))
+
+
+@router.post("/tools/")
+def create_tool() -> Response[Any]:
+    return _upsert()  # Letta: POST and PUT both upsert by name
+
+
+@router.put("/tools/")
+def upsert_tool() -> Response[Any]:
+    return _upsert()
 
 
 @router.get("/tools/<tool_id>")

@@ -149,3 +149,51 @@ def test_tool_rules_can_name_custom_tools(stack: Stack) -> None:
     stack.fake.reply("", call("secret", x="q"))
     response = client.agents.messages.create(agent.id, input="go")
     assert response.stop_reason.stop_reason == "end_turn" and len(stack.fake.requests) == 1
+
+
+STATEFUL = '''
+def whoami(agent_state: "AgentState") -> str:
+    """Names the agent and what it remembers of the human."""
+    return agent_state["name"] + " knows " + agent_state["memory"]["human"]
+'''
+
+
+def test_a_tool_declaring_agent_state_receives_it(stack: Stack) -> None:
+    client = stack.client()
+    tool = client.tools.create(source_code=STATEFUL)
+    assert tool.json_schema["parameters"]["properties"] == {}
+    agent = client.agents.create(
+        name="sam",
+        llm_config=LLM,
+        tool_ids=[tool.id],  # type: ignore[arg-type]
+        memory_blocks=[{"label": "human", "value": "Ada"}],
+    )  # type: ignore[list-item]
+    stack.fake.reply("", call("whoami"))
+    stack.fake.reply("ok")
+    ret = tool_return(client.agents.messages.create(agent.id, input="who?"))
+    assert json.loads(ret.tool_return)["message"] == "sam knows Ada"  # type: ignore[attr-defined]
+
+
+def test_a_supplied_json_schema_is_used_as_is(stack: Stack) -> None:
+    client = stack.client()
+    schema = {
+        "name": "secret",
+        "description": "Wraps.",
+        "parameters": {
+            "type": "object",
+            "properties": {"x": {"type": "string"}},
+            "required": ["x"],
+        },
+    }
+    tool = client.tools.create(
+        source_code=SECRET,
+        json_schema=schema,
+        default_requires_approval=True,
+        enable_parallel_execution=True,
+        pip_requirements=[{"name": "requests"}],
+    )  # type: ignore[list-item]
+    assert tool.json_schema == schema and tool.default_requires_approval
+    assert tool.enable_parallel_execution and tool.pip_requirements[0].name == "requests"  # type: ignore[index]
+    with pytest.raises(APIStatusError) as err:
+        client.tools.create(source_code=SECRET, json_schema={**schema, "name": "other"})
+    assert err.value.status_code == 400 and "no top-level function" in str(err.value.body)

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from cairn.engine.embedding_jobs import backfill
 from cairn.orchestration.dispatch import sweep
 from cairn.orchestration.runtime import runtime
 
@@ -17,5 +18,7 @@ logger = Logger(service="cairn-sweeper")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     rt = runtime()
     published = sweep(rt.db, rt.queue)
-    logger.info("sweep done", extra={"republished": published})
-    return {"republished": published}
+    # Messages stored while no embedder was reachable (or before an agent had one).
+    embedded = backfill(rt.engine)
+    logger.info("sweep done", extra={"republished": published, "embedded": embedded})
+    return {"republished": published, "embedded": embedded}

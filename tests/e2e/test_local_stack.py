@@ -73,7 +73,7 @@ def test_local_stack_starts_stops_and_keeps_its_data(tmp_path: Path) -> None:
     assert postgres_running(data_dir / "pgdata")
     first_output = stop(first)
     assert not postgres_running(data_dir / "pgdata"), "Ctrl-C must stop Postgres too"
-    assert "migrations: 0001_initial, 0002_agent_lease" in first_output
+    assert "migrations: 0001_initial, 0002_agent_lease, 0003_vector_indexes" in first_output
     key = (data_dir / "api-key").read_text().strip()
     assert f"API key: {key}" in first_output
 

@@ -141,9 +141,11 @@ def test_after_commit_crash_is_recovered_by_the_outbox(
         engine.step(org.id, run.id, 0)
     # what the sweeper finds: the continuation committed with the step, never published
     with db.connection() as conn:
-        unsent = outbox.claim_unsent(conn, older_than_seconds=0)
-    assert [c.payload["step_index"] for c in unsent] == [1]
-    drive(engine, unsent[0])
+        unsent = [c for c in outbox.claim_unsent(conn, older_than_seconds=0) if c.run_id == run.id]
+    steps = [c for c in unsent if c.kind == "step"]
+    assert [c.payload["step_index"] for c in steps] == [1]
+    assert [c.kind for c in unsent if c.kind != "step"] == ["embed"]  # its embeddings, too
+    drive(engine, steps[0])
     assert_same(snapshot(db, agent), baseline)
 
 

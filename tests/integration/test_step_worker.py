@@ -148,10 +148,10 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
     # step 0 committed, its continuation could not be published
     assert run.status == "running"
     worker.rt.queue = real
-    assert invoke("sweeper", {"source": "aws.events"}) == {"republished": 0}  # too fresh yet
+    assert invoke("sweeper", {"source": "aws.events"})["republished"] == 0  # too fresh yet
     with worker.rt.db.connection() as conn:
         conn.execute("UPDATE outbox SET created_at = created_at - interval '1 minute'")
-    assert invoke("sweeper", {"source": "aws.events"}) == {"republished": 1}
+    assert invoke("sweeper", {"source": "aws.events"})["republished"] == 1
     done = worker.drain(run.id, org.id)
     assert done.stop_reason == "end_turn"
     with worker.rt.db.connection() as conn:

@@ -121,8 +121,17 @@ class Message(DomainModel):
     def search_text(self) -> str:
         """What recall search matches: the text a person would read, not the plumbing.
 
-        An assistant's `send_message` call is searchable by its message argument.
+        An assistant's `send_message` call is searchable by its message argument. Tool
+        returns, heartbeats, login and system alerts, and turns that only call
+        `conversation_search`, have no search text: recall leaves them out (reference §5).
         """
+        if self.role in ("tool", "system", "approval"):
+            return ""
+        calls = [c.function.name for c in self.tool_calls or ()]
+        if "conversation_search" in calls:
+            return ""
+        if self.role == "user" and _is_runtime_packet(self.text):
+            return ""
         parts = [self.text] if self.text else []
         for call in self.tool_calls or ():
             if call.function.name == "send_message":
@@ -133,3 +142,16 @@ class Message(DomainModel):
                 if isinstance(message, str):
                     parts.append(message)
         return "\n".join(parts)
+
+
+_RUNTIME_PACKETS = frozenset({"heartbeat", "login", "system_alert"})
+
+
+def _is_runtime_packet(text: str) -> bool:
+    if not text.startswith("{"):
+        return False
+    try:
+        packet = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(packet, dict) and packet.get("type") in _RUNTIME_PACKETS

@@ -37,6 +37,8 @@ class Checkpoint:
     new_archive: Archive | None = None
     passages: list[Passage] = field(default_factory=list)
     next_command: OutboxCommand | None = None
+    # Embedding the step's searchable messages, published after commit (off the step's path).
+    embed_command: OutboxCommand | None = None
     context_tokens: int | None = None
     context_tokens_upto: int | None = None
 
@@ -71,6 +73,13 @@ UNION ALL
 SELECT * FROM outbox WHERE dedup_key = %(dedup_key)s AND NOT EXISTS (SELECT 1 FROM ins)
   AND EXISTS (SELECT 1 FROM runs WHERE id = %(run_id)s AND status = 'running')
 """
+ADD_COMMAND = """
+INSERT INTO outbox (organization_id, agent_id, run_id, kind, payload, dedup_key, created_at)
+VALUES (%(organization_id)s, %(agent_id)s, %(run_id)s, %(kind)s, %(payload)s, %(dedup_key)s,
+        %(created_at)s)
+ON CONFLICT (dedup_key) DO NOTHING
+RETURNING *
+"""
 RELEASE_IF_ENDED = """
 UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
 WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
@@ -83,8 +92,10 @@ DELETE FROM blocks b WHERE b.organization_id = %(org)s AND b.id = %(id)s
 """
 
 
-def commit(db: Database, cp: Checkpoint, *, now: datetime) -> OutboxCommand | None:
-    """Write the checkpoint; returns the continuation to publish once committed.
+def commit(
+    db: Database, cp: Checkpoint, *, now: datetime
+) -> tuple[OutboxCommand | None, OutboxCommand | None]:
+    """Write the checkpoint; returns (continuation, embedding job) to publish once committed.
 
     Raises AlreadyCommitted for a duplicate delivery and VersionConflictError when the agent
     or a block changed since the step read it (the caller retries from fresh state).
@@ -117,7 +128,7 @@ def commit(db: Database, cp: Checkpoint, *, now: datetime) -> OutboxCommand | No
 
 def _write(
     conn: Connection, cp: Checkpoint, agent: Agent, *, ended: bool, now: datetime
-) -> Callable[[], OutboxCommand | None]:
+) -> Callable[[], tuple[OutboxCommand | None, OutboxCommand | None]]:
     """Send every statement of the checkpoint; returns what checks and reads their results."""
     org, agent_id, run = cp.agent.organization_id, cp.agent.id, cp.run
     step_row = conn.execute(runs.INSERT_STEP, to_params(cp.step, ("error",)))
@@ -165,9 +176,12 @@ def _write(
     next_row = None
     if cp.next_command is not None and not ended:
         next_row = conn.execute(ADD_NEXT, to_params(cp.next_command, ("payload",)))
+    embed_row = None
+    if cp.embed_command is not None:
+        embed_row = conn.execute(ADD_COMMAND, to_params(cp.embed_command, ("payload",)))
     conn.execute(RELEASE_IF_ENDED, {"org": org, "id": agent_id, "run": run.id})
 
-    def check() -> OutboxCommand | None:
+    def check() -> tuple[OutboxCommand | None, OutboxCommand | None]:
         # A failed check raises before COMMIT is sent: the whole checkpoint rolls back.
         if step_row.fetchone() is None:
             raise AlreadyCommitted(f"{run.id} step {cp.step.step_index}")
@@ -178,6 +192,10 @@ def _write(
             raise VersionConflictError(f"Agent {agent_id} changed since it was read")
         run_row.fetchone()
         found = next_row.fetchone() if next_row is not None else None
-        return None if found is None else OutboxCommand.model_validate(found)
+        embed = embed_row.fetchone() if embed_row is not None else None
+        return (
+            None if found is None else OutboxCommand.model_validate(found),
+            None if embed is None else OutboxCommand.model_validate(embed),
+        )
 
     return check

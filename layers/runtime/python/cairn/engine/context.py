@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.tools import Tool
+from cairn.embeddings.base import Embedder
+from cairn.engine import search
 from cairn.engine.state import StepState
 from cairn.memory.edits import CoreMemory, MemoryEditError
-from cairn.memory.render import letta_time
-from cairn.store import archives, messages
 from cairn.store.db import Database
 from cairn.tools.sandbox import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -35,6 +33,7 @@ class StepToolContext:
     now: datetime
     memory: CoreMemory
     sandbox: Sandbox = field(default_factory=SubprocessSandbox)
+    embedder: Embedder | None = None
     tool_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     new_passages: list[Passage] = field(default_factory=list)
     new_archive: Archive | None = None
@@ -76,34 +75,18 @@ class StepToolContext:
         end_date: str | None,
     ) -> dict[str, Any]:
         tz = self.state.agent.timezone
-        wanted = limit or DEFAULT_SEARCH_LIMIT
         with self.db.connection() as conn:
-            found = messages.search_text(
+            return search.recall(
                 conn,
-                self.state.org_id,
-                self.state.agent.id,
+                self.state.agent,
                 query,
+                self.embedder,
                 roles=[r for r in roles or () if r != "tool"] or None,
                 start=parse_when(start_date, tz),
                 end=parse_when(end_date, tz, end=True),
-                limit=wanted * 3,  # room for the plumbing filtered out below
+                limit=limit or DEFAULT_SEARCH_LIMIT,
+                now=self.now,
             )
-        results = [self._result(m, tz) for m in found if _is_conversation(m)][:wanted]
-        return {"message": f"Showing {len(results)} results:", "results": results}
-
-    def _result(self, message: Message, tz: str) -> dict[str, Any]:
-        return {
-            "timestamp": letta_time(message.created_at, tz),
-            "time_ago": _ago(self.now - message.created_at),
-            "role": message.role,
-            "relevance": {
-                "search_mode": "fts",
-                "rrf_score": None,
-                "vector_rank": None,
-                "fts_rank": None,
-            },
-            "content": message.search_text(),
-        }
 
     # -- archival ---------------------------------------------------------------------
 
@@ -121,16 +104,20 @@ class StepToolContext:
     def archival_memory_insert(self, content: str, *, tags: list[str] | None) -> str:
         if not content.strip():
             raise MemoryEditError("`content` must not be empty.")
-        self.new_passages.append(
-            Passage(
-                organization_id=self.state.org_id,
-                archive_id=self._archive().id,
-                text=content,
-                tags=sorted(set(tags or ())),
-                created_at=self.now,
-            )
+        if self.embedder is None:
+            raise MemoryEditError("Archival memory needs an embedding model; none is configured.")
+        passage = search.new_passage(
+            self.state.agent, self._archive(), content, tags, self.embedder, created_at=self.now
         )
-        return "Stored in archival memory."
+        if any(p.content_hash == passage.content_hash for p in self.new_passages):
+            return search.DUPLICATE.format(id="stored earlier in this step")
+        if self.state.archive is not None:
+            with self.db.connection() as conn:
+                existing = search.existing_copy(conn, passage)
+            if existing is not None:
+                return search.DUPLICATE.format(id=existing.id)
+        self.new_passages.append(passage)
+        return search.STORED
 
     def archival_memory_search(
         self,
@@ -142,31 +129,22 @@ class StepToolContext:
         start_datetime: str | None,
         end_datetime: str | None,
     ) -> list[dict[str, Any]]:
-        archive = self.state.archive
-        if archive is None:
+        if self.embedder is None or self.state.archive is None:
             return []
         tz = self.state.agent.timezone
         with self.db.connection() as conn:
-            found = archives.search_passages_text(
+            return search.archival(
                 conn,
-                self.state.org_id,
-                archive.id,
+                self.state.agent,
+                self.state.archive,
                 query,
+                self.embedder,
                 tags=tags,
                 match_all=tag_match_mode == "all",
                 start=parse_when(start_datetime, tz),
                 end=parse_when(end_datetime, tz, end=True),
                 limit=top_k or DEFAULT_SEARCH_LIMIT,
             )
-        return [
-            {
-                "timestamp": letta_time(p.created_at, tz),
-                "content": p.text,
-                "tags": p.tags,
-                "relevance": {"search_mode": "fts"},
-            }
-            for p in found
-        ]
 
 
 def parse_when(value: str | None, timezone: str, *, end: bool = False) -> datetime | None:
@@ -184,29 +162,3 @@ def parse_when(value: str | None, timezone: str, *, end: bool = False) -> dateti
             f"`{value}` is not a date: use YYYY-MM-DD or an ISO datetime."
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=tz)
-
-
-def _is_conversation(message: Message) -> bool:
-    """Recall results leave out tool plumbing, heartbeats and earlier searches."""
-    if message.role in ("tool", "system", "approval"):
-        return False
-    if message.role == "user":
-        try:
-            packet = json.loads(message.text)
-        except ValueError:
-            return True
-        return not (
-            isinstance(packet, dict)
-            and packet.get("type") in ("heartbeat", "login", "system_alert")
-        )
-    calls = [c.function.name for c in message.tool_calls or ()]
-    return "conversation_search" not in calls
-
-
-def _ago(delta: timedelta) -> str:
-    seconds = max(int(delta.total_seconds()), 0)
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            n = seconds // size
-            return f"{n} {unit}{'s' if n > 1 else ''} ago"
-    return "just now"

@@ -17,8 +17,9 @@ from typing import Any, Literal
 from psycopg.types.json import Jsonb
 
 from cairn.config import Settings
+from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
-from cairn.domain.configs import LLMConfig
+from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.messages import ContentPart, Message, TextContent
 from cairn.domain.runs import (
@@ -31,6 +32,8 @@ from cairn.domain.runs import (
     Usage,
     run_status_for,
 )
+from cairn.embeddings import providers
+from cairn.embeddings.base import Embedder
 from cairn.engine import calls, compaction, faults
 from cairn.engine.checkpoint import AlreadyCommitted, Checkpoint, commit
 from cairn.engine.context import StepToolContext
@@ -73,6 +76,7 @@ class StepOutcome:
     stop_reason: str | None = None
     run_status: str | None = None
     agent_id: str | None = None
+    embed_command: OutboxCommand | None = None
 
     @property
     def freed_agent(self) -> bool:
@@ -104,6 +108,7 @@ class Engine:
         llm_for: Callable[[LLMConfig], LLMClient] | None = None,
         clock: Callable[[], datetime] = utc_now,
         sandbox: Sandbox | None = None,
+        embedder_for: Callable[[EmbeddingConfig], Embedder] | None = None,
     ) -> None:
         self.db = db
         self.settings = settings or Settings.from_env()
@@ -111,6 +116,11 @@ class Engine:
         self._clock = clock
         # Custom tools run here: a subprocess locally, a locked-down Lambda on AWS.
         self.sandbox: Sandbox = sandbox or SubprocessSandbox()
+        self._embedder_for = embedder_for or (lambda c: providers.embedder_for(c, self.settings))
+
+    def embedder_of(self, agent: Agent) -> Embedder:
+        """The agent's embedder; agents created without a config get the server default."""
+        return self._embedder_for(agent.embedding_config or providers.default_config(self.settings))
 
     # -- starting a run ---------------------------------------------------------------
 
@@ -217,12 +227,23 @@ class Engine:
         else:
             cp = turn.llm_step()
         faults.reached("before_commit")
+        if any(m.search_text() for m in cp.new_messages):
+            cp.embed_command = OutboxCommand(
+                organization_id=org_id,
+                agent_id=cp.agent.id,
+                run_id=run_id,
+                kind="embed",
+                payload={"kind": "embed", "organization_id": org_id, "agent_id": cp.agent.id},
+                dedup_key=f"{run_id}:{step_index}:embed",
+            )
         try:
-            command = commit(self.db, cp, now=self._clock())
+            command, embed = commit(self.db, cp, now=self._clock())
         except AlreadyCommitted:
             return StepOutcome("already_done")
         faults.reached("after_commit")
-        return StepOutcome("committed", command, cp.run.stop_reason, cp.run.status, cp.agent.id)
+        return StepOutcome(
+            "committed", command, cp.run.stop_reason, cp.run.status, cp.agent.id, embed
+        )
 
     def fail_run(
         self, org_id: str, run_id: str, reason: str, detail: str, *, kind: str | None = None
@@ -465,8 +486,9 @@ class _Turn:
             self.engine.db,
             self.now,
             memory,
-            self.engine.sandbox,
-            self.engine.settings.tool_timeout_seconds,
+            sandbox=self.engine.sandbox,
+            embedder=self.engine.embedder_of(self.agent),
+            tool_timeout_seconds=self.engine.settings.tool_timeout_seconds,
         )
         to_run = [p for p in prepared if p.call.id not in (overrides or {})]
         ran = calls.execute(

@@ -12,6 +12,7 @@ import queue
 import threading
 
 from cairn.domain.runs import OutboxCommand
+from cairn.engine.embedding_jobs import embed_agent
 from cairn.engine.step import Engine
 from cairn.orchestration import worker
 from cairn.orchestration.dispatch import after_step
@@ -66,5 +67,8 @@ class InlineStepQueue:
 
     def _run(self, command: OutboxCommand) -> None:
         p = command.payload
+        if p.get("kind") == "embed":
+            embed_agent(self.engine, p["organization_id"], p["agent_id"])
+            return
         outcome = self.engine.step(p["organization_id"], p["run_id"], p["step_index"])
         after_step(self.engine.db, self, command, outcome)

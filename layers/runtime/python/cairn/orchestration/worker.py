@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from cairn.domain.runs import OutboxCommand
+from cairn.engine.embedding_jobs import embed_agent
 from cairn.engine.step import Engine
 from cairn.orchestration.dispatch import after_step, wake
 from cairn.orchestration.ports import StepQueue
@@ -18,7 +19,12 @@ logger = logging.getLogger(__name__)
 
 def parse(body: str) -> dict[str, Any]:
     payload = json.loads(body)
-    missing = {"organization_id", "run_id", "step_index"} - set(payload)
+    needed = (
+        {"organization_id", "agent_id"}
+        if payload.get("kind") == "embed"
+        else {"organization_id", "run_id", "step_index"}
+    )
+    missing = needed - set(payload)
     if missing:
         raise ValueError(f"step message without {sorted(missing)}: {body[:200]}")
     return payload
@@ -26,6 +32,9 @@ def parse(body: str) -> dict[str, Any]:
 
 def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
     """Run the step a message names; raises (so the queue redelivers) on transient failures."""
+    if payload.get("kind") == "embed":
+        written = embed_agent(rt.engine, payload["organization_id"], payload["agent_id"])
+        return f"embedded {written}"
     org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
     command = _command(rt, org, run_id, index)
     outcome = rt.engine.step(org, run_id, index)

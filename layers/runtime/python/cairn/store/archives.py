@@ -164,3 +164,9 @@ def search_passages_text(
 def archive_tags(conn: Connection, org_id: str, archive_id: str) -> list[str]:
     rows = conn.execute(ARCHIVE_TAGS, {"org": org_id, "archive_id": archive_id}).fetchall()
     return [r["tag"] for r in rows]
+
+
+def by_content_hash(conn: Connection, org_id: str, archive_id: str, digest: str) -> Passage | None:
+    params = {"org": org_id, "archive_id": archive_id, "hash": digest}
+    row = conn.execute(SELECT_PASSAGE_BY_HASH, params).fetchone()
+    return None if row is None else Passage.model_validate(row)

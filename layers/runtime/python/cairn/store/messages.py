@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from psycopg import sql
@@ -162,42 +161,6 @@ def rewrite_params(message: Message) -> dict[str, object]:
 def rewrite_content(conn: Connection, message: Message) -> None:
     """Replace a message's content in place: only the system message is ever rewritten."""
     conn.execute(REWRITE_CONTENT, rewrite_params(message))
-
-
-SEARCH_TEXT = f"""
-SELECT {_RETURNED}, ts_rank(fts, query) AS rank
-FROM messages, websearch_to_tsquery('english', %(query)s) AS query
-WHERE organization_id = %(org)s AND agent_id = %(agent)s AND fts @@ query
-  AND (%(roles)s::text[] IS NULL OR role = ANY(%(roles)s))
-  AND (%(start)s::timestamptz IS NULL OR created_at >= %(start)s)
-  AND (%(end)s::timestamptz IS NULL OR created_at <= %(end)s)
-ORDER BY rank DESC, sequence_id DESC
-LIMIT %(limit)s
-"""
-
-
-def search_text(
-    conn: Connection,
-    org_id: str,
-    agent_id: str,
-    query: str,
-    *,
-    roles: list[str] | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
-    limit: int = 5,
-) -> list[Message]:
-    """Full-text matches, best first (the keyword half of recall search)."""
-    params = {
-        "org": org_id,
-        "agent": agent_id,
-        "query": query,
-        "roles": roles,
-        "start": start,
-        "end": end,
-        "limit": limit,
-    }
-    return [Message.model_validate(r) for r in conn.execute(SEARCH_TEXT, params).fetchall()]
 
 
 TO_EMBED = """

@@ -12,11 +12,12 @@ from pydantic import ValidationError
 from cairn.api import http, letta
 from cairn.api.requests import BlockUpdate, CreateBlock, CreatePassage
 from cairn.api.routes.agents import agent_state, get_agent
+from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block, BlockLimitError
-from cairn.domain.passages import Archive, Passage
+from cairn.domain.passages import Archive
+from cairn.engine import search
 from cairn.engine.context import parse_when
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
-from cairn.memory.render import letta_time
 from cairn.store import archives, blocks
 from cairn.store.db import Connection
 
@@ -195,8 +196,12 @@ def list_passages(agent_id: str) -> Response[Any]:
 @router.post("/agents/<agent_id>/archival-memory")
 def create_passage(agent_id: str) -> Response[Any]:
     req: CreatePassage = http.body(CreatePassage)
-    with http.rt().db.transaction() as conn:
+    rt = http.rt()
+    with rt.db.connection() as conn:
         agent = get_agent(conn, http.org_id(), agent_id)
+    # Embedded before the transaction opens: no lock is held during the model call.
+    embedder = rt.engine.embedder_of(agent)
+    with rt.db.transaction() as conn:
         org = agent.organization_id
         archive = archives.archive_for_agent(conn, org, agent.id)
         if archive is None:
@@ -209,19 +214,11 @@ def create_passage(agent_id: str) -> Response[Any]:
                 ),
             )
             archives.attach_archive(conn, org, archive.id, agent.id)
-        fields: dict[str, Any] = {"created_at": req.created_at} if req.created_at else {}
-        passage, _ = archives.insert_passage(
-            conn,
-            Passage(
-                organization_id=org,
-                archive_id=archive.id,
-                text=req.text,
-                tags=sorted(set(req.tags or ())),
-                embedding_config=agent.embedding_config,
-                **fields,
-            ),
+        passage = search.new_passage(
+            agent, archive, req.text, req.tags, embedder, created_at=req.created_at or utc_now()
         )
-    return http.json_reply(200, [letta.passage_json(passage)])
+        stored, _ = archives.insert_passage(conn, passage)  # an identical text: the stored one
+    return http.json_reply(200, [letta.passage_json(stored)])
 
 
 @router.get("/agents/<agent_id>/archival-memory/search")
@@ -232,29 +229,25 @@ def search_passages(agent_id: str) -> Response[Any]:
     mode = http.query("tag_match_mode", "any")
     if mode not in ("any", "all"):
         raise UnprocessableError("tag_match_mode: must be any or all")
-    with http.rt().db.connection() as conn:
+    rt = http.rt()
+    with rt.db.connection() as conn:
         agent = get_agent(conn, http.org_id(), agent_id)
         archive = archives.archive_for_agent(conn, agent.organization_id, agent.id)
         tz = agent.timezone
-        found = (
-            []
-            if archive is None
-            else archives.search_passages_text(
-                conn,
-                agent.organization_id,
-                archive.id,
-                query,
-                tags=http.query_list("tags") or None,
-                match_all=mode == "all",
-                start=_when(http.query("start_datetime"), tz),
-                end=_when(http.query("end_datetime"), tz, end=True),
-                limit=http.query_int("top_k", 10),
-            )
+        found = search.archival(
+            conn,
+            agent,
+            archive,
+            query,
+            rt.engine.embedder_of(agent),
+            tags=http.query_list("tags") or None,
+            match_all=mode == "all",
+            start=_when(http.query("start_datetime"), tz),
+            end=_when(http.query("end_datetime"), tz, end=True),
+            limit=http.query_int("top_k", 10),
         )
-    results = [
-        {"timestamp": letta_time(p.created_at, tz), "content": p.text, "tags": p.tags}
-        for p in found
-    ]
+    # Letta's route shows no relevance or id (contract §8)
+    results = [{k: r[k] for k in ("timestamp", "content", "tags")} for r in found]
     return http.json_reply(200, {"results": results, "count": len(results)})
 
 

@@ -114,7 +114,7 @@ def test_a_tool_sees_none_of_the_servers_environment(
     stack.fake.reply("", call("snoop"))
     stack.fake.reply("ok")
     ret = tool_return(client.agents.messages.create(agent.id, input="go"))
-    seen = json.loads(json.loads(ret.tool_return)["message"])  # type: ignore[attr-defined]
+    seen = json.loads(ret.tool_return)["message"]  # type: ignore[attr-defined]  # an object
     assert "CAIRN_TEST_SECRET" not in seen and "OPENAI_API_KEY" not in seen
     assert set(seen) <= {"PATH", "LANG", "CAIRN_TOOL_CALL_ID", "CAIRN_SANDBOX_LIMITS", "LC_CTYPE"}
 

@@ -167,3 +167,23 @@ class ToolCreate(_Body):
 
 class ApprovalToggle(_Body):
     requires_approval: bool
+
+
+class CapturedMessage(_Body):
+    id: str | None = None  # a client-chosen `message-<uuid4>` makes the capture idempotent
+    role: Literal["user", "assistant", "system"] = "user"
+    content: str | list[TextPart]
+    name: str | None = None
+    otid: str | None = None
+    created_at: datetime | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(p.text for p in self.content)
+
+
+class CaptureRequest(_Body):
+    messages: list[CapturedMessage] = Field(min_length=1)
+    add_to_context: bool = False

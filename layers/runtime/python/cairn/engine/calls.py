@@ -124,7 +124,7 @@ def execute(
         output = str(done["result"])
         limit = item.tool.return_char_limit if item.tool else len(output)
         text = packaging.tool_return(
-            output[:limit], success=done["success"], now=now, timezone=timezone
+            _structured(output, limit), success=done["success"], now=now, timezone=timezone
         )
         cut = (
             [s[:limit] for s in done.get("stdout") or ()],
@@ -188,3 +188,13 @@ def _check_arguments(tool: Tool, args: dict[str, Any]) -> str | None:
         parts += [f"missing {missing}"] if missing else []
         return f"Invalid arguments to `{tool.name}`: {', '.join(parts)}."
     return None
+
+
+def _structured(output: str, limit: int) -> Any:
+    """A result that is a JSON object or list goes back as one, not as an escaped string."""
+    if len(output) <= limit and output[:1] in ("{", "["):
+        try:
+            return json.loads(output)
+        except ValueError:
+            pass
+    return output[:limit]

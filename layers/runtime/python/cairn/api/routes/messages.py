@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.requests import LettaRequest, MessageCreate
+from cairn.api.requests import CaptureRequest, LettaRequest, MessageCreate
 from cairn.api.routes.agents import agent_state, get_agent
 from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
 from cairn.domain.messages import ApprovalDecision, Message, TextContent
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
-from cairn.errors import UnprocessableError
+from cairn.engine.embedding_jobs import embed_command
+from cairn.errors import ConflictError, UnprocessableError
 from cairn.memory.initial import initial_messages
 from cairn.memory.render import MemoryMetadata, compile_system_message, render_memory_section
 from cairn.orchestration import dispatch, sending
@@ -24,6 +26,7 @@ from cairn.store.db import Connection
 from cairn.tools.rules import ToolRulesSolver
 
 router = APIGatewayHttpRouter()
+logger = logging.getLogger(__name__)
 
 
 def _inputs(conn: Connection, agent: Agent, req: LettaRequest) -> list[Message]:
@@ -254,3 +257,55 @@ def cancel(agent_id: str) -> Response[Any]:
     if result:
         dispatch.wake(rt.db, rt.queue, org, agent.id)  # runs waiting for this agent may go
     return http.json_reply(200, result)
+
+
+@router.post("/agents/<agent_id>/messages/capture")
+def capture(agent_id: str) -> Response[Any]:
+    """Append messages to an agent's history without running it (Cairn's addition).
+
+    They become recall memory (searchable, embedded like any other message) and, with
+    `add_to_context`, join the context window. Sending the same message ids again is a no-op.
+    """
+    req: CaptureRequest = http.body(CaptureRequest)
+    rt = http.rt()
+    org = http.org_id()
+    with rt.db.connection() as conn:
+        agent = get_agent(conn, org, agent_id)
+    stamped = []
+    for item in req.messages:
+        fields: dict[str, Any] = {"created_at": item.created_at} if item.created_at else {}
+        if item.id is not None:
+            fields["id"] = http.check_id("message", item.id, what="messages.id")
+        stamped.append(
+            Message(
+                organization_id=org,
+                agent_id=agent.id,
+                role=item.role,
+                name=item.name,
+                otid=item.otid,
+                content=[TextContent(text=item.text)],
+                **fields,
+            )
+        )
+    with rt.db.transaction() as conn:
+        agent = get_agent(conn, org, agent_id)
+        stored = messages.insert(conn, stamped)
+        if any(
+            m.agent_id != agent.id for m in messages.get_many(conn, org, [m.id for m in stored])
+        ):
+            raise ConflictError("messages.id: an id belongs to another agent's message")
+        if req.add_to_context:
+            if not agents.lease_free(conn, org, agent.id):
+                raise ConflictError("The agent is running: add to its context when the run ends")
+            new_ids = [m.id for m in stored if m.id not in agent.message_ids]
+            agents.update(
+                conn,
+                agent.model_copy(update={"message_ids": [*agent.message_ids, *new_ids]}),
+                expected_version=agent.version,
+            )
+        rows = messages.get_many(conn, org, [m.id for m in stored])
+    try:
+        rt.queue.publish(embed_command(org, agent.id, f"capture:{agent.id}:{rows[0].id}"))
+    except Exception:  # stored already; the sweeper's backfill embeds them later
+        logger.warning("could not queue embeddings for captured messages", exc_info=True)
+    return http.json_reply(200, letta.expand(rows))

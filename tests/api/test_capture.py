@@ -50,7 +50,7 @@ def test_capture_to_recall_only_is_idempotent_and_searchable(stack: Stack) -> No
         reply = client.post(
             f"/v1/agents/{agent['id']}/messages", json={"input": "when is the launch?"}
         ).json()
-    found = [m for m in reply["messages"] if m["message_type"] == "tool_return_message"][0]
+    found = next(m for m in reply["messages"] if m["message_type"] == "tool_return_message")
     assert "ninth of March" in found["tool_return"] and '"hybrid"' in found["tool_return"]
 
 

@@ -10,7 +10,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Cairn needs Python 3.11+, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	@# torch first, pinned, so pip takes the CPU build instead of fetching CUDA wheels
+	$(PY) -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev,local]"
 	@touch $(STAMP)
 
 # The local stack: embedded Postgres (data under .cairn/), migrations, API on 127.0.0.1:8283.

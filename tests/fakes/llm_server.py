@@ -62,6 +62,7 @@ class FakeLLM:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self.models: list[str] = ["gpt-fake-mini", "gpt-fake-large"]
+        self.embedding_requests: list[dict[str, Any]] = []
         self._queue: deque[Reply] = deque()
         self._rules: list[tuple[Callable[[Recorded], bool], Reply | Answer]] = []
         self._ids = itertools.count(1)
@@ -199,6 +200,25 @@ def anthropic_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[st
     }
 
 
+def embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's embeddings answer, with deterministic vectors (word hashing, unit length)."""
+    from cairn.embeddings.base import HashEmbedder
+
+    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+    vectors = HashEmbedder(int(body.get("dimensions") or 1536)).embed(texts)
+    return {
+        "object": "list",
+        "model": body.get("model", "fake"),
+        "data": [
+            {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+        ],
+        "usage": {
+            "prompt_tokens": sum(len(t) // 4 for t in texts),
+            "total_tokens": sum(len(t) // 4 for t in texts),
+        },
+    }
+
+
 def openai_stream(full: dict[str, Any]) -> Iterator[dict[str, Any]]:
     message = full["choices"][0]["message"]
     base = {k: full[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
@@ -306,6 +326,10 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path.rstrip("/").endswith("/embeddings"):
+                fake.embedding_requests.append(body)
+                self._send_json(200, embeddings_body(body))
+                return
             provider = "anthropic" if self.path.rstrip("/").endswith("/messages") else "openai"
             recorded = Recorded(provider, self.path, body, dict(self.headers.items()))
             reply = fake._answer(recorded)

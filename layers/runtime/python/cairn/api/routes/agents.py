@@ -15,6 +15,7 @@ from cairn.domain.agents import Agent, check_timezone
 from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block
 from cairn.domain.runs import Run
+from cairn.embeddings.providers import default_config
 from cairn.engine.agents import provision_agent
 from cairn.engine.prompt import CHARS_PER_TOKEN, context_estimate
 from cairn.engine.state import load
@@ -86,8 +87,12 @@ def create_agent() -> Response[Any]:
         )
     else:
         raise InvalidArgumentError("Must specify either model or llm_config in request")
+    # Pinned at creation: vectors of one agent must keep one size even if the server's
+    # default changes later (a key added, the local model installed).
     embedding = req.embedding_config or (
-        resolve_embedding(req.embedding, rt.settings) if req.embedding else None
+        resolve_embedding(req.embedding, rt.settings)
+        if req.embedding
+        else default_config(rt.settings)
     )
     try:
         check_timezone(req.timezone)

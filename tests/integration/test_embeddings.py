@@ -1,0 +1,49 @@
+"""Embedding providers: the local MiniLM model, OpenAI's API (fake server), the defaults."""
+
+from __future__ import annotations
+
+import math
+
+from cairn.config import Settings
+from cairn.domain.configs import EmbeddingConfig
+from cairn.embeddings.base import HashEmbedder
+from cairn.embeddings.providers import MiniLMEmbedder, default_config, embedder_for
+from tests.fakes.llm_server import FakeLLM
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (
+        math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    )
+
+
+def test_local_minilm_puts_similar_meanings_close() -> None:
+    config = default_config(Settings())  # no key: the local model, installed by make dev/test
+    assert (config.embedding_endpoint_type, config.embedding_dim) == ("local", 384)
+    model = embedder_for(config, Settings())
+    assert isinstance(model, MiniLMEmbedder)
+    tea, drinks, train = model.embed(
+        ["Ada loves green tea", "Ada enjoys drinking tea", "The train to Paris leaves at nine"]
+    )
+    assert len(tea) == 384 and cosine(tea, drinks) > cosine(tea, train) + 0.3
+
+
+def test_openai_embeddings_batch_and_ask_for_their_dimensions() -> None:
+    with FakeLLM() as fake:
+        settings = Settings(openai_api_key="sk", openai_base_url=f"{fake.base_url}/v1")
+        config = EmbeddingConfig(
+            embedding_model="text-embedding-3-small",
+            embedding_dim=512,
+            embedding_endpoint_type="openai",
+            batch_size=2,
+        )
+        vectors = embedder_for(config, settings).embed([f"text {n}" for n in range(5)])
+    assert [len(r["input"]) for r in fake.embedding_requests] == [2, 2, 1]
+    assert {r["dimensions"] for r in fake.embedding_requests} == {512}
+    assert len(vectors) == 5 and all(len(v) == 512 for v in vectors)
+    assert vectors[3] == HashEmbedder(512).embed(["text 3"])[0]  # order kept across batches
+
+
+def test_a_key_makes_openai_the_default() -> None:
+    config = default_config(Settings(openai_api_key="sk"))
+    assert config.embedding_model == "text-embedding-3-small" and config.embedding_dim == 1536

@@ -1,0 +1,195 @@
+"""Archival and recall search at scale: 100k passages and 100k messages, 384 dimensions.
+
+Prints p50/p99 latency of archival search (no filter, a 10% tag, a 1% tag) and of hybrid
+recall search, recall@10 of the HNSW index against exact search, and index build time and
+size. Vectors are clustered at random (numpy), texts drawn from a small vocabulary.
+
+    .venv/bin/python bench/search.py [--rows 100000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cairn.domain import Agent, LLMConfig, Organization  # noqa: E402
+from cairn.domain.passages import Archive  # noqa: E402
+from cairn.local.postgres import start_embedded  # noqa: E402
+from cairn.store import Database, agents, apply_migrations, archives, tenancy  # noqa: E402
+from cairn.store.search import hybrid_messages, search_passages  # noqa: E402
+
+DIM = 384
+WORDS = [
+    "tea", "coffee", "train", "paris", "launch", "report", "budget", "garden", "music",
+    "river", "mountain", "doctor", "birthday", "recipe", "meeting", "travel", "weather",
+    "invoice", "holiday", "project",
+]  # fmt: skip
+
+
+def vec_text(v: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.5f}" for x in v) + "]"
+
+
+def clustered(rng: np.random.Generator, n: int, clusters: int = 200) -> np.ndarray:
+    centres = rng.normal(size=(clusters, DIM))
+    points = centres[rng.integers(0, clusters, n)] + 0.35 * rng.normal(size=(n, DIM))
+    return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def pct(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def timed(fn, runs: list):  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    out = fn()
+    runs.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        dsn, server = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
+        apply_migrations(dsn)
+        db = Database(dsn, max_size=2)
+        with db.transaction() as conn:
+            org = tenancy.create_organization(conn, Organization(name="bench"))
+            agent = agents.create(
+                conn, Agent(organization_id=org.id, name="bench", llm_config=LLMConfig(model="m"))
+            )
+            archive = archives.create_archive(conn, Archive(organization_id=org.id, name="a"))
+            archives.attach_archive(conn, org.id, archive.id, agent.id)
+
+        passages = clustered(rng, args.rows)
+        messages = clustered(rng, args.rows)
+        words = rng.integers(0, len(WORDS), size=(args.rows, 6))
+        tag_draw = rng.random(args.rows)
+        print(f"loading {args.rows} passages and {args.rows} messages ({DIM} dimensions)...")
+        with db.connection() as conn:
+            conn.execute("DROP INDEX passages_embedding_384")
+            conn.execute("DROP INDEX messages_embedding_384")
+            with conn.cursor().copy(
+                "COPY passages (id, organization_id, archive_id, text, content_hash, embedding,"
+                " tags, created_at) FROM STDIN"
+            ) as copy:
+                for i in range(args.rows):
+                    tags = (
+                        "{rare,common}"
+                        if tag_draw[i] < 0.01
+                        else ("{common}" if tag_draw[i] < 0.10 else "{}")
+                    )
+                    text = " ".join(WORDS[w] for w in words[i]) + f" #{i}"
+                    copy.write_row(
+                        (
+                            f"passage-{uuid.uuid4()}",
+                            org.id,
+                            archive.id,
+                            text,
+                            f"h{i}",
+                            vec_text(passages[i]),
+                            tags,
+                            "2026-01-01T00:00:00Z",
+                        )
+                    )
+            with conn.cursor().copy(
+                "COPY messages (id, organization_id, agent_id, role, content, search_text,"
+                " embedding, created_at) FROM STDIN"
+            ) as copy:
+                for i in range(args.rows):
+                    text = " ".join(WORDS[w] for w in words[(i * 7) % args.rows])
+                    copy.write_row(
+                        (
+                            f"message-{uuid.uuid4()}",
+                            org.id,
+                            agent.id,
+                            "user" if i % 2 else "assistant",
+                            "[]",
+                            text,
+                            vec_text(messages[i]),
+                            "2026-01-01T00:00:00Z",
+                        )
+                    )
+            conn.execute("SET maintenance_work_mem = '1GB'")
+            builds = {}
+            for table in ("passages", "messages"):
+                started = time.perf_counter()
+                conn.execute(
+                    f"CREATE INDEX {table}_embedding_384 ON {table} USING hnsw "
+                    f"((embedding::vector(384)) vector_cosine_ops) "
+                    f"WHERE vector_dims(embedding) = 384"
+                )
+                size = conn.execute(
+                    f"SELECT pg_relation_size('{table}_embedding_384') AS b"
+                ).fetchone()["b"]
+                builds[table] = (time.perf_counter() - started, size / 2**20)
+            conn.execute("ANALYZE passages")
+            conn.execute("ANALYZE messages")
+
+        queries = clustered(rng, args.queries)
+        results: dict[str, list[float]] = {}
+        recalls = []
+        with db.connection() as conn:
+            for label, tags in (
+                ("archival, no filter", None),
+                ("archival, 10% tag", ["common"]),
+                ("archival, 1% tag", ["rare"]),
+            ):
+                runs: list[float] = []
+                for q in queries:
+                    found = timed(
+                        lambda q=q, tags=tags: search_passages(
+                            conn, org.id, archive.id, q.tolist(), tags=tags, limit=10
+                        ),
+                        runs,
+                    )
+                    assert len(found) == 10, (label, len(found))
+                    if tags is None and len(recalls) < 50:
+                        with conn.transaction():
+                            conn.execute("SET LOCAL enable_indexscan = off")
+                            exact = conn.execute(
+                                "SELECT id FROM passages WHERE vector_dims(embedding) = 384 "
+                                "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 10",
+                                (vec_text(q),),
+                            ).fetchall()
+                        truth = {r["id"] for r in exact}
+                        recalls.append(len(truth & {p.id for p, _ in found}) / 10)
+                results[label] = runs
+            runs = []
+            for n, q in enumerate(queries):
+                text = f"{WORDS[n % len(WORDS)]} {WORDS[(n * 3) % len(WORDS)]}"
+                timed(
+                    lambda q=q, text=text: hybrid_messages(
+                        conn, org.id, agent.id, text, q.tolist(), limit=10
+                    ),
+                    runs,
+                )
+            results["recall (hybrid: full text + vector, RRF)"] = runs
+        print(f"\n{'search':44s} {'p50 ms':>8s} {'p99 ms':>8s}")
+        for label, runs in results.items():
+            print(f"{label:44s} {statistics.median(runs):8.2f} {pct(runs, 0.99):8.2f}")
+        print(f"\nrecall@10 of HNSW vs exact (no filter): {statistics.mean(recalls):.3f}")
+        for table, (seconds, mib) in builds.items():
+            print(f"HNSW build, {table}: {seconds:.1f} s, {mib:.0f} MiB")
+        db.close()
+        server.cleanup()  # type: ignore[attr-defined]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -209,3 +209,20 @@ def test_model_handles_resolve_against_a_compatible_server(stack: Stack) -> None
         assert agent["llm_config"]["model_endpoint"] == f"{stack.fake.base_url}/v1"
         assert agent["model"] == "openai/gpt-fake-mini"
         assert client.post("/v1/agents/", json={"model": "gpt-no-provider"}).status_code == 400
+
+
+def test_archival_list_pages_and_delete(stack: Stack) -> None:
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        path = f"/v1/agents/{agent['id']}/archival-memory"
+        made = [client.post(path, json={"text": f"fact {n}"}).json()[0] for n in range(3)]
+        again = client.post(path, json={"text": "fact 1"}).json()[0]
+        assert again["id"] == made[1]["id"]  # an identical text is stored once
+        first = client.get(path, params={"limit": 2}).json()
+        rest = client.get(path, params={"limit": 2, "after": first[-1]["id"]}).json()
+        assert [p["text"] for p in first + rest] == ["fact 0", "fact 1", "fact 2"]
+        assert len(made[0]["embedding"]) == agent["embedding_config"]["embedding_dim"]
+        gone = client.delete(f"{path}/{made[0]['id']}")
+        assert gone.status_code == 200
+        assert client.delete(f"{path}/{made[0]['id']}").status_code == 404
+        assert [p["text"] for p in client.get(path).json()] == ["fact 1", "fact 2"]

@@ -29,21 +29,27 @@ from cairn.store import Database, agents, apply_migrations, archives, tenancy  #
 from cairn.store.search import hybrid_messages, search_passages  # noqa: E402
 
 DIM = 384
-WORDS = [
-    "tea", "coffee", "train", "paris", "launch", "report", "budget", "garden", "music",
-    "river", "mountain", "doctor", "birthday", "recipe", "meeting", "travel", "weather",
-    "invoice", "holiday", "project",
-]  # fmt: skip
 
 
 def vec_text(v: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.5f}" for x in v) + "]"
 
 
-def clustered(rng: np.random.Generator, n: int, clusters: int = 200) -> np.ndarray:
-    centres = rng.normal(size=(clusters, DIM))
-    points = centres[rng.integers(0, clusters, n)] + 0.35 * rng.normal(size=(n, DIM))
+# Real sentence embeddings have a low intrinsic dimension; points drawn from a 24-dimensional
+# latent space, projected to 384 with a little noise, have well-defined nearest neighbours
+# (isotropic 384-dimensional noise would make every distance nearly equal).
+LATENT = 24
+_PROJECTION = np.random.default_rng(11).normal(size=(LATENT, DIM))
+
+
+def clustered(rng: np.random.Generator, n: int) -> np.ndarray:
+    points = rng.normal(size=(n, LATENT)) @ _PROJECTION + 0.5 * rng.normal(size=(n, DIM))
     return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def vocabulary(rng: np.random.Generator, size: int = 5000) -> list[str]:
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return ["".join(rng.choice(letters, rng.integers(4, 9))) for _ in range(size)]
 
 
 def pct(values: list[float], share: float) -> float:
@@ -78,7 +84,9 @@ def main() -> int:
 
         passages = clustered(rng, args.rows)
         messages = clustered(rng, args.rows)
-        words = rng.integers(0, len(WORDS), size=(args.rows, 6))
+        vocab = vocabulary(rng)
+        # Zipf-distributed words, as in natural text: a few common, most rare.
+        words = np.minimum(rng.zipf(1.3, size=(args.rows, 12)) - 1, len(vocab) - 1)
         tag_draw = rng.random(args.rows)
         print(f"loading {args.rows} passages and {args.rows} messages ({DIM} dimensions)...")
         with db.connection() as conn:
@@ -94,7 +102,7 @@ def main() -> int:
                         if tag_draw[i] < 0.01
                         else ("{common}" if tag_draw[i] < 0.10 else "{}")
                     )
-                    text = " ".join(WORDS[w] for w in words[i]) + f" #{i}"
+                    text = " ".join(vocab[w] for w in words[i]) + f" #{i}"
                     copy.write_row(
                         (
                             f"passage-{uuid.uuid4()}",
@@ -112,7 +120,7 @@ def main() -> int:
                 " embedding, created_at) FROM STDIN"
             ) as copy:
                 for i in range(args.rows):
-                    text = " ".join(WORDS[w] for w in words[(i * 7) % args.rows])
+                    text = " ".join(vocab[w] for w in words[(i * 7) % args.rows])
                     copy.write_row(
                         (
                             f"message-{uuid.uuid4()}",
@@ -172,7 +180,7 @@ def main() -> int:
                 results[label] = runs
             runs = []
             for n, q in enumerate(queries):
-                text = f"{WORDS[n % len(WORDS)]} {WORDS[(n * 3) % len(WORDS)]}"
+                text = f"{vocab[(n * 13) % 400]} {vocab[(n * 7) % 1500]}"
                 timed(
                     lambda q=q, text=text: hybrid_messages(
                         conn, org.id, agent.id, text, q.tolist(), limit=10

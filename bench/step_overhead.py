@@ -36,6 +36,13 @@ from cairn.orchestration.runtime import build_runtime, use_runtime  # noqa: E402
 from cairn.store import Database, apply_migrations, runs, tenancy  # noqa: E402
 
 LLM = {"model": "gpt-bench", "model_endpoint_type": "openai", "context_window": 128_000}
+# Message embeddings are queued work that runs in its own invocation on AWS; here it would
+# share the process (and the GIL) with the API, so the bench uses the instant hash embedder.
+EMBEDDING = {
+    "embedding_model": "cairn-hash",
+    "embedding_endpoint_type": "hash",
+    "embedding_dim": 384,
+}
 
 
 class Counter:
@@ -148,7 +155,9 @@ def main() -> int:
         headers = {"Authorization": f"Bearer {key}"}
         with httpx.Client(base_url=f"http://{host!s}:{port}", headers=headers, timeout=30) as c:
             agent_ids = [
-                c.post("/v1/agents/", json={"llm_config": LLM}).json()["id"]
+                c.post(
+                    "/v1/agents/", json={"llm_config": LLM, "embedding_config": EMBEDDING}
+                ).json()["id"]
                 for _ in range(args.agents)
             ]
             agent = {"id": agent_ids[0]}

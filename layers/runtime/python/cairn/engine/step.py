@@ -51,9 +51,9 @@ from cairn.llm.clients import LLMClient, client_for
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
-from cairn.store import agents, messages, runs
+from cairn.store import agents, runs
 from cairn.store.claim import claim
-from cairn.store.db import Connection, Database
+from cairn.store.db import Database
 from cairn.store.rows import to_params
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
@@ -308,13 +308,6 @@ class Engine:
         )
         with self.db.connection() as conn:
             runs.journal(conn, entry)
-
-
-def conn_messages_tail(conn: Connection, org_id: str, message_ids: list[str]) -> Message | None:
-    if not message_ids:
-        return None
-    found = messages.get_many(conn, org_id, message_ids[-1:])
-    return found[0] if found else None
 
 
 def _pending_approval(last: Message | None) -> Message | None:

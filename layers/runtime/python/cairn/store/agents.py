@@ -47,20 +47,6 @@ RETURNING *
 SELECT_AGENT = "SELECT * FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
 # Serialises writers of one agent inside a transaction (history capture, checkpoints).
 LOCK_AGENT = SELECT_AGENT + " FOR UPDATE"
-# Runs take the agent in the order they were created: a run may not start while an older
-# one of the same agent is still waiting, so messages are answered in arrival order.
-ACQUIRE_LEASE = """
-UPDATE agents a
-SET lease_run_id = %(run)s, lease_expires_at = now() + make_interval(secs => %(ttl)s)
-WHERE a.organization_id = %(org)s AND a.id = %(id)s
-  AND (a.lease_run_id IS NULL OR a.lease_run_id = %(run)s OR a.lease_expires_at < now())
-  AND (a.lease_run_id = %(run)s OR NOT EXISTS (
-      SELECT 1 FROM runs older, runs mine
-      WHERE mine.id = %(run)s AND older.agent_id = a.id AND older.id <> mine.id
-        AND older.status IN ('created', 'running')
-        AND (older.created_at, older.id) < (mine.created_at, mine.id)))
-RETURNING lease_run_id
-"""
 RELEASE_LEASE = """
 UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
 WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
@@ -98,14 +84,6 @@ def update(conn: Connection, agent: Agent, *, expected_version: int) -> Agent:
             f"Agent {agent.id} changed since version {expected_version} was read"
         )
     return Agent.model_validate(row)
-
-
-def acquire_lease(
-    conn: Connection, org_id: str, agent_id: str, run_id: str, *, ttl_seconds: float
-) -> bool:
-    """Take (or renew) the agent for `run_id`; False while another live run holds it."""
-    params = {"org": org_id, "id": agent_id, "run": run_id, "ttl": ttl_seconds}
-    return conn.execute(ACQUIRE_LEASE, params).fetchone() is not None
 
 
 LEASE_FREE = """

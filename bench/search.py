@@ -71,7 +71,12 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--explain", action="store_true", help="print one query's plan")
+    parser.add_argument("--ef-search", type=int, default=None, help="override hnsw.ef_search")
     args = parser.parse_args()
+    if args.ef_search:
+        import cairn.store.search as search_module
+
+        search_module.EF_SEARCH = args.ef_search
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         dsn, server = start_embedded(Path(tmp) / "pgdata", cleanup="delete")

@@ -22,7 +22,9 @@ from cairn.store.messages import MESSAGE_COLUMNS
 RRF_K = 60
 # Candidates each half of a hybrid search contributes before fusion.
 CANDIDATES_PER_RESULT = 4
-EF_SEARCH = 100
+# bench/search.py, 100k rows of 384 dimensions: ef_search 64 gives recall@10 0.970 at
+# 3.6 ms p50; 100 gives 0.988 at 5.7 ms. Iterative scans extend it when filters need more.
+EF_SEARCH = 64
 # vector indexes only go to 2,000 dimensions; larger embeddings are indexed as halfvec.
 _HALFVEC_ABOVE = 2000
 

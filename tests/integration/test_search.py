@@ -195,3 +195,71 @@ def test_the_sweeper_backfills_messages_left_without_embeddings(
     assert backfill(engine) >= 2
     with db.connection() as conn:
         assert messages.to_embed(conn, org.id, agent.id, 10) == []
+
+
+def test_an_archival_insert_refreshes_the_memory_metadata(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    agent = make_agent(db, org, tool_names=["archival_memory_insert"])
+    engine = engine_for(db, fake)
+    fake.reply("", call("archival_memory_insert", content="Ada takes tea at five", tags=["habits"]))
+    fake.reply("done")
+    send(engine, agent, "remember")
+    with db.connection() as conn:
+        from cairn.store import agents
+
+        fresh = agents.get(conn, org.id, agent.id)
+        assert fresh is not None
+        system = messages.get(conn, org.id, fresh.message_ids[0])
+    assert system is not None
+    assert "- 1 total memories you created are stored in archival memory" in system.text
+    assert "- Available archival memory tags: habits" in system.text
+    # and the next request already showed it to the model
+    assert (
+        "Available archival memory tags: habits" in fake.requests[1].body["messages"][0]["content"]
+    )
+
+
+def test_embeddings_of_different_sizes_coexist(db: Database, org: Organization) -> None:
+    small, large = HashEmbedder(384), HashEmbedder(1536)
+    agent = make_agent(db, org)
+    with db.transaction() as conn:
+        archive = archives.create_archive(conn, Archive(organization_id=org.id, name="mixed"))
+        archives.attach_archive(conn, org.id, archive.id, agent.id)
+        for text, model in (("tea at five", small), ("tea at six", large)):
+            archives.insert_passage(
+                conn,
+                Passage(
+                    organization_id=org.id,
+                    archive_id=archive.id,
+                    text=text,
+                    embedding=model.embed([text])[0],
+                ),
+            )
+    with db.connection() as conn:
+        by_small = archival(
+            conn,
+            agent,
+            archive,
+            "tea",
+            small,
+            tags=None,
+            match_all=False,
+            start=None,
+            end=None,
+            limit=5,
+        )
+        by_large = archival(
+            conn,
+            agent,
+            archive,
+            "tea",
+            large,
+            tags=None,
+            match_all=False,
+            start=None,
+            end=None,
+            limit=5,
+        )
+    assert [r["content"] for r in by_small] == ["tea at five"]
+    assert [r["content"] for r in by_large] == ["tea at six"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -692,6 +692,19 @@ class _Turn:
         cp.run = cp.run.model_copy(update={"error": error})
         return cp
 
+    def after_archival_insert(self, ctx: StepToolContext, memory: CoreMemory | None) -> Message:
+        state = self.state
+        tags = sorted({*state.archival_tags, *(t for p in ctx.new_passages for t in p.tags)})
+        counted = replace(
+            state,
+            archival_count=state.archival_count + len(ctx.new_passages),
+            archival_tags=tags,
+        )
+        blocks = list(memory.blocks.values()) if memory else state.blocks
+        rebuilt = refreshed_system(counted, blocks, self.solver, now=self.now, force=True)
+        assert rebuilt is not None
+        return rebuilt
+
     def checkpoint(
         self,
         *,
@@ -732,6 +745,9 @@ class _Turn:
         )
         new = self.new if new is None else new
         created, updated, deleted = memory.changes() if memory else ([], [], [])
+        if ctx is not None and ctx.new_passages:
+            # An archival insert refreshes <memory_metadata> (its count and tags), as in Letta.
+            system = self.after_archival_insert(ctx, memory)
         step = self.step.model_copy(
             update={"completed_at": self.engine._clock(), "kind": self.step.kind}
         )

@@ -226,3 +226,36 @@ def test_archival_list_pages_and_delete(stack: Stack) -> None:
         assert gone.status_code == 200
         assert client.delete(f"{path}/{made[0]['id']}").status_code == 404
         assert [p["text"] for p in client.get(path).json()] == ["fact 1", "fact 2"]
+
+
+def test_enable_sleeptime_builds_the_group_and_its_agent(stack: Stack) -> None:
+    with http(stack) as client:
+        primary = client.post(
+            "/v1/agents/",
+            json={
+                "name": "sam",
+                "llm_config": LLM,
+                "enable_sleeptime": True,
+                "memory_blocks": [{"label": "human", "value": "Ada"}],
+            },
+        ).json()
+        group = primary["multi_agent_group"]
+        assert group["manager_type"] == "sleeptime" and group["manager_agent_id"] == primary["id"]
+        assert group["sleeptime_agent_frequency"] == 5 and group["turns_counter"] == -1
+        assert {t["name"] for t in primary["tools"]} == {
+            "conversation_search",
+            "archival_memory_search",
+        }
+        helper = client.get(f"/v1/agents/{group['agent_ids'][0]}").json()
+        assert helper["name"] == "sam-sleeptime" and helper["agent_type"] == "sleeptime_agent"
+        assert {t["name"] for t in helper["tools"]} == {
+            "memory_replace",
+            "memory_insert",
+            "memory_rethink",
+            "memory_finish_edits",
+        }
+        shared = {b["id"] for b in primary["blocks"]}
+        assert shared < {b["id"] for b in helper["blocks"]}  # the same blocks, plus its own
+        assert "memory_persona" in {b["label"] for b in helper["blocks"]}
+        assert client.delete(f"/v1/agents/{primary['id']}").status_code == 200
+        assert client.get(f"/v1/agents/{helper['id']}").status_code == 404

@@ -12,6 +12,7 @@ from typing import Any
 
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
+from cairn.domain.groups import Group
 from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
 from cairn.domain.passages import Passage
 from cairn.domain.runs import Run, Step
@@ -269,3 +270,8 @@ def passage_json(passage: Passage) -> dict[str, Any]:
         "source_id": None,
         "created_at": iso(passage.created_at),
     }
+
+
+def group_json(group: Group) -> dict[str, Any]:
+    data = group.model_dump(mode="json", exclude={"organization_id"})
+    return data | {"created_at": iso(group.created_at), "updated_at": iso(group.updated_at)}

@@ -18,10 +18,11 @@ from cairn.domain.runs import Run
 from cairn.embeddings.providers import default_config
 from cairn.engine.agents import provision_agent
 from cairn.engine.prompt import CHARS_PER_TOKEN, context_estimate
+from cairn.engine.sleeptime import delete_with_helpers, provision_sleeptime
 from cairn.engine.state import load
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.memory.render import render_memory_section
-from cairn.store import agents, archives, blocks, runs, tools
+from cairn.store import agents, archives, blocks, groups, runs, tools
 from cairn.store.db import Connection
 from cairn.tools.rules import ToolRulesSolver
 
@@ -54,14 +55,16 @@ def get_agent(conn: Connection, org: str, agent_id: str) -> Agent:
 
 def agent_state(conn: Connection, agent: Agent, *, relations: bool = True) -> dict[str, Any]:
     org = agent.organization_id
+    group = groups.managed_by(conn, org, agent.id) if agent.enable_sleeptime else None
+    extra = {"multi_agent_group": letta.group_json(group)} if group is not None else {}
     if not relations:
-        data = letta.agent_json(agent)
-        return data | {"tags": []}
-    return letta.agent_json(
+        return letta.agent_json(agent) | {"tags": []} | extra
+    data = letta.agent_json(
         agent,
         blocks=blocks.for_agent(conn, org, agent.id),
         tools=tools.for_agent(conn, org, agent.id),
     )
+    return data | extra
 
 
 def _relations_wanted() -> bool:
@@ -154,6 +157,8 @@ def create_agent() -> Response[Any]:
         existing_blocks=existing,
         now=utc_now(),
     )
+    if created.enable_sleeptime:
+        provision_sleeptime(rt.db, created, now=utc_now())
     with rt.db.connection() as conn:
         return http.json_reply(200, agent_state(conn, created))
 
@@ -251,9 +256,11 @@ def _replace_blocks(conn: Connection, org: str, agent_id: str, block_ids: list[s
 
 @router.delete("/agents/<agent_id>")
 def delete_agent(agent_id: str) -> Response[Any]:
-    with http.rt().db.transaction() as conn:
+    rt = http.rt()
+    with rt.db.connection() as conn:
         agent = get_agent(conn, http.org_id(), agent_id)
-        agents.delete(conn, agent.organization_id, agent.id)
+    # A primary's sleeptime group and agents go with it, as in Letta.
+    delete_with_helpers(rt.db, agent.organization_id, agent.id)
     return http.json_reply(200, {"message": f"Agent id={agent_id} successfully deleted"})
 
 

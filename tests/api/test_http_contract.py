@@ -259,3 +259,23 @@ def test_enable_sleeptime_builds_the_group_and_its_agent(stack: Stack) -> None:
         assert "memory_persona" in {b["label"] for b in helper["blocks"]}
         assert client.delete(f"/v1/agents/{primary['id']}").status_code == 200
         assert client.get(f"/v1/agents/{helper['id']}").status_code == 404
+
+
+def test_a_sleeptime_group_is_read_and_its_frequency_changed(stack: Stack) -> None:
+    with http(stack) as client:
+        primary = client.post(
+            "/v1/agents/", json={"llm_config": LLM, "enable_sleeptime": True}
+        ).json()
+        group_id = primary["multi_agent_group"]["id"]
+        changed = client.patch(
+            f"/v1/groups/{group_id}",
+            json={"manager_config": {"manager_type": "sleeptime", "sleeptime_agent_frequency": 2}},
+        )
+        assert changed.status_code == 200 and changed.json()["sleeptime_agent_frequency"] == 2
+        assert client.get(f"/v1/groups/{group_id}").json()["sleeptime_agent_frequency"] == 2
+        wrong = client.patch(
+            f"/v1/groups/{group_id}", json={"manager_config": {"manager_type": "round_robin"}}
+        )
+        assert wrong.status_code == 422
+        missing = "group-00000000-0000-4000-8000-000000000000"
+        assert client.get(f"/v1/groups/{missing}").status_code == 404

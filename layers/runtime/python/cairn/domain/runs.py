@@ -35,6 +35,12 @@ class Usage(BaseModel):
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
 
+    def plus_step(self, tokens: BaseModel | None) -> Usage:
+        """This usage with one more step and its token counts (any model with those fields)."""
+        counts = tokens.model_dump() if tokens is not None else {}
+        added = {k: getattr(self, k) + int(counts.get(k, 0)) for k in type(self).model_fields}
+        return Usage.model_validate(added | {"step_count": self.step_count + 1})
+
 
 class Run(DomainModel):
     id: RunId = Field(default_factory=lambda: new_id("run"))
@@ -111,3 +117,17 @@ class OutboxCommand(DomainModel):
     sent_at: datetime | None = None
     attempts: int = 0
     last_error: str | None = None
+
+
+def embed_command(
+    organization_id: str, agent_id: str, dedup_key: str, run_id: str | None = None
+) -> OutboxCommand:
+    """The queued job that embeds an agent's messages stored without an embedding."""
+    return OutboxCommand(
+        organization_id=organization_id,
+        agent_id=agent_id,
+        run_id=run_id,
+        kind="embed",
+        payload={"kind": "embed", "organization_id": organization_id, "agent_id": agent_id},
+        dedup_key=dedup_key,
+    )

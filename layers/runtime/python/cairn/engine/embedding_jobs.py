@@ -7,21 +7,10 @@ embedding only where none exists yet makes both idempotent.
 
 from __future__ import annotations
 
-from cairn.domain.runs import OutboxCommand
 from cairn.engine.step import Engine
 from cairn.store import agents, messages
 
 BATCH = 128
-
-
-def embed_command(org_id: str, agent_id: str, dedup_key: str) -> OutboxCommand:
-    return OutboxCommand(
-        organization_id=org_id,
-        agent_id=agent_id,
-        kind="embed",
-        payload={"kind": "embed", "organization_id": org_id, "agent_id": agent_id},
-        dedup_key=dedup_key,
-    )
 
 
 def embed_agent(engine: Engine, org_id: str, agent_id: str, *, max_batches: int = 20) -> int:

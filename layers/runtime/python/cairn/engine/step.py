@@ -29,7 +29,7 @@ from cairn.domain.runs import (
     Run,
     Step,
     StepKind,
-    Usage,
+    embed_command,
     run_status_for,
 )
 from cairn.embeddings import providers
@@ -228,13 +228,8 @@ class Engine:
             cp = turn.llm_step()
         faults.reached("before_commit")
         if any(m.search_text() for m in cp.new_messages):
-            cp.embed_command = OutboxCommand(
-                organization_id=org_id,
-                agent_id=cp.agent.id,
-                run_id=run_id,
-                kind="embed",
-                payload={"kind": "embed", "organization_id": org_id, "agent_id": cp.agent.id},
-                dedup_key=f"{run_id}:{step_index}:embed",
+            cp.embed_command = embed_command(
+                org_id, cp.agent.id, f"{run_id}:{step_index}:embed", run_id=run_id
             )
         try:
             command, embed = commit(self.db, cp, now=self._clock())
@@ -719,24 +714,13 @@ class _Turn:
         new: list[Message] | None = None,
     ) -> Checkpoint:
         state, run = self.state, self.state.run
-        total = run.usage.model_copy()
-        if usage is not None:
-            for name in (
-                "prompt_tokens",
-                "completion_tokens",
-                "total_tokens",
-                "cached_input_tokens",
-                "cache_write_tokens",
-                "reasoning_tokens",
-            ):
-                setattr(total, name, getattr(total, name) + getattr(usage.usage, name))
-        total.step_count += 1
+        total = run.usage.plus_step(usage.usage if usage is not None else None)
         ended = status in TERMINAL_RUN_STATUSES
         updated_run = run.model_copy(
             update={
                 "status": status,
                 "stop_reason": stop_reason,
-                "usage": Usage.model_validate(total),
+                "usage": total,
                 "completed_at": self.now if ended else None,
                 "total_duration_ns": int((self.now - run.created_at).total_seconds() * 1e9)
                 if ended

@@ -15,8 +15,7 @@ from cairn.api.routes.agents import agent_state, get_agent
 from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
 from cairn.domain.messages import ApprovalDecision, Message, TextContent
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
-from cairn.engine.embedding_jobs import embed_command
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, embed_command
 from cairn.errors import ConflictError, UnprocessableError
 from cairn.memory.initial import initial_messages
 from cairn.memory.render import MemoryMetadata, compile_system_message, render_memory_section

@@ -104,7 +104,7 @@ def engine_trips(rt, org_id, agent_id, counter, n=50):  # type: ignore[no-untype
             role="user",
             content=[TextContent(text=f"engine {i}")],
         )
-        run, _ = rt.engine.start_run(org_id, agent_id, [msg])
+        run, _, _ = rt.engine.start_run(org_id, agent_id, [msg])
         index = 0
         while True:
             mark = counter.round_trips

@@ -61,7 +61,7 @@ def stack(db: Database) -> Iterator[Stack]:
         finally:
             server.shutdown()
             server.server_close()
-            if isinstance(rt.queue, InlineStepQueue):
-                rt.queue.close()
+            if isinstance(rt.queue.steps, InlineStepQueue):
+                rt.queue.steps.close()
             use_runtime(None)
             sending.pause = time.sleep

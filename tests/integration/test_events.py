@@ -45,8 +45,8 @@ def test_api_sample_events_answer_without_a_server_error(db: Database, path: Pat
         event = substitute(path.read_text(), {"CAIRN_API_KEY": key, "AGENT_ID": agent.id})
         response = invoke("api", event)
     finally:
-        assert isinstance(rt.queue, InlineStepQueue)
-        rt.queue.close()
+        assert isinstance(rt.queue.steps, InlineStepQueue)
+        rt.queue.steps.close()
         use_runtime(None)
     # sends reach an unreachable model: Letta answers 502, never 500
     assert response["statusCode"] in (200, 404, 409, 422, 502), response["body"]

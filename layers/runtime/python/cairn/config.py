@@ -22,6 +22,9 @@ class Settings(BaseModel):
     data_dir: Path = Path(".cairn")
     # The SQS FIFO step queue; unset runs steps on a worker thread inside the process.
     step_queue_url: str | None = None
+    # The approval and sleeptime state machines (unset: in-process stand-ins, no timeout).
+    approval_state_machine_arn: str | None = None
+    sleeptime_state_machine_arn: str | None = None
     # How long a synchronous send waits for its run before answering with the run to poll;
     # API Gateway cuts HTTP API integrations at 30 s.
     sync_budget_seconds: float = Field(default=25.0, gt=0)
@@ -51,6 +54,8 @@ class Settings(BaseModel):
             "api_key": "CAIRN_API_KEY",
             "data_dir": "CAIRN_DATA_DIR",
             "step_queue_url": "CAIRN_STEP_QUEUE_URL",
+            "approval_state_machine_arn": "CAIRN_APPROVAL_STATE_MACHINE_ARN",
+            "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",

@@ -228,7 +228,15 @@ def agent_json(
 
 def run_json(run: Run) -> dict[str, Any]:
     data = run.model_dump(
-        mode="json", exclude={"organization_id", "usage", "approval_task_token", "error"}
+        mode="json",
+        exclude={
+            "organization_id",
+            "usage",
+            "approval_task_token",
+            "approval_answered_by",
+            "task_token",
+            "error",
+        },
     )
     metadata = dict(run.metadata)
     if run.error:

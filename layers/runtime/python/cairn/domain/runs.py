@@ -59,6 +59,10 @@ class Run(DomainModel):
     callback_error: str | None = None
     # The Step Functions task token of an approval wait, so the approval API can answer it.
     approval_task_token: str | None = None
+    # The run that answered this run's approval request (one answer per request).
+    approval_answered_by: str | None = None
+    # A workflow item waits for this background run: its last step sends the token back.
+    task_token: str | None = None
     ttft_ns: int | None = None
     total_duration_ns: int | None = None
     created_at: datetime = Field(default_factory=utc_now)
@@ -99,7 +103,9 @@ class JournalEntry(DomainModel):
     created_at: datetime = Field(default_factory=utc_now)
 
 
-OutboxKind = Literal["step", "approval_wait", "sleeptime", "embed"]
+# step/embed go to the step queue; approval_wait and sleeptime start workflows; task_result
+# sends a workflow item's token back when its background run ends.
+OutboxKind = Literal["step", "approval_wait", "sleeptime", "embed", "task_result"]
 
 
 class OutboxCommand(DomainModel):
@@ -130,4 +136,40 @@ def embed_command(
         kind="embed",
         payload={"kind": "embed", "organization_id": organization_id, "agent_id": agent_id},
         dedup_key=dedup_key,
+    )
+
+
+def approval_wait_command(run: Run) -> OutboxCommand:
+    """Start the approval workflow of a run that stopped at `requires_approval`."""
+    return OutboxCommand(
+        organization_id=run.organization_id,
+        agent_id=run.agent_id,
+        run_id=run.id,
+        kind="approval_wait",
+        payload={
+            "organization_id": run.organization_id,
+            "agent_id": run.agent_id,
+            "run_id": run.id,
+        },
+        dedup_key=f"{run.id}:approval",
+    )
+
+
+def task_result_command(run: Run) -> OutboxCommand:
+    """Send a workflow item's token back: its background run has ended."""
+    assert run.task_token is not None
+    return OutboxCommand(
+        organization_id=run.organization_id,
+        agent_id=run.agent_id,
+        run_id=run.id,
+        kind="task_result",
+        payload={
+            "task_token": run.task_token,
+            "run_id": run.id,
+            "agent_id": run.agent_id,
+            "status": run.status,
+            "stop_reason": run.stop_reason,
+            "error": run.error,
+        },
+        dedup_key=f"{run.id}:task_result",
     )

@@ -37,8 +37,11 @@ class Checkpoint:
     new_archive: Archive | None = None
     passages: list[Passage] = field(default_factory=list)
     next_command: OutboxCommand | None = None
-    # Embedding the step's searchable messages, published after commit (off the step's path).
-    embed_command: OutboxCommand | None = None
+    # Published after commit besides the continuation: embedding the step's messages (off
+    # the step's path), the approval wait, a workflow item's result.
+    commands: list[OutboxCommand] = field(default_factory=list)
+    # A foreground turn of an agent with sleeptime ended: count it, maybe start the fan-out.
+    sleeptime_turn: bool = False
     context_tokens: int | None = None
     context_tokens_upto: int | None = None
 
@@ -80,6 +83,24 @@ VALUES (%(organization_id)s, %(agent_id)s, %(run_id)s, %(kind)s, %(payload)s, %(
 ON CONFLICT (dedup_key) DO NOTHING
 RETURNING *
 """
+# Letta's counter: (turns + 1) mod frequency, starting at -1, so the first turn triggers.
+SLEEPTIME_TURN = """
+WITH g AS (
+    UPDATE groups SET turns_counter = (turns_counter + 1) %% sleeptime_agent_frequency,
+                      updated_at = now()
+    WHERE organization_id = %(org)s AND manager_agent_id = %(agent_id)s
+      AND manager_type = 'sleeptime' AND sleeptime_agent_frequency IS NOT NULL
+    RETURNING id, turns_counter
+)
+INSERT INTO outbox (organization_id, agent_id, run_id, kind, payload, dedup_key, created_at)
+SELECT %(org)s, %(agent_id)s, %(run_id)s, 'sleeptime',
+       jsonb_build_object('organization_id', %(org)s, 'group_id', g.id,
+                          'agent_id', %(agent_id)s, 'upto_message_id', %(upto)s::text),
+       'sleeptime:' || g.id || ':' || %(run_id)s, %(now)s
+FROM g WHERE g.turns_counter = 0
+ON CONFLICT (dedup_key) DO NOTHING
+RETURNING *
+"""
 RELEASE_IF_ENDED = """
 UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
 WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
@@ -94,8 +115,8 @@ DELETE FROM blocks b WHERE b.organization_id = %(org)s AND b.id = %(id)s
 
 def commit(
     db: Database, cp: Checkpoint, *, now: datetime
-) -> tuple[OutboxCommand | None, OutboxCommand | None]:
-    """Write the checkpoint; returns (continuation, embedding job) to publish once committed.
+) -> tuple[OutboxCommand | None, list[OutboxCommand]]:
+    """Write the checkpoint; returns (continuation, other commands) to publish once committed.
 
     Raises AlreadyCommitted for a duplicate delivery and VersionConflictError when the agent
     or a block changed since the step read it (the caller retries from fresh state).
@@ -128,7 +149,7 @@ def commit(
 
 def _write(
     conn: Connection, cp: Checkpoint, agent: Agent, *, ended: bool, now: datetime
-) -> Callable[[], tuple[OutboxCommand | None, OutboxCommand | None]]:
+) -> Callable[[], tuple[OutboxCommand | None, list[OutboxCommand]]]:
     """Send every statement of the checkpoint; returns what checks and reads their results."""
     org, agent_id, run = cp.agent.organization_id, cp.agent.id, cp.run
     step_row = conn.execute(runs.INSERT_STEP, to_params(cp.step, ("error",)))
@@ -176,12 +197,14 @@ def _write(
     next_row = None
     if cp.next_command is not None and not ended:
         next_row = conn.execute(ADD_NEXT, to_params(cp.next_command, ("payload",)))
-    embed_row = None
-    if cp.embed_command is not None:
-        embed_row = conn.execute(ADD_COMMAND, to_params(cp.embed_command, ("payload",)))
+    command_rows = [conn.execute(ADD_COMMAND, to_params(c, ("payload",))) for c in cp.commands]
+    if cp.sleeptime_turn:
+        upto = cp.message_ids[-1] if cp.message_ids else None
+        params = {"org": org, "agent_id": agent_id, "run_id": run.id, "upto": upto, "now": now}
+        command_rows.append(conn.execute(SLEEPTIME_TURN, params))
     conn.execute(RELEASE_IF_ENDED, {"org": org, "id": agent_id, "run": run.id})
 
-    def check() -> tuple[OutboxCommand | None, OutboxCommand | None]:
+    def check() -> tuple[OutboxCommand | None, list[OutboxCommand]]:
         # A failed check raises before COMMIT is sent: the whole checkpoint rolls back.
         if step_row.fetchone() is None:
             raise AlreadyCommitted(f"{run.id} step {cp.step.step_index}")
@@ -192,10 +215,10 @@ def _write(
             raise VersionConflictError(f"Agent {agent_id} changed since it was read")
         run_row.fetchone()
         found = next_row.fetchone() if next_row is not None else None
-        embed = embed_row.fetchone() if embed_row is not None else None
+        written = [got for rows in command_rows if (got := rows.fetchone()) is not None]
         return (
             None if found is None else OutboxCommand.model_validate(found),
-            None if embed is None else OutboxCommand.model_validate(embed),
+            [OutboxCommand.model_validate(got) for got in written],
         )
 
     return check

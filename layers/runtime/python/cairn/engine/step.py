@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from psycopg.types.json import Jsonb
 
@@ -29,8 +29,10 @@ from cairn.domain.runs import (
     Run,
     Step,
     StepKind,
+    approval_wait_command,
     embed_command,
     run_status_for,
+    task_result_command,
 )
 from cairn.embeddings import providers
 from cairn.embeddings.base import Embedder
@@ -76,12 +78,19 @@ class StepOutcome:
     stop_reason: str | None = None
     run_status: str | None = None
     agent_id: str | None = None
-    embed_command: OutboxCommand | None = None
+    commands: tuple[OutboxCommand, ...] = ()
 
     @property
     def freed_agent(self) -> bool:
         """The run ended here, so runs waiting for its agent can go."""
         return self.status == "committed" and self.run_status in TERMINAL_RUN_STATUSES
+
+
+class StartedRun(NamedTuple):
+    run: Run
+    command: OutboxCommand  # the first step, for the caller to publish or run
+    # An answer to an approval: the token of the workflow waiting for it, to send back.
+    approval_token: str | None = None
 
 
 def step_command(run: Run, step_index: int) -> OutboxCommand:
@@ -134,7 +143,8 @@ class Engine:
         background: bool = False,
         metadata: dict[str, Any] | None = None,
         run_here: bool = False,
-    ) -> tuple[Run, OutboxCommand]:
+        task_token: str | None = None,
+    ) -> StartedRun:
         """Record the run and its first step command together; the caller publishes it.
 
         With `run_here` the caller runs the first step itself: the command is stored as
@@ -150,6 +160,7 @@ class Engine:
             agent_id=agent_id,
             background=background,
             metadata=dict(metadata or {}),
+            task_token=task_token,
         )
         stamped = [
             m.model_copy(update={"run_id": run.id, "agent_id": agent_id, "organization_id": org_id})
@@ -173,10 +184,12 @@ class Engine:
         if not row["found"]:
             raise NotFoundError(f"Agent {agent_id} not found")
         if row["command"] is None:
-            if row["pending_id"] is not None:
+            if row["pending_id"] is not None and not answering:
                 raise PendingApprovalError(row["pending_id"])
+            if row["pending_id"] is not None:
+                raise ConflictError(f"Approval request {row['pending_id']} was already answered")
             raise ConflictError("No tool call is waiting for approval")
-        return run, OutboxCommand.model_validate(row["command"])
+        return StartedRun(run, OutboxCommand.model_validate(row["command"]), row["approval_token"])
 
     # -- one step ---------------------------------------------------------------------
 
@@ -227,17 +240,14 @@ class Engine:
         else:
             cp = turn.llm_step()
         faults.reached("before_commit")
-        if any(m.search_text() for m in cp.new_messages):
-            cp.embed_command = embed_command(
-                org_id, cp.agent.id, f"{run_id}:{step_index}:embed", run_id=run_id
-            )
+        _add_commands(cp, org_id, run_id, step_index)
         try:
-            command, embed = commit(self.db, cp, now=self._clock())
+            command, others = commit(self.db, cp, now=self._clock())
         except AlreadyCommitted:
             return StepOutcome("already_done")
         faults.reached("after_commit")
         return StepOutcome(
-            "committed", command, cp.run.stop_reason, cp.run.status, cp.agent.id, embed
+            "committed", command, cp.run.stop_reason, cp.run.status, cp.agent.id, tuple(others)
         )
 
     def fail_run(
@@ -303,6 +313,20 @@ class Engine:
         )
         with self.db.connection() as conn:
             runs.journal(conn, entry)
+
+
+def _add_commands(cp: Checkpoint, org_id: str, run_id: str, step_index: int) -> None:
+    """What the checkpoint starts besides its continuation, written in the same transaction."""
+    if any(m.search_text() for m in cp.new_messages):
+        cp.commands.append(
+            embed_command(org_id, cp.agent.id, f"{run_id}:{step_index}:embed", run_id=run_id)
+        )
+    if cp.run.stop_reason == "requires_approval":
+        cp.commands.append(approval_wait_command(cp.run))
+    if cp.run.status in TERMINAL_RUN_STATUSES and cp.run.task_token:
+        cp.commands.append(task_result_command(cp.run))
+    ended_turn = cp.run.status == "completed" and cp.run.stop_reason != "requires_approval"
+    cp.sleeptime_turn = ended_turn and cp.agent.enable_sleeptime
 
 
 def _pending_approval(last: Message | None) -> Message | None:

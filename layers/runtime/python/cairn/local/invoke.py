@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         values = {**os.environ, "CAIRN_API_KEY": key}
         event = substitute(args.event.read_text(), values)
         result = lambdas.invoke(args.function, event, attribute=args.attribute)
-        queue = rt.queue
+        queue = rt.queue.steps
         while isinstance(queue, InlineStepQueue) and not queue.idle():
             time.sleep(0.05)  # let continuation steps finish before the database stops
         print(json.dumps(result, indent=2, default=str))

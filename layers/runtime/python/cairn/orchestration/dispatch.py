@@ -79,7 +79,7 @@ def after_step(
         return
     if outcome.next_command is not None:
         publish_and_mark(db, queue, outcome.next_command)
-    if outcome.embed_command is not None:
-        publish_and_mark(db, queue, outcome.embed_command)
+    for other in outcome.commands:
+        publish_and_mark(db, queue, other)
     if outcome.freed_agent and outcome.agent_id is not None:
         wake(db, queue, command.organization_id, outcome.agent_id)

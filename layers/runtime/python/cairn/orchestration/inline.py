@@ -10,12 +10,17 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from typing import TYPE_CHECKING, Any
 
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
 from cairn.engine.step import Engine
 from cairn.orchestration import worker
 from cairn.orchestration.dispatch import after_step
+from cairn.orchestration.ports import StepQueue
+
+if TYPE_CHECKING:
+    from cairn.orchestration.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +33,13 @@ class InlineStepQueue:
         self.max_attempts, self.retry_seconds = max_attempts, retry_seconds
         self._attempts: dict[str, int] = {}
         self._queue: queue.Queue[OutboxCommand | None] = queue.Queue()
+        # Continuations of other kinds (workflows) go where the runtime routes them.
+        self.outlet: StepQueue = self
         self._thread = threading.Thread(target=self._work, name="cairn-steps", daemon=True)
         self._thread.start()
+
+    def attach(self, rt: Runtime) -> None:
+        self.outlet = rt.queue
 
     def publish(self, command: OutboxCommand) -> None:
         self._queue.put(command)
@@ -63,7 +73,7 @@ class InlineStepQueue:
             timer.daemon = True
             timer.start()
             return
-        worker.fail_dead_step(self.engine, self, command.payload, attempts)
+        worker.fail_dead_step(self.engine, self.outlet, command.payload, attempts)
 
     def _run(self, command: OutboxCommand) -> None:
         p = command.payload
@@ -71,4 +81,37 @@ class InlineStepQueue:
             embed_agent(self.engine, p["organization_id"], p["agent_id"])
             return
         outcome = self.engine.step(p["organization_id"], p["run_id"], p["step_index"])
-        after_step(self.engine.db, self, command, outcome)
+        after_step(self.engine.db, self.outlet, command, outcome)
+
+
+class InlineWorkflows:
+    """The workflows without Step Functions: approvals wait without a timeout, and the
+    sleeptime fan-out starts its runs from a thread without waiting for them."""
+
+    def __init__(self) -> None:
+        self.rt: Runtime | None = None
+
+    def attach(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    def start(self, command: OutboxCommand) -> None:
+        if command.kind == "sleeptime" and self.rt is not None:
+            threading.Thread(target=self._fan_out, args=(command.payload,), daemon=True).start()
+
+    def _fan_out(self, payload: dict[str, Any]) -> None:
+        from cairn.orchestration import tasks
+
+        assert self.rt is not None
+        try:
+            plan = tasks.sleeptime_task(self.rt, {**payload, "action": "plan"})
+            for item in plan["items"]:
+                tasks.start_background(self.rt, item, None)
+            tasks.sleeptime_task(self.rt, {**payload, "action": "finish"})
+        except Exception:
+            logger.exception("sleeptime fan-out failed")
+
+    def succeed(self, token: str, output: dict[str, Any]) -> bool:
+        return False
+
+    def fail(self, token: str, error: str, cause: str) -> bool:
+        return False

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from cairn.config import Settings
 from cairn.engine.step import Engine
-from cairn.orchestration.ports import StepQueue
+from cairn.orchestration.ports import StepQueue, Workflows
+from cairn.orchestration.routing import Outlets
 from cairn.orchestration.secrets import database_dsn
 from cairn.store.db import Database
 
@@ -20,7 +21,8 @@ class Runtime:
     settings: Settings
     db: Database
     engine: Engine
-    queue: StepQueue
+    queue: Outlets  # every outbox kind: steps to the queue, workflows to Step Functions
+    workflows: Workflows
 
 
 _lock = threading.Lock()
@@ -28,7 +30,11 @@ _current: Runtime | None = None
 
 
 def build_runtime(
-    settings: Settings, *, db: Database | None = None, queue: StepQueue | None = None
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    queue: StepQueue | None = None,
+    workflows: Workflows | None = None,
 ) -> Runtime:
     database = db or Database(database_dsn(settings), max_size=settings.db_pool_size)
     sandbox = None
@@ -46,7 +52,23 @@ def build_runtime(
             from cairn.orchestration.inline import InlineStepQueue
 
             queue = InlineStepQueue(engine)
-    return Runtime(settings, database, engine, queue)
+    if workflows is None:
+        if settings.approval_state_machine_arn and settings.sleeptime_state_machine_arn:
+            from cairn.orchestration.stepfunctions import StepFunctionsWorkflows
+
+            workflows = StepFunctionsWorkflows(
+                settings.approval_state_machine_arn, settings.sleeptime_state_machine_arn
+            )
+        else:
+            from cairn.orchestration.inline import InlineWorkflows
+
+            workflows = InlineWorkflows()
+    outlets = Outlets(queue, workflows)
+    rt = Runtime(settings, database, engine, outlets, workflows)
+    for part in (queue, workflows):
+        if hasattr(part, "attach"):  # the in-process stand-ins publish through the outlets
+            part.attach(rt)
+    return rt
 
 
 def runtime() -> Runtime:

@@ -29,8 +29,12 @@ def send(
     wait: bool,
     metadata: dict[str, object] | None = None,
 ) -> Run:
-    """Start a run; with `wait`, run its first step here and wait (within the budget) for it."""
-    run, command = rt.engine.start_run(
+    """Start a run; with `wait`, run its first step here and wait (within the budget) for it.
+
+    An answer to an approval also ends the workflow waiting for it; that workflow queues
+    the answer's first step (unless it runs here), so a lost answer still times out cleanly.
+    """
+    run, command, token = rt.engine.start_run(
         org_id,
         agent_id,
         inputs,
@@ -39,8 +43,10 @@ def send(
         metadata=metadata,
         run_here=wait,
     )
+    handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})
     if not wait:
-        publish_and_mark(rt.db, rt.queue, command)
+        if not handed_over:
+            publish_and_mark(rt.db, rt.queue, command)
         return run
     try:
         outcome = rt.engine.step(org_id, run.id, 0)

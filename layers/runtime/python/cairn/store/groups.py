@@ -40,6 +40,11 @@ UPDATE groups SET turns_counter = %(turns_counter)s,
     sleeptime_agent_frequency = %(sleeptime_agent_frequency)s, updated_at = now()
 WHERE organization_id = %(organization_id)s AND id = %(id)s
 """
+# Only the progress mark: the turn counter moves in foreground checkpoints meanwhile.
+MARK_PROCESSED = """
+UPDATE groups SET last_processed_message_id = %(message_id)s, updated_at = now()
+WHERE organization_id = %(org)s AND id = %(id)s
+"""
 DELETE_GROUP = "DELETE FROM groups WHERE organization_id = %(org)s AND id = %(id)s"
 
 
@@ -65,6 +70,10 @@ def managed_by(conn: Connection, org_id: str, agent_id: str) -> Group | None:
 
 def save_progress(conn: Connection, group: Group) -> None:
     conn.execute(UPDATE_PROGRESS, to_params(group))
+
+
+def mark_processed(conn: Connection, org_id: str, group_id: str, message_id: str) -> None:
+    conn.execute(MARK_PROCESSED, {"org": org_id, "id": group_id, "message_id": message_id})
 
 
 def delete(conn: Connection, org_id: str, group_id: str) -> bool:

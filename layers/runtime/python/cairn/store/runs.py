@@ -28,16 +28,28 @@ WITH agent AS (
     WHERE a.organization_id = %(organization_id)s AND a.id = %(agent_id)s
     FOR UPDATE
 ), last AS (
-    SELECT m.id, m.role = 'approval' AND m.tool_calls IS NOT NULL AS pending
+    SELECT m.id, m.run_id, m.role = 'approval' AND m.tool_calls IS NOT NULL AS pending
     FROM agent JOIN messages m ON m.id = agent.last_id
+), waiting AS (
+    SELECT r.id, r.approval_task_token AS token FROM runs r JOIN last ON r.id = last.run_id
+    WHERE last.pending
+), answered AS (
+    -- The one answer a request takes; the row lock makes a concurrent second answer miss.
+    UPDATE runs r SET approval_answered_by = %(id)s, approval_task_token = NULL
+    FROM waiting
+    WHERE %(answering)s AND r.id = waiting.id AND r.approval_answered_by IS NULL
+    RETURNING waiting.token
 ), allowed AS (
-    SELECT 1 FROM agent WHERE coalesce((SELECT pending FROM last), false) = %(answering)s
+    SELECT 1 FROM agent
+    WHERE CASE WHEN %(answering)s THEN EXISTS (SELECT 1 FROM answered)
+               ELSE NOT coalesce((SELECT pending FROM last), false) END
 ), run AS (
     INSERT INTO runs (id, organization_id, agent_id, status, stop_reason, background, metadata,
-                      request_config, usage, error, callback_url, created_at, updated_at)
+                      request_config, usage, error, callback_url, task_token, created_at,
+                      updated_at)
     SELECT %(id)s, %(organization_id)s, %(agent_id)s, %(status)s, %(stop_reason)s,
            %(background)s, %(metadata)s, %(request_config)s, %(usage)s, %(error)s,
-           %(callback_url)s, %(created_at)s, %(updated_at)s
+           %(callback_url)s, %(task_token)s, %(created_at)s, %(updated_at)s
     FROM allowed
     RETURNING id
 ), command AS (
@@ -50,7 +62,8 @@ WITH agent AS (
 )
 SELECT (SELECT count(*) FROM agent) AS found,
        (SELECT id FROM last WHERE pending) AS pending_id,
-       (SELECT to_jsonb(command) FROM command) AS command
+       (SELECT to_jsonb(command) FROM command) AS command,
+       (SELECT token FROM answered) AS approval_token
 """
 
 UPDATE_RUN = """
@@ -58,7 +71,8 @@ UPDATE runs SET
     status = %(status)s, stop_reason = %(stop_reason)s, metadata = %(metadata)s,
     usage = %(usage)s, error = %(error)s, callback_sent_at = %(callback_sent_at)s,
     callback_status_code = %(callback_status_code)s, callback_error = %(callback_error)s,
-    approval_task_token = %(approval_task_token)s, ttft_ns = %(ttft_ns)s,
+    approval_task_token = %(approval_task_token)s, task_token = %(task_token)s,
+    ttft_ns = %(ttft_ns)s,
     total_duration_ns = %(total_duration_ns)s, completed_at = %(completed_at)s,
     updated_at = now()
 WHERE organization_id = %(organization_id)s AND id = %(id)s

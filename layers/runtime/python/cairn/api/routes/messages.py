@@ -19,7 +19,7 @@ from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, embed_command
 from cairn.errors import ConflictError, UnprocessableError
 from cairn.memory.initial import initial_messages
 from cairn.memory.render import MemoryMetadata, compile_system_message, render_memory_section
-from cairn.orchestration import dispatch, sending
+from cairn.orchestration import dispatch, sending, tasks
 from cairn.store import agents, blocks, messages, runs
 from cairn.store.db import Connection
 from cairn.tools.rules import ToolRulesSolver
@@ -253,6 +253,8 @@ def cancel(agent_id: str) -> Response[Any]:
         ended = rt.engine.fail_run(org, run_id, "cancelled", "cancelled by request")
         if ended is not None and ended.agent_id == agent.id:
             result[run_id] = ended.status
+    if not wanted:  # and the runs stopped at an approval stop waiting for it
+        result.update(dict.fromkeys(tasks.cancel_waits(rt, org, agent.id), "cancelled"))
     if result:
         dispatch.wake(rt.db, rt.queue, org, agent.id)  # runs waiting for this agent may go
     return http.json_reply(200, result)

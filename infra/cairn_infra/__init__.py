@@ -1,0 +1,1 @@
+"""Cairn's CDK constructs, one per concern; `infra/app.py` puts them together."""

@@ -1,0 +1,114 @@
+"""The workflows for the local stack and tests: the ASL the CDK constructs synthesise,
+executed by moto's Step Functions, with Lambda Tasks routed to the handlers in `functions/`.
+
+Nothing here copies a definition: `definitions()` synthesises `infra/cairn_infra/workflows.py`
+and resolves the template's intrinsic functions to local ARNs (moto reads plain ASL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import urllib.request
+from typing import Any
+
+from cairn.local.lambdas import functions_dir, invoke
+
+REGION, ACCOUNT = "us-east-1", "123456789012"
+FUNCTION_PREFIX = "cairn-"
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/cairn-workflows"
+
+
+def function_arn(name: str) -> str:
+    return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{FUNCTION_PREFIX}{name}"
+
+
+def resolve(node: Any, refs: dict[str, Any]) -> Any:
+    """CloudFormation's Fn::Join / Ref / Fn::GetAtt, enough for a state machine definition."""
+    if isinstance(node, list):
+        return [resolve(n, refs) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if "Fn::Join" in node:
+        separator, parts = node["Fn::Join"]
+        return separator.join(str(resolve(p, refs)) for p in parts)
+    if "Ref" in node:
+        return refs[node["Ref"]]
+    if "Fn::GetAtt" in node:
+        return refs[".".join(node["Fn::GetAtt"])]
+    return {k: resolve(v, refs) for k, v in node.items()}
+
+
+def state_machine_definitions(template: dict[str, Any], refs: dict[str, Any]) -> dict[str, str]:
+    """Every state machine of a synthesised template, by logical id, as plain ASL."""
+    pseudo = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}
+    return {
+        logical_id: resolve(resource["Properties"]["DefinitionString"], {**pseudo, **refs})
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::StepFunctions::StateMachine"
+    }
+
+
+def definitions(
+    *, approval_timeout_seconds: float, sleeptime_run_timeout_seconds: float, retry_seconds: float
+) -> dict[str, str]:
+    """{"approval": ASL, "sleeptime": ASL} from the CDK constructs, with these timings."""
+    infra = functions_dir().parent / "infra"
+    if str(infra) not in sys.path:
+        sys.path.insert(0, str(infra))
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    import aws_cdk as cdk
+    from aws_cdk import aws_lambda as lambda_
+
+    from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
+
+    timings = WorkflowTimings(
+        approval_timeout=round(approval_timeout_seconds),
+        sleeptime_run_timeout=round(sleeptime_run_timeout_seconds),
+        retry_interval=max(1, round(retry_seconds)),
+    )
+    app = cdk.App()
+    stack = cdk.Stack(app, "LocalWorkflows")
+    built = {}
+    for name, construct in (("approval", ApprovalWorkflow), ("sleeptime", SleeptimeWorkflow)):
+        handler = lambda_.Function.from_function_arn(stack, f"{name}Fn", function_arn(name))
+        built[name] = construct(stack, name.capitalize(), handler=handler, timings=timings)
+    template = app.synth().get_stack_by_name("LocalWorkflows").template
+    found = state_machine_definitions(template, {})
+    return {
+        name: next(v for k, v in found.items() if k.startswith(name.capitalize())) for name in built
+    }
+
+
+def route_lambda_to_handlers() -> None:
+    """moto's Lambda (no Docker) only echoes; make its invoke call the real handlers."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    def call_handler(
+        self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response: Any
+    ) -> bytes:
+        name = re.sub(r"^.*function:", "", function_name).split(":")[0]
+        result = invoke(name.removeprefix(FUNCTION_PREFIX), json.loads(body or "{}"))
+        return json.dumps(result).encode()
+
+    LambdaSimpleBackend.invoke = call_handler  # type: ignore[method-assign, assignment]
+
+
+def create_workflows(endpoint: str, sfn: Any, asl: dict[str, str]) -> dict[str, str]:
+    """Turn on ASL execution in moto's server and create the state machines; returns ARNs."""
+    config = json.dumps(
+        {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+    ).encode()
+    request = urllib.request.Request(
+        f"{endpoint}/moto-api/config", data=config, headers={"Content-Type": "application/json"}
+    )
+    urllib.request.urlopen(request, timeout=10).close()
+    route_lambda_to_handlers()
+    return {
+        name: sfn.create_state_machine(
+            name=f"cairn-{name}", definition=definition, roleArn=ROLE_ARN, type="STANDARD"
+        )["stateMachineArn"]
+        for name, definition in asl.items()
+    }

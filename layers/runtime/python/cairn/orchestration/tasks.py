@@ -1,0 +1,152 @@
+"""The work of the workflows' Task states (functions/approval and functions/sleeptime).
+
+Each action is safe to repeat: Step Functions retries a Task whose Lambda failed, and a
+token-waiting Task may see its work already done by someone else (an answer that came
+before the wait registered, a run that finished before its token was sent back).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cairn.domain.messages import ApprovalDecision, Message
+from cairn.engine import sleeptime
+from cairn.errors import ConflictError
+from cairn.orchestration.dispatch import publish_and_mark
+from cairn.orchestration.ports import Workflows
+from cairn.orchestration.runtime import Runtime
+from cairn.store import agents, messages, outbox, runs
+
+logger = logging.getLogger(__name__)
+
+REGISTER_WAIT = """
+UPDATE runs SET approval_task_token = %(token)s, updated_at = now()
+WHERE organization_id = %(org)s AND id = %(id)s
+  AND approval_answered_by IS NULL AND status <> 'cancelled'
+RETURNING id
+"""
+# Cancelling ends the wait: the run is cancelled and its token handed back for failing.
+CANCEL_WAITS = """
+WITH waiting AS (
+    SELECT id, approval_task_token AS token FROM runs
+    WHERE organization_id = %(org)s AND agent_id = %(agent_id)s
+      AND approval_task_token IS NOT NULL AND approval_answered_by IS NULL
+    FOR UPDATE
+)
+UPDATE runs r SET status = 'cancelled', stop_reason = 'cancelled',
+    approval_task_token = NULL, updated_at = now()
+FROM waiting WHERE r.id = waiting.id
+RETURNING r.id, waiting.token
+"""
+CANCELLED = "Cancelled"
+
+
+def approval_task(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
+    org, action = event["organization_id"], event["action"]
+    if action == "wait":
+        return register_wait(rt, org, event["run_id"], event["task_token"])
+    if action == "timeout":
+        return deny_on_timeout(rt, org, event["run_id"], int(event.get("timeout_seconds", 0)))
+    if action == "continue":
+        return queue_continuation(rt, org, event["answer"]["run_id"])
+    raise ValueError(f"unknown approval action {action!r}")
+
+
+def register_wait(rt: Runtime, org: str, run_id: str, token: str) -> dict[str, Any]:
+    """Keep the token on the run, where the approval API finds it; nothing runs meanwhile."""
+    with rt.db.connection() as conn:
+        if conn.execute(REGISTER_WAIT, {"org": org, "id": run_id, "token": token}).fetchone():
+            return {"waiting": True}
+        run = runs.get_run(conn, org, run_id)
+    workflows = _workflows(rt)
+    if run is not None and run.approval_answered_by:  # the answer beat the wait here
+        workflows.succeed(token, {"run_id": run.approval_answered_by})
+    else:
+        workflows.fail(token, CANCELLED, f"run {run_id} was cancelled or deleted")
+    return {"waiting": False}
+
+
+def deny_on_timeout(rt: Runtime, org: str, run_id: str, seconds: int) -> dict[str, Any]:
+    """Nobody answered in time: deny every pending call, and the agent goes on."""
+    with rt.db.connection() as conn:
+        run = runs.get_run(conn, org, run_id)
+        agent = agents.get(conn, org, run.agent_id) if run is not None else None
+        last = messages.get_many(conn, org, agent.message_ids[-1:]) if agent else []
+    pending = last[0] if last and last[0].role == "approval" and last[0].run_id == run_id else None
+    if agent is None or pending is None:
+        return {"denied": False}
+    reason = f"No answer to the approval request within {seconds} seconds"
+    answer = Message(
+        organization_id=org,
+        agent_id=agent.id,
+        role="approval",
+        approvals=[
+            ApprovalDecision(tool_call_id=c.id, approve=False, reason=reason)
+            for c in pending.tool_calls or ()
+        ],
+        approve=False,
+        denial_reason=reason,
+    )
+    try:
+        started = rt.engine.start_run(
+            org, agent.id, [answer], background=True, metadata={"run_type": "approval_timeout"}
+        )
+    except ConflictError:  # answered (or cancelled) at the last moment
+        return {"denied": False}
+    publish_and_mark(rt.db, rt.queue, started.command)
+    return {"denied": True, "run_id": started.run.id}
+
+
+def queue_continuation(rt: Runtime, org: str, run_id: str) -> dict[str, Any]:
+    """The answer's run goes on: publish its first step unless its caller already did."""
+    with rt.db.connection() as conn:
+        command = outbox.by_dedup_key(conn, org, f"{run_id}:0")
+    if command is None or command.sent_at is not None:
+        return {"queued": False}
+    return {"queued": publish_and_mark(rt.db, rt.queue, command)}
+
+
+def cancel_waits(rt: Runtime, org: str, agent_id: str) -> list[str]:
+    """End the approval waits of an agent's runs; returns the cancelled run ids."""
+    with rt.db.connection() as conn:
+        rows = conn.execute(CANCEL_WAITS, {"org": org, "agent_id": agent_id}).fetchall()
+    for row in rows:
+        _workflows(rt).fail(row["token"], CANCELLED, f"run {row['id']} was cancelled")
+    return [row["id"] for row in rows]
+
+
+def sleeptime_task(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
+    org, action = event["organization_id"], event["action"]
+    if action == "plan":
+        items = sleeptime.plan(rt.db, org, event["group_id"], event["upto_message_id"])
+        return {"items": items}
+    if action == "run":
+        return start_background(rt, event["item"], event.get("task_token"))
+    if action == "finish":
+        sleeptime.finish(rt.db, org, event["group_id"], event["upto_message_id"])
+        return {"last_processed_message_id": event["upto_message_id"]}
+    raise ValueError(f"unknown sleeptime action {action!r}")
+
+
+def start_background(rt: Runtime, item: dict[str, str], token: str | None) -> dict[str, Any]:
+    """Start one sleeptime agent's run; its last step sends the token back."""
+    message = sleeptime.transcript_message(rt.db, item)
+    if message is None:
+        if token:
+            _workflows(rt).succeed(token, {"run_id": None, "status": "skipped"})
+        return {"run_id": None}
+    started = rt.engine.start_run(
+        item["organization_id"],
+        item["agent_id"],
+        [message],
+        background=True,
+        metadata={"run_type": "sleeptime", "group_id": item["group_id"]},
+        task_token=token,
+    )
+    publish_and_mark(rt.db, rt.queue, started.command)
+    return {"run_id": started.run.id}
+
+
+def _workflows(rt: Runtime) -> Workflows:
+    return rt.workflows

@@ -167,7 +167,8 @@ class ApprovalWorkflow(Construct):
 class SleeptimeWorkflow(Construct):
     """Runs every sleeptime agent of a group on the primary's new transcript, in parallel.
 
-    Input: {organization_id, group_id, agent_id, upto_message_id}. One agent's failure is
+    Input: {organization_id, group_id, agent_id, after_message_id, upto_message_id} (the
+    transcript lines after one message, up to another). One agent's failure is
     caught in its own Map item: the others and the foreground agent never see it.
     """
 
@@ -186,7 +187,13 @@ class SleeptimeWorkflow(Construct):
             "group_id.$": "$.group_id",
             "upto_message_id.$": "$.upto_message_id",
         }
-        plan = _call(self, "Plan", handler, {"action": "plan", **group}, result_path="$.plan")
+        plan = _call(
+            self,
+            "Plan",
+            handler,
+            {"action": "plan", "after_message_id.$": "$.after_message_id", **group},
+            result_path="$.plan",
+        )
         _retry(plan, timings, ["States.ALL"])
         run = _waiting(
             self,

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cairn.config import Settings
 from cairn.domain import Organization, User
+from cairn.engine.sleeptime import provision_sleeptime
 from cairn.local.invoke import substitute
 from cairn.local.lambdas import invoke
+from cairn.local.stepfunctions import definitions
 from cairn.orchestration.inline import InlineStepQueue
 from cairn.orchestration.runtime import build_runtime, use_runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
-from tests.integration.engine_harness import make_agent
+from tests.integration.engine_harness import NOW, make_agent
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 API_EVENTS = sorted((EVENTS / "api").glob("*.json"))
@@ -24,7 +28,7 @@ API_EVENTS = sorted((EVENTS / "api").glob("*.json"))
 def test_every_handler_has_sample_events() -> None:
     functions = {p.parent.name for p in (EVENTS.parent / "functions").glob("*/handler.py")}
     with_events = {p.name for p in EVENTS.iterdir() if any(p.glob("*.json"))}
-    assert functions <= with_events | {"approval", "sleeptime"}  # workflows come later
+    assert functions <= with_events
     for path in EVENTS.rglob("*.json"):
         json.loads(path.read_text())
 
@@ -50,3 +54,56 @@ def test_api_sample_events_answer_without_a_server_error(db: Database, path: Pat
         use_runtime(None)
     # sends reach an unreachable model: Letta answers 502, never 500
     assert response["statusCode"] in (200, 404, 409, 422, 502), response["body"]
+
+
+WORKFLOW_EVENTS = sorted(
+    [*(EVENTS / "approval").glob("*.json"), *(EVENTS / "sleeptime").glob("*.json")]
+)
+
+
+@cache
+def task_payloads() -> dict[tuple[str, str], set[str]]:
+    """(function, action) -> the payload keys each Task state of the deployed ASL sends."""
+    found: dict[tuple[str, str], set[str]] = {}
+
+    def walk(states: dict[str, Any]) -> None:
+        for state in states.values():
+            if "ItemProcessor" in state:
+                walk(state["ItemProcessor"]["States"])
+            if state["Type"] != "Task":
+                continue
+            params = state["Parameters"].get("Payload", state["Parameters"])
+            function = (state["Parameters"].get("FunctionName") or state["Resource"]).split("-")[-1]
+            found[(function, params["action"])] = {k.removesuffix(".$") for k in params}
+
+    asl = definitions(
+        approval_timeout_seconds=60, sleeptime_run_timeout_seconds=60, retry_seconds=1
+    )
+    for definition in asl.values():
+        walk(json.loads(definition)["States"])
+    return found
+
+
+@pytest.mark.parametrize("path", WORKFLOW_EVENTS, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_workflow_sample_events_are_what_the_state_machines_send(db: Database, path: Path) -> None:
+    with db.transaction() as conn:
+        org = tenancy.create_organization(conn, Organization(name="samples"))
+    rt = build_runtime(Settings(openai_api_key="k", openai_base_url="http://127.0.0.1:9/v1"), db=db)
+    use_runtime(rt)
+    try:
+        primary = make_agent(db, org, enable_sleeptime=True)
+        group = provision_sleeptime(db, primary, now=NOW)
+        values = {
+            "ORGANIZATION_ID": org.id,
+            "AGENT_ID": group.agent_ids[0],
+            "GROUP_ID": group.id,
+            "RUN_ID": "run-unknown",
+            "MESSAGE_ID": primary.message_ids[-1],
+        }
+        event = substitute(path.read_text(), values)
+        assert set(event) == task_payloads()[(path.parent.name, event["action"])]
+        result = invoke(path.parent.name, event)
+    finally:
+        rt.queue.steps.close()  # type: ignore[attr-defined]
+        use_runtime(None)
+    assert isinstance(result, dict)

@@ -34,10 +34,8 @@ def provision_agent(
         agent = agent.model_copy(update={"system": base_prompt(agent.agent_type)})
     wanted = list(tool_names or ())
     if include_base_tools:
-        wanted = [
-            *default_tool_names(agent.agent_type, enable_sleeptime=agent.enable_sleeptime),
-            *(n for n in wanted if n not in default_tool_names(agent.agent_type)),
-        ]
+        base = default_tool_names(agent.agent_type, enable_sleeptime=agent.enable_sleeptime)
+        wanted = [*base, *(n for n in wanted if n not in base)]
     org = agent.organization_id
     with db.transaction() as conn:
         attached: list[Tool] = []

@@ -90,12 +90,19 @@ WITH g AS (
                       updated_at = now()
     WHERE organization_id = %(org)s AND manager_agent_id = %(agent_id)s
       AND manager_type = 'sleeptime' AND sleeptime_agent_frequency IS NOT NULL
-    RETURNING id, turns_counter
+    RETURNING id, turns_counter, last_processed_message_id
 )
 INSERT INTO outbox (organization_id, agent_id, run_id, kind, payload, dedup_key, created_at)
 SELECT %(org)s, %(agent_id)s, %(run_id)s, 'sleeptime',
-       jsonb_build_object('organization_id', %(org)s, 'group_id', g.id,
-                          'agent_id', %(agent_id)s, 'upto_message_id', %(upto)s::text),
+       jsonb_build_object(
+           'organization_id', %(org)s, 'group_id', g.id, 'agent_id', %(agent_id)s,
+           'upto_message_id', %(upto)s::text,
+           -- where the previous fan-out stopped, finished or not (so none reads a line twice)
+           'after_message_id', coalesce(
+               (SELECT o.payload->>'upto_message_id' FROM outbox o
+                WHERE o.agent_id = %(agent_id)s AND o.kind = 'sleeptime'
+                ORDER BY o.id DESC LIMIT 1),
+               g.last_processed_message_id)),
        'sleeptime:' || g.id || ':' || %(run_id)s, %(now)s
 FROM g WHERE g.turns_counter = 0
 ON CONFLICT (dedup_key) DO NOTHING

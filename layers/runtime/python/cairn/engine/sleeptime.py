@@ -53,7 +53,9 @@ def transcript_lines(history: list[Message]) -> list[str]:
     return lines
 
 
-def plan(db: Database, org_id: str, group_id: str, upto_message_id: str) -> list[dict[str, str]]:
+def plan(
+    db: Database, org_id: str, group_id: str, upto_message_id: str, after_message_id: str | None
+) -> list[dict[str, str]]:
     """One item per sleeptime agent of the group: who runs, and which transcript it reads."""
     with db.connection() as conn:
         group = groups.get(conn, org_id, group_id)
@@ -65,7 +67,7 @@ def plan(db: Database, org_id: str, group_id: str, upto_message_id: str) -> list
             "group_id": group.id,
             "agent_id": helper,
             "primary_agent_id": group.manager_agent_id,
-            "after_message_id": group.last_processed_message_id or "",
+            "after_message_id": after_message_id or group.last_processed_message_id or "",
             "upto_message_id": upto_message_id,
         }
         for helper in group.agent_ids

@@ -23,8 +23,10 @@ class SqsStepQueue:
             MessageBody=json.dumps(command.payload),
             # Steps of one agent never run side by side, and come in the order they were made.
             MessageGroupId=command.agent_id,
-            # "run:step": a republished command inside SQS's 5-minute window is dropped.
-            MessageDeduplicationId=command.dedup_key.replace(":", "-"),
+            # "run:step:attempt": a command published twice in one attempt (a retried send)
+            # is dropped inside SQS's 5-minute window. A step put back to wait for its busy
+            # agent is published again as a new attempt, which SQS must not drop.
+            MessageDeduplicationId=f"{command.dedup_key}-{command.attempts}".replace(":", "-"),
         )
 
 

@@ -119,7 +119,9 @@ def cancel_waits(rt: Runtime, org: str, agent_id: str) -> list[str]:
 def sleeptime_task(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
     org, action = event["organization_id"], event["action"]
     if action == "plan":
-        items = sleeptime.plan(rt.db, org, event["group_id"], event["upto_message_id"])
+        items = sleeptime.plan(
+            rt.db, org, event["group_id"], event["upto_message_id"], event.get("after_message_id")
+        )
         return {"items": items}
     if action == "run":
         return start_background(rt, event["item"], event.get("task_token"))

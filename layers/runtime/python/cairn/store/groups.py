@@ -40,10 +40,13 @@ UPDATE groups SET turns_counter = %(turns_counter)s,
     sleeptime_agent_frequency = %(sleeptime_agent_frequency)s, updated_at = now()
 WHERE organization_id = %(organization_id)s AND id = %(id)s
 """
-# Only the progress mark: the turn counter moves in foreground checkpoints meanwhile.
+# Only the progress mark (the turn counter moves in foreground checkpoints meanwhile), and
+# only forward: fan-outs may finish out of order.
 MARK_PROCESSED = """
-UPDATE groups SET last_processed_message_id = %(message_id)s, updated_at = now()
-WHERE organization_id = %(org)s AND id = %(id)s
+UPDATE groups g SET last_processed_message_id = %(message_id)s, updated_at = now()
+WHERE g.organization_id = %(org)s AND g.id = %(id)s
+  AND coalesce((SELECT sequence_id FROM messages WHERE id = g.last_processed_message_id), -1)
+      < (SELECT sequence_id FROM messages WHERE id = %(message_id)s)
 """
 DELETE_GROUP = "DELETE FROM groups WHERE organization_id = %(org)s AND id = %(id)s"
 

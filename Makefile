@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test invoke bench lint typecheck clean
+.PHONY: dev test invoke bench synth lint typecheck clean
 
 # Re-install only when the dependency list changes.
 $(STAMP): pyproject.toml
@@ -34,6 +34,17 @@ invoke: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/step_overhead.py $(BENCH_ARGS)
 
+# The CDK CLI, pinned (its newest major cannot read aws-cdk-lib 2's cloud assembly).
+CDK := node_modules/.bin/cdk
+$(CDK): package.json
+	npm install --no-audit --no-fund --loglevel=error
+	@touch $(CDK)
+
+# The cloud assembly in cdk.out/, offline (builds the dependency layer with pip unless
+# CDK_ARGS="-c skip_bundling=true"); `cdk deploy` takes the same flags, e.g. -c dev=true.
+synth: $(STAMP) $(CDK)
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(CDK) synth --quiet $(CDK_ARGS)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -42,4 +53,4 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache node_modules cdk.out

@@ -87,15 +87,19 @@ def _waiting(
 
 
 def _state_machine(
-    scope: Construct, definition: sfn.IChainable, logs_retention: logs.RetentionDays | None
+    scope: Construct,
+    definition: sfn.IChainable,
+    logs_retention: logs.RetentionDays | None,
+    name: str | None,
 ) -> sfn.StateMachine:
     logging = None
     if logs_retention is not None:
         group = logs.LogGroup(scope, "Logs", retention=logs_retention)
-        logging = sfn.LogOptions(destination=group, level=sfn.LogLevel.ERROR)
+        logging = sfn.LogOptions(destination=group, level=sfn.LogLevel.ALL)
     return sfn.StateMachine(
         scope,
         "StateMachine",
+        state_machine_name=name,
         definition_body=sfn.DefinitionBody.from_chainable(definition),
         state_machine_type=sfn.StateMachineType.STANDARD,  # waits of days; Express caps at 5 min
         tracing_enabled=logs_retention is not None,
@@ -117,6 +121,7 @@ class ApprovalWorkflow(Construct):
         handler: lambda_.IFunction,
         timings: WorkflowTimings,
         logs_retention: logs.RetentionDays | None = None,
+        state_machine_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         ids = {"organization_id.$": "$.organization_id", "run_id.$": "$.run_id"}
@@ -160,7 +165,10 @@ class ApprovalWorkflow(Construct):
         )
         wait.add_catch(sfn.Succeed(self, "Cancelled"), errors=["Cancelled"], result_path="$.error")
         self.state_machine = _state_machine(
-            self, wait.next(queue).next(sfn.Succeed(self, "Answered")), logs_retention
+            self,
+            wait.next(queue).next(sfn.Succeed(self, "Answered")),
+            logs_retention,
+            state_machine_name,
         )
 
 
@@ -180,6 +188,7 @@ class SleeptimeWorkflow(Construct):
         handler: lambda_.IFunction,
         timings: WorkflowTimings,
         logs_retention: logs.RetentionDays | None = None,
+        state_machine_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         group = {
@@ -214,4 +223,6 @@ class SleeptimeWorkflow(Construct):
         fan_out.item_processor(run)
         finish = _call(self, "Finish", handler, {"action": "finish", **group}, result_path="$.done")
         _retry(finish, timings, ["States.ALL"])
-        self.state_machine = _state_machine(self, plan.next(fan_out).next(finish), logs_retention)
+        self.state_machine = _state_machine(
+            self, plan.next(fan_out).next(finish), logs_retention, state_machine_name
+        )

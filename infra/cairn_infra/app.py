@@ -1,0 +1,32 @@
+"""Putting the stack and its checks together, for `infra/app.py` and the tests alike."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from cairn_infra.stack import CairnStack
+from cairn_infra.suppressions import acknowledge
+from cairn_infra.workflows import WorkflowTimings
+
+
+def flag(app: cdk.App, name: str, default: bool = False) -> bool:
+    value = app.node.try_get_context(name)
+    if value is None:
+        return default
+    return str(value).lower() in ("true", "1", "yes")
+
+
+def build_app(app: cdk.App) -> CairnStack:
+    hours = float(app.node.try_get_context("approval_timeout_hours") or 168)
+    stack = CairnStack(
+        app,
+        str(app.node.try_get_context("stack_name") or "Cairn"),
+        dev=flag(app, "dev"),
+        skip_bundling=flag(app, "skip_bundling"),
+        timings=WorkflowTimings(approval_timeout=round(hours * 3600)),
+        description="Cairn: stateful memory agents (Letta-compatible) on AWS serverless",
+    )
+    acknowledge(stack)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # type: ignore[attr-defined]
+    return stack

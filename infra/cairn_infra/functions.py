@@ -1,0 +1,99 @@
+"""The Lambda functions of `functions/`, each with its own role and only its own grants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Annotations, Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from cairn_infra.packaging import ARCHITECTURE, ROOT, RUNTIME, Layers
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str  # the folder in functions/
+    timeout: Duration
+    memory_mb: int = 1024
+    handler: str = "handler.handler"
+    in_vpc: bool = True
+    # SnapStart where a step may call a model: the providers' SDKs import slowly.
+    snap_start: bool = False
+
+
+SPECS = {
+    "api": Spec("api", Duration.seconds(29), snap_start=True),  # API Gateway's own limit
+    "step": Spec("step", Duration.minutes(5), snap_start=True),
+    "step-dead-letter": Spec("step", Duration.minutes(1), handler="handler.dead_letter_handler"),
+    "approval": Spec("approval", Duration.seconds(30), memory_mb=512),
+    "sleeptime": Spec("sleeptime", Duration.seconds(30), memory_mb=512),
+    "sweeper": Spec("sweeper", Duration.minutes(2), memory_mb=512),
+    "migrate": Spec("migrate", Duration.minutes(5), memory_mb=512),
+    # Custom tools: no VPC (no route to the database), no secrets, a short leash.
+    "sandbox": Spec("sandbox", Duration.seconds(15), memory_mb=512, in_vpc=False),
+}
+
+
+class Functions(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        layers: Layers,
+        vpc: ec2.IVpc,
+        security_group: ec2.ISecurityGroup,
+        sandbox_name: str,
+        environment: dict[str, str],
+        log_retention: logs.RetentionDays,
+        removal: RemovalPolicy,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.by_name: dict[str, lambda_.Function] = {}
+        # What clients invoke: the published version SnapStart restores from.
+        self.entry: dict[str, lambda_.IFunction] = {}
+        for key, spec in SPECS.items():
+            log_group = logs.LogGroup(
+                self, f"{key}Logs", retention=log_retention, removal_policy=removal
+            )
+            fn = lambda_.Function(
+                self,
+                key,
+                runtime=RUNTIME,
+                architecture=ARCHITECTURE,
+                code=lambda_.Code.from_asset(
+                    str(ROOT / "functions" / spec.name), exclude=["**/__pycache__"]
+                ),
+                handler=spec.handler,
+                # The sandbox is named: steps invoke it by the name in their environment.
+                function_name=sandbox_name if key == "sandbox" else None,
+                layers=[] if key == "sandbox" else [layers.dependencies, layers.runtime],
+                timeout=spec.timeout,
+                memory_size=spec.memory_mb,
+                environment={
+                    "POWERTOOLS_SERVICE_NAME": f"cairn-{key}",
+                    **({} if key == "sandbox" else environment),
+                },
+                vpc=vpc if spec.in_vpc else None,
+                vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+                if spec.in_vpc
+                else None,
+                security_groups=[security_group] if spec.in_vpc else None,
+                snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if spec.snap_start else None,
+                tracing=lambda_.Tracing.ACTIVE,
+                log_group=log_group,
+            )
+            self.by_name[key] = fn
+            if spec.snap_start:
+                Annotations.of(fn).acknowledge_warning(
+                    "@aws-cdk/aws-lambda:snapStartRequirePublish",
+                    "Clients invoke the 'live' alias of the published version below.",
+                )
+            self.entry[key] = (
+                lambda_.Alias(self, f"{key}Live", alias_name="live", version=fn.current_version)
+                if spec.snap_start
+                else fn
+            )

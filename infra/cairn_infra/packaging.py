@@ -1,0 +1,112 @@
+"""The two Lambda layers: third-party dependencies (built without Docker) and `cairn` as is.
+
+The dependency layer is `[project] dependencies` of pyproject.toml installed by pip for the
+Lambda runtime's platform and Python (`--platform manylinux2014_aarch64 --only-binary=:all:`),
+then compiled to `.pyc` by that same Python version: `/opt` is read-only on Lambda, so
+uncompiled modules would be compiled again on every cold start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import jsii
+from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+ARCHITECTURE = lambda_.Architecture.ARM_64
+PLATFORM = "manylinux2014_aarch64"
+PYTHON_VERSION = "3.12"
+# boto3 comes with the Lambda runtime; the rest of the runtime dependencies go in the layer.
+EXCLUDED = ("boto3",)
+
+
+def runtime_requirements() -> list[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [r for r in project["dependencies"] if not r.startswith(EXCLUDED)]
+
+
+def target_python() -> str | None:
+    """An interpreter of the runtime's Python version, to compile the .pyc files with."""
+    pyenv = Path.home().glob(f".pyenv/versions/{PYTHON_VERSION}.*/bin/python{PYTHON_VERSION}")
+    for candidate in [*sorted(str(p) for p in pyenv), f"python{PYTHON_VERSION}"]:
+        found = shutil.which(candidate)
+        # A pyenv shim exists even where that version is not selected: it must really run.
+        if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
+            return found
+    return None
+
+
+@jsii.implements(ILocalBundling)
+class PipLayerBundling:
+    """pip for the target platform, on this machine: no Docker needed."""
+
+    def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
+        site = Path(output_dir) / "python"
+        subprocess.run(
+            # --no-compile: this interpreter is not the runtime's; compileall below is.
+            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             "--no-compile",
+             "--target", str(site), "--platform", PLATFORM, "--implementation", "cp",
+             "--python-version", PYTHON_VERSION, "--only-binary=:all:", "--upgrade",
+             *runtime_requirements()],
+            check=True,
+        )  # fmt: skip
+        python = target_python()
+        if python is None:
+            print(f"warning: no python{PYTHON_VERSION} found; the layer ships without .pyc")
+        else:
+            subprocess.run(
+                [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
+                 "unchecked-hash", str(site)],
+                check=True,
+            )  # fmt: skip
+        return True
+
+
+class Layers(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, skip_bundling: bool) -> None:
+        super().__init__(scope, construct_id)
+        if skip_bundling:  # tests and quick synths: the layer's content does not matter there
+            deps_code = lambda_.Code.from_asset(str(ROOT / "layers" / "deps"))
+        else:
+            deps_code = lambda_.Code.from_asset(
+                str(ROOT / "layers" / "deps"),
+                asset_hash=_requirements_hash(),
+                asset_hash_type=AssetHashType.CUSTOM,
+                bundling=BundlingOptions(
+                    image=DockerImage.from_registry("unused-local-bundling"),
+                    local=PipLayerBundling(),
+                ),
+            )
+        self.dependencies = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=deps_code,
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="Cairn's third-party dependencies (pydantic, psycopg, providers' SDKs)",
+        )
+        self.runtime = lambda_.LayerVersion(
+            self,
+            "Runtime",
+            code=lambda_.Code.from_asset(
+                str(ROOT / "layers" / "runtime"), exclude=["**/__pycache__", "**/*.pyc"]
+            ),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="The cairn library (layers/runtime as is)",
+        )
+
+
+def _requirements_hash() -> str:
+    text = "\n".join([PLATFORM, PYTHON_VERSION, *runtime_requirements()])
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,180 @@
+"""The whole of Cairn in one stack: `cdk deploy` and it serves the Letta-compatible API."""
+
+from __future__ import annotations
+
+import hashlib
+
+from aws_cdk import ArnFormat, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from cairn_infra.database import DB_NAME, Database
+from cairn_infra.functions import SPECS, Functions
+from cairn_infra.monitoring import Alarms
+from cairn_infra.network import Network
+from cairn_infra.packaging import ROOT, Layers
+from cairn_infra.workers import StepQueue
+from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
+
+# Who may send to and answer the workflows: every function that publishes the outbox.
+PUBLISHERS = ("api", "step", "step-dead-letter", "approval", "sleeptime", "sweeper")
+
+
+class CairnStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        dev: bool = False,
+        skip_bundling: bool = False,
+        timings: WorkflowTimings | None = None,
+        db_max_capacity: float = 8,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        removal = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN
+        retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
+        network = Network(self, "Network", dev=dev)
+        database = Database(
+            self, "Database", vpc=network.vpc, clients=network.functions_sg, dev=dev,
+            max_capacity=db_max_capacity,
+        )  # fmt: skip
+        providers = secretsmanager.Secret(
+            self,
+            "ProviderKeys",
+            description="Model provider keys as JSON: OPENAI_API_KEY, ANTHROPIC_API_KEY, "
+            "OPENAI_BASE_URL (optional). Fill in after the first deploy.",
+            secret_object_value={},
+            removal_policy=removal,
+        )
+        queue = StepQueue(self, "StepQueue", step_timeout=SPECS["step"].timeout, removal=removal)
+        # State machine ARNs by name: the functions name them and they name the functions,
+        # so neither can refer to the other's resource without a cycle.
+        names = {kind: f"{self.stack_name}-{kind}" for kind in ("approval", "sleeptime")}
+        arns = {
+            kind: self.format_arn(service="states", resource="stateMachine", resource_name=name,
+                                  arn_format=ArnFormat.COLON_RESOURCE_NAME)
+            for kind, name in names.items()
+        }  # fmt: skip
+        environment = {
+            "CAIRN_DB_SECRET_ARN": database.secret.secret_arn,
+            "CAIRN_DB_HOST": database.proxy.endpoint,
+            "CAIRN_DB_NAME": DB_NAME,
+            "CAIRN_STEP_QUEUE_URL": queue.queue.queue_url,
+            "CAIRN_APPROVAL_STATE_MACHINE_ARN": arns["approval"],
+            "CAIRN_SLEEPTIME_STATE_MACHINE_ARN": arns["sleeptime"],
+            "CAIRN_PROVIDER_SECRET_ARN": providers.secret_arn,
+            "CAIRN_SANDBOX_FUNCTION": f"{self.stack_name}-sandbox",
+        }
+        layers = Layers(self, "Layers", skip_bundling=skip_bundling)
+        fns = Functions(
+            self, "Functions", layers=layers, vpc=network.vpc,
+            sandbox_name=environment["CAIRN_SANDBOX_FUNCTION"],
+            security_group=network.functions_sg, environment=environment,
+            log_retention=retention, removal=removal,
+        )  # fmt: skip
+        by = fns.by_name
+        sandbox = by["sandbox"]
+
+        for key, fn in by.items():
+            if key == "sandbox":
+                continue
+            database.secret.grant_read(fn)
+            database.proxy.grant_connect(fn, "cairn_admin")
+            providers.grant_read(fn)
+        for key in PUBLISHERS:
+            queue.queue.grant_send_messages(by[key])
+            by[key].add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["states:StartExecution"], resources=list(arns.values())
+                )
+            )
+            by[key].add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
+                    # Task tokens carry no ARN: IAM scopes these actions to state machines.
+                    resources=list(arns.values()),
+                )
+            )
+        for key in ("api", "step"):  # the ones that run steps, and so custom tools
+            sandbox.grant_invoke(by[key])
+
+        timings = timings or WorkflowTimings()
+        approval = ApprovalWorkflow(
+            self, "Approval", handler=by["approval"], timings=timings, logs_retention=retention,
+            state_machine_name=names["approval"],
+        )  # fmt: skip
+        sleeptime = SleeptimeWorkflow(
+            self, "Sleeptime", handler=by["sleeptime"], timings=timings, logs_retention=retention,
+            state_machine_name=names["sleeptime"],
+        )  # fmt: skip
+        self.state_machines = {
+            "approval": approval.state_machine,
+            "sleeptime": sleeptime.state_machine,
+        }
+
+        queue.connect(fns.entry["step"], by["step-dead-letter"])
+
+        events.Rule(
+            self,
+            "SweeperSchedule",
+            schedule=events.Schedule.rate(Duration.minutes(1)),
+            targets=[targets.LambdaFunction(by["sweeper"])],
+        )
+
+        # Migrations on every deploy that changes them (the hash is of the .sql files).
+        provider = cr.Provider(self, "MigrationsProvider", on_event_handler=by["migrate"])
+        CustomResource(
+            self,
+            "Migrations",
+            service_token=provider.service_token,
+            properties={"migrations": _migrations_hash()},
+        )
+
+        access_logs = logs.LogGroup(
+            self, "ApiAccessLogs", retention=retention, removal_policy=removal
+        )
+        self.http_api = apigw.HttpApi(
+            self,
+            "HttpApi",
+            api_name=f"{self.stack_name}-api",
+            description="Cairn: the Letta-compatible REST API",
+            default_integration=integrations.HttpLambdaIntegration(
+                "Api",
+                fns.entry["api"],
+                payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0,
+            ),
+        )
+        stage = self.http_api.default_stage
+        assert stage is not None
+        cfn_stage = stage.node.default_child
+        cfn_stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(  # type: ignore[union-attr]
+            destination_arn=access_logs.log_group_arn,
+            format='{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
+            '"route":"$context.routeKey","status":"$context.status",'
+            '"latency":"$context.integrationLatency"}',
+        )
+        Alarms(
+            self, "Alarms", functions=by, dead_letters=queue.dead_letters,
+            cluster=database.cluster, max_capacity=db_max_capacity,
+        )  # fmt: skip
+        self.functions = fns
+        self.queue = queue
+        self.database = database
+        self.providers = providers
+
+
+def _migrations_hash() -> str:
+    folder = ROOT / "layers" / "runtime" / "python" / "cairn" / "store" / "migrations"
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.sql")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()

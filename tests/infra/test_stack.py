@@ -1,0 +1,227 @@
+"""The CDK app, synthesised offline (the dependency layer's build skipped): every part of
+the deployment, its wiring, least privilege, and the cdk-nag AwsSolutions checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Match, Template
+
+from cairn.local.stepfunctions import definitions, function_arn, state_machine_definitions
+from cairn_infra.app import build_app
+from cairn_infra.stack import CairnStack
+from cairn_infra.workflows import WorkflowTimings
+
+TIMINGS = WorkflowTimings(approval_timeout=3, sleeptime_run_timeout=30, retry_interval=1)
+# The only actions IAM allows on no resource but "*" (tests the cdk-nag IAM5 acknowledgment).
+STAR_ONLY = {
+    *("xray:PutTraceSegments", "xray:PutTelemetryRecords"),
+    *("xray:GetSamplingRules", "xray:GetSamplingTargets"),
+    *("logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery"),
+    *("logs:DeleteLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy"),
+    *("logs:DescribeResourcePolicies", "logs:DescribeLogGroups"),
+}
+
+
+def synth(**context: Any) -> tuple[CairnStack, Template]:
+    app = cdk.App(context={"skip_bundling": "true", **context})
+    stack = CairnStack(app, "Cairn", skip_bundling=True, timings=TIMINGS,
+                       dev=context.get("dev") == "true")  # fmt: skip
+    return stack, Template.from_stack(stack)
+
+
+@pytest.fixture(scope="module")
+def prod() -> Iterator[tuple[CairnStack, Template]]:
+    yield synth()
+
+
+@pytest.fixture(scope="module")
+def template(prod: tuple[CairnStack, Template]) -> dict[str, Any]:
+    return prod[1].to_json()
+
+
+def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def as_list(value: str | list[str]) -> list[str]:
+    return value if isinstance(value, list) else [value]
+
+
+def logical_id(template: dict[str, Any], kind: str, prefix: str) -> str:
+    """The one resource of a kind whose id is the prefix and CDK's 8-character hash."""
+    (found,) = [k for k in resources(template, kind) if re.fullmatch(f"{prefix}[0-9A-F]{{8}}", k)]
+    return found
+
+
+def function(template: dict[str, Any], key: str) -> dict[str, Any]:
+    name = logical_id(template, "AWS::Lambda::Function", f"Functions{key.replace('-', '')}")
+    return template["Resources"][name]
+
+
+def test_cdk_nag_aws_solutions_pass_with_reasoned_acknowledgments() -> None:
+    app = cdk.App(context={"skip_bundling": "true"})
+    build_app(app)
+    app.synth()  # raises ValidationFailed on any unacknowledged finding
+    from cairn_infra.suppressions import REASONS
+
+    assert all(len(reason) > 80 for reason in REASONS.values())
+
+
+def test_network_two_azs_isolated_database_subnets(template: dict[str, Any]) -> None:
+    subnets = resources(template, "AWS::EC2::Subnet").values()
+    kinds = [next(t["Value"] for t in s["Properties"]["Tags"] if t["Key"] == "aws-cdk:subnet-type")
+             for s in subnets]  # fmt: skip
+    assert sorted(kinds) == ["Isolated"] * 2 + ["Private"] * 2 + ["Public"] * 2
+    assert len(resources(template, "AWS::EC2::NatGateway")) == 2
+    assert resources(template, "AWS::EC2::FlowLog")
+
+
+def test_aurora_serverless_v2_with_pgvector_proxy_and_secret(
+    prod: tuple[CairnStack, Template], template: dict[str, Any]
+) -> None:
+    t = prod[1]
+    t.has_resource("AWS::RDS::DBCluster", {
+        "Properties": Match.object_like({
+            "Engine": "aurora-postgresql", "EngineVersion": Match.string_like_regexp(r"^17\."),
+            "StorageEncrypted": True, "DeletionProtection": True,
+            "ServerlessV2ScalingConfiguration": Match.object_like({"MinCapacity": 0.5}),
+            "DBSubnetGroupName": Match.any_value()}),
+        "DeletionPolicy": "Snapshot", "UpdateReplacePolicy": "Snapshot"})  # fmt: skip
+    assert len(resources(template, "AWS::RDS::DBInstance")) == 2  # writer + reader in AZ 2
+    t.has_resource_properties(
+        "AWS::RDS::DBProxy", {"RequireTLS": True, "EngineFamily": "POSTGRESQL"}
+    )
+    t.has_resource_properties("AWS::SecretsManager::RotationSchedule", Match.any_value())
+    t.resource_count_is("AWS::SecretsManager::Secret", 2)  # database, provider keys
+
+
+def test_migrations_run_on_deploy_through_the_migrate_function(template: dict[str, Any]) -> None:
+    (migrations,) = resources(template, "AWS::CloudFormation::CustomResource").values()
+    assert len(migrations["Properties"]["migrations"]) == 64  # changes with any .sql file
+    framework_id = migrations["Properties"]["ServiceToken"]["Fn::GetAtt"][0]
+    framework = template["Resources"][framework_id]["Properties"]["Environment"]["Variables"]
+    migrate = logical_id(template, "AWS::Lambda::Function", "Functionsmigrate")
+    assert framework["USER_ON_EVENT_FUNCTION_ARN"] == {"Fn::GetAtt": [migrate, "Arn"]}
+
+
+def test_functions_layers_and_snapstart(template: dict[str, Any]) -> None:
+    assert len(resources(template, "AWS::Lambda::LayerVersion")) == 2
+    for key in ("api", "step", "step-dead-letter", "approval", "sleeptime", "sweeper", "migrate"):
+        props = function(template, key)["Properties"]
+        assert props["Runtime"] == "python3.12" and props["Architectures"] == ["arm64"]
+        assert len(props["Layers"]) == 2 and "VpcConfig" in props
+        assert "CAIRN_DB_SECRET_ARN" in props["Environment"]["Variables"]
+    for key in ("api", "step"):
+        assert function(template, key)["Properties"]["SnapStart"] == {
+            "ApplyOn": "PublishedVersions"
+        }
+    assert function(template, "step-dead-letter")["Properties"]["Handler"] == (
+        "handler.dead_letter_handler")  # fmt: skip
+
+
+def test_the_sandbox_has_no_vpc_no_secrets_and_a_short_timeout(template: dict[str, Any]) -> None:
+    props = function(template, "sandbox")["Properties"]
+    assert "VpcConfig" not in props and props.get("Layers") is None
+    assert props["Timeout"] <= 15
+    assert not any(k.startswith("CAIRN_DB") for k in props["Environment"]["Variables"])
+    role = props["Role"]["Fn::GetAtt"][0]
+    policies = [p for p in resources(template, "AWS::IAM::Policy").values()
+                if {"Ref": role} in p["Properties"]["Roles"]]  # fmt: skip
+    statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    actions = {a for s in statements for a in as_list(s["Action"])}
+    assert actions <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_iam_has_no_wildcards_on_data_resources(template: dict[str, Any]) -> None:
+    for name, policy in resources(template, "AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = as_list(statement["Action"])
+            assert not any(a == "*" or a.endswith(":*") for a in actions), (name, actions)
+            if statement["Resource"] == "*":
+                assert set(actions) <= STAR_ONLY, (name, actions)
+
+
+def test_fifo_queue_dlq_partial_failures_and_alarm(template: dict[str, Any]) -> None:
+    queues = resources(template, "AWS::SQS::Queue")
+    steps = queues[logical_id(template, "AWS::SQS::Queue", "StepQueueSteps")]["Properties"]
+    dlq_id = logical_id(template, "AWS::SQS::Queue", "StepQueueDeadLetters")
+    assert steps["FifoQueue"] is True and queues[dlq_id]["Properties"]["FifoQueue"] is True
+    assert steps["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}, "maxReceiveCount": 5}  # fmt: skip
+    mappings = list(resources(template, "AWS::Lambda::EventSourceMapping").values())
+    assert len(mappings) == 2
+    assert all(m["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+               for m in mappings)  # fmt: skip
+    alarms = resources(template, "AWS::CloudWatch::Alarm").values()
+    dlq_alarms = [a for a in alarms if a["Properties"].get("MetricName") ==
+                  "ApproximateNumberOfMessagesVisible"]  # fmt: skip
+    (dlq_alarm,) = dlq_alarms
+    assert dlq_alarm["Properties"]["Dimensions"][0]["Value"] == {
+        "Fn::GetAtt": [dlq_id, "QueueName"]}  # fmt: skip
+    assert dlq_alarm["Properties"]["AlarmActions"]
+
+
+def test_alarms_cover_errors_throttles_p99_and_database_capacity(template: dict[str, Any]) -> None:
+    alarms = [a["Properties"] for a in resources(template, "AWS::CloudWatch::Alarm").values()]
+    by_metric: dict[str, int] = {}
+    for a in alarms:
+        key = a.get("ExtendedStatistic") or a.get("MetricName")
+        by_metric[key] = by_metric.get(key, 0) + 1
+    assert by_metric["Errors"] == by_metric["Throttles"] == by_metric["p99"] == 8
+    assert by_metric["ServerlessDatabaseCapacity"] == 1
+    assert all(g["Properties"].get("RetentionInDays") for g in
+               resources(template, "AWS::Logs::LogGroup").values())  # fmt: skip
+
+
+def test_http_api_sweeper_schedule_and_provider_secret(prod: tuple[CairnStack, Template]) -> None:
+    t = prod[1]
+    t.has_resource_properties("AWS::ApiGatewayV2::Api", {"ProtocolType": "HTTP"})
+    t.has_resource_properties("AWS::ApiGatewayV2::Integration", {"PayloadFormatVersion": "2.0"})
+    t.has_resource_properties("AWS::ApiGatewayV2::Stage", {"AccessLogSettings": Match.any_value()})
+    t.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
+    wanted = Match.object_like({"CAIRN_PROVIDER_SECRET_ARN": Match.any_value()})
+    t.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": wanted}})
+
+
+def test_the_deployed_state_machines_are_the_ones_the_workflow_tests_run(
+    template: dict[str, Any],
+) -> None:
+    refs = {}
+    for key in ("approval", "sleeptime"):
+        refs[f"{logical_id(template, 'AWS::Lambda::Function', f'Functions{key}')}.Arn"] = (
+            function_arn(key))  # fmt: skip
+    deployed = state_machine_definitions(template, refs)
+    executed = definitions(approval_timeout_seconds=3, sleeptime_run_timeout_seconds=30,
+                           retry_seconds=1)  # fmt: skip
+    by_kind = {k: json.loads(v) for k, v in deployed.items()}
+    approval = next(v for k, v in by_kind.items() if k.startswith("Approval"))
+    sleeptime = next(v for k, v in by_kind.items() if k.startswith("Sleeptime"))
+    assert approval == json.loads(executed["approval"])
+    assert sleeptime == json.loads(executed["sleeptime"])
+    wait = approval["States"]["WaitForAnswer"]
+    assert wait["Resource"].endswith(":states:::lambda:invoke.waitForTaskToken")
+    assert wait["TimeoutSeconds"] == 3
+    fan_out = sleeptime["States"]["EachSleeptimeAgent"]
+    assert fan_out["Type"] == "Map"
+    item = fan_out["ItemProcessor"]["States"]["RunSleeptimeAgent"]
+    assert item["Resource"].endswith(":states:::lambda:invoke.waitForTaskToken")
+    assert item["Catch"][0]["ErrorEquals"] == ["States.ALL"]
+
+
+def test_dev_flag_relaxes_protection_only() -> None:
+    _, t = synth(dev="true")
+    t.has_resource("AWS::RDS::DBCluster", {
+        "Properties": Match.object_like({"DeletionProtection": False}),
+        "DeletionPolicy": "Delete"})  # fmt: skip
+    t.resource_count_is("AWS::EC2::NatGateway", 1)
+    t.resource_count_is("AWS::RDS::DBInstance", 1)

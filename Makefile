@@ -31,8 +31,10 @@ invoke: $(STAMP)
 	$(PY) -m cairn.local.invoke $(FN) $(EVENT) $(if $(ATTR),--attribute $(ATTR),)
 
 # Step overhead through the local stack with an instant fake LLM; figures go to README.
+# BENCH=packaging (or search) runs another benchmark of bench/.
+BENCH ?= step_overhead
 bench: $(STAMP)
-	$(PY) bench/step_overhead.py $(BENCH_ARGS)
+	$(PY) bench/$(BENCH).py $(BENCH_ARGS)
 
 # The CDK CLI, pinned (its newest major cannot read aws-cdk-lib 2's cloud assembly).
 CDK := node_modules/.bin/cdk

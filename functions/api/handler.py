@@ -8,8 +8,10 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.api.app import build_app
+from cairn.orchestration.runtime import preload_for_snapshot
 
 logger = Logger(service="cairn-api")
+preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot
 app = build_app()
 
 

@@ -2,6 +2,10 @@
 
 Create and Update apply every pending migration; Delete leaves the database alone (the data
 outlives the stack's custom resource). The runner is safe to run twice and concurrently.
+
+Invoked by hand with `{"action": "create_tenant", "organization": ..., "user": ...}` it
+creates an organization and its first API key (the README's deploy guide): this function
+is the one that can reach the database before any key exists.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.config import Settings
+from cairn.local.bootstrap import create_tenant
 from cairn.orchestration.secrets import database_dsn
+from cairn.store.db import Database
 from cairn.store.migrate import apply_migrations
 
 logger = Logger(service="cairn-migrate")
@@ -21,6 +27,14 @@ PHYSICAL_ID = "cairn-schema-migrations"
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if event.get("action") == "create_tenant":
+        db = Database(database_dsn(Settings.from_env()))
+        try:
+            return create_tenant(
+                db, event.get("organization") or "default", event.get("user") or "admin"
+            )
+        finally:
+            db.close()
     request_type = event.get("RequestType")
     if request_type == "Delete":
         return {"PhysicalResourceId": event.get("PhysicalResourceId", PHYSICAL_ID)}

@@ -13,9 +13,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.orchestration import worker
-from cairn.orchestration.runtime import runtime
+from cairn.orchestration.runtime import preload_for_snapshot, runtime
 
 logger = Logger(service="cairn-step")
+preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot
 # A failed step holds back only its own agent's later messages, not the whole batch.
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 

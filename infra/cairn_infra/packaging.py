@@ -45,30 +45,34 @@ def target_python() -> str | None:
     return None
 
 
+def build_dependency_layer(output_dir: Path, platform: str = PLATFORM) -> None:
+    """`python/` of the dependency layer in output_dir, with .pyc for the runtime's Python."""
+    site = output_dir / "python"
+    # --no-compile: this interpreter is not the runtime's; compileall below is.
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "--no-compile", "--target", str(site), "--platform", platform, "--implementation", "cp",
+         "--python-version", PYTHON_VERSION, "--only-binary=:all:", "--upgrade",
+         *runtime_requirements()],
+        check=True,
+    )  # fmt: skip
+    python = target_python()
+    if python is None:
+        print(f"warning: no python{PYTHON_VERSION} found; the layer ships without .pyc")
+        return
+    subprocess.run(
+        [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
+         "unchecked-hash", str(site)],
+        check=True,
+    )  # fmt: skip
+
+
 @jsii.implements(ILocalBundling)
 class PipLayerBundling:
     """pip for the target platform, on this machine: no Docker needed."""
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
-        site = Path(output_dir) / "python"
-        subprocess.run(
-            # --no-compile: this interpreter is not the runtime's; compileall below is.
-            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "--no-compile",
-             "--target", str(site), "--platform", PLATFORM, "--implementation", "cp",
-             "--python-version", PYTHON_VERSION, "--only-binary=:all:", "--upgrade",
-             *runtime_requirements()],
-            check=True,
-        )  # fmt: skip
-        python = target_python()
-        if python is None:
-            print(f"warning: no python{PYTHON_VERSION} found; the layer ships without .pyc")
-        else:
-            subprocess.run(
-                [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
-                 "unchecked-hash", str(site)],
-                check=True,
-            )  # fmt: skip
+        build_dependency_layer(Path(output_dir))
         return True
 
 

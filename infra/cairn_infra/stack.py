@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from aws_cdk import ArnFormat, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_events as events
@@ -162,10 +162,19 @@ class CairnStack(Stack):
             '"route":"$context.routeKey","status":"$context.status",'
             '"latency":"$context.integrationLatency"}',
         )
-        Alarms(
+        CfnOutput(self, "ApiUrl", value=self.http_api.api_endpoint)
+        CfnOutput(
+            self,
+            "MigrateFunction",
+            value=by["migrate"].function_name,
+            description='Invoke with {"action": "create_tenant"} for a first API key',
+        )
+        CfnOutput(self, "ProviderKeysSecret", value=providers.secret_arn)
+        alarms = Alarms(
             self, "Alarms", functions=by, dead_letters=queue.dead_letters,
             cluster=database.cluster, max_capacity=db_max_capacity,
         )  # fmt: skip
+        CfnOutput(self, "AlarmTopic", value=alarms.topic.topic_arn)
         self.functions = fns
         self.queue = queue
         self.database = database

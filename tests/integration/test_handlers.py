@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import boto3
@@ -12,7 +15,10 @@ from moto import mock_aws
 
 from cairn.config import Settings
 from cairn.local.lambdas import invoke
-from cairn.orchestration.secrets import ConfigurationError, database_dsn
+from cairn.orchestration.runtime import after_restore, build_runtime, use_runtime
+from cairn.orchestration.secrets import ConfigurationError, database_dsn, with_provider_keys
+from cairn.store import tenancy
+from cairn.store.db import Database
 from cairn.store.migrate import available_migrations
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -89,3 +95,72 @@ def test_database_dsn_from_a_secrets_manager_secret(monkeypatch: pytest.MonkeyPa
 def test_database_dsn_without_configuration_names_the_variables() -> None:
     with pytest.raises(ConfigurationError, match=r"DATABASE_URL.*CAIRN_DB_SECRET_ARN"):
         database_dsn(Settings())
+
+
+def test_provider_keys_come_from_their_secret_and_the_environment_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        client = boto3.client("secretsmanager")
+        keys = client.create_secret(
+            Name="cairn/providers",
+            SecretString=json.dumps({"OPENAI_API_KEY": "sk-from-secret", "ANTHROPIC_API_KEY": ""}),
+        )
+        filled = with_provider_keys(
+            Settings(provider_secret_arn=keys["ARN"], anthropic_api_key="ant-from-env")
+        )
+        assert filled.openai_api_key == "sk-from-secret"
+        assert filled.anthropic_api_key == "ant-from-env"  # set in the environment: kept
+        listed = client.create_secret(Name="cairn/bad", SecretString="[1, 2]")
+        with pytest.raises(ConfigurationError, match="CAIRN_PROVIDER_SECRET_ARN"):
+            with_provider_keys(Settings(provider_secret_arn=listed["ARN"]))
+
+
+def test_after_a_snapstart_restore_the_runtime_reconnects(database: Database) -> None:
+    db = Database(database.dsn)
+    rt = build_runtime(Settings(), db=db)
+    use_runtime(rt)
+    try:
+        with db.connection() as conn:
+            before = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()
+        after_restore()
+        with db.connection() as conn:
+            after = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()
+        assert before is not None and after is not None and before["pid"] != after["pid"]
+    finally:
+        rt.queue.steps.close()  # type: ignore[attr-defined]
+        use_runtime(None)
+        db.close()
+
+
+@pytest.mark.parametrize(
+    ("init", "loaded"), [("on-demand", False), ("snap-start", True)], ids=["cold", "snapstart"]
+)
+def test_the_api_handler_imports_the_provider_sdks_only_for_a_snapshot(
+    init: str, loaded: bool
+) -> None:
+    code = (
+        "import sys; from cairn.local.lambdas import load_handler; load_handler('api'); "
+        "print(sorted({'openai', 'anthropic'} & set(sys.modules)))"
+    )
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init}
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    assert out == ("['anthropic', 'openai']" if loaded else "[]")
+
+
+def test_migrate_creates_a_first_tenant_whose_key_opens_the_api(
+    db: Database, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", pg_dsn)
+    made = invoke("migrate", event("migrate/create-tenant.json"))
+    assert made["api_key"] and made["organization_id"].startswith("org-")
+    with db.connection() as conn:
+        key = tenancy.authenticate(conn, made["api_key"])
+    assert key is not None and key.organization_id == made["organization_id"]

@@ -33,6 +33,8 @@ class Settings(BaseModel):
     # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
     sandbox_function: str | None = None
     # Model providers. An agent's llm_config.model_endpoint overrides the base URLs.
+    # On AWS: the Secrets Manager secret holding the providers' keys (JSON).
+    provider_secret_arn: str | None = None
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     anthropic_api_key: str | None = None
@@ -59,6 +61,7 @@ class Settings(BaseModel):
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
+            "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",
             "openai_api_key": "OPENAI_API_KEY",
             "openai_base_url": "OPENAI_BASE_URL",
             "anthropic_api_key": "ANTHROPIC_API_KEY",

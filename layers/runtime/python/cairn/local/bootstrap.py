@@ -1,4 +1,4 @@
-"""The local stack's tenant: one organization, one user, one API key."""
+"""Tenants from outside the API: the local stack's own, and a deployment's first one."""
 
 from __future__ import annotations
 
@@ -19,3 +19,12 @@ def ensure_local_tenant(db: Database, api_key: str | None) -> tuple[str, bool]:
         user = tenancy.create_user(conn, User(organization_id=org.id, name="local"))
         _, plain = tenancy.create_api_key(conn, org.id, user.id, name="local", key=api_key)
         return plain, True
+
+
+def create_tenant(db: Database, organization: str, user: str) -> dict[str, str]:
+    """A new organization with one user and one API key; the plain key is shown only here."""
+    with db.transaction() as conn:
+        org = tenancy.create_organization(conn, Organization(name=organization))
+        person = tenancy.create_user(conn, User(organization_id=org.id, name=user))
+        _, plain = tenancy.create_api_key(conn, org.id, person.id, name="first key")
+    return {"organization_id": org.id, "user_id": person.id, "api_key": plain}

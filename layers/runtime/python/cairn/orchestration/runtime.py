@@ -5,6 +5,7 @@ Built once per Lambda container (warm invocations reuse it) or once by the local
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 
@@ -12,7 +13,7 @@ from cairn.config import Settings
 from cairn.engine.step import Engine
 from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
-from cairn.orchestration.secrets import database_dsn
+from cairn.orchestration.secrets import database_dsn, with_provider_keys
 from cairn.store.db import Database
 
 
@@ -75,8 +76,30 @@ def runtime() -> Runtime:
     global _current
     with _lock:
         if _current is None:
-            _current = build_runtime(Settings.from_env())
+            _current = build_runtime(with_provider_keys(Settings.from_env()))
         return _current
+
+
+def after_restore() -> None:
+    """SnapStart resumed this environment from a snapshot: drop its database connections."""
+    with _lock:
+        if _current is not None:
+            _current.db.reset()
+
+
+def preload_for_snapshot() -> None:
+    """Import what a step needs before the snapshot is taken, so restores skip it; only
+    under SnapStart (the plain cold-start import path stays free of the providers' SDKs)."""
+    if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") != "snap-start":
+        return
+    import anthropic  # noqa: F401
+    import openai  # noqa: F401
+
+    try:  # the Lambda Python runtime ships this module for SnapStart hooks
+        from snapshot_restore_py import register_after_restore
+    except ImportError:
+        return
+    register_after_restore(after_restore)
 
 
 def use_runtime(value: Runtime | None) -> None:

@@ -33,3 +33,29 @@ def database_dsn(settings: Settings) -> str:
     raise ConfigurationError(
         "No database configured: set DATABASE_URL, or CAIRN_DB_SECRET_ARN on AWS"
     )
+
+
+# The provider-keys secret (JSON) may hold these; the environment wins where both are set.
+PROVIDER_KEYS = {
+    "OPENAI_API_KEY": "openai_api_key",
+    "OPENAI_BASE_URL": "openai_base_url",
+    "ANTHROPIC_API_KEY": "anthropic_api_key",
+    "ANTHROPIC_BASE_URL": "anthropic_base_url",
+}
+
+
+def with_provider_keys(settings: Settings) -> Settings:
+    """Settings with the model providers' keys from Secrets Manager, on AWS."""
+    if not settings.provider_secret_arn:
+        return settings
+    from aws_lambda_powertools.utilities import parameters
+
+    stored = parameters.get_secret(settings.provider_secret_arn, transform="json", max_age=300)
+    if not isinstance(stored, dict):
+        raise ConfigurationError("CAIRN_PROVIDER_SECRET_ARN: the secret must be a JSON object")
+    found = {
+        field: str(stored[name])
+        for name, field in PROVIDER_KEYS.items()
+        if stored.get(name) and not getattr(settings, field)
+    }
+    return settings.model_copy(update=found)

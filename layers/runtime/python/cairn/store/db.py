@@ -31,12 +31,16 @@ class Database:
         self.dsn = dsn
         self._last_used: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
-        self._pool = ConnectionPool(
-            dsn,
+        self._max_size, self._connect_timeout = max_size, connect_timeout
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ConnectionPool[Connection]:
+        return ConnectionPool(
+            self.dsn,
             min_size=1,
-            max_size=max_size,
+            max_size=self._max_size,
             open=False,
-            timeout=connect_timeout,
+            timeout=self._connect_timeout,
             kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
             configure=self._configure,
             check=self._check,
@@ -67,6 +71,14 @@ class Database:
 
     def close(self) -> None:
         self._pool.close()
+
+    def reset(self) -> None:
+        """Forget every connection (a SnapStart restore: their sockets are gone); the next
+        use connects afresh."""
+        with self._lock:
+            old, self._pool = self._pool, self._new_pool()
+        with contextlib.suppress(Exception):
+            old.close(timeout=0)
 
     @contextmanager
     def connection(self) -> Iterator[Connection]:

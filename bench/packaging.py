@@ -1,0 +1,94 @@
+"""Packaging report: the layers' deployed sizes and each handler's cold import time.
+
+Builds the dependency layer exactly as `cdk synth` does (pip for manylinux2014_aarch64,
+Python 3.12, .pyc compiled by 3.12) and measures it unzipped and zipped, with the
+`layers/runtime` layer beside it. Import times need a build this machine can load, so the
+same requirements are built again for its own platform and each handler is imported in a
+fresh `python3.12 -X importtime` process (the median of a few runs, cumulative time of the
+`handler` module). Figures go to the README.
+
+    .venv/bin/python bench/packaging.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "infra"))
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+from cairn_infra.packaging import build_dependency_layer, target_python  # noqa: E402
+
+HANDLERS = ("api", "step", "approval", "sleeptime", "sweeper", "migrate", "sandbox")
+HOST_PLATFORM = {"x86_64": "manylinux2014_x86_64", "aarch64": "manylinux2014_aarch64"}
+
+
+def sizes(folder: Path) -> tuple[int, int]:
+    """(unzipped, zipped) bytes, zipped as Lambda receives a layer."""
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    unzipped = sum(p.stat().st_size for p in files)
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "layer.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+            for p in files:
+                z.write(p, p.relative_to(folder))
+        return unzipped, archive.stat().st_size
+
+
+def import_ms(python: str, paths: list[Path], function: str, runs: int) -> tuple[float, bool]:
+    """Median cumulative import time of the handler (ms), and whether a provider SDK loaded."""
+    code = (
+        "import sys; import handler; "
+        "print('SDK' if {'openai', 'anthropic'} & set(sys.modules) else 'NOSDK')"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [ROOT / "functions" / function, *paths])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # /opt is read-only on Lambda
+    times, sdk = [], False
+    for _ in range(runs):
+        done = subprocess.run([python, "-X", "importtime", "-c", code], env=env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        line = next(x for x in done.stderr.splitlines() if re.search(r"\|\s+handler$", x))
+        times.append(int(line.split("|")[1]) / 1000)
+        sdk = done.stdout.strip() == "SDK"
+    return statistics.median(times), sdk
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    python = target_python()
+    if python is None:
+        print("needs a python3.12 interpreter (the Lambda runtime's version)")
+        return 2
+    runtime_layer = ROOT / "layers" / "runtime"
+    with tempfile.TemporaryDirectory() as tmp:
+        deployed, host = Path(tmp) / "deployed", Path(tmp) / "host"
+        build_dependency_layer(deployed)
+        build_dependency_layer(host, HOST_PLATFORM[platform.machine()])
+        print("layer                 unzipped     zipped")
+        for name, folder in (("dependencies", deployed), ("runtime (cairn)", runtime_layer)):
+            unzipped, zipped = sizes(folder)
+            print(f"{name:<18} {unzipped / 1e6:>8.1f} MB {zipped / 1e6:>7.1f} MB")
+        print(f"\ncold import ({Path(python).name}, median of {args.runs}, .pyc present)")
+        for function in HANDLERS:
+            ms, sdk = import_ms(python, [host / "python", runtime_layer / "python"], function,
+                                args.runs)  # fmt: skip
+            note = "  (loads a provider SDK)" if sdk else ""
+            print(f"{function:<10} {ms:>7.0f} ms{note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

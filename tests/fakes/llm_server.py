@@ -96,6 +96,13 @@ class FakeLLM:
         with self._lock:
             self._queue.clear()
 
+    def reset(self) -> None:
+        """Back to a fresh server: no replies, no rules, nothing recorded."""
+        with self._lock:
+            self._queue.clear()
+            self._rules.clear()
+            self.requests.clear()
+
     @property
     def pending(self) -> int:
         return len(self._queue)

@@ -127,9 +127,7 @@ def flows(pg_dsn: str) -> Iterator[Flows]:
 
 @pytest.fixture
 def fresh(flows: Flows, db: Database) -> Flows:
-    flows.fake.clear()
-    flows.fake._rules.clear()
-    flows.fake.requests.clear()
+    flows.fake.reset()
     return flows
 
 

@@ -139,37 +139,38 @@ def embed_command(
     )
 
 
-def approval_wait_command(run: Run) -> OutboxCommand:
-    """Start the approval workflow of a run that stopped at `requires_approval`."""
+def _run_command(run: Run, kind: OutboxKind, key: str, payload: dict[str, Any]) -> OutboxCommand:
     return OutboxCommand(
         organization_id=run.organization_id,
         agent_id=run.agent_id,
         run_id=run.id,
-        kind="approval_wait",
-        payload={
-            "organization_id": run.organization_id,
-            "agent_id": run.agent_id,
-            "run_id": run.id,
-        },
-        dedup_key=f"{run.id}:approval",
+        kind=kind,
+        payload=payload,
+        dedup_key=f"{run.id}:{key}",
     )
+
+
+def step_command(run: Run, step_index: int) -> OutboxCommand:
+    """One step of a run, for the step queue; "run:index" keys it."""
+    payload = {"organization_id": run.organization_id, "run_id": run.id, "step_index": step_index}
+    return _run_command(run, "step", str(step_index), payload)
+
+
+def approval_wait_command(run: Run) -> OutboxCommand:
+    """Start the approval workflow of a run that stopped at `requires_approval`."""
+    payload = {"organization_id": run.organization_id, "agent_id": run.agent_id, "run_id": run.id}
+    return _run_command(run, "approval_wait", "approval", payload)
 
 
 def task_result_command(run: Run) -> OutboxCommand:
     """Send a workflow item's token back: its background run has ended."""
     assert run.task_token is not None
-    return OutboxCommand(
-        organization_id=run.organization_id,
-        agent_id=run.agent_id,
-        run_id=run.id,
-        kind="task_result",
-        payload={
-            "task_token": run.task_token,
-            "run_id": run.id,
-            "agent_id": run.agent_id,
-            "status": run.status,
-            "stop_reason": run.stop_reason,
-            "error": run.error,
-        },
-        dedup_key=f"{run.id}:task_result",
-    )
+    payload = {
+        "task_token": run.task_token,
+        "run_id": run.id,
+        "agent_id": run.agent_id,
+        "status": run.status,
+        "stop_reason": run.stop_reason,
+        "error": run.error,
+    }
+    return _run_command(run, "task_result", "task_result", payload)

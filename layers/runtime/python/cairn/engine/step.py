@@ -32,6 +32,7 @@ from cairn.domain.runs import (
     approval_wait_command,
     embed_command,
     run_status_for,
+    step_command,
     task_result_command,
 )
 from cairn.embeddings import providers
@@ -91,21 +92,6 @@ class StartedRun(NamedTuple):
     command: OutboxCommand  # the first step, for the caller to publish or run
     # An answer to an approval: the token of the workflow waiting for it, to send back.
     approval_token: str | None = None
-
-
-def step_command(run: Run, step_index: int) -> OutboxCommand:
-    return OutboxCommand(
-        organization_id=run.organization_id,
-        agent_id=run.agent_id,
-        run_id=run.id,
-        kind="step",
-        payload={
-            "organization_id": run.organization_id,
-            "run_id": run.id,
-            "step_index": step_index,
-        },
-        dedup_key=f"{run.id}:{step_index}",
-    )
 
 
 class Engine:

@@ -14,7 +14,6 @@ from cairn.domain.messages import ApprovalDecision, Message
 from cairn.engine import sleeptime
 from cairn.errors import ConflictError
 from cairn.orchestration.dispatch import publish_and_mark
-from cairn.orchestration.ports import Workflows
 from cairn.orchestration.runtime import Runtime
 from cairn.store import agents, messages, outbox, runs
 
@@ -59,7 +58,7 @@ def register_wait(rt: Runtime, org: str, run_id: str, token: str) -> dict[str, A
         if conn.execute(REGISTER_WAIT, {"org": org, "id": run_id, "token": token}).fetchone():
             return {"waiting": True}
         run = runs.get_run(conn, org, run_id)
-    workflows = _workflows(rt)
+    workflows = rt.workflows
     if run is not None and run.approval_answered_by:  # the answer beat the wait here
         workflows.succeed(token, {"run_id": run.approval_answered_by})
     else:
@@ -112,7 +111,7 @@ def cancel_waits(rt: Runtime, org: str, agent_id: str) -> list[str]:
     with rt.db.connection() as conn:
         rows = conn.execute(CANCEL_WAITS, {"org": org, "agent_id": agent_id}).fetchall()
     for row in rows:
-        _workflows(rt).fail(row["token"], CANCELLED, f"run {row['id']} was cancelled")
+        rt.workflows.fail(row["token"], CANCELLED, f"run {row['id']} was cancelled")
     return [row["id"] for row in rows]
 
 
@@ -136,7 +135,7 @@ def start_background(rt: Runtime, item: dict[str, str], token: str | None) -> di
     message = sleeptime.transcript_message(rt.db, item)
     if message is None:
         if token:
-            _workflows(rt).succeed(token, {"run_id": None, "status": "skipped"})
+            rt.workflows.succeed(token, {"run_id": None, "status": "skipped"})
         return {"run_id": None}
     started = rt.engine.start_run(
         item["organization_id"],
@@ -148,7 +147,3 @@ def start_background(rt: Runtime, item: dict[str, str], token: str | None) -> di
     )
     publish_and_mark(rt.db, rt.queue, started.command)
     return {"run_id": started.run.id}
-
-
-def _workflows(rt: Runtime) -> Workflows:
-    return rt.workflows

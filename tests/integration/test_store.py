@@ -337,3 +337,17 @@ def test_deleting_an_agent_removes_its_group_and_rows(db: Database) -> None:
         assert messages.get(conn, world.org.id, world.message.id) is None
         # Blocks are shared objects: detached, not deleted.
         assert blocks.get(conn, world.org.id, world.block.id) is not None
+
+
+def test_hot_statements_are_prepared_only_when_asked(pg_dsn: str) -> None:
+    query = "SELECT count(*) FROM organizations WHERE name = $1"
+    for prepare in (True, False):
+        db = Database(pg_dsn, prepare=prepare)
+        try:
+            with db.connection() as conn:
+                for _ in range(3):
+                    conn.execute("SELECT count(*) FROM organizations WHERE name = %s", ("x",))
+                rows = conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+            assert (query in [r["statement"] for r in rows]) is prepare
+        finally:
+            db.close()

@@ -16,6 +16,9 @@ class Settings(BaseModel):
     db_host: str | None = None  # RDS Proxy endpoint; overrides the secret's host
     db_name: str = "cairn"
     db_pool_size: int = Field(default=1, ge=1)
+    # Server-side prepared statements; unset: on, except behind RDS Proxy (CAIRN_DB_HOST),
+    # where they would pin every session to one database connection.
+    db_prepared_statements: bool | None = None
     # The local stack
     port: int = Field(default=8283, ge=1, le=65535)
     api_key: str | None = None
@@ -43,6 +46,12 @@ class Settings(BaseModel):
     # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
     llm_max_retries: int = Field(default=3, ge=0)
 
+    @property
+    def prepare_statements(self) -> bool:
+        if self.db_prepared_statements is not None:
+            return self.db_prepared_statements
+        return self.db_host is None
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
@@ -52,6 +61,7 @@ class Settings(BaseModel):
             "db_host": "CAIRN_DB_HOST",
             "db_name": "CAIRN_DB_NAME",
             "db_pool_size": "CAIRN_DB_POOL_SIZE",
+            "db_prepared_statements": "CAIRN_DB_PREPARED_STATEMENTS",
             "port": "CAIRN_PORT",
             "api_key": "CAIRN_API_KEY",
             "data_dir": "CAIRN_DATA_DIR",

@@ -37,7 +37,11 @@ def build_runtime(
     queue: StepQueue | None = None,
     workflows: Workflows | None = None,
 ) -> Runtime:
-    database = db or Database(database_dsn(settings), max_size=settings.db_pool_size)
+    database = db or Database(
+        database_dsn(settings),
+        max_size=settings.db_pool_size,
+        prepare=settings.prepare_statements,
+    )
     sandbox = None
     if settings.sandbox_function:
         from cairn.orchestration.lambda_sandbox import LambdaSandbox

@@ -24,11 +24,18 @@ Connection = psycopg.Connection[dict]
 # invocations and RDS Proxy or the server may have dropped it meanwhile. Cheaper than a ping
 # on every checkout, which would add a round trip to every step.
 IDLE_CHECK_SECONDS = 30.0
+# A statement is prepared on its third execution on a connection (one-off queries never are).
+PREPARE_AFTER = 2
 
 
 class Database:
-    def __init__(self, dsn: str, *, max_size: int = 1, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self, dsn: str, *, max_size: int = 1, connect_timeout: float = 10.0, prepare: bool = True
+    ) -> None:
         self.dsn = dsn
+        # Server-side prepared statements save the planning of every hot query (the claim
+        # alone plans for ~1.3 ms), but pin sessions behind RDS Proxy: off there.
+        self._prepare_threshold = PREPARE_AFTER if prepare else None
         self._last_used: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._max_size, self._connect_timeout = max_size, connect_timeout
@@ -41,7 +48,11 @@ class Database:
             max_size=self._max_size,
             open=False,
             timeout=self._connect_timeout,
-            kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": self._prepare_threshold,
+                "row_factory": dict_row,
+            },
             configure=self._configure,
             check=self._check,
             reset=self._mark_used,

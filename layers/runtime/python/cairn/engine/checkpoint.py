@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from psycopg.pq import TransactionStatus
 
@@ -120,10 +121,14 @@ DELETE FROM blocks b WHERE b.organization_id = %(org)s AND b.id = %(id)s
 """
 
 
-def commit(
-    db: Database, cp: Checkpoint, *, now: datetime
-) -> tuple[OutboxCommand | None, list[OutboxCommand]]:
-    """Write the checkpoint; returns (continuation, other commands) to publish once committed.
+class Committed(NamedTuple):
+    next_command: OutboxCommand | None  # the continuation, to publish once committed
+    commands: list[OutboxCommand]  # the other commands, likewise
+    run: Run | None  # the run as the checkpoint left it; None if a cancel won meanwhile
+
+
+def commit(db: Database, cp: Checkpoint, *, now: datetime) -> Committed:
+    """Write the checkpoint and say what to publish once it is committed.
 
     Raises AlreadyCommitted for a duplicate delivery and VersionConflictError when the agent
     or a block changed since the step read it (the caller retries from fresh state).
@@ -156,7 +161,7 @@ def commit(
 
 def _write(
     conn: Connection, cp: Checkpoint, agent: Agent, *, ended: bool, now: datetime
-) -> Callable[[], tuple[OutboxCommand | None, list[OutboxCommand]]]:
+) -> Callable[[], Committed]:
     """Send every statement of the checkpoint; returns what checks and reads their results."""
     org, agent_id, run = cp.agent.organization_id, cp.agent.id, cp.run
     step_row = conn.execute(runs.INSERT_STEP, to_params(cp.step, ("error",)))
@@ -211,7 +216,7 @@ def _write(
         command_rows.append(conn.execute(SLEEPTIME_TURN, params))
     conn.execute(RELEASE_IF_ENDED, {"org": org, "id": agent_id, "run": run.id})
 
-    def check() -> tuple[OutboxCommand | None, list[OutboxCommand]]:
+    def check() -> Committed:
         # A failed check raises before COMMIT is sent: the whole checkpoint rolls back.
         if step_row.fetchone() is None:
             raise AlreadyCommitted(f"{run.id} step {cp.step.step_index}")
@@ -220,12 +225,14 @@ def _write(
                 raise VersionConflictError(f"Block {block.id} changed since it was read")
         if agent_row.fetchone() is None:
             raise VersionConflictError(f"Agent {agent_id} changed since it was read")
-        run_row.fetchone()
+        final = run_row.fetchone()
         found = next_row.fetchone() if next_row is not None else None
         written = [got for rows in command_rows if (got := rows.fetchone()) is not None]
-        return (
+        as_written = final is not None and final["status"] == run.status
+        return Committed(
             None if found is None else OutboxCommand.model_validate(found),
             [OutboxCommand.model_validate(got) for got in written],
+            run if as_written else None,
         )
 
     return check

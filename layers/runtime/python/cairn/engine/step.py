@@ -80,6 +80,8 @@ class StepOutcome:
     run_status: str | None = None
     agent_id: str | None = None
     commands: tuple[OutboxCommand, ...] = ()
+    # The run as this step left it (committed steps), so a waiting caller need not read it.
+    run: Run | None = None
 
     @property
     def freed_agent(self) -> bool:
@@ -228,12 +230,18 @@ class Engine:
         faults.reached("before_commit")
         _add_commands(cp, org_id, run_id, step_index)
         try:
-            command, others = commit(self.db, cp, now=self._clock())
+            done = commit(self.db, cp, now=self._clock())
         except AlreadyCommitted:
             return StepOutcome("already_done")
         faults.reached("after_commit")
         return StepOutcome(
-            "committed", command, cp.run.stop_reason, cp.run.status, cp.agent.id, tuple(others)
+            "committed",
+            done.next_command,
+            cp.run.stop_reason,
+            cp.run.status,
+            cp.agent.id,
+            tuple(done.commands),
+            done.run,
         )
 
     def fail_run(

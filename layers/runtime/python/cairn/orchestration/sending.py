@@ -60,6 +60,8 @@ def send(
         raise
     # Busy (another run holds the agent): the command waits in the outbox for that run to end.
     after_step(rt.db, rt.queue, command, outcome)
+    if outcome.run is not None and outcome.run.status in TERMINAL_RUN_STATUSES:
+        return outcome.run  # the turn ended in this step: nothing to wait for
     return wait_for(rt, org_id, run.id, rt.settings.sync_budget_seconds)
 
 

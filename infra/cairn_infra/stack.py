@@ -94,13 +94,12 @@ class CairnStack(Stack):
             queue.queue.grant_send_messages(by[key])
             by[key].add_to_role_policy(
                 iam.PolicyStatement(
-                    actions=["states:StartExecution"], resources=list(arns.values())
-                )
-            )
-            by[key].add_to_role_policy(
-                iam.PolicyStatement(
-                    actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
-                    # Task tokens carry no ARN: IAM scopes these actions to state machines.
+                    # Task tokens carry no ARN: IAM scopes the answers to state machines too.
+                    actions=[
+                        "states:StartExecution",
+                        "states:SendTaskSuccess",
+                        "states:SendTaskFailure",
+                    ],
                     resources=list(arns.values()),
                 )
             )

@@ -71,15 +71,16 @@ def definitions(
     )
     app = cdk.App()
     stack = cdk.Stack(app, "LocalWorkflows")
-    built = {}
+    logical_ids = {}
     for name, construct in (("approval", ApprovalWorkflow), ("sleeptime", SleeptimeWorkflow)):
         handler = lambda_.Function.from_function_arn(stack, f"{name}Fn", function_arn(name))
-        built[name] = construct(stack, name.capitalize(), handler=handler, timings=timings)
+        built = construct(stack, name.capitalize(), handler=handler, timings=timings)
+        resource = built.state_machine.node.default_child
+        assert isinstance(resource, cdk.CfnElement)
+        logical_ids[name] = stack.get_logical_id(resource)
     template = app.synth().get_stack_by_name("LocalWorkflows").template
     found = state_machine_definitions(template, {})
-    return {
-        name: next(v for k, v in found.items() if k.startswith(name.capitalize())) for name in built
-    }
+    return {name: found[stack.resolve(logical_id)] for name, logical_id in logical_ids.items()}
 
 
 def route_lambda_to_handlers() -> None:

@@ -19,25 +19,6 @@ from cairn.store import agents, messages, outbox, runs
 
 logger = logging.getLogger(__name__)
 
-REGISTER_WAIT = """
-UPDATE runs SET approval_task_token = %(token)s, updated_at = now()
-WHERE organization_id = %(org)s AND id = %(id)s
-  AND approval_answered_by IS NULL AND status <> 'cancelled'
-RETURNING id
-"""
-# Cancelling ends the wait: the run is cancelled and its token handed back for failing.
-CANCEL_WAITS = """
-WITH waiting AS (
-    SELECT id, approval_task_token AS token FROM runs
-    WHERE organization_id = %(org)s AND agent_id = %(agent_id)s
-      AND approval_task_token IS NOT NULL AND approval_answered_by IS NULL
-    FOR UPDATE
-)
-UPDATE runs r SET status = 'cancelled', stop_reason = 'cancelled',
-    approval_task_token = NULL, updated_at = now()
-FROM waiting WHERE r.id = waiting.id
-RETURNING r.id, waiting.token
-"""
 CANCELLED = "Cancelled"
 
 
@@ -55,7 +36,7 @@ def approval_task(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
 def register_wait(rt: Runtime, org: str, run_id: str, token: str) -> dict[str, Any]:
     """Keep the token on the run, where the approval API finds it; nothing runs meanwhile."""
     with rt.db.connection() as conn:
-        if conn.execute(REGISTER_WAIT, {"org": org, "id": run_id, "token": token}).fetchone():
+        if runs.register_approval_wait(conn, org, run_id, token):
             return {"waiting": True}
         run = runs.get_run(conn, org, run_id)
     workflows = rt.workflows
@@ -109,10 +90,10 @@ def queue_continuation(rt: Runtime, org: str, run_id: str) -> dict[str, Any]:
 def cancel_waits(rt: Runtime, org: str, agent_id: str) -> list[str]:
     """End the approval waits of an agent's runs; returns the cancelled run ids."""
     with rt.db.connection() as conn:
-        rows = conn.execute(CANCEL_WAITS, {"org": org, "agent_id": agent_id}).fetchall()
-    for row in rows:
-        rt.workflows.fail(row["token"], CANCELLED, f"run {row['id']} was cancelled")
-    return [row["id"] for row in rows]
+        ended = runs.cancel_approval_waits(conn, org, agent_id)
+    for run_id, token in ended:
+        rt.workflows.fail(token, CANCELLED, f"run {run_id} was cancelled")
+    return [run_id for run_id, _ in ended]
 
 
 def sleeptime_task(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:

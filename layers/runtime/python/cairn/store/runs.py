@@ -78,6 +78,27 @@ UPDATE runs SET
 WHERE organization_id = %(organization_id)s AND id = %(id)s
 RETURNING *
 """
+# An approval workflow's token, kept where the approval API finds it; refused once the
+# request is answered or the run cancelled.
+REGISTER_APPROVAL_WAIT = """
+UPDATE runs SET approval_task_token = %(token)s, updated_at = now()
+WHERE organization_id = %(org)s AND id = %(id)s
+  AND approval_answered_by IS NULL AND status <> 'cancelled'
+RETURNING id
+"""
+# Cancelling ends the waits: the runs are cancelled and their tokens handed back for failing.
+CANCEL_APPROVAL_WAITS = """
+WITH waiting AS (
+    SELECT id, approval_task_token AS token FROM runs
+    WHERE organization_id = %(org)s AND agent_id = %(agent_id)s
+      AND approval_task_token IS NOT NULL AND approval_answered_by IS NULL
+    FOR UPDATE
+)
+UPDATE runs r SET status = 'cancelled', stop_reason = 'cancelled',
+    approval_task_token = NULL, updated_at = now()
+FROM waiting WHERE r.id = waiting.id
+RETURNING r.id, waiting.token
+"""
 SELECT_RUN = "SELECT * FROM runs WHERE organization_id = %(org)s AND id = %(id)s"
 SELECT_ACTIVE_RUNS = """
 SELECT * FROM runs
@@ -125,6 +146,17 @@ def get_run(conn: Connection, org_id: str, run_id: str) -> Run | None:
 
 def update_run(conn: Connection, run: Run) -> Run | None:
     return from_row(Run, conn.execute(UPDATE_RUN, to_params(run, RUN_JSON)).fetchone())
+
+
+def register_approval_wait(conn: Connection, org_id: str, run_id: str, token: str) -> bool:
+    params = {"org": org_id, "id": run_id, "token": token}
+    return conn.execute(REGISTER_APPROVAL_WAIT, params).fetchone() is not None
+
+
+def cancel_approval_waits(conn: Connection, org_id: str, agent_id: str) -> list[tuple[str, str]]:
+    """(run id, task token) of each approval wait of the agent, now cancelled."""
+    rows = conn.execute(CANCEL_APPROVAL_WAITS, {"org": org_id, "agent_id": agent_id}).fetchall()
+    return [(row["id"], row["token"]) for row in rows]
 
 
 def active_runs(conn: Connection, org_id: str, agent_id: str) -> list[Run]:

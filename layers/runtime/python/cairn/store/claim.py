@@ -51,13 +51,13 @@ SELECT
     (SELECT to_jsonb(o) FROM outbox o
      WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s) AS next_command,
     (SELECT to_jsonb(l) FROM lease l) AS agent,
-    (SELECT coalesce(jsonb_agg(to_jsonb(b) ORDER BY ab.attached_at, b.id), '[]')
+    (SELECT coalesce(json_agg(b ORDER BY ab.attached_at, b.id), '[]')
      FROM lease l JOIN agents_blocks ab ON ab.agent_id = l.id
      JOIN blocks b ON b.id = ab.block_id) AS blocks,
-    (SELECT coalesce(jsonb_agg(to_jsonb(t) ORDER BY at.attached_at, t.name), '[]')
+    (SELECT coalesce(json_agg(t ORDER BY at.attached_at, t.name), '[]')
      FROM lease l JOIN agents_tools at ON at.agent_id = l.id
      JOIN tools t ON t.id = at.tool_id) AS tools,
-    (SELECT coalesce(jsonb_agg(to_jsonb(m) ORDER BY w.position), '[]')
+    (SELECT coalesce(json_agg(m ORDER BY w.position), '[]')
      FROM lease l, unnest(l.message_ids) WITH ORDINALITY AS w (id, position),
      LATERAL (SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = w.id) m) AS context,
     (SELECT count(*) FROM lease l JOIN messages m ON m.agent_id = l.id) AS recall_count,

@@ -279,3 +279,54 @@ def test_a_sleeptime_group_is_read_and_its_frequency_changed(stack: Stack) -> No
         assert wrong.status_code == 422
         missing = "group-00000000-0000-4000-8000-000000000000"
         assert client.get(f"/v1/groups/{missing}").status_code == 404
+
+
+def test_a_sync_reply_shows_its_messages_as_listed_afterwards(stack: Stack) -> None:
+    """The reply of a turn ended in its first step comes from that step's checkpoint, the
+    reply of a longer turn from the database: both must read as the stored messages do."""
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        path = f"/v1/agents/{agent['id']}/messages"
+        stack.fake.reply("one step", reasoning="thinking it over")
+        stack.fake.reply("", call("conversation_search", query="tea"))
+        stack.fake.reply("two steps")
+        for text in ("first", "second"):
+            sent = client.post(path, json={"input": text})
+            assert sent.status_code == 200, sent.text
+            shown = sent.json()["messages"]
+            run_id = shown[0]["run_id"]
+            listed = [
+                m
+                for m in client.get(path, params={"order": "asc", "limit": 1000}).json()
+                if m["run_id"] == run_id and m["message_type"] != "user_message"
+            ]
+            assert shown == listed
+            assert all(isinstance(m["seq_id"], int) for m in shown)
+        assert [m["message_type"] for m in shown] == [
+            "tool_call_message",
+            "tool_return_message",
+            "assistant_message",
+        ]
+
+
+def test_a_send_to_an_unknown_agent_is_404_and_writes_nothing(stack: Stack) -> None:
+    missing = "agent-00000000-0000-4000-8000-000000000000"
+    with http(stack) as client:
+        for body in (
+            {"input": "hi"},
+            {"messages": [{"type": "approval", "approve": True, "approval_request_id": "x"}]},
+        ):
+            sent = client.post(f"/v1/agents/{missing}/messages", json=body)
+            assert sent.status_code == 404, sent.text
+            assert sent.json()["detail"] == f"Agent with ID {missing} not found"
+        assert (
+            client.post(f"/v1/agents/{missing}/messages/async", json={"input": "hi"}).status_code
+            == 404
+        )
+    with stack.runtime.db.connection() as conn:
+        assert (
+            conn.execute(
+                "SELECT count(*) AS n FROM runs WHERE agent_id = %s", (missing,)
+            ).fetchone()["n"]
+            == 0
+        )

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from cairn.domain import Agent, Organization
+from cairn.domain import Agent, Organization, OutboxCommand
 from cairn.engine import faults
 from cairn.engine.faults import SimulatedCrash
-from cairn.engine.step import Engine
+from cairn.engine.step import Engine, StepOutcome
 from cairn.llm.types import LLMError
+from cairn.orchestration import dispatch
 from cairn.store import archives, blocks, messages, outbox, runs
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
@@ -107,7 +109,15 @@ def baseline(db: Database, org: Organization) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "point", ["before_llm", "after_journal", "between_tools", "before_commit", "after_commit"]
+    "point",
+    [
+        "before_llm",
+        "after_journal",
+        "between_tools",
+        "before_commit",
+        "inside_commit",
+        "after_commit",
+    ],
 )
 def test_crash_then_retry_matches_an_uninterrupted_run(
     db: Database, org: Organization, fake: FakeLLM, baseline: dict[str, Any], point: str
@@ -330,3 +340,52 @@ def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
     assert target.read_text() == "once\n"  # the journaled return was reused, not re-run
     assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"
     assert tool.id
+
+
+def test_a_step_deferred_while_the_freeing_checkpoint_commits_still_goes(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    """The checkpoint that frees an agent reads what waits for it before its COMMIT; a step
+    deferred after that read must see the release and wake itself, not wait for the sweeper."""
+    agent = make_agent(db, org)
+    engine = engine_for(db, fake)
+    published: list[str] = []
+
+    class Recording:
+        def publish(self, command: OutboxCommand) -> None:
+            published.append(command.dedup_key)
+
+    queue = Recording()
+    fake.reply("first").reply("second")
+    a, _, _ = engine.start_run(org.id, agent.id, [user(agent, "one")])
+    b, b_first, _ = engine.start_run(org.id, agent.id, [user(agent, "two")])
+    assert dispatch.publish_and_mark(db, queue, b_first)  # b's step is on its way...
+    busy: list[StepOutcome] = []
+
+    def b_arrives() -> None:  # ...and arrives while a holds the agent
+        busy.append(engine.step(org.id, b.id, 0))
+
+    deferring = threading.Thread(target=lambda: dispatch.after_step(db, queue, b_first, busy[0]))
+
+    def b_defers() -> None:  # after a's checkpoint read the outbox, before it commits
+        deferring.start()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and not _someone_waits_for_a_lock(db):
+            time.sleep(0.01)
+
+    with faults.run_at("before_commit", b_arrives), faults.run_at("inside_commit", b_defers):
+        freed = engine.step(org.id, a.id, 0)
+    deferring.join(timeout=10)
+    assert busy[0].status == "busy"
+    assert freed.freed_agent and freed.waiting == ()  # b's step looked sent to a's checkpoint
+    assert published.count(b_first.dedup_key) == 2  # so b's deferral woke it
+    assert engine.step(org.id, b.id, 0).status == "committed"
+
+
+def _someone_waits_for_a_lock(db: Database) -> bool:
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).fetchone()
+    return bool(row and row["n"])

@@ -88,7 +88,7 @@ def test_async_send_runs_every_step_through_the_fifo_queue(
     worker.fake.reply("Found nothing.")
     run = sending.send(
         worker.rt, org.id, agent.id, [user(agent, "search tea")], max_steps=10, wait=False
-    )
+    ).run
     done = worker.drain(run.id, org.id)
     assert done.status == "completed" and done.stop_reason == "end_turn"
     with worker.rt.db.connection() as conn:
@@ -99,7 +99,9 @@ def test_async_send_runs_every_step_through_the_fifo_queue(
 def test_a_redelivered_message_is_harmless(worker: Worker, org: Organization) -> None:
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("hello")
-    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+    ).run
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, AttributeNames=["All"])["Messages"]
     event = to_event(got, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo")
     assert invoke("step", event) == {"batchItemFailures": []}
@@ -115,7 +117,9 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
 ) -> None:
     agent = make_agent(worker.rt.db, org)
     worker.fake.fail(503, times=10)  # transient each time: the queue retries, then gives up
-    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+    ).run
     main = Poller(worker.sqs, worker.queue_url, "step")
     dead = Poller(worker.sqs, worker.dlq_url, "step", attribute="dead_letter_handler")
     deadline = time.monotonic() + 30
@@ -132,7 +136,9 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
     # the agent is free again
     worker.fake.clear()
     worker.fake.reply("back")
-    again = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    again = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+    ).run
     assert worker.drain(again.id, org.id).stop_reason == "end_turn"
 
 
@@ -144,7 +150,9 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
     worker.fake.reply("done")
     real = worker.rt.queue
     worker.rt.queue = DownQueue(real, failures=1)  # type: ignore[arg-type, assignment]
-    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "go")], max_steps=10, wait=True)
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "go")], max_steps=10, wait=True
+    ).run
     # step 0 committed, its continuation could not be published
     assert run.status == "running"
     worker.rt.queue = real

@@ -146,7 +146,7 @@ def ask(flows: Flows, db: Database, org: Organization) -> tuple[Agent, Run, Mess
     flows.fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
     run = sending.send(
         flows.rt, org.id, agent.id, [user(agent, "remember I like tea")], max_steps=10, wait=True
-    )
+    ).run
     assert run.stop_reason == "requires_approval"
     eventually(lambda: flows.run(org.id, run.id).approval_task_token)
     execution = flows.execution("approval", f"{run.id}:approval")
@@ -178,7 +178,7 @@ def test_approve_hands_the_token_back_and_the_workflow_queues_the_step(
     fresh.fake.reply("Saved!")
     approve = ApprovalDecision(tool_call_id=pending.id, approve=True)
     continuation = sending.send(fresh.rt, org.id, agent.id, [answer(agent, approve)],
-                                max_steps=10, wait=False)  # fmt: skip
+                                max_steps=10, wait=False).run  # fmt: skip
     # a second answer to the same request, before the first has run a step
     with pytest.raises(ConflictError, match="already answered"):
         sending.send(fresh.rt, org.id, agent.id, [answer(agent, approve)], max_steps=10,
@@ -255,7 +255,7 @@ def test_a_client_side_tool_return_answers_the_request(
         type="tool", tool_call_id=pending.id, tool_return="stored on the client", status="success"
     )
     continuation = sending.send(fresh.rt, org.id, agent.id, [answer(agent, ran_by_client)],
-                                max_steps=10, wait=True)  # fmt: skip
+                                max_steps=10, wait=True).run  # fmt: skip
     assert continuation.stop_reason == "end_turn"
     assert "stored on the client" in tool_text(fresh, agent, continuation.id)
     assert state_of(db, agent)[1]["human"] == "Name: Ada"  # the server did not run the tool
@@ -337,7 +337,7 @@ def sleeptime_agent(db: Database, org: Organization, helpers: int = 1) -> tuple[
 
 def turn(flows: Flows, primary: Agent, text: str) -> Run:
     run = sending.send(flows.rt, primary.organization_id, primary.id, [user(primary, text)],
-                       max_steps=10, wait=True)  # fmt: skip
+                       max_steps=10, wait=True).run  # fmt: skip
     assert run.status == "completed", run.error
     return run
 

@@ -14,8 +14,9 @@ from cairn.domain.blocks import Block
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
+from cairn.engine import faults
 from cairn.errors import VersionConflictError
-from cairn.store import agents, archives, blocks, messages, runs
+from cairn.store import agents, archives, blocks, messages, outbox, runs
 from cairn.store.db import Connection, Database
 from cairn.store.rows import to_params
 
@@ -125,6 +126,8 @@ class Committed(NamedTuple):
     next_command: OutboxCommand | None  # the continuation, to publish once committed
     commands: list[OutboxCommand]  # the other commands, likewise
     run: Run | None  # the run as the checkpoint left it; None if a cancel won meanwhile
+    messages: list[Message]  # the step's new messages as stored (with sequence ids)
+    waiting: list[OutboxCommand]  # the run ended: steps of other runs waiting for the agent
 
 
 def commit(db: Database, cp: Checkpoint, *, now: datetime) -> Committed:
@@ -150,6 +153,7 @@ def commit(db: Database, cp: Checkpoint, *, now: datetime) -> Committed:
                 found = _write(conn, cp, agent, ended=ended, now=now)
                 pipeline.sync()
                 result = found()
+                faults.reached("inside_commit")
                 conn.execute("COMMIT")
         except BaseException:
             # Nothing half-written: the pooled connection goes back without a transaction.
@@ -165,8 +169,11 @@ def _write(
     """Send every statement of the checkpoint; returns what checks and reads their results."""
     org, agent_id, run = cp.agent.organization_id, cp.agent.id, cp.run
     step_row = conn.execute(runs.INSERT_STEP, to_params(cp.step, ("error",)))
-    if cp.new_messages:
+    message_rows = (
         conn.execute(messages.INSERT_MESSAGES, messages.batch_params(cp.new_messages))
+        if cp.new_messages
+        else None
+    )
     if cp.system_rewrite is not None:
         conn.execute(messages.REWRITE_CONTENT, messages.rewrite_params(cp.system_rewrite))
     actor = {"actor_type": "agent", "actor_id": agent_id}
@@ -215,6 +222,13 @@ def _write(
         params = {"org": org, "agent_id": agent_id, "run_id": run.id, "upto": upto, "now": now}
         command_rows.append(conn.execute(SLEEPTIME_TURN, params))
     conn.execute(RELEASE_IF_ENDED, {"org": org, "id": agent_id, "run": run.id})
+    # Read before COMMIT, while this transaction holds the agent row: a step deferred after
+    # this read finds the lease settled and wakes itself (dispatch.after_step).
+    waiting_rows = (
+        conn.execute(outbox.WAITING_FOR_AGENT, {"org": org, "agent_id": agent_id, "run": run.id})
+        if ended
+        else None
+    )
 
     def check() -> Committed:
         # A failed check raises before COMMIT is sent: the whole checkpoint rolls back.
@@ -229,10 +243,15 @@ def _write(
         found = next_row.fetchone() if next_row is not None else None
         written = [got for rows in command_rows if (got := rows.fetchone()) is not None]
         as_written = final is not None and final["status"] == run.status
+        # The step row was new, so every message was too: each has its sequence id here.
+        stored = message_rows.fetchall() if message_rows is not None else []
+        sequence = {r["id"]: r["sequence_id"] for r in stored}
         return Committed(
             None if found is None else OutboxCommand.model_validate(found),
             [OutboxCommand.model_validate(got) for got in written],
             run if as_written else None,
+            [m.model_copy(update={"sequence_id": sequence.get(m.id)}) for m in cp.new_messages],
+            [OutboxCommand.model_validate(r) for r in waiting_rows or ()],
         )
 
     return check

@@ -10,7 +10,12 @@ from contextlib import contextmanager
 from typing import Literal
 
 FaultPoint = Literal[
-    "before_llm", "after_journal", "between_tools", "before_commit", "after_commit"
+    "before_llm",
+    "after_journal",
+    "between_tools",
+    "before_commit",
+    "inside_commit",  # every statement of the checkpoint sent and checked; COMMIT not yet
+    "after_commit",
 ]
 
 
@@ -28,11 +33,16 @@ def reached(point: FaultPoint) -> None:
 
 @contextmanager
 def run_at(point: FaultPoint, action: Callable[[], None], *, times: int = 1) -> Iterator[None]:
-    """Run `action` when `point` is reached (e.g. a person editing a block mid-step)."""
+    """Run `action` when `point` is reached (e.g. a person editing a block mid-step).
+
+    Nests: an outer `run_at` keeps firing at its own point."""
     global _armed
     left = [times]
+    outer = _armed
 
     def hook(reached_point: FaultPoint) -> None:
+        if outer is not None:
+            outer(reached_point)
         if reached_point == point and left[0] > 0:
             left[0] -= 1
             action()
@@ -41,7 +51,7 @@ def run_at(point: FaultPoint, action: Callable[[], None], *, times: int = 1) -> 
     try:
         yield
     finally:
-        _armed = None
+        _armed = outer
 
 
 @contextmanager

@@ -80,8 +80,12 @@ class StepOutcome:
     run_status: str | None = None
     agent_id: str | None = None
     commands: tuple[OutboxCommand, ...] = ()
-    # The run as this step left it (committed steps), so a waiting caller need not read it.
+    # The run as this step left it and the messages it stored (committed steps), so a
+    # waiting caller need not read them.
     run: Run | None = None
+    messages: tuple[Message, ...] = ()
+    # The run ended here: the steps of other runs that waited for its agent, to publish.
+    waiting: tuple[OutboxCommand, ...] = ()
 
     @property
     def freed_agent(self) -> bool:
@@ -170,7 +174,7 @@ class Engine:
             row = conn.execute(runs.START_RUN, params).fetchone()
         assert row is not None
         if not row["found"]:
-            raise NotFoundError(f"Agent {agent_id} not found")
+            raise NotFoundError(f"Agent with ID {agent_id} not found")
         if row["command"] is None:
             if row["pending_id"] is not None and not answering:
                 raise PendingApprovalError(row["pending_id"])
@@ -242,6 +246,8 @@ class Engine:
             cp.agent.id,
             tuple(done.commands),
             done.run,
+            tuple(done.messages),
+            tuple(done.waiting),
         )
 
     def fail_run(

@@ -72,7 +72,7 @@ def after_step(
         # The holder may have ended between our busy answer and the deferral: look again.
         with db.connection() as conn:
             free = outcome.agent_id is not None and agents.lease_free(
-                conn, command.organization_id, outcome.agent_id
+                conn, command.organization_id, outcome.agent_id, settled=True
             )
         if free and outcome.agent_id is not None:
             wake(db, queue, command.organization_id, outcome.agent_id)
@@ -81,5 +81,7 @@ def after_step(
         publish_and_mark(db, queue, outcome.next_command)
     for other in outcome.commands:
         publish_and_mark(db, queue, other)
-    if outcome.freed_agent and outcome.agent_id is not None:
-        wake(db, queue, command.organization_id, outcome.agent_id)
+    if outcome.freed_agent:
+        # Read by the checkpoint that freed the agent (one round trip less than `wake`).
+        for waiting in outcome.waiting:
+            publish_and_mark(db, queue, waiting)

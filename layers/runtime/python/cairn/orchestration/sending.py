@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
@@ -19,6 +20,12 @@ FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 0.003, 0.1
 pause: Callable[[float], None] = time.sleep
 
 
+class Sent(NamedTuple):
+    run: Run
+    # Every message of the run, when its turn ended in the step run here; else None.
+    messages: list[Message] | None = None
+
+
 def send(
     rt: Runtime,
     org_id: str,
@@ -28,7 +35,7 @@ def send(
     max_steps: int,
     wait: bool,
     metadata: dict[str, object] | None = None,
-) -> Run:
+) -> Sent:
     """Start a run; with `wait`, run its first step here and wait (within the budget) for it.
 
     An answer to an approval also ends the workflow waiting for it; that workflow queues
@@ -47,7 +54,7 @@ def send(
     if not wait:
         if not handed_over:
             publish_and_mark(rt.db, rt.queue, command)
-        return run
+        return Sent(run)
     try:
         outcome = rt.engine.step(org_id, run.id, 0)
     except LLMError as err:
@@ -61,8 +68,9 @@ def send(
     # Busy (another run holds the agent): the command waits in the outbox for that run to end.
     after_step(rt.db, rt.queue, command, outcome)
     if outcome.run is not None and outcome.run.status in TERMINAL_RUN_STATUSES:
-        return outcome.run  # the turn ended in this step: nothing to wait for
-    return wait_for(rt, org_id, run.id, rt.settings.sync_budget_seconds)
+        # The turn ended in its first step: nothing to wait for, nothing more to read.
+        return Sent(outcome.run, list(outcome.messages))
+    return Sent(wait_for(rt, org_id, run.id, rt.settings.sync_budget_seconds))
 
 
 def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Run:

@@ -92,8 +92,12 @@ WHERE organization_id = %(org)s AND id = %(id)s
 """
 
 
-def lease_free(conn: Connection, org_id: str, agent_id: str) -> bool:
-    row = conn.execute(LEASE_FREE, {"org": org_id, "id": agent_id}).fetchone()
+def lease_free(conn: Connection, org_id: str, agent_id: str, *, settled: bool = False) -> bool:
+    """Whether no run holds the agent. `settled` waits for a checkpoint writing the agent
+    row to end, so the answer is the lease it left: a step deferred while that checkpoint
+    read what waits for the agent then sees the release and wakes itself."""
+    query = LEASE_FREE + " FOR SHARE" if settled else LEASE_FREE
+    row = conn.execute(query, {"org": org_id, "id": agent_id}).fetchone()
     return bool(row and row["free"])
 
 

@@ -75,6 +75,14 @@ SELECT * FROM outbox
 WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL
 ORDER BY id
 """
+# What waits for an agent whose run ends, read by that run's last checkpoint: the run's own
+# commands are published by the step that wrote them.
+WAITING_FOR_AGENT = """
+SELECT * FROM outbox
+WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL
+  AND run_id IS DISTINCT FROM %(run)s
+ORDER BY id
+"""
 
 
 def mark_unsent(conn: Connection, org_id: str, command_id: int) -> None:

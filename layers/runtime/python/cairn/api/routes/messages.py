@@ -28,7 +28,10 @@ router = APIGatewayHttpRouter()
 logger = logging.getLogger(__name__)
 
 
-def _inputs(conn: Connection, agent: Agent, req: LettaRequest) -> list[Message]:
+def _inputs(org: str, agent_id: str, req: LettaRequest) -> list[Message]:
+    """The request's messages; the agent is read only for an approval (starting the run
+    finds a missing agent in the same statement)."""
+    http.check_id("agent", agent_id, what="agent_id")
     if (req.messages is None) == (req.input is None):
         raise UnprocessableError("Exactly one of `messages` or `input` must be given")
     if req.input is not None:
@@ -40,23 +43,21 @@ def _inputs(conn: Connection, agent: Agent, req: LettaRequest) -> list[Message]:
     approvals = [m for m in items if m.type == "approval"]
     if approvals and len(items) > 1:
         raise UnprocessableError("An approval must be sent on its own")
-    out = []
-    for item in items:
-        if item.type == "approval":
-            out.append(_approval(conn, agent, item))
-        else:
-            out.append(
-                Message(
-                    organization_id=agent.organization_id,
-                    agent_id=agent.id,
-                    role=item.role,
-                    content=[TextContent(text=item.text)],
-                    name=item.name,
-                    otid=item.otid,
-                    sender_id=item.sender_id,
-                )
-            )
-    return out
+    if approvals:
+        with http.rt().db.connection() as conn:
+            return [_approval(conn, get_agent(conn, org, agent_id), approvals[0])]
+    return [
+        Message(
+            organization_id=org,
+            agent_id=agent_id,
+            role=item.role,
+            content=[TextContent(text=item.text)],
+            name=item.name,
+            otid=item.otid,
+            sender_id=item.sender_id,
+        )
+        for item in items
+    ]
 
 
 def _approval(conn: Connection, agent: Agent, item: MessageCreate) -> Message:
@@ -89,7 +90,7 @@ def _approval(conn: Connection, agent: Agent, item: MessageCreate) -> Message:
 
 def _start(
     agent_id: str, *, wait: bool, run_type: str, stream_path: bool = False
-) -> tuple[Run, LettaRequest]:
+) -> tuple[sending.Sent, LettaRequest]:
     req: LettaRequest = http.body(LettaRequest)
     streaming = stream_path or req.streaming
     if (
@@ -103,26 +104,26 @@ def _start(
         )
     rt = http.rt()
     org = http.org_id()
-    with rt.db.connection() as conn:
-        agent = get_agent(conn, org, agent_id)
-        inputs = _inputs(conn, agent, req)
-    run = sending.send(
+    inputs = _inputs(org, agent_id, req)
+    sent = sending.send(
         rt,
         org,
-        agent.id,
+        agent_id,
         inputs,
         max_steps=req.max_steps,
         wait=wait,
         metadata={"run_type": run_type},
     )
-    return run, req
+    return sent, req
 
 
-def _response(run: Run, req: LettaRequest) -> dict[str, Any]:
-    with http.rt().db.connection() as conn:
-        produced = messages.list_for_agent(
-            conn, run.organization_id, run.agent_id, run_id=run.id, order="asc", limit=1000
-        )
+def _response(sent: sending.Sent, req: LettaRequest) -> dict[str, Any]:
+    run, produced = sent
+    if produced is None:
+        with http.rt().db.connection() as conn:
+            produced = messages.list_for_agent(
+                conn, run.organization_id, run.agent_id, run_id=run.id, order="asc", limit=1000
+            )
     inputs = {m["id"] for m in run.request_config.get("input") or ()}
     shown = letta.expand(
         [m for m in produced if m.id not in inputs], use_assistant_message=req.use_assistant_message
@@ -138,15 +139,16 @@ def _response(run: Run, req: LettaRequest) -> dict[str, Any]:
 
 @router.post("/agents/<agent_id>/messages")
 def send_message(agent_id: str) -> Response[Any]:
-    run, req = _start(agent_id, wait=True, run_type="send_message")
+    sent, req = _start(agent_id, wait=True, run_type="send_message")
+    run = sent.run
     if run.status not in TERMINAL_RUN_STATUSES:
         # Past the budget: answer with the run to poll (README, "Sending messages").
         return http.json_reply(202, letta.run_json(run))
     if run.stop_reason == "llm_api_error":
         return _llm_error(run)
     if req.streaming:
-        return _sse(run, req)
-    return http.json_reply(200, _response(run, req))
+        return _sse(sent, req)
+    return http.json_reply(200, _response(sent, req))
 
 
 def _llm_error(run: Run) -> Response[Any]:
@@ -158,13 +160,13 @@ def _llm_error(run: Run) -> Response[Any]:
 
 @router.post("/agents/<agent_id>/messages/stream")
 def stream_message(agent_id: str) -> Response[Any]:
-    run, req = _start(agent_id, wait=True, run_type="send_message_streaming", stream_path=True)
-    return _sse(run, req)
+    sent, req = _start(agent_id, wait=True, run_type="send_message_streaming", stream_path=True)
+    return _sse(sent, req)
 
 
-def _sse(run: Run, req: LettaRequest) -> Response[Any]:
+def _sse(sent: sending.Sent, req: LettaRequest) -> Response[Any]:
     """The whole turn as one SSE body: API Gateway HTTP APIs do not stream responses."""
-    result = _response(run, req)
+    result = _response(sent, req)
     events = [*result["messages"], result["stop_reason"], result["usage"]]
     text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
     return Response(status_code=200, content_type="text/event-stream; charset=utf-8", body=text)
@@ -172,8 +174,8 @@ def _sse(run: Run, req: LettaRequest) -> Response[Any]:
 
 @router.post("/agents/<agent_id>/messages/async")
 def send_message_async(agent_id: str) -> Response[Any]:
-    run, _ = _start(agent_id, wait=False, run_type="send_message_async")
-    return http.json_reply(200, letta.run_json(run))
+    sent, _ = _start(agent_id, wait=False, run_type="send_message_async")
+    return http.json_reply(200, letta.run_json(sent.run))
 
 
 @router.get("/agents/<agent_id>/messages")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import re
 from collections.abc import Sequence
 from typing import Protocol
@@ -41,8 +40,11 @@ class HashEmbedder:
             digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
             bucket = int.from_bytes(digest[:4], "little") % self.dim
             vector[bucket] += 1.0 if digest[4] & 1 else -1.0
-        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-        return [v / norm for v in vector]
+        import numpy as np  # not at import: handlers load it with their first connection
+
+        array = np.asarray(vector)
+        norm = float(np.linalg.norm(array)) or 1.0
+        return (array / norm).tolist()
 
 
 def batched(texts: Sequence[str], size: int) -> list[Sequence[str]]:

@@ -169,10 +169,12 @@ WHERE organization_id = %(org)s AND agent_id = %(agent)s AND embedding IS NULL
   AND search_text <> ''
 ORDER BY sequence_id LIMIT %(limit)s
 """
-# Only rows still without one: two workers embedding the same batch write it once.
+# Only rows still without one: two workers embedding the same batch write it once. The
+# vectors travel in pgvector's binary form (formatting floats as text cost more than the
+# whole round trip).
 SET_EMBEDDINGS = """
-UPDATE messages m SET embedding = v.embedding::vector, embedding_model = %(model)s
-FROM unnest(%(ids)s::text[], %(vectors)s::text[]) AS v (id, embedding)
+UPDATE messages m SET embedding = v.embedding, embedding_model = %(model)s
+FROM unnest(%(ids)s::text[], %(vectors)b::vector[]) AS v (id, embedding)
 WHERE m.organization_id = %(org)s AND m.id = v.id AND m.embedding IS NULL
 """
 AGENTS_TO_EMBED = """
@@ -189,7 +191,9 @@ def to_embed(conn: Connection, org_id: str, agent_id: str, limit: int) -> list[t
 def set_embeddings(
     conn: Connection, org_id: str, model: str, pairs: list[tuple[str, list[float]]]
 ) -> int:
-    vectors = ["[" + ",".join(f"{x:.7g}" for x in v) + "]" for _, v in pairs]
+    from pgvector import Vector  # loaded with the connection's vector type anyway
+
+    vectors = [Vector(v) for _, v in pairs]
     params = {"org": org_id, "model": model, "ids": [i for i, _ in pairs], "vectors": vectors}
     return conn.execute(SET_EMBEDDINGS, params).rowcount
 

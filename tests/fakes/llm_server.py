@@ -27,6 +27,8 @@ class Reply:
     error: str | None = None  # with a status >= 400
     delay: float = 0.0
     raw_arguments: str | None = None  # sent verbatim as every call's arguments (OpenAI)
+    raw_body: str | None = None  # sent verbatim as a 200 answer (a broken proxy)
+    raw_content_type: str = "text/html"
 
 
 Answer = Callable[["Recorded"], Reply]
@@ -346,6 +348,14 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 detail = {"type": "api_error", "message": reply.error or "error"}
                 error = {"type": "error", "error": detail}
                 self._send_json(reply.status, error)
+                return
+            if reply.raw_body is not None:
+                data = reply.raw_body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", reply.raw_content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
                 return
             maker = anthropic_body if provider == "anthropic" else openai_body
             full = maker(fake, body, reply)

@@ -153,6 +153,22 @@ def test_errors_are_classified(fake: FakeLLM, status: int, kind: str, transient:
     assert err.value.kind == kind and err.value.transient is transient
 
 
+@pytest.mark.parametrize("endpoint", ["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [("<html>bad gateway</html>", "text/html"), ("[1, 2]", "application/json"),
+     ("{not json", "application/json")],
+)  # fmt: skip
+def test_an_answer_that_is_no_json_object_is_a_server_error(
+    fake: FakeLLM, body: str, content_type: str, endpoint: str
+) -> None:
+    fake.reply(raw_body=body, raw_content_type=content_type)
+    req = request(endpoint)
+    with pytest.raises(LLMError) as err:
+        client_for(req.config, settings(fake)).complete(req)
+    assert err.value.kind == "server" and err.value.transient
+
+
 def test_timeouts_are_configurable_and_transient(fake: FakeLLM) -> None:
     fake.reply("slow", delay=1.0)
     req = request()

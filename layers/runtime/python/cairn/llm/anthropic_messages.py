@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
-from cairn.llm.errors import translate_errors
+from cairn.llm.errors import json_object, translate_errors
 from cairn.llm.transcript import turns
 from cairn.llm.types import FinishReason, LLMRequest, LLMResponse, LLMUsage
 
@@ -26,12 +26,10 @@ class AnthropicMessages:
         self._client = client
 
     def complete(self, request: LLMRequest) -> LLMResponse:
-        from anthropic.types import Message
-
         # Wire-form body through the SDK's request method, as for OpenAI (openai_chat.py).
         with translate_errors():
-            message = self._client.post("/v1/messages", body=request_body(request), cast_to=Message)
-        return parse(message.model_dump())
+            answer = self._client.post("/v1/messages", body=request_body(request), cast_to=object)
+        return parse(json_object(answer))
 
 
 def _assistant_blocks(

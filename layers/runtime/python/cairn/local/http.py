@@ -63,8 +63,10 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    # Headers and body go out as two writes; with Nagle on, the client's delayed ACK adds
-    # ~40 ms to every response.
+    # Buffered: headers and body leave in one send (the handler flushes after each request)
+    # instead of two, each waking the client. A body larger than the buffer still goes out
+    # in pieces, and with Nagle on the client's delayed ACK would add ~40 ms to those.
+    wbufsize = 64 * 1024
     disable_nagle_algorithm = True
 
     def _serve(self) -> None:

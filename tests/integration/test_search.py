@@ -191,10 +191,16 @@ def test_the_sweeper_backfills_messages_left_without_embeddings(
     fake.reply("hello there")
     send(engine, agent, "hi, I am Ada")
     with db.connection() as conn:
-        assert messages.to_embed(conn, org.id, agent.id, 10)
+        before = messages.to_embed(conn, org.id, agent.id, 10)
+        assert before is not None and len(before.texts) >= 2
+        assert (
+            messages.to_embed(conn, org.id, "agent-00000000-0000-4000-8000-000000000000", 10)
+            is None
+        )
     assert backfill(engine) >= 2
     with db.connection() as conn:
-        assert messages.to_embed(conn, org.id, agent.id, 10) == []
+        after = messages.to_embed(conn, org.id, agent.id, 10)
+        assert after is not None and after.texts == []
 
 
 def test_an_archival_insert_refreshes_the_memory_metadata(

@@ -8,33 +8,29 @@ embedding only where none exists yet makes both idempotent.
 from __future__ import annotations
 
 from cairn.engine.step import Engine
-from cairn.store import agents, messages
+from cairn.store import messages
 
 BATCH = 128
 
 
 def embed_agent(engine: Engine, org_id: str, agent_id: str, *, max_batches: int = 20) -> int:
     """Embed the agent's messages that have none yet; returns how many were written."""
-    with engine.db.connection() as conn:
-        agent = agents.get(conn, org_id, agent_id)
-    if agent is None:
-        return 0
-    embedder = engine.embedder_of(agent)
     written = 0
     for _ in range(max_batches):
         with engine.db.connection() as conn:
-            pending = messages.to_embed(conn, org_id, agent_id, BATCH)
-        if not pending:
+            found = messages.to_embed(conn, org_id, agent_id, BATCH)
+        if found is None or not found.texts:
             break
-        vectors = embedder.embed([text for _, text in pending])
+        embedder = engine.embedder_for(found.config)
+        vectors = embedder.embed([text for _, text in found.texts])
         with engine.db.connection() as conn:
             written += messages.set_embeddings(
                 conn,
                 org_id,
                 embedder.model,
-                [(i, v) for (i, _), v in zip(pending, vectors, strict=True)],
+                [(i, v) for (i, _), v in zip(found.texts, vectors, strict=True)],
             )
-        if len(pending) < BATCH:
+        if len(found.texts) < BATCH:
             break
     return written
 

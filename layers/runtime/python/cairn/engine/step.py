@@ -121,7 +121,10 @@ class Engine:
 
     def embedder_of(self, agent: Agent) -> Embedder:
         """The agent's embedder; agents created without a config get the server default."""
-        return self._embedder_for(agent.embedding_config or providers.default_config(self.settings))
+        return self.embedder_for(agent.embedding_config)
+
+    def embedder_for(self, config: EmbeddingConfig | None) -> Embedder:
+        return self._embedder_for(config or providers.default_config(self.settings))
 
     # -- starting a run ---------------------------------------------------------------
 

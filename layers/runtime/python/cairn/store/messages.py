@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.messages import Message
 from cairn.store.db import Connection
 from cairn.store.rows import from_row
@@ -163,11 +164,17 @@ def rewrite_content(conn: Connection, message: Message) -> None:
     conn.execute(REWRITE_CONTENT, rewrite_params(message))
 
 
+# The agent's embedding config with its next texts to embed, so a job costs one read: no
+# row means no agent; one row without an id, nothing to embed.
 TO_EMBED = """
-SELECT id, search_text FROM messages
-WHERE organization_id = %(org)s AND agent_id = %(agent)s AND embedding IS NULL
-  AND search_text <> ''
-ORDER BY sequence_id LIMIT %(limit)s
+SELECT a.embedding_config, m.id, m.search_text FROM agents a
+LEFT JOIN LATERAL (
+    SELECT id, search_text FROM messages
+    WHERE organization_id = a.organization_id AND agent_id = a.id AND embedding IS NULL
+      AND search_text <> ''
+    ORDER BY sequence_id LIMIT %(limit)s
+) m ON true
+WHERE a.organization_id = %(org)s AND a.id = %(agent)s
 """
 # Only rows still without one: two workers embedding the same batch write it once. The
 # vectors travel in pgvector's binary form (formatting floats as text cost more than the
@@ -183,9 +190,21 @@ WHERE embedding IS NULL AND search_text <> '' LIMIT %(limit)s
 """
 
 
-def to_embed(conn: Connection, org_id: str, agent_id: str, limit: int) -> list[tuple[str, str]]:
+class ToEmbed(NamedTuple):
+    config: EmbeddingConfig | None  # None: the server's default
+    texts: list[tuple[str, str]]  # (message id, text)
+
+
+def to_embed(conn: Connection, org_id: str, agent_id: str, limit: int) -> ToEmbed | None:
+    """The agent's next texts without an embedding; None if there is no such agent."""
     rows = conn.execute(TO_EMBED, {"org": org_id, "agent": agent_id, "limit": limit}).fetchall()
-    return [(r["id"], r["search_text"]) for r in rows]
+    if not rows:
+        return None
+    config = rows[0]["embedding_config"]
+    return ToEmbed(
+        EmbeddingConfig.model_validate(config) if config else None,
+        [(r["id"], r["search_text"]) for r in rows if r["id"] is not None],
+    )
 
 
 def set_embeddings(

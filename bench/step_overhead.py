@@ -166,6 +166,7 @@ def main() -> int:
             counter = Counter()
             calls_before = len(fake.requests)
             latencies = []
+            cpu_started = time.process_time()
             for n in range(args.n):
                 started = time.perf_counter()
                 target = agent_ids[n % len(agent_ids)]
@@ -173,6 +174,7 @@ def main() -> int:
                 latencies.append((time.perf_counter() - started) * 1000)
                 assert r.status_code == 200, r.text
             statements, trips = counter.statements, counter.round_trips
+            cpu_ms = (time.process_time() - cpu_started) * 1000 / args.n
         with db.connection() as conn:
             steps = sum(
                 len(runs.list_steps(conn, org.id, r.id, limit=1000))
@@ -194,6 +196,8 @@ def main() -> int:
             f"SQL per message (API, auth, run, steps, reply): {statements / args.n:.1f} "
             f"statements, {trips / args.n:.1f} round trips"
         )
+        # Steadier than wall time on a shared machine; Postgres's own CPU is not in it.
+        print(f"CPU per message in this process (client, API, queue, fake LLM): {cpu_ms:.1f} ms")
         print(f"SQL round trips per step (Engine.step alone): {step_trips:.1f}")
         print(f"LLM calls per message: {llm_calls / args.n:.2f}")
         http.shutdown()

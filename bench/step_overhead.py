@@ -18,13 +18,12 @@ import time
 from pathlib import Path
 
 import httpx
-import psycopg
-from psycopg.waiting import Wait
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.llm_server import FakeLLM, Reply  # noqa: E402
+from tests.fakes.round_trips import RoundTrips  # noqa: E402
 
 from cairn.config import Settings  # noqa: E402
 from cairn.domain import Organization, User  # noqa: E402
@@ -45,47 +44,6 @@ EMBEDDING = {
 }
 
 
-class Counter:
-    """Counts statements and round trips on every psycopg connection of the process.
-
-    A round trip is a wait for the server's answer: psycopg's protocol generators yield
-    `Wait.R` then; consecutive reads of one large answer count once, and a pipeline sends
-    many statements and waits once per sync.
-    """
-
-    def __init__(self) -> None:
-        self.statements = 0
-        self.round_trips = 0
-        self._lock = threading.Lock()
-        execute, wait = psycopg.Connection.execute, psycopg.Connection.wait
-        counter = self
-
-        def counting_execute(conn, query, params=None, **kwargs):  # type: ignore[no-untyped-def]
-            with counter._lock:
-                counter.statements += 1
-            return execute(conn, query, params, **kwargs)
-
-        def watched(gen):  # type: ignore[no-untyped-def]
-            previous = None
-            try:
-                state = gen.send(None)
-                while True:
-                    if state == Wait.R and previous != Wait.R:
-                        with counter._lock:
-                            counter.round_trips += 1
-                    previous = state
-                    ready = yield state
-                    state = gen.send(ready)
-            except StopIteration as done:
-                return done.value
-
-        def counting_wait(conn, gen, *args, **kwargs):  # type: ignore[no-untyped-def]
-            return wait(conn, watched(gen), *args, **kwargs)
-
-        psycopg.Connection.execute = counting_execute  # type: ignore[method-assign]
-        psycopg.Connection.wait = counting_wait  # type: ignore[method-assign]
-
-
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -104,7 +62,7 @@ def engine_trips(rt, org_id, agent_id, counter, n=50):  # type: ignore[no-untype
             role="user",
             content=[TextContent(text=f"engine {i}")],
         )
-        run, _, _ = rt.engine.start_run(org_id, agent_id, [msg])
+        run, _, *_ = rt.engine.start_run(org_id, agent_id, [msg])
         index = 0
         while True:
             mark = counter.round_trips
@@ -163,7 +121,7 @@ def main() -> int:
             agent = {"id": agent_ids[0]}
             for _ in range(5):  # warm up: imports, pools, caches
                 c.post(f"/v1/agents/{agent['id']}/messages", json={"input": "warm up"})
-            counter = Counter()
+            counter = RoundTrips().install()
             calls_before = len(fake.requests)
             latencies = []
             cpu_started = time.process_time()

@@ -108,7 +108,7 @@ def drive(engine: Engine, command: OutboxCommand, *, limit: int = 60) -> list[St
 
 def send(engine: Engine, agent: Agent, *inputs: Message | str, max_steps: int = 50) -> Turn:
     msgs = [user(agent, m) if isinstance(m, str) else m for m in inputs]
-    run, command, _ = engine.start_run(agent.organization_id, agent.id, msgs, max_steps=max_steps)
+    run, command, *_ = engine.start_run(agent.organization_id, agent.id, msgs, max_steps=max_steps)
     outcomes = drive(engine, command)
     return finished(engine, run, outcomes)
 

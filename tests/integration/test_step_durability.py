@@ -125,7 +125,7 @@ def test_crash_then_retry_matches_an_uninterrupted_run(
     agent = make_agent(db, org)
     script(fake)
     engine = engine_for(db, fake, fixed_clock=True)
-    run, command, _ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
     with faults.crash_at(point) as fired, pytest.raises(SimulatedCrash):  # type: ignore[arg-type]
         engine.step(org.id, run.id, 0)
     assert fired == [point]
@@ -144,7 +144,7 @@ def test_after_commit_crash_is_recovered_by_the_outbox(
     agent = make_agent(db, org)
     script(fake)
     engine = engine_for(db, fake, fixed_clock=True)
-    run, command, _ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
     with db.connection() as conn:
         outbox.mark_sent(conn, org.id, command.id)  # type: ignore[arg-type]
     with faults.crash_at("after_commit"), pytest.raises(SimulatedCrash):
@@ -178,7 +178,7 @@ def test_transient_llm_error_leaves_nothing_and_the_retry_succeeds(
     agent = make_agent(db, org)
     fake.fail(503).reply("recovered")
     engine = engine_for(db, fake)
-    run, command, _ = engine.start_run(org.id, agent.id, [user(agent, "hi")])
+    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "hi")])
     with pytest.raises(LLMError):
         engine.step(org.id, run.id, 0)
     with db.connection() as conn:
@@ -263,7 +263,7 @@ def test_cancel_landing_mid_step_keeps_the_work_and_goes_no_further(
     agent = make_agent(db, org)
     fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
     engine = engine_for(db, fake)
-    run, command, _ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
     with faults.run_at("before_commit", lambda: engine.fail_run(org.id, run.id, "cancelled", "")):
         outcomes = drive(engine, command)
     turn = finished(engine, run, outcomes)
@@ -333,7 +333,7 @@ def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
     )
     fake.reply("done")
     engine = engine_for(db, fake)
-    run, command, _ = engine.start_run(org.id, agent.id, [user(agent, "go")])
+    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "go")])
     with faults.crash_at("between_tools"), pytest.raises(SimulatedCrash):
         engine.step(org.id, run.id, 0)
     drive(engine, command)
@@ -357,8 +357,8 @@ def test_a_step_deferred_while_the_freeing_checkpoint_commits_still_goes(
 
     queue = Recording()
     fake.reply("first").reply("second")
-    a, _, _ = engine.start_run(org.id, agent.id, [user(agent, "one")])
-    b, b_first, _ = engine.start_run(org.id, agent.id, [user(agent, "two")])
+    a, _, *_ = engine.start_run(org.id, agent.id, [user(agent, "one")])
+    b, b_first, *_ = engine.start_run(org.id, agent.id, [user(agent, "two")])
     assert dispatch.publish_and_mark(db, queue, b_first)  # b's step is on its way...
     busy: list[StepOutcome] = []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from cairn.orchestration.sqs import SqsStepQueue
 from cairn.store import runs
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
+from tests.fakes.round_trips import RoundTrips
 from tests.integration.engine_harness import make_agent, user
 
 
@@ -94,6 +96,22 @@ def test_async_send_runs_every_step_through_the_fifo_queue(
     with worker.rt.db.connection() as conn:
         steps = runs.list_steps(conn, org.id, run.id)
     assert [s.step_index for s in steps] == [0, 1] and len(worker.fake.requests) == 2
+
+
+def test_a_sync_turn_of_one_step_costs_four_round_trips(worker: Worker, org: Organization) -> None:
+    """Start the run and claim its step (one pipeline), the checkpoint (two: its statements,
+    then COMMIT), marking the embedding job sent (one). No read before, none for the reply."""
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.reply("Hello Ada.")
+    sending.send(worker.rt, org.id, agent.id, [user(agent, "warm up")], max_steps=10, wait=True)
+    worker.fake.reply("Hello again.")
+    with RoundTrips(threading.current_thread()) as counted:
+        sent = sending.send(
+            worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=True
+        )
+    assert sent.run.stop_reason == "end_turn"
+    assert sent.messages is not None and [m.role for m in sent.messages] == ["user", "assistant"]
+    assert counted.round_trips == 4
 
 
 def test_a_redelivered_message_is_harmless(worker: Worker, org: Organization) -> None:

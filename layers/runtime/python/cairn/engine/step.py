@@ -55,7 +55,8 @@ from cairn.llm.types import LLMError, LLMRequest, LLMResponse
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.store import agents, runs
-from cairn.store.claim import claim
+from cairn.store import claim as claims
+from cairn.store.claim import Claim
 from cairn.store.db import Database
 from cairn.store.rows import to_params
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
@@ -98,6 +99,8 @@ class StartedRun(NamedTuple):
     command: OutboxCommand  # the first step, for the caller to publish or run
     # An answer to an approval: the token of the workflow waiting for it, to send back.
     approval_token: str | None = None
+    # `run_here`: the first step's claim, taken in the same round trip (hand it to `step`).
+    first_claim: Claim | None = None
 
 
 class Engine:
@@ -173,8 +176,17 @@ class Engine:
             "dedup_key": first.dedup_key,
             "sent": run_here,
         }
+        first_claim = None
         with self.db.connection() as conn:
-            row = conn.execute(runs.START_RUN, params).fetchone()
+            if not run_here:
+                row = conn.execute(runs.START_RUN, params).fetchone()
+            else:
+                # One implicit transaction up to the pipeline's sync: the claim sees the run.
+                with conn.pipeline():
+                    started = conn.execute(runs.START_RUN, params)
+                    claiming = claims.send(conn, org_id, run.id, 0, lease_seconds=LEASE_SECONDS)
+                row = started.fetchone()
+                first_claim = claims.read(claiming)
         assert row is not None
         if not row["found"]:
             raise NotFoundError(f"Agent with ID {agent_id} not found")
@@ -184,23 +196,33 @@ class Engine:
             if row["pending_id"] is not None:
                 raise ConflictError(f"Approval request {row['pending_id']} was already answered")
             raise ConflictError("No tool call is waiting for approval")
-        return StartedRun(run, OutboxCommand.model_validate(row["command"]), row["approval_token"])
+        return StartedRun(
+            run, OutboxCommand.model_validate(row["command"]), row["approval_token"], first_claim
+        )
 
     # -- one step ---------------------------------------------------------------------
 
-    def step(self, org_id: str, run_id: str, step_index: int) -> StepOutcome:
+    def step(
+        self, org_id: str, run_id: str, step_index: int, *, claimed: Claim | None = None
+    ) -> StepOutcome:
+        """Run the step; `claimed` is its claim if the caller took it already (start_run)."""
         for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
             try:
-                return self._step(org_id, run_id, step_index)
+                return self._step(org_id, run_id, step_index, claimed)
             except VersionConflictError as err:
                 logger.info(
                     "step %s/%s conflicted (%s), attempt %d", run_id, step_index, err, attempt
                 )
-        return self._step(org_id, run_id, step_index)
+            claimed = None  # a retry reads fresh state
+        return self._step(org_id, run_id, step_index, None)
 
-    def _step(self, org_id: str, run_id: str, step_index: int) -> StepOutcome:
-        with self.db.connection() as conn:
-            got = claim(conn, org_id, run_id, step_index, lease_seconds=LEASE_SECONDS)
+    def _step(
+        self, org_id: str, run_id: str, step_index: int, claimed: Claim | None
+    ) -> StepOutcome:
+        got = claimed
+        if got is None:
+            with self.db.connection() as conn:
+                got = claims.claim(conn, org_id, run_id, step_index, lease_seconds=LEASE_SECONDS)
         run = got.run
         if run is None:
             return StepOutcome("missing")

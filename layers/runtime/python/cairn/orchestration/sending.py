@@ -41,7 +41,7 @@ def send(
     An answer to an approval also ends the workflow waiting for it; that workflow queues
     the answer's first step (unless it runs here), so a lost answer still times out cleanly.
     """
-    run, command, token = rt.engine.start_run(
+    run, command, token, first_claim = rt.engine.start_run(
         org_id,
         agent_id,
         inputs,
@@ -50,13 +50,17 @@ def send(
         metadata=metadata,
         run_here=wait,
     )
-    handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})
     if not wait:
+        handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})
         if not handed_over:
             publish_and_mark(rt.db, rt.queue, command)
         return Sent(run)
     try:
-        outcome = rt.engine.step(org_id, run.id, 0)
+        if token is not None:
+            rt.workflows.succeed(token, {"run_id": run.id})
+        # The run holds its agent from here (claimed with the run): any failure below leaves
+        # the step to the sweeper, which finds the lease its own.
+        outcome = rt.engine.step(org_id, run.id, 0, claimed=first_claim)
     except LLMError as err:
         # The caller is waiting and the SDK has retried already: answer as Letta does.
         rt.engine.fail_run(org_id, run.id, "llm_api_error", str(err), kind=err.kind)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg import Cursor
 from pydantic import TypeAdapter
 
 from cairn.domain.agents import Agent
@@ -99,11 +100,22 @@ class Claim:
 def claim(
     conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float
 ) -> Claim:
-    row = conn.execute(
+    return read(send(conn, org_id, run_id, step_index, lease_seconds=lease_seconds))
+
+
+def send(
+    conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float
+) -> Cursor[dict[str, Any]]:
+    """The claim statement alone, so a pipeline can send it after another (`read` it then)."""
+    return conn.execute(
         CLAIM,
         {"org": org_id, "run": run_id, "idx": step_index, "ttl": lease_seconds,
          "next_key": f"{run_id}:{step_index + 1}"},
-    ).fetchone()  # fmt: skip
+    )  # fmt: skip
+
+
+def read(cursor: Cursor[dict[str, Any]]) -> Claim:
+    row = cursor.fetchone()
     assert row is not None
     return Claim(
         run=Run.model_validate(row["run"]) if row["run"] else None,

@@ -42,7 +42,10 @@ def client_for(config: LLMConfig, settings: Settings) -> LLMClient:
 def _openai(base_url: str | None, api_key: str | None, timeout: float, retries: int) -> LLMClient:
     import openai
 
+    from cairn import heap
     from cairn.llm.openai_chat import OpenAIChat
+
+    heap.settle("openai")  # its thousands of type classes live as long as the process
 
     if api_key is None:
         raise LLMError(
@@ -61,7 +64,10 @@ def _anthropic(
 ) -> LLMClient:
     import anthropic
 
+    from cairn import heap
     from cairn.llm.anthropic_messages import AnthropicMessages
+
+    heap.settle("anthropic")
 
     if api_key is None:
         raise LLMError("auth", "no Anthropic API key: set ANTHROPIC_API_KEY")

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cairn import __version__
+from cairn import __version__, heap
 from cairn.config import Settings
 from cairn.local import lambdas, stepfunctions
 from cairn.local.bootstrap import ensure_local_tenant
@@ -59,6 +59,7 @@ def main() -> int:
         key_file.chmod(0o600)
 
     workers = start_workers(dsn)
+    heap.settle("runtime")  # the stack is built: as on Lambda, keep the collector off it
     http = make_server("127.0.0.1", settings.port)
     # SIGTERM (e.g. from a process manager) stops as cleanly as Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

@@ -9,6 +9,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from cairn import heap
 from cairn.config import Settings
 from cairn.engine.step import Engine
 from cairn.orchestration.ports import StepQueue, Workflows
@@ -81,6 +82,7 @@ def runtime() -> Runtime:
     with _lock:
         if _current is None:
             _current = build_runtime(with_provider_keys(Settings.from_env()))
+            heap.settle("runtime")  # with the handler's imports: they outlive every request
         return _current
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from cairn.domain import Agent, Organization, OutboxCommand
 from cairn.engine import faults
+from cairn.engine.embedding_jobs import backfill
 from cairn.engine.faults import SimulatedCrash
 from cairn.engine.step import Engine, StepOutcome
 from cairn.llm.types import LLMError
@@ -154,9 +155,12 @@ def test_after_commit_crash_is_recovered_by_the_outbox(
         unsent = [c for c in outbox.claim_unsent(conn, older_than_seconds=0) if c.run_id == run.id]
     steps = [c for c in unsent if c.kind == "step"]
     assert [c.payload["step_index"] for c in steps] == [1]
-    assert [c.kind for c in unsent if c.kind != "step"] == ["embed"]  # its embeddings, too
+    assert [c.kind for c in unsent if c.kind != "step"] == []  # embeddings: the backfill's
     drive(engine, steps[0])
     assert_same(snapshot(db, agent), baseline)
+    waiting = _searchable(db, agent)  # nothing else ever embeds them...
+    assert waiting and backfill(engine) >= len(waiting)  # (the baseline agent's too)
+    assert _searchable(db, agent) == []  # ...until the sweeper's backfill
 
 
 def test_duplicate_delivery_of_a_committed_step_does_nothing(
@@ -389,3 +393,10 @@ def _someone_waits_for_a_lock(db: Database) -> bool:
             " WHERE wait_event_type = 'Lock' AND datname = current_database()"
         ).fetchone()
     return bool(row and row["n"])
+
+
+def _searchable(db: Database, agent: Agent) -> list[str]:
+    with db.connection() as conn:
+        found = messages.to_embed(conn, agent.organization_id, agent.id, 1000)
+    assert found is not None
+    return [message_id for message_id, _ in found.texts]

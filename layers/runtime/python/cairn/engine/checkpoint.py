@@ -39,8 +39,8 @@ class Checkpoint:
     new_archive: Archive | None = None
     passages: list[Passage] = field(default_factory=list)
     next_command: OutboxCommand | None = None
-    # Published after commit besides the continuation: embedding the step's messages (off
-    # the step's path), the approval wait, a workflow item's result.
+    # Published after commit besides the continuation: the approval wait, a workflow item's
+    # result. (Embedding jobs need no row: engine/step.py, `_embed_job`.)
     commands: list[OutboxCommand] = field(default_factory=list)
     # A foreground turn of an agent with sleeptime ended: count it, maybe start the fan-out.
     sleeptime_turn: bool = False

@@ -269,7 +269,7 @@ class Engine:
             cp.run.stop_reason,
             cp.run.status,
             cp.agent.id,
-            tuple(done.commands),
+            (*done.commands, *_embed_job(cp, org_id, run_id, step_index)),
             done.run,
             tuple(done.messages),
             tuple(done.waiting),
@@ -342,16 +342,20 @@ class Engine:
 
 def _add_commands(cp: Checkpoint, org_id: str, run_id: str, step_index: int) -> None:
     """What the checkpoint starts besides its continuation, written in the same transaction."""
-    if any(m.search_text() for m in cp.new_messages):
-        cp.commands.append(
-            embed_command(org_id, cp.agent.id, f"{run_id}:{step_index}:embed", run_id=run_id)
-        )
     if cp.run.stop_reason == "requires_approval":
         cp.commands.append(approval_wait_command(cp.run))
     if cp.run.status in TERMINAL_RUN_STATUSES and cp.run.task_token:
         cp.commands.append(task_result_command(cp.run))
     ended_turn = cp.run.status == "completed" and cp.run.stop_reason != "requires_approval"
     cp.sleeptime_turn = ended_turn and cp.agent.enable_sleeptime
+
+
+def _embed_job(cp: Checkpoint, org_id: str, run_id: str, step_index: int) -> list[OutboxCommand]:
+    """Embedding the step's messages, published with no outbox row: if that publish is lost,
+    the sweeper's backfill embeds every message still without one (embedding_jobs)."""
+    if not any(m.search_text() for m in cp.new_messages):
+        return []
+    return [embed_command(org_id, cp.agent.id, f"{run_id}:{step_index}:embed", run_id=run_id)]
 
 
 def _pending_approval(last: Message | None) -> Message | None:

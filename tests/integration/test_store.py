@@ -329,6 +329,34 @@ def test_outbox_command_written_once_and_sent_once(db: Database) -> None:
         assert outbox.claim_unsent(conn, older_than_seconds=0) == []
 
 
+def test_pruning_deletes_rows_sent_long_ago_but_the_newest_fan_out(db: Database) -> None:
+    with db.transaction() as conn:
+        world = build_world(conn)
+
+        def row(kind: str, key: str, sent_days_ago: float | None) -> int:
+            command = outbox.add(conn, OutboxCommand(
+                organization_id=world.org.id, agent_id=world.agent.id, run_id=world.run.id,
+                kind=kind, dedup_key=key))  # type: ignore[arg-type]  # fmt: skip
+            assert command is not None and command.id is not None
+            if sent_days_ago is not None:
+                conn.execute(
+                    "UPDATE outbox SET sent_at = now() - make_interval(days => %s) WHERE id = %s",
+                    (sent_days_ago, command.id),
+                )
+            return command.id
+
+        old_step = row("step", "old:1", 10)
+        recent_step = row("step", "recent:1", 1)
+        never_sent = row("step", "stuck:1", None)
+        old_fan_out = row("sleeptime", "sleeptime:a", 30)
+        newest_fan_out = row("sleeptime", "sleeptime:b", 20)
+        assert outbox.prune_sent(conn, older_than_seconds=7 * 86_400) == 2
+        left = {r["id"] for r in conn.execute("SELECT id FROM outbox").fetchall()}
+        assert old_step not in left and old_fan_out not in left
+        assert {recent_step, never_sent, newest_fan_out, world.outbox_id} <= left
+        assert outbox.prune_sent(conn, older_than_seconds=7 * 86_400) == 0
+
+
 def test_deleting_an_agent_removes_its_group_and_rows(db: Database) -> None:
     with db.transaction() as conn:
         world = build_world(conn)

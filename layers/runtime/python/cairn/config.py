@@ -31,6 +31,8 @@ class Settings(BaseModel):
     # How long a synchronous send waits for its run before answering with the run to poll;
     # API Gateway cuts HTTP API integrations at 30 s.
     sync_budget_seconds: float = Field(default=25.0, gt=0)
+    # Sent outbox rows are history nobody reads; the sweeper deletes them after this long.
+    outbox_retention_days: float = Field(default=7.0, gt=0)
     # Wall-clock limit of one custom tool call in the sandbox.
     tool_timeout_seconds: float = Field(default=10.0, gt=0, le=900)
     # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
@@ -71,6 +73,7 @@ class Settings(BaseModel):
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
+            "outbox_retention_days": "CAIRN_OUTBOX_RETENTION_DAYS",
             "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",
             "openai_api_key": "OPENAI_API_KEY",
             "openai_base_url": "OPENAI_BASE_URL",

@@ -45,6 +45,12 @@ def sweep(
     return sum(publish_and_mark(db, queue, command) for command in stale)
 
 
+def prune(db: Database, *, retention_days: float) -> int:
+    """Delete outbox rows sent more than `retention_days` ago (the table would only grow)."""
+    with db.connection() as conn:
+        return outbox.prune_sent(conn, older_than_seconds=retention_days * 86_400)
+
+
 def defer(db: Database, command: OutboxCommand) -> None:
     """A step whose agent is busy with another run waits in the outbox, not in the queue.
 

@@ -94,3 +94,24 @@ def mark_unsent(conn: Connection, org_id: str, command_id: int) -> None:
 def unsent_for_agent(conn: Connection, org_id: str, agent_id: str) -> list[OutboxCommand]:
     rows = conn.execute(UNSENT_FOR_AGENT, {"org": org_id, "agent_id": agent_id}).fetchall()
     return [OutboxCommand.model_validate(r) for r in rows]
+
+
+# Oldest first and bounded, so a backlog drains over a few sweeps. An agent's newest
+# sleeptime row stays: the next fan-out starts reading where it stopped.
+PRUNE_SENT = """
+DELETE FROM outbox WHERE id IN (
+    SELECT o.id FROM outbox o
+    WHERE o.sent_at < now() - make_interval(secs => %(seconds)s)
+      AND NOT (o.kind = 'sleeptime' AND NOT EXISTS (
+          SELECT 1 FROM outbox n
+          WHERE n.agent_id = o.agent_id AND n.kind = 'sleeptime' AND n.id > o.id))
+    ORDER BY o.sent_at
+    LIMIT %(limit)s
+)
+"""
+
+
+def prune_sent(conn: Connection, *, older_than_seconds: float, limit: int = 5000) -> int:
+    """Delete rows sent more than `older_than_seconds` ago; returns how many went."""
+    params = {"seconds": older_than_seconds, "limit": limit}
+    return conn.execute(PRUNE_SENT, params).rowcount

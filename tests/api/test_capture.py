@@ -51,7 +51,7 @@ def test_capture_to_recall_only_is_idempotent_and_searchable(stack: Stack) -> No
             f"/v1/agents/{agent['id']}/messages", json={"input": "when is the launch?"}
         ).json()
     found = next(m for m in reply["messages"] if m["message_type"] == "tool_return_message")
-    assert "ninth of March" in found["tool_return"] and '"hybrid"' in found["tool_return"]
+    assert "ninth of March" in found["tool_return"] and "'hybrid'" in found["tool_return"]
 
 
 def test_capture_into_the_context_window(stack: Stack) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
@@ -74,7 +75,10 @@ def test_a_tool_from_source_returns_through_the_whole_api(stack: Stack) -> None:
     stack.fake.reply("done")
     response = client.agents.messages.create(agent.id, input="wrap abc")
     ret = tool_return(response)
-    assert ret.status == "success" and json.loads(ret.tool_return)["message"] == "secret:abc"  # type: ignore[attr-defined]
+    # Letta shows the tool's own return, not the envelope the model reads (contract §3.3).
+    assert ret.status == "success" and ret.tool_return == "secret:abc"  # type: ignore[attr-defined]
+    assert ret.tool_returns[0].tool_return == "secret:abc"  # type: ignore[attr-defined]
+    assert json.loads(stack.fake.requests[1].last_text())["message"] == "secret:abc"
     assert "secret" in stack.fake.requests[0].tool_names
 
 
@@ -114,7 +118,7 @@ def test_a_tool_sees_none_of_the_servers_environment(
     stack.fake.reply("", call("snoop"))
     stack.fake.reply("ok")
     ret = tool_return(client.agents.messages.create(agent.id, input="go"))
-    seen = json.loads(ret.tool_return)["message"]  # type: ignore[attr-defined]  # an object
+    seen = ast.literal_eval(ret.tool_return)  # type: ignore[attr-defined]  # str() of a dict, as Letta
     assert "CAIRN_TEST_SECRET" not in seen and "OPENAI_API_KEY" not in seen
     assert set(seen) <= {"PATH", "LANG", "CAIRN_TOOL_CALL_ID", "CAIRN_SANDBOX_LIMITS", "LC_CTYPE"}
 
@@ -124,7 +128,7 @@ def test_output_is_cut_to_the_return_char_limit(stack: Stack) -> None:
     stack.fake.reply("", call("chatty"))
     stack.fake.reply("ok")
     ret = tool_return(client.agents.messages.create(agent.id, input="go"))
-    assert json.loads(ret.tool_return)["message"] == "y" * 100  # type: ignore[attr-defined]
+    assert ret.tool_return == "y" * 100  # type: ignore[attr-defined]
     assert len(ret.stdout[0]) == 100  # type: ignore[attr-defined]
 
 
@@ -154,7 +158,7 @@ def test_tool_rules_can_name_custom_tools(stack: Stack) -> None:
 STATEFUL = '''
 def whoami(agent_state: "AgentState") -> str:
     """Names the agent and what it remembers of the human."""
-    return agent_state["name"] + " knows " + agent_state["memory"]["human"]
+    return agent_state.name + " knows " + agent_state.memory.get_block("human").value
 '''
 
 
@@ -171,7 +175,7 @@ def test_a_tool_declaring_agent_state_receives_it(stack: Stack) -> None:
     stack.fake.reply("", call("whoami"))
     stack.fake.reply("ok")
     ret = tool_return(client.agents.messages.create(agent.id, input="who?"))
-    assert json.loads(ret.tool_return)["message"] == "sam knows Ada"  # type: ignore[attr-defined]
+    assert ret.tool_return == "sam knows Ada"  # type: ignore[attr-defined]
 
 
 def test_a_supplied_json_schema_is_used_as_is(stack: Stack) -> None:

@@ -26,7 +26,7 @@ def test_agent_lifecycle_with_the_real_client(stack: Stack) -> None:
     assert agent.id.startswith("agent-") and agent.agent_type == "letta_v1_agent"
     assert {b.label for b in agent.memory.blocks} == {"human", "persona"}
 
-    stack.fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+    stack.fake.reply("", call("memory_insert", label="human", new_str="Likes: tea"))
     stack.fake.reply("Noted, you like tea.")
     response = client.agents.messages.create(
         agent.id, messages=[{"role": "user", "content": "I like tea"}]
@@ -61,9 +61,9 @@ def test_approval_flow_approve_and_deny(stack: Stack) -> None:
         memory_blocks=[{"label": "human", "value": "Name: Ada"}], llm_config=LLM
     )  # type: ignore[arg-type]
     client.agents.tools.update_approval(
-        "core_memory_append", agent_id=agent.id, body_requires_approval=True
+        "memory_insert", agent_id=agent.id, body_requires_approval=True
     )
-    stack.fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+    stack.fake.reply("", call("memory_insert", label="human", new_str="Likes: tea"))
     first = client.agents.messages.create(agent.id, input="remember tea")
     assert first.stop_reason.stop_reason == "requires_approval"
     request = first.messages[-1]
@@ -92,7 +92,7 @@ def test_approval_flow_approve_and_deny(stack: Stack) -> None:
     assert approved.stop_reason.stop_reason == "end_turn"
     assert client.agents.blocks.retrieve("human", agent_id=agent.id).value.endswith("Likes: tea")
 
-    stack.fake.reply("", call("core_memory_append", label="human", content="Likes: coffee"))
+    stack.fake.reply("", call("memory_insert", label="human", new_str="Likes: coffee"))
     second = client.agents.messages.create(agent.id, input="also coffee")
     call_id = second.messages[-1].tool_call.tool_call_id
     stack.fake.reply("OK, I won't.")

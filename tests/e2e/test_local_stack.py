@@ -119,7 +119,7 @@ def test_a_conversation_through_the_local_stack_and_its_sqs_queue(tmp_path: Path
                 model="openai/gpt-test", memory_blocks=[{"label": "human", "value": "Ada"}]
             )  # type: ignore[list-item]
             # two steps: the second one travels through moto's SQS and the step poller
-            fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+            fake.reply("", call("memory_insert", label="human", new_str="Likes: tea"))
             fake.reply("Noted.")
             reply = client.agents.messages.create(agent.id, input="I like tea")
             assert reply.stop_reason.stop_reason == "end_turn"

@@ -15,6 +15,7 @@ from cairn.engine.agents import provision_agent
 from cairn.engine.step import Engine, StepOutcome
 from cairn.store import agents, blocks, messages, outbox, runs
 from cairn.store.db import Database
+from cairn.tools.registry import BASE_TOOLS, MEMORY_TOOLS, default_tool_names, default_tool_rules
 from tests.fakes.llm_server import FakeLLM
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -46,6 +47,23 @@ def make_agent(
     base_rules: bool = True,
     **fields: Any,
 ) -> Agent:
+    """An agent with the classic built-ins as well as its type's (the step tests exercise
+    them all) and, unless told otherwise, the default rules of every tool it has."""
+    sleeptime = bool(fields.get("enable_sleeptime"))
+    sends = agent_type != "letta_v1_agent" or sleeptime
+    classic = (
+        []
+        if sleeptime
+        else [t for t in (*BASE_TOOLS, *MEMORY_TOOLS) if sends or t != "send_message"]
+    )
+    names = [
+        *default_tool_names(agent_type, enable_sleeptime=sleeptime),
+        *classic,
+        *(tool_names or ()),
+    ]
+    tool_names = list(dict.fromkeys(names))
+    if rules is None and base_rules:
+        rules = default_tool_rules(tool_names)
     agent = Agent(
         organization_id=org.id,
         name=f"{agent_type}-agent",
@@ -63,7 +81,8 @@ def make_agent(
         agent,
         memory_blocks=[persona, human],
         tool_names=tool_names,
-        include_base_tool_rules=base_rules,
+        include_base_tools=False,
+        include_base_tool_rules=False,
         now=NOW,
     )
 

@@ -48,6 +48,21 @@ def _assistant_text(call: ToolCall) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def tool_return_text(func_response: str | None) -> str:
+    """The tool's own return, out of the `{"status", "message", "time"}` envelope the model
+    reads. Letta shows `str()` of it, so a dict return reads as Python's repr (fixture A's
+    conversation_search); a return that is no envelope is shown as stored."""
+    text = func_response or ""
+    try:
+        packet = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(packet, dict) or "message" not in packet:
+        return text
+    value = packet["message"]
+    return value if isinstance(value, str) else str(value)
+
+
 def letta_messages(message: Message, *, use_assistant_message: bool = True) -> list[dict[str, Any]]:
     base: dict[str, Any] = {
         "id": message.id,
@@ -78,7 +93,7 @@ def letta_messages(message: Message, *, use_assistant_message: bool = True) -> l
         return [
             out(
                 "tool_return_message",
-                tool_return=first.func_response or "",
+                tool_return=tool_return_text(first.func_response),
                 status=first.status,
                 tool_call_id=first.tool_call_id,
                 stdout=first.stdout,
@@ -88,7 +103,7 @@ def letta_messages(message: Message, *, use_assistant_message: bool = True) -> l
                     {
                         "type": "tool",
                         "tool_call_id": r.tool_call_id,
-                        "tool_return": r.func_response or "",
+                        "tool_return": tool_return_text(r.func_response),
                         "status": r.status,
                         "stdout": r.stdout,
                         "stderr": r.stderr,

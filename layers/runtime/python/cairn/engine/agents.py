@@ -14,7 +14,12 @@ from cairn.memory.prompts import base_prompt
 from cairn.memory.render import MemoryMetadata, compile_system_message, render_memory_section
 from cairn.store import agents, blocks, messages, tools
 from cairn.store.db import Database
-from cairn.tools.registry import BUILTIN_TOOLS, default_tool_names, default_tool_rules
+from cairn.tools.registry import (
+    BUILTIN_TOOLS,
+    default_rules_apply,
+    default_tool_names,
+    default_tool_rules,
+)
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation, check_prefilled
 
 
@@ -47,7 +52,8 @@ def provision_agent(
                 raise InvalidArgumentError(f"tools: no tool named `{name}`")
             attached.append(tool)
         rules = list(agent.tool_rules)
-        if include_base_tool_rules and not rules:
+        wants_rules = default_rules_apply(agent.agent_type, enable_sleeptime=agent.enable_sleeptime)
+        if include_base_tool_rules and wants_rules and not rules:
             rules = default_tool_rules(t.name for t in attached)
         try:
             _check_rules(rules, attached)

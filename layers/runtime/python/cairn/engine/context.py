@@ -44,12 +44,19 @@ class StepToolContext:
         source = tool.source_code or ""
         agent_state = None
         if takes_agent_state(source, tool.name):
-            # What Letta hands such a tool: the agent and its memory, as plain data.
+            # What Letta hands such a tool, as data; the sandbox gives it attribute access.
             agent_state = {
                 **self.state.agent.model_dump(
-                    mode="json", include={"id", "name", "agent_type", "tags", "metadata"}
+                    mode="json",
+                    include={"id", "name", "agent_type", "tags", "metadata", "description"},
                 ),
-                "memory": {b.label: b.value for b in self.memory.blocks.values()},
+                "blocks": [
+                    b.model_dump(
+                        mode="json",
+                        include={"id", "label", "value", "limit", "description", "read_only"},
+                    )
+                    for b in self.memory.blocks.values()
+                ],
             }
         timeout = float(tool.metadata.get("timeout_seconds") or self.tool_timeout_seconds)
         return self.sandbox.run(

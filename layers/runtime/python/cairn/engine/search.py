@@ -64,9 +64,39 @@ def archival(
     end: datetime | None,
     limit: int,
 ) -> list[dict[str, Any]]:
+    """What archival_memory_search returns to the model (times as the prompt shows them)."""
+    found = archival_passages(
+        conn, agent, archive, query, embedder,
+        tags=tags, match_all=match_all, start=start, end=end, limit=limit,
+    )  # fmt: skip
+    return [
+        {
+            "timestamp": letta_time(p.created_at, agent.timezone),
+            "content": p.text,
+            "tags": p.tags,
+            "relevance": {"search_mode": "vector", "rank": rank, "score": round(1.0 - distance, 6)},
+        }
+        for rank, (p, distance) in enumerate(found, 1)
+    ]
+
+
+def archival_passages(
+    conn: Connection,
+    agent: Agent,
+    archive: Archive | None,
+    query: str,
+    embedder: Embedder,
+    *,
+    tags: list[str] | None,
+    match_all: bool,
+    start: datetime | None,
+    end: datetime | None,
+    limit: int,
+) -> list[tuple[Passage, float]]:
+    """The nearest passages and their cosine distances, nearest first."""
     if archive is None:
         return []
-    found = sql_search.search_passages(
+    return sql_search.search_passages(
         conn,
         agent.organization_id,
         archive.id,
@@ -77,15 +107,6 @@ def archival(
         end=end,
         limit=limit,
     )
-    return [
-        {
-            "timestamp": letta_time(p.created_at, agent.timezone),
-            "content": p.text,
-            "tags": p.tags,
-            "relevance": {"search_mode": "vector", "rank": rank, "score": round(1.0 - distance, 6)},
-        }
-        for rank, (p, distance) in enumerate(found, 1)
-    ]
 
 
 def recall(

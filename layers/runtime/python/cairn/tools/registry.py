@@ -82,25 +82,36 @@ BASE_TOOLS = (
 )
 MEMORY_TOOLS = ("core_memory_append", "core_memory_replace", "memory")
 SLEEPTIME_TOOLS = ("memory_replace", "memory_insert", "memory_rethink", "memory_finish_edits")
+# What a 0.16.1 server attaches by default, seen on the wire (reference §5): the v1 loop
+# edits memory with the line-based tools and answers in plain text; the v2 loop adds
+# send_message. Neither gets the archival or core_memory_* tools unless asked.
+V1_TOOLS = ("conversation_search", "memory_insert", "memory_replace")
+V2_TOOLS = ("send_message", *V1_TOOLS)
 # A chat agent with sleeptime leaves memory upkeep (and archival inserts) to its helpers.
 SLEEPTIME_CHAT_TOOLS = ("send_message", "conversation_search", "archival_memory_search")
 TERMINAL_TOOLS = ("send_message", "send_message_to_agent_async", "memory_finish_edits")
-_CHAT_AGENT_TYPES = frozenset(
-    {"memgpt_agent", "memgpt_v2_agent", "split_thread_agent", "voice_convo_agent"}
-)
+_LEGACY_CHAT_AGENT_TYPES = frozenset({"memgpt_agent", "split_thread_agent", "voice_convo_agent"})
 
 
 def default_tool_names(agent_type: str, *, enable_sleeptime: bool = False) -> tuple[str, ...]:
     """The built-ins an agent of this type gets when it is created with the base tools."""
     if agent_type in ("sleeptime_agent", "voice_sleeptime_agent"):
         return SLEEPTIME_TOOLS
+    if enable_sleeptime and agent_type in ("letta_v1_agent", "memgpt_v2_agent"):
+        return SLEEPTIME_CHAT_TOOLS
     if agent_type == "letta_v1_agent":
-        if enable_sleeptime:
-            return tuple(t for t in SLEEPTIME_CHAT_TOOLS if t != "send_message")
-        return tuple(t for t in BASE_TOOLS if t != "send_message") + MEMORY_TOOLS
-    if agent_type in _CHAT_AGENT_TYPES:
+        return V1_TOOLS
+    if agent_type == "memgpt_v2_agent":
+        return V2_TOOLS
+    if agent_type in _LEGACY_CHAT_AGENT_TYPES:
         return SLEEPTIME_CHAT_TOOLS if enable_sleeptime else BASE_TOOLS + MEMORY_TOOLS
     return ()  # react and workflow agents carry only the tools they are given
+
+
+def default_rules_apply(agent_type: str, *, enable_sleeptime: bool) -> bool:
+    """A plain letta_v1_agent starts with no rules in 0.16.1 (fixture agent A): its loop
+    continues after any tool and ends on text, so terminal/continue rules add nothing."""
+    return agent_type != "letta_v1_agent" or enable_sleeptime
 
 
 def default_tool_rules(tool_names: Iterable[str]) -> list[ToolRule]:

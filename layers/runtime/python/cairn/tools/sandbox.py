@@ -32,6 +32,42 @@ if os.environ.get("CAIRN_SANDBOX_LIMITS"):
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 request = json.loads(sys.stdin.read())
+
+
+class _Record:
+    # Letta hands tools pydantic objects (`agent_state.memory.get_block("human").value`);
+    # item access keeps tools written for plain dicts working too.
+    def __init__(self, fields):
+        self.__dict__.update(fields)
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def get(self, key, default=None):
+        return getattr(self, key, default)
+
+
+class _Memory(_Record):
+    def get_block(self, label):
+        for block in self.blocks:
+            if block.label == label:
+                return block
+        raise KeyError(f"Block field {label} does not exist (available sections = "
+                       f"{', '.join(b.label for b in self.blocks)})")
+
+    def list_block_labels(self):
+        return [b.label for b in self.blocks]
+
+    def __getitem__(self, label):  # the older dict form: memory[label] is the block's value
+        return self.get_block(label).value
+
+
+def _agent_state(data):
+    blocks = [_Record(b) for b in data.get("blocks") or ()]
+    fields = {k: v for k, v in data.items() if k != "blocks"}
+    return _Record({**fields, "memory": _Memory({"blocks": blocks}), "blocks": blocks})
+
+
 out, err = io.StringIO(), io.StringIO()
 result = {"success": False, "value": None}
 try:
@@ -40,7 +76,7 @@ try:
         exec(compile(request["source"], "<tool>", "exec"), namespace)
         args = dict(request["args"])
         if request.get("agent_state") is not None:
-            args["agent_state"] = request["agent_state"]
+            args["agent_state"] = _agent_state(request["agent_state"])
         value = namespace[request["name"]](**args)
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     result = {"success": True, "value": text}

@@ -157,7 +157,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
             steps = sum(
                 len(runs.list_steps(conn, org.id, r.id, limit=1000))
                 for a in agent_ids
-                for r in runs.list_runs(conn, org.id, agent_id=a, limit=10_000)
+                for r in runs.list_runs(conn, org.id, agent_ids=[a], limit=10_000)
             )
         steps_measured = steps - 5 * (2 if args.tool_step else 1)
         llm_calls = len(fake.requests) - calls_before

@@ -16,8 +16,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.config import Settings
-from cairn.local.bootstrap import create_tenant
 from cairn.orchestration.secrets import database_dsn
+from cairn.services.tenants import create_tenant
 from cairn.store.db import Database
 from cairn.store.migrate import apply_migrations
 

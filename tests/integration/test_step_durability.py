@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from cairn import faults
 from cairn.domain import Agent, Organization, OutboxCommand
-from cairn.engine import faults
 from cairn.engine.embedding_jobs import backfill
-from cairn.engine.faults import SimulatedCrash
 from cairn.engine.step import Engine, StepOutcome
+from cairn.faults import SimulatedCrash
 from cairn.llm.types import LLMError
 from cairn.orchestration import dispatch
 from cairn.store import archives, blocks, messages, outbox, runs
@@ -60,7 +60,7 @@ def snapshot(db: Database, agent: Agent) -> dict[str, Any]:
             else []
         )
         history = messages.list_for_agent(conn, agent.organization_id, agent.id, order="asc")
-        all_runs = runs.list_runs(conn, agent.organization_id, agent_id=agent.id)
+        all_runs = runs.list_runs(conn, agent.organization_id, agent_ids=[agent.id])
     return {
         "transcript": [_plain(m) for m in context],
         "stored": [_plain(m) for m in history],

@@ -51,7 +51,7 @@ READS: dict[str, Callable[[Connection, str, World], Any]] = {
     "passages list": lambda c, org, w: archives.list_passages(c, org, w.archive.id),
     "passage count": lambda c, org, w: archives.count_passages(c, org, w.archive.id),
     "run": lambda c, org, w: runs.get_run(c, org, w.run.id),
-    "runs list": lambda c, org, w: runs.list_runs(c, org, agent_id=w.agent.id),
+    "runs list": lambda c, org, w: runs.list_runs(c, org, agent_ids=[w.agent.id]),
     "active runs": lambda c, org, w: runs.active_runs(c, org, w.agent.id),
     "step": lambda c, org, w: runs.get_step(c, org, w.step.id),
     "step at index": lambda c, org, w: runs.step_at(c, org, w.run.id, 0),

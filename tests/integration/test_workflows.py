@@ -365,7 +365,7 @@ def test_sleeptime_fans_out_and_no_shared_block_edit_is_lost(
     with db.connection() as conn:
         group = groups.get(conn, org.id, group_id)
         helper_runs = [r for a in group.agent_ids if a != primary.id  # type: ignore[union-attr]
-                       for r in runs.list_runs(conn, org.id, agent_id=a)]  # fmt: skip
+                       for r in runs.list_runs(conn, org.id, agent_ids=[a])]  # fmt: skip
     assert group is not None and group.last_processed_message_id == first_last_message(db, first)
     assert sorted(r.stop_reason or "" for r in helper_runs) == ["end_turn", "end_turn"]
     transcript = next(r for r in fresh.fake.requests if is_helper(r)).last_text()

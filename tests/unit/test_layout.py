@@ -69,3 +69,65 @@ def test_memory_and_tools_are_pure_logic() -> None:
         if any(n.startswith(forbidden) for n in _imports(p))
     ]
     assert offenders == []
+
+
+def _modules(package: str) -> dict[str, set[str]]:
+    """Each module of `cairn.<package>` and the cairn modules it imports (lazy ones too)."""
+    found = {}
+    for path in (LIBRARY / package).rglob("*.py"):
+        parts = path.relative_to(LIBRARY.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = {n for n in _imports(path) if n.startswith("cairn")}
+    return found
+
+
+def test_the_api_reaches_the_store_only_through_services() -> None:
+    # ARCHITECTURE.md: api -> services -> orchestration -> engine -> store.
+    offenders = {m: sorted(i for i in imps if i.startswith("cairn.store"))
+                 for m, imps in _modules("api").items()}  # fmt: skip
+    assert {m: i for m, i in offenders.items() if i} == {}
+    services = {m: sorted(i for i in imps if i.startswith("cairn.api"))
+                for m, imps in _modules("services").items()}  # fmt: skip
+    assert {m: i for m, i in services.items() if i} == {}
+
+
+def test_no_route_imports_another_route() -> None:
+    for module, imports in _modules("api").items():
+        if ".routes." in module:
+            assert not any(i.startswith("cairn.api.routes") for i in imports), module
+
+
+def test_all_sql_lives_in_the_store() -> None:
+    # (orchestration/secrets.py builds a DSN with psycopg's conninfo: no SQL there.)
+    offenders = [
+        str(p.relative_to(LIBRARY))
+        for package in ("engine", "services", "api")
+        for p in (LIBRARY / package).rglob("*.py")
+        if any(n.split(".")[0] == "psycopg" for n in _imports(p))
+        and p.relative_to(LIBRARY).as_posix() != "api/app.py"  # maps IntegrityError to 409
+    ]
+    assert offenders == []
+
+
+def test_only_the_local_stack_imports_the_cdk_app() -> None:
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in [*LIBRARY.rglob("*.py"), *(ROOT / "functions").rglob("*.py")]
+        if "local" not in p.relative_to(ROOT).parts
+        and any(n.split(".")[0] in ("cairn_infra", "aws_cdk") for n in _imports(p))
+    ]
+    assert offenders == []
+    for handler in (ROOT / "functions").glob("*/handler.py"):
+        assert not any(n.startswith("cairn.local") for n in _imports(handler)), handler
+
+
+def test_orchestration_has_no_import_cycle() -> None:
+    graph = _modules("orchestration")
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    assert [m for m in graph if reaches(m, m, {m})] == []

@@ -5,6 +5,7 @@ Letta's contract: every error body is `{"detail": ...}`; see `shared/api/letta-a
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
@@ -20,7 +21,7 @@ from cairn.api.routes import agents, groups, health, memory, messages, runs, too
 from cairn.domain.tenancy import hash_api_key
 from cairn.errors import CairnError, PendingApprovalError
 from cairn.llm.types import LLMError
-from cairn.store import tenancy
+from cairn.services import tenants
 
 logger = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/v1/health/", "/v1/health", "/openapi.json"})
@@ -84,7 +85,14 @@ def build_app() -> APIGatewayHttpResolver:
 
     @app.exception_handler(RequestValidationError)
     def invalid(exc: RequestValidationError) -> Response[Any]:
-        return _detail(422, exc.errors())
+        # FastAPI's shape, as Letta answers: each error names its field in `loc`. A
+        # validator's own exception in `ctx` becomes its message.
+        errors = [
+            {k: v for k, v in e.items() if k in ("type", "loc", "msg", "input")}
+            | ({"ctx": {k: str(v) for k, v in e["ctx"].items()}} if e.get("ctx") else {})
+            for e in exc.errors()
+        ]
+        return _detail(422, json.loads(json.dumps(errors, default=str)))
 
     @app.exception_handler(psycopg.errors.IntegrityError)
     def integrity(exc: psycopg.errors.IntegrityError) -> Response[Any]:
@@ -114,13 +122,12 @@ def _organization_of(token: str) -> str | None:
     cached = _known_keys.get(digest)
     if cached is not None and now - cached[1] < AUTH_CACHE_SECONDS:
         return cached[0]
-    with http.rt().db.connection() as conn:
-        key = tenancy.authenticate(conn, token)
-    if key is None:
+    org = tenants.organization_of(http.rt().db, token)
+    if org is None:
         _known_keys.pop(digest, None)
         return None
-    _known_keys[digest] = (key.organization_id, now)
-    return key.organization_id
+    _known_keys[digest] = (org, now)
+    return org
 
 
 def _is_route(app: APIGatewayHttpResolver, method: str, path: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
@@ -17,6 +18,8 @@ from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCa
 from cairn.domain.passages import Passage
 from cairn.domain.runs import Run, Step
 from cairn.domain.tools import Tool
+from cairn.engine.prompt import CHARS_PER_TOKEN
+from cairn.services.agents import AgentView, ContextOverview
 
 ASSISTANT_TOOL = "send_message"
 ASSISTANT_KWARG = "message"
@@ -241,6 +244,16 @@ def agent_json(
     }
 
 
+def view_json(view: AgentView) -> dict[str, Any]:
+    """An AgentState: the agent and, when they were read, its blocks and tools."""
+    data = agent_json(view.agent, blocks=view.blocks, tools=view.tools)
+    if not view.relations:
+        data["tags"] = []
+    if view.group is not None:
+        data["multi_agent_group"] = group_json(view.group)
+    return data
+
+
 def run_json(run: Run) -> dict[str, Any]:
     data = run.model_dump(
         mode="json",
@@ -298,3 +311,37 @@ def passage_json(passage: Passage) -> dict[str, Any]:
 def group_json(group: Group) -> dict[str, Any]:
     data = group.model_dump(mode="json", exclude={"organization_id"})
     return data | {"created_at": iso(group.created_at), "updated_at": iso(group.updated_at)}
+
+
+def context_json(overview: ContextOverview) -> dict[str, Any]:
+    """Letta's ContextWindowOverview, token counts estimated at four characters a token."""
+    agent = overview.agent
+    system_tokens = len(agent.system) // CHARS_PER_TOKEN
+    core_tokens = len(overview.core_memory) // CHARS_PER_TOKEN
+    fn_tokens = len(str(overview.functions)) // CHARS_PER_TOKEN
+    return {
+        "context_window_size_max": agent.llm_config.context_window,
+        "context_window_size_current": overview.message_tokens + fn_tokens,
+        "num_messages": len(agent.message_ids),
+        "num_archival_memory": overview.archival_count,
+        "num_recall_memory": overview.recall_count,
+        "num_tokens_external_memory_summary": 0,
+        "external_memory_summary": "",
+        "num_tokens_system": system_tokens,
+        "system_prompt": agent.system,
+        "num_tokens_core_memory": core_tokens,
+        "core_memory": overview.core_memory,
+        "num_tokens_summary_memory": 0,
+        "summary_memory": None,
+        "num_tokens_functions_definitions": fn_tokens,
+        "functions_definitions": overview.functions,
+        "num_tokens_messages": overview.message_tokens,
+        "messages": [m.model_dump(mode="json") for m in overview.context],
+        "archive_id": overview.archive_id,
+    }
+
+
+def search_result_json(passage: Passage, timezone: str) -> dict[str, Any]:
+    """Letta's ArchivalMemorySearchResult: ISO-8601 in the agent's timezone, no relevance."""
+    when = passage.created_at.astimezone(ZoneInfo(timezone)).isoformat()
+    return {"timestamp": when, "content": passage.text, "tags": passage.tags}

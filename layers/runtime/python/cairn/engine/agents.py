@@ -8,10 +8,10 @@ from datetime import datetime
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.tools import Tool
+from cairn.engine import prompt
 from cairn.errors import InvalidArgumentError
 from cairn.memory.initial import initial_messages
 from cairn.memory.prompts import base_prompt
-from cairn.memory.render import MemoryMetadata, compile_system_message, render_memory_section
 from cairn.store import agents, blocks, messages, tools
 from cairn.store.db import Database
 from cairn.tools.registry import (
@@ -20,7 +20,7 @@ from cairn.tools.registry import (
     default_tool_names,
     default_tool_rules,
 )
-from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation, check_prefilled
+from cairn.tools.rules import ToolRuleViolation, check_prefilled
 
 
 def provision_agent(
@@ -71,16 +71,7 @@ def provision_agent(
             if not blocks.attach(conn, org, agent.id, block.id):
                 raise InvalidArgumentError(f"block_ids: block {block.id} cannot be attached")
             stored_blocks.append(block)
-        solver = ToolRulesSolver.of(rules)
-        section = render_memory_section(
-            stored_blocks,
-            agent_type=agent.agent_type,
-            provider=agent.llm_config.model_endpoint_type,
-            tool_rule_lines=solver.prompt_lines(),
-        )
-        system_text = compile_system_message(
-            agent.system, section, MemoryMetadata(now=now, timezone=agent.timezone)
-        )
+        system_text = prompt.system_text(agent, stored_blocks, now=now)
         first = messages.insert(conn, initial_messages(agent, system_text, now=now))
         agent = agents.update(
             conn,

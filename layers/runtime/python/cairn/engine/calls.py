@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cairn import faults
 from cairn.domain.messages import ToolCall, ToolReturn
 from cairn.domain.tools import Tool
-from cairn.engine import faults
 from cairn.memory import packaging
 from cairn.memory.edits import MemoryEditError
 from cairn.tools.context import ToolContext

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.messages import Message, TextContent
 from cairn.domain.tools import Tool
@@ -22,6 +23,39 @@ from cairn.tools.schema import with_runtime_arguments
 CHARS_PER_TOKEN = 4
 
 
+def memory_section(agent: Agent, blocks: list[Block], solver: ToolRulesSolver | None = None) -> str:
+    """The core-memory section of the agent's system prompt: the one place it is rendered."""
+    rules = solver or ToolRulesSolver.of(agent.tool_rules)
+    return render_memory_section(
+        blocks,
+        agent_type=agent.agent_type,
+        provider=agent.llm_config.model_endpoint_type,
+        tool_rule_lines=rules.prompt_lines(),
+    )
+
+
+def system_text(
+    agent: Agent,
+    blocks: list[Block],
+    *,
+    now: datetime,
+    recall_count: int = 0,
+    archival_count: int = 0,
+    archival_tags: list[str] | None = None,
+    solver: ToolRulesSolver | None = None,
+) -> str:
+    """The whole system message of an agent with these blocks, as of `now`."""
+    metadata = MemoryMetadata(
+        now=now,
+        timezone=agent.timezone,
+        last_modified=max((b.updated_at for b in blocks), default=now),
+        recall_count=recall_count,
+        archival_count=archival_count,
+        archival_tags=archival_tags or [],
+    )
+    return compile_system_message(agent.system, memory_section(agent, blocks, solver), metadata)
+
+
 def refreshed_system(
     state: StepState,
     blocks: list[Block],
@@ -32,24 +66,19 @@ def refreshed_system(
 ) -> Message | None:
     """The system message rewritten, or None when the stored one still shows this memory."""
     agent = state.agent
-    section = render_memory_section(
-        blocks,
-        agent_type=agent.agent_type,
-        provider=agent.llm_config.model_endpoint_type,
-        tool_rule_lines=solver.prompt_lines(),
-    )
+    section = memory_section(agent, blocks, solver)
     stored = state.context[0]
     if not force and not needs_rebuild(stored.text, agent.system, section):
         return None
-    metadata = MemoryMetadata(
+    text = system_text(
+        agent,
+        blocks,
         now=now,
-        timezone=agent.timezone,
-        last_modified=max((b.updated_at for b in blocks), default=now),
         recall_count=state.recall_count,
         archival_count=state.archival_count,
         archival_tags=state.archival_tags,
+        solver=solver,
     )
-    text = compile_system_message(agent.system, section, metadata)
     return stored.model_copy(update={"content": [TextContent(text=text)]})
 
 

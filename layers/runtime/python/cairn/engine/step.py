@@ -2,7 +2,7 @@
 
 `Engine.step(org, run_id, step_index)` may be delivered any number of times, concurrently
 or after a crash at any point. It reads, calls the model with no transaction open, journals
-the response before any tool runs, and commits everything in `checkpoint.commit`. A second
+the response before any tool runs, and commits everything in `store.checkpoints.commit`. A second
 delivery reuses the journal (no second model call) and a committed step is never redone.
 """
 
@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from psycopg.types.json import Jsonb
-
+from cairn import faults
 from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
@@ -37,8 +36,7 @@ from cairn.domain.runs import (
 )
 from cairn.embeddings import providers
 from cairn.embeddings.base import Embedder
-from cairn.engine import calls, compaction, faults
-from cairn.engine.checkpoint import AlreadyCommitted, Checkpoint, commit
+from cairn.engine import calls, compaction
 from cairn.engine.context import StepToolContext
 from cairn.engine.policy import CallOutcome, after_tools, must_call_first, policy_for
 from cairn.engine.prompt import context_estimate, refreshed_system, tool_schemas
@@ -56,9 +54,9 @@ from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.store import agents, runs
 from cairn.store import claim as claims
+from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
 from cairn.store.claim import Claim
 from cairn.store.db import Database
-from cairn.store.rows import to_params
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
@@ -169,25 +167,14 @@ class Engine:
             "max_steps": max_steps,
         }
         first = step_command(run, 0)
-        params = {
-            **to_params(run, runs.RUN_JSON),
-            "answering": answering,
-            "payload": Jsonb(first.payload),
-            "dedup_key": first.dedup_key,
-            "sent": run_here,
-        }
-        first_claim = None
         with self.db.connection() as conn:
-            if not run_here:
-                row = conn.execute(runs.START_RUN, params).fetchone()
-            else:
-                # One implicit transaction up to the pipeline's sync: the claim sees the run.
-                with conn.pipeline():
-                    started = conn.execute(runs.START_RUN, params)
-                    claiming = claims.send(conn, org_id, run.id, 0, lease_seconds=LEASE_SECONDS)
-                row = started.fetchone()
-                first_claim = claims.read(claiming)
-        assert row is not None
+            row, first_claim = runs.start_run(
+                conn,
+                run,
+                first,
+                answering=answering,
+                claim_lease_seconds=LEASE_SECONDS if run_here else None,
+            )
         if not row["found"]:
             raise NotFoundError(f"Agent with ID {agent_id} not found")
         if row["command"] is None:

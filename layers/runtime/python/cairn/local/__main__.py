@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from cairn import __version__, heap
 from cairn.config import Settings
 from cairn.local import lambdas, stepfunctions
-from cairn.local.bootstrap import ensure_local_tenant
 from cairn.local.http import make_server
 from cairn.local.sqs import REGION, Poller, create_step_queues, start_moto
 from cairn.orchestration import sending
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.sqs import SqsStepQueue, sqs_client
 from cairn.orchestration.stepfunctions import StepFunctionsWorkflows, stepfunctions_client
+from cairn.services.tenants import ensure_local_tenant
 from cairn.store import Database, apply_migrations
 
 logger = logging.getLogger("cairn.local")

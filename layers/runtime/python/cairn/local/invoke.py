@@ -19,9 +19,9 @@ from typing import Any
 
 from cairn.config import Settings
 from cairn.local import lambdas
-from cairn.local.bootstrap import ensure_local_tenant
 from cairn.orchestration.inline import InlineStepQueue
 from cairn.orchestration.runtime import build_runtime, use_runtime
+from cairn.services.tenants import ensure_local_tenant
 from cairn.store import Database, apply_migrations
 
 

@@ -20,7 +20,7 @@ from cairn.orchestration.dispatch import after_step
 from cairn.orchestration.ports import StepQueue
 
 if TYPE_CHECKING:
-    from cairn.orchestration.runtime import Runtime
+    from cairn.orchestration.parts import Runtime
 
 logger = logging.getLogger(__name__)
 

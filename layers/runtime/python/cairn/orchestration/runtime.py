@@ -7,25 +7,15 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 
 from cairn import heap
 from cairn.config import Settings
 from cairn.engine.step import Engine
+from cairn.orchestration.parts import Runtime
 from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
 from cairn.orchestration.secrets import database_dsn, with_provider_keys
 from cairn.store.db import Database
-
-
-@dataclass
-class Runtime:
-    settings: Settings
-    db: Database
-    engine: Engine
-    queue: Outlets  # every outbox kind: steps to the queue, workflows to Step Functions
-    workflows: Workflows
-
 
 _lock = threading.Lock()
 _current: Runtime | None = None

@@ -10,7 +10,7 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.llm.types import LLMError
 from cairn.orchestration.dispatch import after_step, defer, publish_and_mark, wake
-from cairn.orchestration.runtime import Runtime
+from cairn.orchestration.parts import Runtime
 from cairn.store import runs
 
 # Polls start quick (a queued second step usually lands within milliseconds) and back off

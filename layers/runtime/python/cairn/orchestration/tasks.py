@@ -14,7 +14,7 @@ from cairn.domain.messages import ApprovalDecision, Message
 from cairn.engine import sleeptime
 from cairn.errors import ConflictError
 from cairn.orchestration.dispatch import publish_and_mark
-from cairn.orchestration.runtime import Runtime
+from cairn.orchestration.parts import Runtime
 from cairn.store import agents, messages, outbox, runs
 
 logger = logging.getLogger(__name__)

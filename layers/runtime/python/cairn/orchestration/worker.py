@@ -10,8 +10,8 @@ from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
 from cairn.engine.step import Engine
 from cairn.orchestration.dispatch import after_step, wake
+from cairn.orchestration.parts import Runtime
 from cairn.orchestration.ports import StepQueue
-from cairn.orchestration.runtime import Runtime
 from cairn.store import outbox, runs
 
 logger = logging.getLogger(__name__)

@@ -134,3 +134,11 @@ def list_agents(
         limit=sql.Literal(limit),
     )
     return [Agent.model_validate(r) for r in conn.execute(query).fetchall()]
+
+
+COUNT_AGENTS = "SELECT count(*) AS n FROM agents WHERE organization_id = %(org)s AND NOT hidden"
+
+
+def count(conn: Connection, org_id: str) -> int:
+    row = conn.execute(COUNT_AGENTS, {"org": org_id}).fetchone()
+    return int(row["n"]) if row else 0

@@ -193,3 +193,11 @@ def detach(conn: Connection, org_id: str, agent_id: str, block_id: str) -> bool:
 def agent_ids(conn: Connection, org_id: str, block_id: str) -> list[str]:
     rows = conn.execute(SELECT_BLOCK_AGENT_IDS, {"org": org_id, "block_id": block_id}).fetchall()
     return [r["agent_id"] for r in rows]
+
+
+COUNT_BLOCKS = "SELECT count(*) AS n FROM blocks WHERE organization_id = %(org)s"
+
+
+def count(conn: Connection, org_id: str) -> int:
+    row = conn.execute(COUNT_BLOCKS, {"org": org_id}).fetchone()
+    return int(row["n"]) if row else 0

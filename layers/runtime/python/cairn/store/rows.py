@@ -65,6 +65,7 @@ def page(
     org_id: str,
     *,
     equals: dict[str, Any] | None = None,
+    any_of: dict[str, list[Any] | None] | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 50,
@@ -72,12 +73,17 @@ def page(
 ) -> list[M]:
     """One page of an organization's rows, filtered by equality on the given columns.
 
-    Filters whose value is None are left out, so optional query parameters pass straight in.
+    Filters whose value is None are left out, so optional query parameters pass straight in;
+    `any_of` keeps rows whose column is one of the listed values.
     """
     filters = [
         sql.SQL("{} = {}").format(sql.Identifier(column), sql.Literal(value))
         for column, value in (equals or {}).items()
         if value is not None
+    ] + [
+        sql.SQL("{} = ANY({})").format(sql.Identifier(column), sql.Literal(list(values)))
+        for column, values in (any_of or {}).items()
+        if values
     ]
     cursor, order_by = keyset(table, order=order, after=after, before=before)
     query = sql.SQL(PAGE).format(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn.domain.runs import JournalEntry, Run, Step
+from psycopg.types.json import Jsonb
+
+from cairn.domain.runs import JournalEntry, OutboxCommand, Run, Step
+from cairn.store import claim as claims
 from cairn.store.db import Connection
 from cairn.store.rows import Order, from_row, page, to_params
 
@@ -136,6 +139,38 @@ ORDER BY created_at, key
 """
 
 
+def start_run(
+    conn: Connection,
+    run: Run,
+    first: OutboxCommand,
+    *,
+    answering: bool,
+    claim_lease_seconds: float | None,
+) -> tuple[dict[str, Any], claims.Claim | None]:
+    """Record a run and its first step command in one statement; with a lease, also claim
+    that step in the same round trip (one implicit transaction up to the pipeline's sync,
+    so the claim sees the run). Returns START_RUN's row and the claim."""
+    params = {
+        **to_params(run, RUN_JSON),
+        "answering": answering,
+        "payload": Jsonb(first.payload),
+        "dedup_key": first.dedup_key,
+        "sent": claim_lease_seconds is not None,
+    }
+    if claim_lease_seconds is None:
+        row = conn.execute(START_RUN, params).fetchone()
+        assert row is not None
+        return row, None
+    with conn.pipeline():
+        started = conn.execute(START_RUN, params)
+        claiming = claims.send(
+            conn, run.organization_id, run.id, 0, lease_seconds=claim_lease_seconds
+        )
+    row = started.fetchone()
+    assert row is not None
+    return row, claims.read(claiming)
+
+
 def create_run(conn: Connection, run: Run) -> Run:
     return Run.model_validate(conn.execute(INSERT_RUN, to_params(run, RUN_JSON)).fetchone())
 
@@ -168,8 +203,10 @@ def list_runs(
     conn: Connection,
     org_id: str,
     *,
-    agent_id: str | None = None,
-    status: str | None = None,
+    agent_ids: list[str] | None = None,
+    statuses: list[str] | None = None,
+    background: bool | None = None,
+    stop_reason: str | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 100,
@@ -180,7 +217,8 @@ def list_runs(
         "runs",
         Run,
         org_id,
-        equals={"agent_id": agent_id, "status": status},
+        equals={"background": background, "stop_reason": stop_reason},
+        any_of={"agent_id": agent_ids, "status": statuses},
         after=after,
         before=before,
         limit=limit,

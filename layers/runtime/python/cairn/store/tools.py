@@ -115,3 +115,11 @@ def attach(conn: Connection, org_id: str, agent_id: str, tool_id: str) -> bool:
 def detach(conn: Connection, org_id: str, agent_id: str, tool_id: str) -> bool:
     params = {"org": org_id, "agent_id": agent_id, "tool_id": tool_id}
     return conn.execute(DETACH_TOOL, params).rowcount == 1
+
+
+COUNT_TOOLS = "SELECT count(*) AS n FROM tools WHERE organization_id = %(org)s"
+
+
+def count(conn: Connection, org_id: str) -> int:
+    row = conn.execute(COUNT_TOOLS, {"org": org_id}).fetchone()
+    return int(row["n"]) if row else 0

@@ -1,4 +1,6 @@
-"""Request bodies of the Letta API (contract §2.1, §3.1, §4, §5.2, §7, §8), as pydantic models.
+"""The inputs of the use cases: Letta's request bodies (contract §2.1, §3.1, §4, §5.2, §7, §8).
+
+The API declares them as its request schemas; the services take them as they are.
 
 Unknown fields are ignored, as Letta does, so clients that send newer fields keep working.
 """
@@ -11,7 +13,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig
-from cairn.domain.constants import CORE_MEMORY_BLOCK_CHAR_LIMIT, DEFAULT_MAX_STEPS
+from cairn.domain.constants import (
+    CORE_MEMORY_BLOCK_CHAR_LIMIT,
+    DEFAULT_MAX_STEPS,
+    MIN_CONTEXT_WINDOW,
+)
+from cairn.domain.ids import BlockId, MessageId, ToolId
 from cairn.domain.messages import ApprovalDecision
 from cairn.domain.tool_rules import ToolRule
 
@@ -57,15 +64,15 @@ class CreateAgent(_Body):
     agent_type: str = "letta_v1_agent"
     system: str | None = None
     memory_blocks: list[CreateBlock] = Field(default_factory=list)
-    block_ids: list[str] = Field(default_factory=list)
-    tool_ids: list[str] = Field(default_factory=list)
+    block_ids: list[BlockId] = Field(default_factory=list)
+    tool_ids: list[ToolId] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
     include_base_tools: bool = True
     include_base_tool_rules: bool | None = None
     tool_rules: list[ToolRule] | None = None
     model: str | None = None
     llm_config: LLMConfig | None = None
-    context_window_limit: int | None = None
+    context_window_limit: int | None = Field(default=None, ge=MIN_CONTEXT_WINDOW)
     max_tokens: int | None = None
     embedding: str | None = None
     embedding_config: EmbeddingConfig | None = None
@@ -84,13 +91,13 @@ class UpdateAgent(_Body):
     metadata: dict[str, Any] | None = None
     tags: list[str] | None = None
     system: str | None = None
-    tool_ids: list[str] | None = None
-    block_ids: list[str] | None = None
+    tool_ids: list[ToolId] | None = None
+    block_ids: list[BlockId] | None = None
     tool_rules: list[ToolRule] | None = None
     message_ids: list[str] | None = None
     model: str | None = None
     llm_config: LLMConfig | None = None
-    context_window_limit: int | None = None
+    context_window_limit: int | None = Field(default=None, ge=MIN_CONTEXT_WINDOW)
     embedding_config: EmbeddingConfig | None = None
     compaction_settings: CompactionSettings | None = None
     timezone: str | None = None
@@ -170,7 +177,7 @@ class ApprovalToggle(_Body):
 
 
 class CapturedMessage(_Body):
-    id: str | None = None  # a client-chosen `message-<uuid4>` makes the capture idempotent
+    id: MessageId | None = None  # a client-chosen `message-<uuid4>` makes capture idempotent
     role: Literal["user", "assistant", "system"] = "user"
     content: str | list[TextPart]
     name: str | None = None
@@ -187,3 +194,21 @@ class CapturedMessage(_Body):
 class CaptureRequest(_Body):
     messages: list[CapturedMessage] = Field(min_length=1)
     add_to_context: bool = False
+
+
+class SleeptimeConfig(_Body):
+    manager_type: str = "sleeptime"
+    sleeptime_agent_frequency: int | None = Field(default=None, ge=1)
+
+
+class GroupUpdate(_Body):
+    manager_config: SleeptimeConfig | None = None
+    description: str | None = None
+
+
+class ResetMessages(_Body):
+    add_default_initial_messages: bool = False
+
+
+class CancelRequest(_Body):
+    run_ids: list[str] | None = None

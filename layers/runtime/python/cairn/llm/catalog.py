@@ -120,3 +120,13 @@ def _remote_models(provider: str, settings: Settings) -> list[str]:
         return sorted(m.id for m in client.models.list())
     except Exception:  # a provider that cannot list models still serves known handles
         return []
+
+
+def embedding_models(settings: Settings) -> list[EmbeddingConfig]:
+    """The embedding models a new agent can name: OpenAI's, when a key is set."""
+    if "openai" not in providers(settings):
+        return []
+    return [
+        resolve_embedding(f"openai/{m}", settings)
+        for m in ("text-embedding-3-small", "text-embedding-3-large")
+    ]

@@ -9,12 +9,12 @@ from typing import NamedTuple
 
 from psycopg.pq import TransactionStatus
 
+from cairn import faults
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
-from cairn.engine import faults
 from cairn.errors import VersionConflictError
 from cairn.store import agents, archives, blocks, messages, outbox, runs
 from cairn.store.db import Connection, Database

@@ -1,9 +1,16 @@
-"""Tenants from outside the API: the local stack's own, and a deployment's first one."""
+"""Tenants: who a key belongs to, the local stack's own tenant, a deployment's first one."""
 
 from __future__ import annotations
 
 from cairn.domain import Organization, User
 from cairn.store import Database, tenancy
+
+
+def organization_of(db: Database, token: str) -> str | None:
+    """The organization an API key opens, or None for an unknown or revoked key."""
+    with db.connection() as conn:
+        key = tenancy.authenticate(conn, token)
+    return key.organization_id if key is not None else None
 
 
 def ensure_local_tenant(db: Database, api_key: str | None) -> tuple[str, bool]:

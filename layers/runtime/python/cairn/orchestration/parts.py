@@ -1,0 +1,24 @@
+"""The parts a process shares across invocations, as one record.
+
+Kept apart from `runtime.py`, which builds it and chooses the adapters: the adapters
+(inline queue, workers, tasks) take a Runtime without importing the module that builds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cairn.config import Settings
+from cairn.engine.step import Engine
+from cairn.orchestration.ports import Workflows
+from cairn.orchestration.routing import Outlets
+from cairn.store.db import Database
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    engine: Engine
+    queue: Outlets  # every outbox kind: steps to the queue, workflows to Step Functions
+    workflows: Workflows

@@ -1,0 +1,302 @@
+"""Agents: create, read, list, count, modify, delete, reset, context overview (contract §2, §9)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from cairn.domain.agents import Agent, check_timezone
+from cairn.domain.base import utc_now
+from cairn.domain.blocks import Block
+from cairn.domain.groups import Group
+from cairn.domain.messages import Message
+from cairn.domain.runs import Run
+from cairn.domain.tools import Tool
+from cairn.embeddings.providers import default_config
+from cairn.engine import prompt
+from cairn.engine.agents import provision_agent
+from cairn.engine.sleeptime import delete_with_helpers, provision_sleeptime
+from cairn.engine.state import load
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.llm.catalog import resolve_embedding, resolve_model
+from cairn.memory.initial import initial_messages
+from cairn.orchestration.parts import Runtime
+from cairn.services.requests import CreateAgent, UpdateAgent
+from cairn.store import agents, archives, blocks, groups, messages, runs, tools
+from cairn.store.db import Connection
+from cairn.store.rows import Order
+
+DEFAULT_DESCRIPTIONS = {
+    "persona": "Who you are: your personality, voice and how you behave. Keep it current.",
+    "human": "What you know about the person you talk with: name, preferences, context.",
+}
+_ADJECTIVES = ("calm", "bright", "steady", "quiet", "brave", "clever", "gentle", "keen")
+_NOUNS = ("cairn", "harbor", "meadow", "summit", "river", "lantern", "compass", "ridge")
+
+
+@dataclass
+class AgentView:
+    """An agent with what its AgentState shows: blocks, tools, its sleeptime group."""
+
+    agent: Agent
+    blocks: list[Block] = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)
+    group: Group | None = None
+    relations: bool = True  # False: blocks and tools were not read (the 1.x SDKs' default)
+
+
+def fetch(conn: Connection, org: str, agent_id: str, *, for_update: bool = False) -> Agent:
+    agent = agents.get(conn, org, agent_id, for_update=for_update)
+    if agent is None:
+        raise NotFoundError(f"Agent with ID {agent_id} not found")
+    return agent
+
+
+def view_of(conn: Connection, agent: Agent, *, relations: bool = True) -> AgentView:
+    org = agent.organization_id
+    group = groups.managed_by(conn, org, agent.id) if agent.enable_sleeptime else None
+    if not relations:
+        return AgentView(agent, group=group, relations=False)
+    return AgentView(
+        agent, blocks.for_agent(conn, org, agent.id), tools.for_agent(conn, org, agent.id), group
+    )
+
+
+def retrieve(rt: Runtime, org: str, agent_id: str, *, relations: bool = True) -> AgentView:
+    with rt.db.connection() as conn:
+        return view_of(conn, fetch(conn, org, agent_id), relations=relations)
+
+
+def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
+    if req.llm_config is not None:
+        llm = req.llm_config
+        if req.context_window_limit:
+            llm = llm.model_copy(update={"context_window": req.context_window_limit})
+    elif req.model:
+        llm = resolve_model(
+            req.model,
+            rt.settings,
+            context_window=req.context_window_limit,
+            max_tokens=req.max_tokens,
+        )
+    else:
+        raise InvalidArgumentError("Must specify either model or llm_config in request")
+    # Pinned at creation: vectors of one agent must keep one size even if the server's
+    # default changes later (a key added, the local model installed).
+    embedding = req.embedding_config or (
+        resolve_embedding(req.embedding, rt.settings)
+        if req.embedding
+        else default_config(rt.settings)
+    )
+    try:
+        check_timezone(req.timezone)
+        agent = Agent(
+            organization_id=org,
+            name=req.name or _random_name(),
+            description=req.description,
+            agent_type=req.agent_type,
+            system=req.system or "",
+            llm_config=llm,
+            embedding_config=embedding,
+            compaction_settings=req.compaction_settings,
+            tool_rules=req.tool_rules or [],
+            tags=req.tags,
+            metadata=req.metadata,
+            timezone=req.timezone,
+            enable_sleeptime=req.enable_sleeptime,
+            message_buffer_autoclear=req.message_buffer_autoclear,
+            max_files_open=req.max_files_open,
+            per_file_view_window_char_limit=req.per_file_view_window_char_limit,
+            hidden=req.hidden,
+        )
+        new_blocks = [
+            Block(
+                organization_id=org,
+                label=b.label,
+                value=b.value,
+                limit=b.limit,
+                description=b.description or DEFAULT_DESCRIPTIONS.get(b.label),
+                metadata=b.metadata,
+                read_only=b.read_only,
+                hidden=b.hidden,
+            )
+            for b in req.memory_blocks
+        ]
+    except ValueError as err:
+        raise UnprocessableError(str(err)) from None
+    tool_names = list(req.tools)
+    with rt.db.connection() as conn:
+        for tool_id in req.tool_ids:
+            tool = tools.get(conn, org, tool_id)
+            if tool is None:
+                raise NotFoundError(f"Tool with id '{tool_id}' not found")
+            tool_names.append(tool.name)
+        existing = []
+        for block_id in req.block_ids:
+            block = blocks.get(conn, org, block_id)
+            if block is None:
+                raise NotFoundError(f"Block with id '{block_id}' not found")
+            existing.append(block)
+    base_rules = req.include_base_tool_rules
+    created = provision_agent(
+        rt.db,
+        agent,
+        memory_blocks=new_blocks,
+        tool_names=tool_names,
+        include_base_tools=req.include_base_tools,
+        include_base_tool_rules=base_rules if base_rules is not None else not req.tool_rules,
+        existing_blocks=existing,
+        now=utc_now(),
+    )
+    if created.enable_sleeptime:
+        provision_sleeptime(rt.db, created, now=utc_now())
+    return retrieve(rt, org, created.id)
+
+
+def list_agents(
+    rt: Runtime,
+    org: str,
+    *,
+    name: str | None,
+    query_text: str | None,
+    tags: list[str] | None,
+    match_all_tags: bool,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+    relations: bool,
+) -> list[AgentView]:
+    with rt.db.connection() as conn:
+        found = agents.list_agents(
+            conn,
+            org,
+            name=name,
+            query_text=query_text,
+            tags=tags or None,
+            match_all_tags=match_all_tags,
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
+        return [view_of(conn, a, relations=relations) for a in found]
+
+
+def count(rt: Runtime, org: str) -> int:
+    with rt.db.connection() as conn:
+        return agents.count(conn, org)
+
+
+def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
+    changes: dict[str, Any] = req.model_dump(
+        exclude_unset=True,
+        exclude={"tool_ids", "block_ids", "model", "context_window_limit", "llm_config"},
+    )
+    if req.tool_rules is not None:
+        changes["tool_rules"] = req.tool_rules
+    if req.llm_config is not None:
+        changes["llm_config"] = req.llm_config
+    elif req.model:
+        changes["llm_config"] = resolve_model(
+            req.model, rt.settings, context_window=req.context_window_limit
+        )
+    with rt.db.transaction() as conn:
+        agent = fetch(conn, org, agent_id)
+        if req.context_window_limit and "llm_config" not in changes:
+            changes["llm_config"] = agent.llm_config.model_copy(
+                update={"context_window": req.context_window_limit}
+            )
+        try:
+            updated = Agent.model_validate(agent.model_dump() | changes)
+        except ValueError as err:
+            raise UnprocessableError(str(err)) from None
+        agent = agents.update(conn, updated, expected_version=agent.version)
+        if req.tool_ids is not None:
+            _replace(conn, org, agent.id, req.tool_ids, tools, "Tool")
+        if req.block_ids is not None:
+            _replace(conn, org, agent.id, req.block_ids, blocks, "Block")
+        return view_of(conn, agent)
+
+
+def _replace(
+    conn: Connection, org: str, agent_id: str, ids: list[str], repo: Any, what: str
+) -> None:
+    """Make the agent's tools (or blocks) exactly `ids`."""
+    for item in repo.for_agent(conn, org, agent_id):
+        if item.id not in ids:
+            repo.detach(conn, org, agent_id, item.id)
+    for item_id in ids:
+        if not repo.attach(conn, org, agent_id, item_id):
+            raise NotFoundError(f"{what} with id '{item_id}' not found")
+
+
+def delete(rt: Runtime, org: str, agent_id: str) -> None:
+    with rt.db.connection() as conn:
+        fetch(conn, org, agent_id)
+    # A primary's sleeptime group and agents go with it, as in Letta.
+    delete_with_helpers(rt.db, org, agent_id)
+
+
+def reset_messages(rt: Runtime, org: str, agent_id: str, *, add_defaults: bool) -> AgentView:
+    """A fresh context window: the system message (rebuilt now) and, if asked, the greeting.
+    The old messages stay in recall memory."""
+    now = utc_now()
+    with rt.db.transaction() as conn:
+        agent = fetch(conn, org, agent_id)
+        current = blocks.for_agent(conn, org, agent.id)
+        archive = archives.archive_for_agent(conn, org, agent.id)
+        system = prompt.system_text(
+            agent,
+            current,
+            now=now,
+            recall_count=messages.count_for_agent(conn, org, agent.id),
+            archival_count=archives.count_passages(conn, org, archive.id) if archive else 0,
+            archival_tags=archives.archive_tags(conn, org, archive.id) if archive else [],
+        )
+        fresh = initial_messages(agent, system, now=now)
+        stored = messages.insert(conn, fresh if add_defaults else fresh[:1])
+        agent = agents.update(
+            conn,
+            agent.model_copy(update={"message_ids": [m.id for m in stored]}),
+            expected_version=agent.version,
+        )
+        return view_of(conn, agent)
+
+
+@dataclass
+class ContextOverview:
+    agent: Agent
+    core_memory: str
+    functions: list[dict[str, Any]]
+    context: list[Message]
+    message_tokens: int
+    archival_count: int
+    recall_count: int
+    archive_id: str | None
+
+
+def context_overview(rt: Runtime, org: str, agent_id: str) -> ContextOverview:
+    with rt.db.connection() as conn:
+        agent = fetch(conn, org, agent_id)
+        active = runs.active_runs(conn, org, agent.id)
+        # The overview reads what a step would: any run will do as the frame.
+        state = load(conn, active[0] if active else Run(organization_id=org, agent_id=agent.id), 0)
+        archive = archives.archive_for_agent(conn, org, agent.id)
+    if state is None:
+        raise NotFoundError(f"Agent with ID {agent_id} not found")
+    return ContextOverview(
+        agent=agent,
+        core_memory=prompt.memory_section(agent, state.blocks),
+        functions=[{"type": "function", "function": t.json_schema} for t in state.tools],
+        context=state.context,
+        message_tokens=prompt.context_estimate(state, []),
+        archival_count=state.archival_count,
+        recall_count=state.recall_count,
+        archive_id=archive.id if archive else None,
+    )
+
+
+def _random_name() -> str:
+    return f"{random.choice(_ADJECTIVES)}-{random.choice(_NOUNS)}"

@@ -1,0 +1,137 @@
+"""Core-memory blocks: an agent's view by label, and the organisation's blocks (§7)."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from cairn.domain.blocks import Block, BlockLimitError
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.orchestration.parts import Runtime
+from cairn.services import agents as agent_service
+from cairn.services.agents import AgentView
+from cairn.services.pages import window
+from cairn.services.requests import BlockUpdate, CreateBlock
+from cairn.store import agents, blocks
+from cairn.store.db import Connection
+from cairn.store.rows import Order
+
+
+def _edited(block: Block, req: BlockUpdate) -> Block:
+    try:
+        return Block.model_validate(block.model_dump() | req.model_dump(exclude_unset=True))
+    except ValidationError as err:
+        cause = (err.errors()[0].get("ctx") or {}).get("error")
+        if isinstance(cause, BlockLimitError):
+            raise InvalidArgumentError(f"INVALID_ARGUMENT: {cause}") from None
+        raise UnprocessableError(str(err)) from None
+
+
+def _fetch(conn: Connection, org: str, block_id: str) -> Block:
+    block = blocks.get(conn, org, block_id)
+    if block is None:
+        raise NotFoundError(f"Block with id '{block_id}' not found")
+    return block
+
+
+def _by_label(conn: Connection, org: str, agent_id: str, label: str) -> Block:
+    agent_service.fetch(conn, org, agent_id)
+    block = blocks.for_agent_by_label(conn, org, agent_id, label)
+    if block is None:
+        raise NotFoundError(f"No block with label '{label}' found for agent '{agent_id}'")
+    return block
+
+
+def of_agent(
+    rt: Runtime,
+    org: str,
+    agent_id: str,
+    *,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: Order = "asc",
+) -> list[Block]:
+    with rt.db.connection() as conn:
+        agent_service.fetch(conn, org, agent_id)
+        found = blocks.for_agent(conn, org, agent_id)
+    return window(found, after=after, before=before, limit=limit, order=order)
+
+
+def by_label(rt: Runtime, org: str, agent_id: str, label: str) -> Block:
+    with rt.db.connection() as conn:
+        return _by_label(conn, org, agent_id, label)
+
+
+def edit_by_label(rt: Runtime, org: str, agent_id: str, label: str, req: BlockUpdate) -> Block:
+    with rt.db.transaction() as conn:
+        block = _by_label(conn, org, agent_id, label)
+        return blocks.update(
+            conn, _edited(block, req), expected_version=block.version, actor_type="user"
+        )
+
+
+def attach(rt: Runtime, org: str, agent_id: str, block_id: str, *, attach: bool) -> AgentView:
+    with rt.db.transaction() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        _fetch(conn, org, block_id)
+        if attach:
+            blocks.attach(conn, org, agent.id, block_id)
+        else:
+            blocks.detach(conn, org, agent.id, block_id)
+        return agent_service.view_of(conn, agent)
+
+
+def create(rt: Runtime, org: str, req: CreateBlock) -> Block:
+    try:
+        block = Block(organization_id=org, **req.model_dump())
+    except ValueError as err:
+        raise UnprocessableError(str(err)) from None
+    with rt.db.transaction() as conn:
+        return blocks.create(conn, block)
+
+
+def list_blocks(
+    rt: Runtime,
+    org: str,
+    *,
+    label: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Block]:
+    with rt.db.connection() as conn:
+        return blocks.list_blocks(
+            conn, org, label=label, after=after, before=before, limit=limit, order=order
+        )
+
+
+def count(rt: Runtime, org: str) -> int:
+    with rt.db.connection() as conn:
+        return blocks.count(conn, org)
+
+
+def retrieve(rt: Runtime, org: str, block_id: str) -> Block:
+    with rt.db.connection() as conn:
+        return _fetch(conn, org, block_id)
+
+
+def edit(rt: Runtime, org: str, block_id: str, req: BlockUpdate) -> Block:
+    with rt.db.transaction() as conn:
+        block = _fetch(conn, org, block_id)
+        return blocks.update(
+            conn, _edited(block, req), expected_version=block.version, actor_type="user"
+        )
+
+
+def delete(rt: Runtime, org: str, block_id: str) -> None:
+    with rt.db.transaction() as conn:
+        _fetch(conn, org, block_id)
+        blocks.delete(conn, org, block_id)
+
+
+def agents_of(rt: Runtime, org: str, block_id: str) -> list[AgentView]:
+    with rt.db.connection() as conn:
+        _fetch(conn, org, block_id)
+        found = [agents.get(conn, org, a) for a in blocks.agent_ids(conn, org, block_id)]
+        return [agent_service.view_of(conn, a) for a in found if a is not None]

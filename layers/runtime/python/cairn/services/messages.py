@@ -1,0 +1,193 @@
+"""Messages: send (sync, async, stream), list, cancel, capture (contract §3, §4)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cairn.domain.agents import Agent
+from cairn.domain.messages import ApprovalDecision, Message, TextContent
+from cairn.domain.runs import embed_command
+from cairn.errors import ConflictError, UnprocessableError
+from cairn.orchestration import dispatch, sending, tasks
+from cairn.orchestration.parts import Runtime
+from cairn.services import agents as agent_service
+from cairn.services.requests import CaptureRequest, LettaRequest, MessageCreate
+from cairn.store import agents, messages, runs
+from cairn.store.db import Connection
+from cairn.store.rows import Order
+
+logger = logging.getLogger(__name__)
+Sent = sending.Sent
+
+
+def send(
+    rt: Runtime, org: str, agent_id: str, req: LettaRequest, *, wait: bool, run_type: str
+) -> Sent:
+    """Start a run on the request's messages; with `wait`, run its first step here."""
+    return sending.send(
+        rt,
+        org,
+        agent_id,
+        _inputs(rt, org, agent_id, req),
+        max_steps=req.max_steps,
+        wait=wait,
+        metadata={"run_type": run_type},
+    )
+
+
+def produced(rt: Runtime, sent: Sent) -> list[Message]:
+    """What the run produced (its inputs left out), in order."""
+    run, made = sent
+    if made is None:
+        with rt.db.connection() as conn:
+            made = messages.list_for_agent(
+                conn, run.organization_id, run.agent_id, run_id=run.id, order="asc", limit=1000
+            )
+    inputs = {m["id"] for m in run.request_config.get("input") or ()}
+    return [m for m in made if m.id not in inputs]
+
+
+def _inputs(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> list[Message]:
+    """The request's messages; the agent is read only for an approval (starting the run
+    finds a missing agent in the same statement)."""
+    if (req.messages is None) == (req.input is None):
+        raise UnprocessableError("Exactly one of `messages` or `input` must be given")
+    if req.input is not None:
+        items = [MessageCreate(role="user", content=req.input)]
+    else:
+        items = list(req.messages or [])
+    if not items:
+        raise UnprocessableError("Messages must not be empty")
+    approvals = [m for m in items if m.type == "approval"]
+    if approvals and len(items) > 1:
+        raise UnprocessableError("An approval must be sent on its own")
+    if approvals:
+        with rt.db.connection() as conn:
+            return [_approval(conn, agent_service.fetch(conn, org, agent_id), approvals[0])]
+    return [
+        Message(
+            organization_id=org,
+            agent_id=agent_id,
+            role=item.role,
+            content=[TextContent(text=item.text)],
+            name=item.name,
+            otid=item.otid,
+            sender_id=item.sender_id,
+        )
+        for item in items
+    ]
+
+
+def _approval(conn: Connection, agent: Agent, item: MessageCreate) -> Message:
+    decisions = list(item.approvals or ())
+    if not decisions and item.approval_request_id:
+        # The legacy form names the approval request; it answers every call it carries.
+        pending = messages.get_many(conn, agent.organization_id, agent.message_ids[-1:])
+        calls = pending[0].tool_calls or [] if pending and pending[0].role == "approval" else []
+        wanted = item.approval_request_id
+        ids = (
+            [c.id for c in calls]
+            if wanted in (pending[0].id if pending else None, *(c.id for c in calls))
+            else [wanted]
+        )
+        decisions = [
+            ApprovalDecision(tool_call_id=i, approve=item.approve, reason=item.reason) for i in ids
+        ]
+    if not decisions:
+        raise UnprocessableError("approvals: an approval needs at least one decision")
+    return Message(
+        organization_id=agent.organization_id,
+        agent_id=agent.id,
+        role="approval",
+        approvals=decisions,
+        approve=item.approve,
+        approval_request_id=item.approval_request_id,
+        denial_reason=item.reason,
+    )
+
+
+def history(
+    rt: Runtime,
+    org: str,
+    agent_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+    include_err: bool,
+) -> list[Message]:
+    """A page of the agent's messages, shown oldest first whatever the order paged by."""
+    with rt.db.connection() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        rows = messages.list_for_agent(
+            conn, org, agent.id, after=after, before=before, limit=limit, order=order
+        )
+    if order == "desc":
+        rows.reverse()  # the newest page, shown oldest first, as 0.16.1 does
+    return rows if include_err else [m for m in rows if not m.is_err]
+
+
+def cancel(rt: Runtime, org: str, agent_id: str, run_ids: list[str] | None) -> dict[str, str]:
+    with rt.db.connection() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        active = [r.id for r in runs.active_runs(conn, org, agent.id)]
+    result: dict[str, str] = {}
+    for run_id in run_ids or active:
+        ended = rt.engine.fail_run(org, run_id, "cancelled", "cancelled by request")
+        if ended is not None and ended.agent_id == agent.id:
+            result[run_id] = ended.status
+    if not run_ids:  # and the runs stopped at an approval stop waiting for it
+        result.update(dict.fromkeys(tasks.cancel_waits(rt, org, agent.id), "cancelled"))
+    if result:
+        dispatch.wake(rt.db, rt.queue, org, agent.id)  # runs waiting for this agent may go
+    return result
+
+
+def capture(rt: Runtime, org: str, agent_id: str, req: CaptureRequest) -> list[Message]:
+    """Append messages to an agent's history without running it (Cairn's addition).
+
+    They become recall memory (searchable, embedded like any other message) and, with
+    `add_to_context`, join the context window. Sending the same message ids again is a no-op.
+    """
+    with rt.db.connection() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+    stamped = []
+    for item in req.messages:
+        fields: dict[str, Any] = {"created_at": item.created_at} if item.created_at else {}
+        if item.id is not None:
+            fields["id"] = item.id
+        stamped.append(
+            Message(
+                organization_id=org,
+                agent_id=agent.id,
+                role=item.role,
+                name=item.name,
+                otid=item.otid,
+                content=[TextContent(text=item.text)],
+                **fields,
+            )
+        )
+    with rt.db.transaction() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        stored = messages.insert(conn, stamped)
+        if any(
+            m.agent_id != agent.id for m in messages.get_many(conn, org, [m.id for m in stored])
+        ):
+            raise ConflictError("messages.id: an id belongs to another agent's message")
+        if req.add_to_context:
+            if not agents.lease_free(conn, org, agent.id):
+                raise ConflictError("The agent is running: add to its context when the run ends")
+            new_ids = [m.id for m in stored if m.id not in agent.message_ids]
+            agents.update(
+                conn,
+                agent.model_copy(update={"message_ids": [*agent.message_ids, *new_ids]}),
+                expected_version=agent.version,
+            )
+        rows = messages.get_many(conn, org, [m.id for m in stored])
+    try:
+        rt.queue.publish(embed_command(org, agent.id, f"capture:{agent.id}:{rows[0].id}"))
+    except Exception:  # stored already; the sweeper's backfill embeds them later
+        logger.warning("could not queue embeddings for captured messages", exc_info=True)
+    return rows

@@ -1,0 +1,133 @@
+"""Archival memory through the API: list, insert, search, delete (contract §8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from cairn.domain.agents import Agent
+from cairn.domain.base import utc_now
+from cairn.domain.passages import Archive, Passage
+from cairn.engine import search
+from cairn.engine.context import parse_when
+from cairn.errors import NotFoundError, UnprocessableError
+from cairn.orchestration.parts import Runtime
+from cairn.services import agents as agent_service
+from cairn.services.requests import CreatePassage
+from cairn.store import archives
+from cairn.store.db import Connection
+from cairn.store.rows import Order
+
+
+@dataclass
+class Found:
+    passage: Passage
+    timezone: str  # the agent's: Letta shows each result's time in it
+
+
+def list_passages(
+    rt: Runtime,
+    org: str,
+    agent_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+    search_text: str | None,
+) -> list[Passage]:
+    with rt.db.connection() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        archive = archives.archive_for_agent(conn, org, agent.id)
+        if archive is None:
+            return []
+        found = archives.list_passages(
+            conn, org, archive.id, after=after, before=before, limit=limit, order=order
+        )
+    if search_text:
+        found = [p for p in found if search_text.lower() in p.text.lower()]
+    return found
+
+
+def _archive(conn: Connection, agent: Agent) -> Archive:
+    """The agent's archive, made on its first insert."""
+    org = agent.organization_id
+    archive = archives.archive_for_agent(conn, org, agent.id)
+    if archive is None:
+        archive = archives.create_archive(
+            conn,
+            Archive(
+                organization_id=org,
+                name=f"{agent.name} archive",
+                embedding_config=agent.embedding_config,
+            ),
+        )
+        archives.attach_archive(conn, org, archive.id, agent.id)
+    return archive
+
+
+def insert(rt: Runtime, org: str, agent_id: str, req: CreatePassage) -> Passage:
+    """Store a passage (an identical text already there is returned instead)."""
+    with rt.db.connection() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+    # Embedded before the transaction opens: no lock is held during the model call.
+    embedder = rt.engine.embedder_of(agent)
+    with rt.db.transaction() as conn:
+        passage = search.new_passage(
+            agent,
+            _archive(conn, agent),
+            req.text,
+            req.tags,
+            embedder,
+            created_at=req.created_at or utc_now(),
+        )
+        stored, _ = archives.insert_passage(conn, passage)
+    return stored
+
+
+def search_passages(
+    rt: Runtime,
+    org: str,
+    agent_id: str,
+    query: str,
+    *,
+    tags: list[str] | None,
+    match_all: bool,
+    start: str | None,
+    end: str | None,
+    top_k: int,
+) -> list[Found]:
+    with rt.db.connection() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        archive = archives.archive_for_agent(conn, org, agent.id)
+        tz = agent.timezone
+        found = search.archival_passages(
+            conn,
+            agent,
+            archive,
+            query,
+            rt.engine.embedder_of(agent),
+            tags=tags or None,
+            match_all=match_all,
+            start=_when("start_datetime", start, tz),
+            end=_when("end_datetime", end, tz, end=True),
+            limit=top_k,
+        )
+    return [Found(p, tz) for p, _ in found]
+
+
+def _when(name: str, value: str | None, tz: str, *, end: bool = False) -> datetime | None:
+    try:
+        return parse_when(value, tz, end=end)
+    except ValueError as err:
+        raise UnprocessableError(f"{name}: {err}") from None
+
+
+def delete(rt: Runtime, org: str, agent_id: str, passage_id: str) -> None:
+    with rt.db.transaction() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        archive = archives.archive_for_agent(conn, org, agent.id)
+        passage = archives.get_passage(conn, org, passage_id)
+        if passage is None or archive is None or passage.archive_id != archive.id:
+            raise NotFoundError(f"Passage with id '{passage_id}' not found")
+        archives.delete_passage(conn, org, passage_id)

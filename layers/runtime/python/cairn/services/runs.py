@@ -1,0 +1,98 @@
+"""Runs and their messages, steps and usage (contract §6)."""
+
+from __future__ import annotations
+
+from cairn.domain.ids import is_id
+from cairn.domain.messages import Message
+from cairn.domain.runs import Run, Step
+from cairn.errors import InvalidArgumentError, NotFoundError
+from cairn.orchestration.parts import Runtime
+from cairn.store import messages, runs
+from cairn.store.db import Connection
+from cairn.store.rows import Order
+
+ACTIVE = ["created", "running"]
+
+
+def _fetch(conn: Connection, org: str, run_id: str) -> Run:
+    if not is_id(run_id, "run"):  # Letta answers 400 here, not 422 (contract §0)
+        raise InvalidArgumentError(f"INVALID_ARGUMENT: Invalid run ID format: {run_id}")
+    run = runs.get_run(conn, org, run_id)
+    if run is None:
+        raise NotFoundError(f"Run with id '{run_id}' not found")
+    return run
+
+
+def list_runs(
+    rt: Runtime,
+    org: str,
+    *,
+    agent_ids: list[str] | None,
+    statuses: list[str] | None,
+    background: bool | None,
+    stop_reason: str | None,
+    active: bool,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Run]:
+    with rt.db.connection() as conn:
+        return runs.list_runs(
+            conn,
+            org,
+            agent_ids=agent_ids or None,
+            statuses=ACTIVE if active else statuses,
+            background=background,
+            stop_reason=stop_reason,
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
+
+
+def retrieve(rt: Runtime, org: str, run_id: str) -> Run:
+    with rt.db.connection() as conn:
+        return _fetch(conn, org, run_id)
+
+
+def messages_of(
+    rt: Runtime,
+    org: str,
+    run_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Message]:
+    with rt.db.connection() as conn:
+        run = _fetch(conn, org, run_id)
+        return messages.list_for_agent(
+            conn,
+            org,
+            run.agent_id,
+            run_id=run.id,
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
+
+
+def steps_of(
+    rt: Runtime,
+    org: str,
+    run_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Step]:
+    with rt.db.connection() as conn:
+        run = _fetch(conn, org, run_id)
+        return runs.list_steps(
+            conn, org, run.id, after=after, before=before, limit=limit, order=order
+        )

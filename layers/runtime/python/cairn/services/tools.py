@@ -1,0 +1,167 @@
+"""Tools: the organisation's tools, an agent's tools and their approval switch (§5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn.domain.tool_rules import RequiresApprovalToolRule
+from cairn.domain.tools import Tool
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.orchestration.parts import Runtime
+from cairn.services import agents as agent_service
+from cairn.services.agents import AgentView
+from cairn.services.pages import window
+from cairn.services.requests import ToolCreate
+from cairn.store import agents, tools
+from cairn.store.db import Connection
+from cairn.store.rows import Order
+from cairn.tools.registry import BUILTIN_TOOLS
+from cairn.tools.source import SourceError, derive_schema, function_named
+
+
+def _builtins(conn: Connection, org: str) -> None:
+    """Built-in tools exist in every organisation, as in Letta (created on first listing)."""
+    for spec in BUILTIN_TOOLS.values():
+        if tools.get_by_name(conn, org, spec.name) is None:
+            tools.upsert(conn, spec.as_tool(org))
+
+
+def _fetch(conn: Connection, org: str, tool_id: str) -> Tool:
+    tool = tools.get(conn, org, tool_id)
+    if tool is None:
+        raise NotFoundError(f"Tool with id '{tool_id}' not found")
+    return tool
+
+
+def list_tools(
+    rt: Runtime,
+    org: str,
+    *,
+    name: str | None,
+    names: list[str] | None,
+    search: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Tool]:
+    with rt.db.connection() as conn:
+        _builtins(conn, org)
+        found = tools.list_tools(
+            conn, org, name=name, after=after, before=before, limit=limit, order=order
+        )
+    wanted = set(names or ())
+    return [
+        t
+        for t in found
+        if (not wanted or t.name in wanted) and (not search or search.lower() in t.name.lower())
+    ]
+
+
+def count(rt: Runtime, org: str) -> int:
+    with rt.db.connection() as conn:
+        _builtins(conn, org)
+        return tools.count(conn, org)
+
+
+def retrieve(rt: Runtime, org: str, tool_id: str) -> Tool:
+    with rt.db.connection() as conn:
+        return _fetch(conn, org, tool_id)
+
+
+def _from_source(req: ToolCreate, org: str, existing: Tool | None = None) -> Tool:
+    try:
+        if req.json_schema is not None:
+            schema = req.json_schema
+            name = schema.get("name")
+            if not isinstance(name, str) or not isinstance(schema.get("parameters"), dict):
+                raise UnprocessableError("json_schema: needs a `name` and `parameters`")
+            function_named(req.source_code, name)
+        else:
+            schema = derive_schema(req.source_code)
+            name = schema["name"]
+    except SourceError as err:
+        raise InvalidArgumentError(str(err)) from None
+    fields: dict[str, Any] = {
+        "organization_id": org,
+        "name": name,
+        "description": req.description or schema.get("description"),
+        "tool_type": "custom",
+        "source_type": req.source_type,
+        "source_code": req.source_code,
+        "json_schema": schema,
+        "args_json_schema": req.args_json_schema,
+        "tags": req.tags,
+        "pip_requirements": req.pip_requirements,
+        "default_requires_approval": req.default_requires_approval,
+        "enable_parallel_execution": req.enable_parallel_execution,
+    }
+    if req.return_char_limit is not None:
+        fields["return_char_limit"] = req.return_char_limit
+    if existing is not None:
+        fields["id"] = existing.id
+    try:
+        return Tool(**fields)
+    except ValueError as err:
+        raise UnprocessableError(str(err)) from None
+
+
+def upsert(rt: Runtime, org: str, req: ToolCreate) -> Tool:
+    """Letta: POST and PUT both upsert by name; the id stays."""
+    with rt.db.transaction() as conn:
+        probe = _from_source(req, org)
+        existing = tools.get_by_name(conn, org, probe.name)
+        if existing is not None and existing.tool_type != "custom":
+            raise InvalidArgumentError(f"`{probe.name}` is a built-in tool and cannot be replaced")
+        return tools.upsert(conn, _from_source(req, org, existing))
+
+
+def delete(rt: Runtime, org: str, tool_id: str) -> None:
+    with rt.db.transaction() as conn:
+        if not tools.delete(conn, org, tool_id):
+            raise NotFoundError(f"Tool with id '{tool_id}' not found")
+
+
+def of_agent(
+    rt: Runtime,
+    org: str,
+    agent_id: str,
+    *,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: Order = "asc",
+) -> list[Tool]:
+    with rt.db.connection() as conn:
+        agent_service.fetch(conn, org, agent_id)
+        found = tools.for_agent(conn, org, agent_id)
+    return window(found, after=after, before=before, limit=limit, order=order)
+
+
+def attach(rt: Runtime, org: str, agent_id: str, tool_id: str, *, attach: bool) -> AgentView:
+    with rt.db.transaction() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        tool = _fetch(conn, org, tool_id)
+        if attach:
+            tools.attach(conn, org, agent.id, tool.id)
+        else:
+            tools.detach(conn, org, agent.id, tool.id)
+        return agent_service.view_of(conn, agent)
+
+
+def set_approval(
+    rt: Runtime, org: str, agent_id: str, tool_name: str, *, required: bool
+) -> AgentView:
+    with rt.db.transaction() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        rules = [
+            r
+            for r in agent.tool_rules
+            if not (r.type == "requires_approval" and r.tool_name == tool_name)
+        ]
+        if required:
+            rules.append(RequiresApprovalToolRule(tool_name=tool_name))
+        agent = agents.update(
+            conn, agent.model_copy(update={"tool_rules": rules}), expected_version=agent.version
+        )
+        return agent_service.view_of(conn, agent)

@@ -1,0 +1,179 @@
+"""What a Letta client relies on, through the unchanged letta-client 1.5.0 (issue: API rebuilt).
+
+Each test reproduces a behaviour that once differed from a real 0.16.1 server.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import httpx
+import pytest
+from letta_client import APIStatusError, UnprocessableEntityError
+
+from tests.api.conftest import Stack
+from tests.fakes.llm_server import call
+
+LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
+
+
+def names(tools: object) -> set[str]:
+    return {t.name for t in tools}  # type: ignore[attr-defined]
+
+
+def test_the_auto_pager_ends_on_an_agents_tools_and_blocks(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(
+        llm_config=LLM,  # type: ignore[arg-type]
+        memory_blocks=[{"label": f"b{i}", "value": str(i)} for i in range(5)],
+        tools=["archival_memory_insert", "archival_memory_search"],
+    )
+    requests: list[httpx.Request] = []
+    client = client.with_options(
+        http_client=httpx.Client(event_hooks={"request": [requests.append]})
+    )
+    tools = list(client.agents.tools.list(agent_id=agent.id, limit=2))
+    assert len(tools) == 5 and len({t.id for t in tools}) == 5  # 3 pages and an empty one
+    assert sum("/tools" in str(r.url) for r in requests) == 4
+    blocks = list(client.agents.blocks.list(agent_id=agent.id, limit=2))
+    assert sorted(b.label for b in blocks) == [f"b{i}" for i in range(5)]
+    assert len({b.id for b in blocks}) == 5
+
+
+def test_default_tool_sets_are_letta_0161s(stack: Stack) -> None:
+    client = stack.client()
+    v1 = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    v1 = client.agents.retrieve(v1.id, include=["agent.tools"])
+    assert names(v1.tools) == {"conversation_search", "memory_insert", "memory_replace"}
+    assert v1.tool_rules == []  # fixture agent A: no rules for a plain v1 agent
+    v2 = client.agents.create(llm_config=LLM, agent_type="memgpt_v2_agent")  # type: ignore[arg-type]
+    assert names(client.agents.tools.list(agent_id=v2.id)) == {
+        "send_message",
+        "conversation_search",
+        "memory_insert",
+        "memory_replace",
+    }
+    sleepy = client.agents.create(llm_config=LLM, enable_sleeptime=True)  # type: ignore[arg-type]
+    assert names(client.agents.tools.list(agent_id=sleepy.id)) == {
+        "send_message",
+        "conversation_search",
+        "archival_memory_search",
+    }
+
+
+def test_a_model_calling_memory_insert_edits_the_block(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(
+        llm_config=LLM,  # type: ignore[arg-type]
+        memory_blocks=[{"label": "human", "value": "Name: Ada"}],
+    )
+    stack.fake.reply("", call("memory_insert", label="human", new_str="Likes: tea"))
+    stack.fake.reply("Noted.")
+    reply = client.agents.messages.create(agent.id, input="I like tea")
+    returned = next(m for m in reply.messages if m.message_type == "tool_return_message")
+    assert returned.status == "success"  # type: ignore[union-attr]
+    assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == (
+        "Name: Ada\nLikes: tea"
+    )
+
+
+def test_tool_return_is_the_tools_own_string_for_approved_and_client_side_calls(
+    stack: Stack,
+) -> None:
+    client = stack.client()
+    agent = client.agents.create(
+        llm_config=LLM,  # type: ignore[arg-type]
+        memory_blocks=[{"label": "human", "value": "Ada"}],
+    )
+    client.agents.tools.update_approval(
+        "memory_insert", agent_id=agent.id, body_requires_approval=True
+    )
+    stack.fake.reply("", call("memory_insert", label="human", new_str="tea"))
+    asked = client.agents.messages.create(agent.id, input="remember tea")
+    request = asked.messages[-1]
+    call_id = request.tool_call.tool_call_id  # type: ignore[union-attr]
+    stack.fake.reply("Done.")
+    approved = client.agents.messages.create(
+        agent.id,
+        messages=[{"type": "approval", "approvals": [{"approve": True, "tool_call_id": call_id}]}],  # type: ignore[list-item]
+    )
+    ret = next(m for m in approved.messages if m.message_type == "tool_return_message")
+    assert ret.tool_return.startswith("The core memory block with label `human`")  # type: ignore[union-attr]
+    assert not ret.tool_return.lstrip().startswith("{")  # type: ignore[union-attr]
+
+    stack.fake.reply("", call("memory_insert", label="human", new_str="coffee"))
+    asked = client.agents.messages.create(agent.id, input="remember coffee")
+    call_id = asked.messages[-1].tool_call.tool_call_id  # type: ignore[union-attr]
+    stack.fake.reply("Ok.")
+    done = client.agents.messages.create(
+        agent.id,
+        messages=[
+            {
+                "type": "approval",
+                "approvals": [
+                    {"type": "tool", "tool_call_id": call_id, "tool_return": "ran on device",
+                     "status": "success"}
+                ],
+            }
+        ],  # type: ignore[list-item]
+    )  # fmt: skip
+    ret = next(m for m in done.messages if m.message_type == "tool_return_message")
+    assert ret.tool_return == "ran on device"  # type: ignore[union-attr]
+    listed = [
+        m
+        for m in client.agents.messages.list(agent.id, order="asc")
+        if m.message_type == "tool_return_message"
+    ]
+    assert [m.tool_return for m in listed][-1] == "ran on device"  # type: ignore[union-attr]
+
+
+def test_archival_search_times_are_iso_8601_in_the_agents_timezone(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM, timezone="Europe/Paris")  # type: ignore[arg-type]
+    client.agents.passages.create(agent.id, text="Ada takes tea at five")
+    found = client.agents.passages.search(agent.id, query="tea")
+    stamp = found.results[0].timestamp
+    parsed = datetime.fromisoformat(stamp)
+    assert parsed.utcoffset() is not None and stamp.endswith(("+01:00", "+02:00"))
+
+
+def test_runs_filter_on_background_and_page_after_the_filter(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    for _ in range(3):
+        stack.fake.reply("hi")
+        client.agents.messages.create(agent.id, input="hello")
+    stack.fake.reply("later")
+    queued = client.agents.messages.create_async(agent.id, input="in the background")
+    background = list(client.runs.list(background=True, agent_id=agent.id, limit=1))
+    foreground = list(client.runs.list(background=False, agent_id=agent.id, limit=1))
+    assert [r.id for r in background] == [queued.id]
+    assert len(foreground) == 3 and all(not r.background for r in foreground)
+
+
+def test_bad_bodies_are_422_naming_the_field_and_store_nothing(stack: Stack) -> None:
+    client = stack.client()
+    with pytest.raises(UnprocessableEntityError) as err:
+        client.agents.create(llm_config=LLM, context_window_limit=3000)  # type: ignore[arg-type]
+    assert "context_window_limit" in str(err.value.body)
+    assert list(client.agents.list()) == []
+    raw = httpx.post(
+        f"{stack.url}/v1/agents/",
+        content=b'{"llm_config": ',
+        headers={"Authorization": f"Bearer {stack.key}", "Content-Type": "application/json"},
+    )
+    assert raw.status_code == 422 and "json" in raw.text.lower()
+    with pytest.raises(APIStatusError) as bad_id:
+        client.agents.retrieve("agent-nope")
+    assert bad_id.value.status_code == 422 and "agent_id" in str(bad_id.value.body)
+    assert list(client.agents.list()) == []
+
+
+def test_openapi_describes_request_bodies_and_queries(stack: Stack) -> None:
+    doc = httpx.get(f"{stack.url}/openapi.json").json()
+    create = doc["paths"]["/v1/agents/"]["post"]
+    assert "requestBody" in create
+    schema_ref = create["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert schema_ref.endswith("/CreateAgent")
+    listing = {p["name"] for p in doc["paths"]["/v1/agents/{agent_id}/tools"]["get"]["parameters"]}
+    assert {"agent_id", "after", "before", "limit", "order"} <= listing

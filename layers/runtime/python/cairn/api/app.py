@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from cairn.api import http
-from cairn.api.routes import agents, groups, health, memory, messages, runs, tools
+from cairn.api.routes import agents, archives, groups, health, memory, messages, runs, tools
 from cairn.domain.tenancy import hash_api_key
 from cairn.errors import CairnError, PendingApprovalError
 from cairn.llm.types import LLMError
@@ -38,7 +38,7 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
-    for module in (health, agents, messages, memory, runs, tools, groups):
+    for module in (health, agents, messages, memory, archives, runs, tools, groups):
         app.include_router(module.router, prefix="/v1")
 
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:

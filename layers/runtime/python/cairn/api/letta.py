@@ -15,11 +15,12 @@ from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
-from cairn.domain.passages import Passage
+from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import Run, Step
 from cairn.domain.tools import Tool
 from cairn.engine.prompt import CHARS_PER_TOKEN
 from cairn.services.agents import AgentView, ContextOverview
+from cairn.tools.sandbox import SandboxResult
 
 ASSISTANT_TOOL = "send_message"
 ASSISTANT_KWARG = "message"
@@ -345,3 +346,26 @@ def search_result_json(passage: Passage, timezone: str) -> dict[str, Any]:
     """Letta's ArchivalMemorySearchResult: ISO-8601 in the agent's timezone, no relevance."""
     when = passage.created_at.astimezone(ZoneInfo(timezone)).isoformat()
     return {"timestamp": when, "content": passage.text, "tags": passage.tags}
+
+
+def archive_json(archive: Archive) -> dict[str, Any]:
+    data = archive.model_dump(mode="json")
+    return data | {
+        "vector_db_provider": "native",
+        "created_by_id": None,
+        "last_updated_by_id": None,
+        "created_at": iso(archive.created_at),
+        "updated_at": iso(archive.updated_at),
+    }
+
+
+def execution_json(result: SandboxResult) -> dict[str, Any]:
+    """Letta's ToolExecutionResult."""
+    return {
+        "status": "success" if result.success else "error",
+        "func_return": result.value,
+        "agent_state": None,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "sandbox_config_fingerprint": None,
+    }

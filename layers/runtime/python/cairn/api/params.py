@@ -26,3 +26,5 @@ Before = Annotated[str | None, Query(description="Cursor: items before this id")
 Order = Literal["asc", "desc"]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 OptionalLimit = Annotated[int | None, Query(ge=1, le=1000)]
+ArchiveId = Annotated[str, _id("archive")]
+StepId = Annotated[str, _id("step")]

@@ -300,3 +300,10 @@ def context_overview(rt: Runtime, org: str, agent_id: str) -> ContextOverview:
 
 def _random_name() -> str:
     return f"{random.choice(_ADJECTIVES)}-{random.choice(_NOUNS)}"
+
+
+def tags(
+    rt: Runtime, org: str, *, query_text: str | None, after: str | None, limit: int
+) -> list[str]:
+    with rt.db.connection() as conn:
+        return agents.tags(conn, org, query_text=query_text, after=after, limit=limit)

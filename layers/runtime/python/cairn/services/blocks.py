@@ -130,8 +130,25 @@ def delete(rt: Runtime, org: str, block_id: str) -> None:
         blocks.delete(conn, org, block_id)
 
 
-def agents_of(rt: Runtime, org: str, block_id: str) -> list[AgentView]:
+def agents_of(
+    rt: Runtime,
+    org: str,
+    block_id: str,
+    *,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: Order = "asc",
+    relations: bool = True,
+) -> list[AgentView]:
     with rt.db.connection() as conn:
         _fetch(conn, org, block_id)
         found = [agents.get(conn, org, a) for a in blocks.agent_ids(conn, org, block_id)]
-        return [agent_service.view_of(conn, a) for a in found if a is not None]
+        page = window(
+            [a for a in found if a is not None],
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
+        return [agent_service.view_of(conn, a, relations=relations) for a in page]

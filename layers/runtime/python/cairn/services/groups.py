@@ -5,9 +5,11 @@ from __future__ import annotations
 from cairn.domain.groups import Group
 from cairn.errors import NotFoundError, UnprocessableError
 from cairn.orchestration.parts import Runtime
+from cairn.services import agents as agent_service
 from cairn.services.requests import GroupUpdate
 from cairn.store import groups
 from cairn.store.db import Connection
+from cairn.store.rows import Order
 
 
 def _fetch(conn: Connection, org: str, group_id: str) -> Group:
@@ -34,3 +36,34 @@ def modify(rt: Runtime, org: str, group_id: str, req: GroupUpdate) -> Group:
             )
         groups.save_progress(conn, group)
         return _fetch(conn, org, group_id)
+
+
+def list_groups(
+    rt: Runtime,
+    org: str,
+    *,
+    manager_type: str | None,
+    agent_id: str | None = None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Group]:
+    with rt.db.connection() as conn:
+        if agent_id is not None:
+            agent_service.fetch(conn, org, agent_id)
+        return groups.list_groups(
+            conn,
+            org,
+            manager_type=manager_type,
+            agent_id=agent_id,
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
+
+
+def count(rt: Runtime, org: str) -> int:
+    with rt.db.connection() as conn:
+        return groups.count(conn, org)

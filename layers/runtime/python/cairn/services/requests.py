@@ -18,7 +18,7 @@ from cairn.domain.constants import (
     DEFAULT_MAX_STEPS,
     MIN_CONTEXT_WINDOW,
 )
-from cairn.domain.ids import BlockId, MessageId, ToolId
+from cairn.domain.ids import AgentId, ArchiveId, BlockId, MessageId, ToolId
 from cairn.domain.messages import ApprovalDecision
 from cairn.domain.tool_rules import ToolRule
 
@@ -212,3 +212,55 @@ class ResetMessages(_Body):
 
 class CancelRequest(_Body):
     run_ids: list[str] | None = None
+
+
+class ArchiveCreate(_Body):
+    name: str = Field(min_length=1, max_length=200)
+    description: str | None = None
+    embedding: str | None = None
+    embedding_config: EmbeddingConfig | None = None
+
+
+class ArchiveUpdate(_Body):
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = None
+
+
+class ArchivePassageCreate(_Body):
+    text: str = Field(min_length=1)
+    metadata: dict[str, Any] | None = None
+    tags: list[str] | None = None
+
+
+class PassageSearch(_Body):
+    query: str = Field(min_length=1)
+    agent_id: AgentId | None = None
+    archive_id: ArchiveId | None = None
+    tags: list[str] | None = None
+    tag_match_mode: Literal["any", "all"] = "any"
+    limit: int = Field(default=50, ge=1, le=1000)
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+
+
+class ToolUpdate(_Body):
+    description: str | None = None
+    tags: list[str] | None = None
+    source_code: str | None = None
+    json_schema: dict[str, Any] | None = None
+    args_json_schema: dict[str, Any] | None = None
+    return_char_limit: int | None = Field(default=None, ge=1)
+    pip_requirements: list[dict[str, Any]] | None = None
+    default_requires_approval: bool | None = None
+    enable_parallel_execution: bool | None = None
+
+
+class ToolRunFromSource(_Body):
+    source_code: str
+    args: dict[str, Any]
+    name: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+class ToolRun(_Body):
+    args: dict[str, Any] = Field(default_factory=dict)

@@ -7,6 +7,7 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
 from cairn.errors import InvalidArgumentError, NotFoundError
 from cairn.orchestration.parts import Runtime
+from cairn.services.pages import window
 from cairn.store import messages, runs
 from cairn.store.db import Connection
 from cairn.store.rows import Order
@@ -96,3 +97,67 @@ def steps_of(
         return runs.list_steps(
             conn, org, run.id, after=after, before=before, limit=limit, order=order
         )
+
+
+def active(rt: Runtime, org: str, *, agent_id: str | None, background: bool | None) -> list[Run]:
+    with rt.db.connection() as conn:
+        return runs.list_runs(
+            conn,
+            org,
+            agent_ids=[agent_id] if agent_id else None,
+            statuses=ACTIVE,
+            background=background,
+            limit=1000,
+        )
+
+
+def _step(conn: Connection, org: str, step_id: str) -> Step:
+    step = runs.get_step(conn, org, step_id)
+    if step is None:
+        raise NotFoundError(f"Step with id '{step_id}' not found")
+    return step
+
+
+def steps(
+    rt: Runtime,
+    org: str,
+    *,
+    agent_id: str | None,
+    run_id: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Step]:
+    with rt.db.connection() as conn:
+        return runs.list_all_steps(
+            conn,
+            org,
+            agent_id=agent_id,
+            run_id=run_id,
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
+
+
+def step(rt: Runtime, org: str, step_id: str) -> Step:
+    with rt.db.connection() as conn:
+        return _step(conn, org, step_id)
+
+
+def step_messages(
+    rt: Runtime,
+    org: str,
+    step_id: str,
+    *,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: Order = "asc",
+) -> list[Message]:
+    with rt.db.connection() as conn:
+        _step(conn, org, step_id)
+        found = messages.for_step(conn, org, step_id)
+    return window(found, after=after, before=before, limit=limit, order=order)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
+from cairn.domain.ids import new_id
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
@@ -11,12 +13,14 @@ from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.pages import window
-from cairn.services.requests import ToolCreate
+from cairn.services.requests import ToolCreate, ToolRunFromSource, ToolUpdate
 from cairn.store import agents, tools
+from cairn.store.blocks import for_agent as blocks_of
 from cairn.store.db import Connection
 from cairn.store.rows import Order
 from cairn.tools.registry import BUILTIN_TOOLS
-from cairn.tools.source import SourceError, derive_schema, function_named
+from cairn.tools.sandbox import SandboxRequest, SandboxResult
+from cairn.tools.source import SourceError, derive_schema, function_named, takes_agent_state
 
 
 def _builtins(conn: Connection, org: str) -> None:
@@ -70,6 +74,9 @@ def retrieve(rt: Runtime, org: str, tool_id: str) -> Tool:
 
 
 def _from_source(req: ToolCreate, org: str, existing: Tool | None = None) -> Tool:
+    # A function defined inside another (the SDK's create_from_function sends
+    # inspect.getsource) arrives indented: the same code, read at the top level.
+    req = req.model_copy(update={"source_code": textwrap.dedent(req.source_code)})
     try:
         if req.json_schema is not None:
             schema = req.json_schema
@@ -165,3 +172,88 @@ def set_approval(
             conn, agent.model_copy(update={"tool_rules": rules}), expected_version=agent.version
         )
         return agent_service.view_of(conn, agent)
+
+
+def modify(rt: Runtime, org: str, tool_id: str, req: ToolUpdate) -> Tool:
+    """Change a custom tool; new source (or schema) is read again as on create."""
+    with rt.db.transaction() as conn:
+        tool = _fetch(conn, org, tool_id)
+        if tool.tool_type != "custom":
+            raise InvalidArgumentError(f"`{tool.name}` is a built-in tool and cannot be changed")
+        changes = req.model_dump(exclude_unset=True)
+        merged = ToolCreate(
+            source_code=changes.pop("source_code", None) or tool.source_code or "",
+            json_schema=changes.pop("json_schema", None)
+            or (None if "source_code" in req.model_fields_set else tool.json_schema),
+            description=changes.get("description", tool.description),
+            tags=changes.get("tags") if changes.get("tags") is not None else tool.tags,
+            args_json_schema=changes.get("args_json_schema", tool.args_json_schema),
+            return_char_limit=changes.get("return_char_limit") or tool.return_char_limit,
+            pip_requirements=changes.get("pip_requirements", tool.pip_requirements),
+            default_requires_approval=_either(
+                changes.get("default_requires_approval"), tool.default_requires_approval
+            ),
+            enable_parallel_execution=_either(
+                changes.get("enable_parallel_execution"), tool.enable_parallel_execution
+            ),
+        )
+        updated = _from_source(merged, org, tool)
+        clash = tools.get_by_name(conn, org, updated.name)
+        if clash is not None and clash.id != tool.id:
+            raise InvalidArgumentError(f"A tool named `{updated.name}` exists already")
+        return tools.upsert(conn, updated)
+
+
+def _either(value: bool | None, default: bool) -> bool:
+    return default if value is None else value
+
+
+def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> SandboxResult:
+    """Try a tool's source without storing it: the same sandbox as a step's calls."""
+    tool = _from_source(ToolCreate(source_code=req.source_code, json_schema=req.json_schema), org)
+    if req.name is not None and req.name != tool.name:
+        raise InvalidArgumentError(f"name: the source defines `{tool.name}`, not `{req.name}`")
+    return _run(rt, tool, req.args, agent_state=None)
+
+
+def run_for_agent(
+    rt: Runtime, org: str, agent_id: str, tool_name: str, args: dict[str, Any]
+) -> SandboxResult:
+    """Run one of the agent's custom tools outside a turn (nothing is written to its history)."""
+    with rt.db.connection() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        tool = next((t for t in tools.for_agent(conn, org, agent_id) if t.name == tool_name), None)
+        held = blocks_of(conn, org, agent_id)
+    if tool is None:
+        raise NotFoundError(f"Tool `{tool_name}` is not attached to agent {agent_id}")
+    if tool.tool_type != "custom":
+        raise InvalidArgumentError(
+            f"`{tool_name}` is a built-in tool: it runs inside a step, where its edits are saved"
+        )
+    state = {
+        **agent.model_dump(
+            mode="json", include={"id", "name", "agent_type", "tags", "metadata", "description"}
+        ),
+        "blocks": [
+            b.model_dump(mode="json", include={"id", "label", "value", "limit", "description"})
+            for b in held
+        ],
+    }
+    return _run(rt, tool, args, agent_state=state)
+
+
+def _run(
+    rt: Runtime, tool: Tool, args: dict[str, Any], *, agent_state: dict[str, Any] | None
+) -> SandboxResult:
+    timeout = float(tool.metadata.get("timeout_seconds") or rt.settings.tool_timeout_seconds)
+    wants_state = takes_agent_state(tool.source_code or "", tool.name)
+    return rt.engine.sandbox.run(
+        SandboxRequest(
+            source=tool.source_code or "",
+            name=tool.name,
+            args=args,
+            tool_call_id=new_id("tool")[:29],
+            agent_state=agent_state if wants_state else None,
+            timeout_seconds=timeout,
+        )
+    )

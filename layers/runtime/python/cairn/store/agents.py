@@ -142,3 +142,20 @@ COUNT_AGENTS = "SELECT count(*) AS n FROM agents WHERE organization_id = %(org)s
 def count(conn: Connection, org_id: str) -> int:
     row = conn.execute(COUNT_AGENTS, {"org": org_id}).fetchone()
     return int(row["n"]) if row else 0
+
+
+LIST_TAGS = """
+SELECT DISTINCT tag FROM agents, unnest(tags) AS tag
+WHERE organization_id = %(org)s AND NOT hidden
+  AND (%(query)s::text IS NULL OR tag ILIKE '%%' || %(query)s || '%%')
+  AND (%(after)s::text IS NULL OR tag > %(after)s)
+ORDER BY tag LIMIT %(limit)s
+"""
+
+
+def tags(
+    conn: Connection, org_id: str, *, query_text: str | None, after: str | None, limit: int
+) -> list[str]:
+    """The organisation's agent tags, alphabetical, after the `after` tag."""
+    params = {"org": org_id, "query": query_text, "after": after, "limit": limit}
+    return [r["tag"] for r in conn.execute(LIST_TAGS, params).fetchall()]

@@ -145,3 +145,62 @@ def by_content_hash(conn: Connection, org_id: str, archive_id: str, digest: str)
     params = {"org": org_id, "archive_id": archive_id, "hash": digest}
     row = conn.execute(SELECT_PASSAGE_BY_HASH, params).fetchone()
     return None if row is None else Passage.model_validate(row)
+
+
+UPDATE_ARCHIVE = """
+UPDATE archives SET name = %(name)s, description = %(description)s, metadata = %(metadata)s,
+                    updated_at = now()
+WHERE organization_id = %(organization_id)s AND id = %(id)s
+RETURNING *
+"""
+DELETE_ARCHIVE = "DELETE FROM archives WHERE organization_id = %(org)s AND id = %(id)s"
+DETACH_ARCHIVE = """
+DELETE FROM archives_agents
+WHERE organization_id = %(org)s AND archive_id = %(archive_id)s AND agent_id = %(agent_id)s
+"""
+ARCHIVE_AGENT_IDS = """
+SELECT agent_id FROM archives_agents
+WHERE organization_id = %(org)s AND archive_id = %(archive_id)s ORDER BY agent_id
+"""
+
+
+def list_archives(
+    conn: Connection,
+    org_id: str,
+    *,
+    name: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: Order = "desc",
+) -> list[Archive]:
+    return page(
+        conn,
+        "archives",
+        Archive,
+        org_id,
+        equals={"name": name},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
+
+
+def update_archive(conn: Connection, archive: Archive) -> Archive:
+    params = to_params(archive, json_fields=("embedding_config", "metadata"))
+    return Archive.model_validate(conn.execute(UPDATE_ARCHIVE, params).fetchone())
+
+
+def delete_archive(conn: Connection, org_id: str, archive_id: str) -> bool:
+    return conn.execute(DELETE_ARCHIVE, {"org": org_id, "id": archive_id}).rowcount == 1
+
+
+def detach_archive(conn: Connection, org_id: str, archive_id: str, agent_id: str) -> bool:
+    params = {"org": org_id, "archive_id": archive_id, "agent_id": agent_id}
+    return conn.execute(DETACH_ARCHIVE, params).rowcount == 1
+
+
+def agent_ids(conn: Connection, org_id: str, archive_id: str) -> list[str]:
+    rows = conn.execute(ARCHIVE_AGENT_IDS, {"org": org_id, "archive_id": archive_id}).fetchall()
+    return [r["agent_id"] for r in rows]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from psycopg import sql
+
 from cairn.domain.groups import Group
 from cairn.store.db import Connection
-from cairn.store.rows import from_row, to_params
+from cairn.store.rows import Order, from_row, keyset, to_params
 
 _GROUP_COLUMNS = """g.*, COALESCE(
     (SELECT array_agg(ga.agent_id ORDER BY ga.position, ga.agent_id)
@@ -81,3 +83,46 @@ def mark_processed(conn: Connection, org_id: str, group_id: str, message_id: str
 
 def delete(conn: Connection, org_id: str, group_id: str) -> bool:
     return conn.execute(DELETE_GROUP, {"org": org_id, "id": group_id}).rowcount == 1
+
+
+_ESCAPED_COLUMNS = _GROUP_COLUMNS.replace("{", "{{").replace("}", "}}")  # for sql.SQL.format
+LIST_GROUPS = f"""
+SELECT {_ESCAPED_COLUMNS} FROM groups g
+WHERE g.organization_id = {{org}}
+  AND ({{manager_type}}::text IS NULL OR g.manager_type = {{manager_type}})
+  AND ({{agent_id}}::text IS NULL OR g.manager_agent_id = {{agent_id}}
+       OR EXISTS (SELECT 1 FROM groups_agents ga WHERE ga.group_id = g.id
+                  AND ga.agent_id = {{agent_id}}))
+  AND {{cursor}}
+ORDER BY {{order_by}} LIMIT {{limit}}
+"""
+COUNT_GROUPS = "SELECT count(*) AS n FROM groups WHERE organization_id = %(org)s"
+
+
+def list_groups(
+    conn: Connection,
+    org_id: str,
+    *,
+    manager_type: str | None = None,
+    agent_id: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: Order = "asc",
+) -> list[Group]:
+    """The organisation's groups; with `agent_id`, those it manages or belongs to."""
+    cursor, order_by = keyset("groups", order=order, after=after, before=before)
+    query = sql.SQL(LIST_GROUPS).format(
+        org=sql.Literal(org_id),
+        manager_type=sql.Literal(manager_type),
+        agent_id=sql.Literal(agent_id),
+        cursor=cursor,
+        order_by=order_by,
+        limit=sql.Literal(limit),
+    )
+    return [Group.model_validate(r) for r in conn.execute(query).fetchall()]
+
+
+def count(conn: Connection, org_id: str) -> int:
+    row = conn.execute(COUNT_GROUPS, {"org": org_id}).fetchone()
+    return int(row["n"]) if row else 0

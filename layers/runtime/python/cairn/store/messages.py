@@ -220,3 +220,15 @@ def set_embeddings(
 def agents_to_embed(conn: Connection, limit: int = 100) -> list[tuple[str, str]]:
     rows = conn.execute(AGENTS_TO_EMBED, {"limit": limit}).fetchall()
     return [(r["organization_id"], r["agent_id"]) for r in rows]
+
+
+SELECT_STEP_MESSAGES = f"""
+SELECT {_RETURNED} FROM messages
+WHERE organization_id = %(org)s AND step_id = %(step_id)s
+ORDER BY sequence_id
+"""
+
+
+def for_step(conn: Connection, org_id: str, step_id: str) -> list[Message]:
+    rows = conn.execute(SELECT_STEP_MESSAGES, {"org": org_id, "step_id": step_id}).fetchall()
+    return [Message.model_validate(r) for r in rows]

@@ -300,3 +300,28 @@ def journal_entries(
         SELECT_JOURNAL, {"org": org_id, "run_id": run_id, "step_index": step_index}
     ).fetchall()
     return {r["key"]: JournalEntry.model_validate(r) for r in rows}
+
+
+def list_all_steps(
+    conn: Connection,
+    org_id: str,
+    *,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    status: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: Order = "desc",
+) -> list[Step]:
+    return page(
+        conn,
+        "steps",
+        Step,
+        org_id,
+        equals={"agent_id": agent_id, "run_id": run_id, "status": status},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )

@@ -10,15 +10,11 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, Limit, Order
+from cairn.api.relations import relations_wanted
 from cairn.services import agents
 from cairn.services.requests import CreateAgent, ResetMessages, UpdateAgent
 
 router = APIGatewayHttpRouter()
-
-
-def relations_wanted(include: list[str] | None) -> bool:
-    """The 1.x SDKs get blocks and tools only when they ask (`include`), as from Letta."""
-    return bool(include) or not http.sdk_1x()
 
 
 @router.post("/agents/")
@@ -94,3 +90,11 @@ def context_window(agent_id: AgentId) -> Response[Any]:
     return http.json_reply(
         200, letta.context_json(agents.context_overview(http.rt(), http.org_id(), agent_id))
     )
+
+
+@router.get("/tags/")
+def list_tags(
+    query_text: str | None = None, after: After = None, limit: Limit = 50
+) -> Response[Any]:
+    found = agents.tags(http.rt(), http.org_id(), query_text=query_text, after=after, limit=limit)
+    return http.json_reply(200, found)

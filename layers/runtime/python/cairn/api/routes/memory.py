@@ -10,10 +10,21 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, BlockId, Limit, OptionalLimit, Order, PassageId
+from cairn.api.relations import relations_wanted
 from cairn.services import blocks, passages
 from cairn.services.requests import BlockUpdate, CreateBlock, CreatePassage
 
 router = APIGatewayHttpRouter()
+
+
+@router.get("/agents/<agent_id>/core-memory")
+def core_memory(agent_id: AgentId) -> Response[Any]:
+    """Letta's Memory object: the agent's blocks (the 1.x SDKs call it `core_memory`)."""
+    found = blocks.of_agent(http.rt(), http.org_id(), agent_id)
+    listed = [letta.block_json(b) for b in found]
+    return http.json_reply(
+        200, {"agent_type": None, "blocks": listed, "file_blocks": [], "prompt_template": None}
+    )
 
 
 @router.get("/agents/<agent_id>/core-memory/blocks")
@@ -30,17 +41,17 @@ def agent_blocks(
     return http.json_reply(200, [letta.block_json(b) for b in found])
 
 
-@router.get("/agents/<agent_id>/core-memory/blocks/<label>")
-def agent_block(agent_id: AgentId, label: str) -> Response[Any]:
-    block = blocks.by_label(http.rt(), http.org_id(), agent_id, label)
+@router.get("/agents/<agent_id>/core-memory/blocks/<block_label>")
+def agent_block(agent_id: AgentId, block_label: str) -> Response[Any]:
+    block = blocks.by_label(http.rt(), http.org_id(), agent_id, block_label)
     return http.json_reply(200, letta.block_json(block))
 
 
-@router.patch("/agents/<agent_id>/core-memory/blocks/<label>")
+@router.patch("/agents/<agent_id>/core-memory/blocks/<block_label>")
 def edit_agent_block(
-    agent_id: AgentId, label: str, req: Annotated[BlockUpdate, Body()]
+    agent_id: AgentId, block_label: str, req: Annotated[BlockUpdate, Body()]
 ) -> Response[Any]:
-    block = blocks.edit_by_label(http.rt(), http.org_id(), agent_id, label, req)
+    block = blocks.edit_by_label(http.rt(), http.org_id(), agent_id, block_label, req)
     return http.json_reply(200, letta.block_json(block))
 
 
@@ -103,8 +114,24 @@ def delete_block(block_id: BlockId) -> Response[Any]:
 
 
 @router.get("/blocks/<block_id>/agents")
-def block_agents(block_id: BlockId) -> Response[Any]:
-    found = blocks.agents_of(http.rt(), http.org_id(), block_id)
+def block_agents(
+    block_id: BlockId,
+    after: After = None,
+    before: Before = None,
+    limit: OptionalLimit = None,
+    order: Order = "asc",
+    include: Annotated[list[str] | None, Query()] = None,
+) -> Response[Any]:
+    found = blocks.agents_of(
+        http.rt(),
+        http.org_id(),
+        block_id,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+        relations=relations_wanted(include),
+    )
     return http.json_reply(200, [letta.view_json(v) for v in found])
 
 

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, Before, Limit, Order, RunId
+from cairn.api.params import After, Before, Limit, OptionalLimit, Order, RunId, StepId
 from cairn.services import runs
 
 router = APIGatewayHttpRouter()
@@ -41,6 +41,12 @@ def list_runs(
         limit=limit,
         order=order,
     )
+    return http.json_reply(200, [letta.run_json(r) for r in found])
+
+
+@router.get("/runs/active")
+def active_runs(agent_id: str | None = None, background: bool | None = None) -> Response[Any]:
+    found = runs.active(http.rt(), http.org_id(), agent_id=agent_id, background=background)
     return http.json_reply(200, [letta.run_json(r) for r in found])
 
 
@@ -90,3 +96,44 @@ def run_usage(run_id: RunId) -> Response[Any]:
             "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         },
     )
+
+
+@router.get("/steps/")
+def list_steps(
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
+    order: Order = "desc",
+) -> Response[Any]:
+    found = runs.steps(
+        http.rt(),
+        http.org_id(),
+        agent_id=agent_id,
+        run_id=run_id,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
+    return http.json_reply(200, [letta.step_json(s) for s in found])
+
+
+@router.get("/steps/<step_id>")
+def get_step(step_id: StepId) -> Response[Any]:
+    return http.json_reply(200, letta.step_json(runs.step(http.rt(), http.org_id(), step_id)))
+
+
+@router.get("/steps/<step_id>/messages")
+def step_messages(
+    step_id: StepId,
+    after: After = None,
+    before: Before = None,
+    limit: OptionalLimit = None,
+    order: Order = "asc",
+) -> Response[Any]:
+    found = runs.step_messages(
+        http.rt(), http.org_id(), step_id, after=after, before=before, limit=limit, order=order
+    )
+    return http.json_reply(200, letta.expand(found))

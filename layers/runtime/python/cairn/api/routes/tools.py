@@ -12,7 +12,13 @@ from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, Limit, OptionalLimit, Order, ToolId
 from cairn.llm.catalog import embedding_models, listed_models
 from cairn.services import tools
-from cairn.services.requests import ApprovalToggle, ToolCreate
+from cairn.services.requests import (
+    ApprovalToggle,
+    ToolCreate,
+    ToolRun,
+    ToolRunFromSource,
+    ToolUpdate,
+)
 
 router = APIGatewayHttpRouter()
 
@@ -59,6 +65,29 @@ def upsert_tool(req: Annotated[ToolCreate, Body()]) -> Response[Any]:
 @router.get("/tools/<tool_id>")
 def get_tool(tool_id: ToolId) -> Response[Any]:
     return http.json_reply(200, letta.tool_json(tools.retrieve(http.rt(), http.org_id(), tool_id)))
+
+
+@router.patch("/tools/<tool_id>")
+def modify_tool(tool_id: ToolId, req: Annotated[ToolUpdate, Body()]) -> Response[Any]:
+    return http.json_reply(
+        200, letta.tool_json(tools.modify(http.rt(), http.org_id(), tool_id, req))
+    )
+
+
+@router.post("/tools/run")
+def run_tool_from_source(req: Annotated[ToolRunFromSource, Body()]) -> Response[Any]:
+    return http.json_reply(
+        200, letta.execution_json(tools.run_source(http.rt(), http.org_id(), req))
+    )
+
+
+@router.post("/agents/<agent_id>/tools/<tool_name>/run")
+def run_agent_tool(
+    agent_id: AgentId, tool_name: str, req: Annotated[ToolRun | None, Body()] = None
+) -> Response[Any]:
+    args = req.args if req is not None else {}
+    done = tools.run_for_agent(http.rt(), http.org_id(), agent_id, tool_name, args)
+    return http.json_reply(200, letta.execution_json(done))
 
 
 @router.delete("/tools/<tool_id>")

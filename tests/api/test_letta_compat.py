@@ -177,3 +177,18 @@ def test_openapi_describes_request_bodies_and_queries(stack: Stack) -> None:
     assert schema_ref.endswith("/CreateAgent")
     listing = {p["name"] for p in doc["paths"]["/v1/agents/{agent_id}/tools"]["get"]["parameters"]}
     assert {"agent_id", "after", "before", "limit", "order"} <= listing
+
+
+def test_text_postgres_cannot_hold_is_422_and_nothing_is_stored(stack: Stack) -> None:
+    headers = {"Authorization": f"Bearer {stack.key}", "Content-Type": "application/json"}
+    for bad in ('"a\\u0000b"', '"\\ud800"'):
+        sent = httpx.post(
+            f"{stack.url}/v1/agents/",
+            content=f'{{"llm_config": {{"model": "m", "model_endpoint_type": "openai"}}, '
+            f'"name": {bad}}}'.encode(),
+            headers=headers,
+            timeout=60,  # the first agent may load the local embedding model
+        )
+        assert sent.status_code == 422, sent.text
+        assert "NUL" in sent.text or "name" in sent.text
+    assert list(stack.client().agents.list()) == []

@@ -98,6 +98,17 @@ def build_app() -> APIGatewayHttpResolver:
     def integrity(exc: psycopg.errors.IntegrityError) -> Response[Any]:
         return _detail(409, f"CONFLICT: {exc.diag.message_primary or exc}")
 
+    @app.exception_handler(psycopg.errors.DataError)
+    def unstorable(exc: psycopg.errors.DataError) -> Response[Any]:
+        # Text PostgreSQL cannot hold (NUL characters), numbers out of range: the request's
+        # fault, and its transaction rolled back with nothing written.
+        return _detail(422, f"Invalid value: {exc.diag.message_primary or exc}")
+
+    @app.exception_handler(UnicodeEncodeError)
+    def unencodable(exc: UnicodeEncodeError) -> Response[Any]:
+        # A lone surrogate (`\ud800` in JSON) parses to a str that UTF-8 cannot encode.
+        return _detail(422, "Invalid value: text must be valid Unicode (no lone surrogates)")
+
     @app.exception_handler(LLMError)
     def llm_error(exc: LLMError) -> Response[Any]:
         return http.llm_error_reply(exc.kind, str(exc))

@@ -192,3 +192,45 @@ def test_text_postgres_cannot_hold_is_422_and_nothing_is_stored(stack: Stack) ->
         assert sent.status_code == 422, sent.text
         assert "NUL" in sent.text or "name" in sent.text
     assert list(stack.client().agents.list()) == []
+
+
+def test_message_edit_and_search_over_http(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    stack.fake.reply("Paris is lovely in spring.")
+    client.agents.messages.create(agent.id, input="Tell me about Paris")
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    history = client.agents.messages.list(agent.id, order="asc").items
+    said = next(m for m in history if m.message_type == "user_message")
+    edited = httpx.patch(
+        f"{stack.url}/v1/agents/{agent.id}/messages/{said.id}",
+        json={"message_type": "user_message", "content": "Tell me about Lyon"},
+        headers=auth,
+    )
+    assert edited.status_code == 200, edited.text
+    assert edited.json()["content"] == "Tell me about Lyon"
+    again = [m for m in client.agents.messages.list(agent.id, order="asc") if m.id == said.id]
+    assert again[0].content == "Tell me about Lyon"  # type: ignore[union-attr]
+    wrong = httpx.patch(
+        f"{stack.url}/v1/agents/{agent.id}/messages/{said.id}",
+        json={"message_type": "system_message", "content": "x"},
+        headers=auth,
+    )
+    assert wrong.status_code == 422 and "role user" in wrong.text
+
+    everywhere = httpx.post(
+        f"{stack.url}/v1/messages/search", json={"query": "Lyon"}, headers=auth
+    ).json()
+    assert [(r["message_id"], r["agent_id"]) for r in everywhere] == [(said.id, agent.id)]
+    assert (
+        httpx.post(
+            f"{stack.url}/v1/messages/search", json={"query": "Paris Tell"}, headers=auth
+        ).json()
+        == []
+    )  # the edit replaced the searchable text
+    one = httpx.post(
+        f"{stack.url}/v1/agents/messages/search",
+        json={"query": "spring", "agent_id": agent.id, "search_mode": "fts"},
+        headers=auth,
+    ).json()
+    assert [r["message"]["role"] for r in one] == ["assistant"] and one[0]["fts_rank"] == 1

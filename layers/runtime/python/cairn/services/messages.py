@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from cairn.domain.agents import Agent
-from cairn.domain.messages import ApprovalDecision, Message, TextContent
+from cairn.domain.messages import ApprovalDecision, Message, ReasoningContent, TextContent
 from cairn.domain.runs import embed_command
-from cairn.errors import ConflictError, UnprocessableError
+from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.orchestration import dispatch, sending, tasks
 from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
-from cairn.services.requests import CaptureRequest, LettaRequest, MessageCreate
+from cairn.services.requests import (
+    CaptureRequest,
+    LettaRequest,
+    MessageCreate,
+    MessageSearch,
+    MessageUpdate,
+)
 from cairn.store import agents, messages, runs
+from cairn.store import search as sql_search
 from cairn.store.db import Connection
 from cairn.store.rows import Order
 
@@ -191,3 +200,89 @@ def capture(rt: Runtime, org: str, agent_id: str, req: CaptureRequest) -> list[M
     except Exception:  # stored already; the sweeper's backfill embeds them later
         logger.warning("could not queue embeddings for captured messages", exc_info=True)
     return rows
+
+
+@dataclass
+class Found:
+    message: Message
+    rrf_score: float
+    vector_rank: int | None
+    fts_rank: int | None
+
+
+def search(rt: Runtime, org: str, req: MessageSearch) -> list[Found]:
+    """Recall search: one agent's messages by full text and vector similarity fused, or
+    every agent's by full text (their embeddings need not share a model)."""
+    if not req.query:
+        return []
+    roles: list[str] | None = [str(r) for r in req.roles] if req.roles else None
+    with rt.db.connection() as conn:
+        if req.agent_id is None:
+            hits = sql_search.organization_messages(
+                conn, org, req.query, roles=roles, start=req.start_date, end=req.end_date,
+                limit=req.limit,
+            )  # fmt: skip
+            return [Found(m, 1.0 / (60 + rank), None, rank) for m, rank in hits]
+        agent = agent_service.fetch(conn, org, req.agent_id)
+        vector = None
+        if req.search_mode != "fts":
+            vector = rt.engine.embedder_of(agent).embed([req.query])[0]
+        found = sql_search.hybrid_messages(
+            conn, org, agent.id, req.query, vector, roles=roles, start=req.start_date,
+            end=req.end_date, limit=req.limit,
+        )  # fmt: skip
+    if req.search_mode == "vector":
+        found = [f for f in found if f[2] is not None]
+    return [Found(m, rrf, vr, fr) for m, rrf, vr, fr in found]
+
+
+def edit(rt: Runtime, org: str, agent_id: str, message_id: str, req: MessageUpdate) -> Message:
+    """Change the text of one of the agent's messages (Letta's message PATCH)."""
+    with rt.db.transaction() as conn:
+        agent_service.fetch(conn, org, agent_id)
+        message = messages.get(conn, org, message_id)
+        if message is None or message.agent_id != agent_id:
+            raise NotFoundError(f"Message with id '{message_id}' not found")
+        edited = _edited(message, req)
+        messages.edit(conn, edited)
+    return edited
+
+
+_ROLE_OF = {
+    "system_message": "system",
+    "user_message": "user",
+    "assistant_message": "assistant",
+    "reasoning_message": "assistant",
+}
+
+
+def _edited(message: Message, req: MessageUpdate) -> Message:
+    if message.role != _ROLE_OF[req.message_type]:
+        raise UnprocessableError(
+            f"message_type: {req.message_type} cannot edit a message of role {message.role}"
+        )
+    if req.message_type == "reasoning_message":
+        if req.reasoning is None:
+            raise UnprocessableError("reasoning: required to edit a reasoning message")
+        parts = [p for p in message.content if not isinstance(p, ReasoningContent)]
+        return message.model_copy(
+            update={"content": [ReasoningContent(reasoning=req.reasoning), *parts]}
+        )
+    if req.content is None:
+        raise UnprocessableError("content: required")
+    calls = message.tool_calls or []
+    sends = [c for c in calls if c.function.name == "send_message"]
+    if req.message_type == "assistant_message" and sends:
+        # A memgpt_v2 reply is the `message` argument of its send_message call.
+        arguments = json.dumps({"message": req.text}, ensure_ascii=False)
+        new_calls = [
+            c.model_copy(
+                update={"function": c.function.model_copy(update={"arguments": arguments})}
+            )
+            if c is sends[0]
+            else c
+            for c in calls
+        ]
+        return message.model_copy(update={"tool_calls": new_calls})
+    kept = [p for p in message.content if not isinstance(p, TextContent)]
+    return message.model_copy(update={"content": [*kept, TextContent(text=req.text)]})

@@ -264,3 +264,30 @@ class ToolRunFromSource(_Body):
 
 class ToolRun(_Body):
     args: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageSearch(_Body):
+    query: str | None = None
+    search_mode: Literal["vector", "fts", "hybrid"] = "hybrid"
+    roles: list[Literal["user", "assistant", "system", "tool", "approval"]] | None = None
+    agent_id: AgentId | None = None
+    limit: int = Field(default=50, ge=1, le=100)
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+
+
+class MessageUpdate(_Body):
+    """One of Letta's UpdateSystemMessage, UpdateUserMessage, UpdateReasoningMessage,
+    UpdateAssistantMessage, told apart by `message_type`."""
+
+    message_type: Literal[
+        "system_message", "user_message", "reasoning_message", "assistant_message"
+    ] = "user_message"
+    content: str | list[TextPart] | None = None
+    reasoning: str | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(p.text for p in self.content or ())

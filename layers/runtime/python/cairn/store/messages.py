@@ -232,3 +232,22 @@ ORDER BY sequence_id
 def for_step(conn: Connection, org_id: str, step_id: str) -> list[Message]:
     rows = conn.execute(SELECT_STEP_MESSAGES, {"org": org_id, "step_id": step_id}).fetchall()
     return [Message.model_validate(r) for r in rows]
+
+
+EDIT_MESSAGE = """
+UPDATE messages SET content = %(content)s, tool_calls = %(tool_calls)s,
+                    search_text = %(search_text)s, embedding = NULL, embedding_model = NULL
+WHERE organization_id = %(org)s AND id = %(id)s
+"""
+
+
+def edit(conn: Connection, message: Message) -> None:
+    """A person's edit of a message: its text changes, and its embedding is made again by the
+    backfill (a stale vector would find it by words it no longer has)."""
+    params = rewrite_params(message)
+    params["tool_calls"] = (
+        Jsonb([c.model_dump(mode="json") for c in message.tool_calls])
+        if message.tool_calls is not None
+        else None
+    )
+    conn.execute(EDIT_MESSAGE, params)

@@ -179,3 +179,35 @@ def hybrid_messages(
     return [
         (Message.model_validate(r), float(r["rrf"]), r["vector_rank"], r["fts_rank"]) for r in rows
     ]
+
+
+# Across every agent of the organisation: full text only, since agents' embeddings may be
+# of different models and sizes (a query vector fits one of them at most).
+ORG_FTS = """
+WITH q AS (SELECT websearch_to_tsquery('english', %(text)s) AS t)
+SELECT {columns}, row_number() OVER (ORDER BY ts_rank(m.fts, q.t) DESC, m.id) AS fts_rank
+FROM messages m, q
+WHERE m.organization_id = %(org)s AND m.search_text <> '' AND m.fts @@ q.t
+  AND (%(roles)s::text[] IS NULL OR m.role = ANY(%(roles)s))
+  AND (%(start)s::timestamptz IS NULL OR m.created_at >= %(start)s)
+  AND (%(end)s::timestamptz IS NULL OR m.created_at <= %(end)s)
+ORDER BY ts_rank(m.fts, q.t) DESC, m.id LIMIT %(limit)s
+"""
+
+
+def organization_messages(
+    conn: Connection,
+    org_id: str,
+    text: str,
+    *,
+    roles: list[str] | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int = 50,
+) -> list[tuple[Message, int]]:
+    """(message, full-text rank) over all the organisation's agents, best first."""
+    columns = sql.SQL(", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(",")))
+    params = {"org": org_id, "text": text, "roles": roles, "start": start, "end": end,
+              "limit": limit}  # fmt: skip
+    rows = conn.execute(sql.SQL(ORG_FTS).format(columns=columns), params).fetchall()
+    return [(Message.model_validate(r), int(r["fts_rank"])) for r in rows]

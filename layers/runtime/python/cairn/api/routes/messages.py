@@ -10,11 +10,17 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, AgentId, Before, Limit, Order
+from cairn.api.params import After, AgentId, Before, Limit, MessageId, Order
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.errors import UnprocessableError
 from cairn.services import messages
-from cairn.services.requests import CancelRequest, CaptureRequest, LettaRequest
+from cairn.services.requests import (
+    CancelRequest,
+    CaptureRequest,
+    LettaRequest,
+    MessageSearch,
+    MessageUpdate,
+)
 
 router = APIGatewayHttpRouter()
 
@@ -119,3 +125,51 @@ def capture(agent_id: AgentId, req: Annotated[CaptureRequest, Body()]) -> Respon
     """Append messages to an agent's history without running it (Cairn's addition)."""
     rows = messages.capture(http.rt(), http.org_id(), agent_id, req)
     return http.json_reply(200, letta.expand(rows))
+
+
+@router.patch("/agents/<agent_id>/messages/<message_id>")
+def edit_message(
+    agent_id: AgentId, message_id: MessageId, req: Annotated[MessageUpdate, Body()]
+) -> Response[Any]:
+    edited = messages.edit(http.rt(), http.org_id(), agent_id, message_id, req)
+    shown = [m for m in letta.letta_messages(edited) if m["message_type"] == req.message_type]
+    return http.json_reply(200, shown[0] if shown else letta.letta_messages(edited)[0])
+
+
+@router.post("/agents/messages/search")
+def search_messages(req: Annotated[MessageSearch, Body()]) -> Response[Any]:
+    found = messages.search(http.rt(), http.org_id(), req)
+    return http.json_reply(
+        200,
+        [
+            {
+                "embedded_text": f.message.search_text(),
+                "message": f.message.model_dump(mode="json", exclude={"organization_id"}),
+                "fts_rank": f.fts_rank,
+                "vector_rank": f.vector_rank,
+                "rrf_score": f.rrf_score,
+            }
+            for f in found
+        ],
+    )
+
+
+@router.post("/messages/search")
+def search_all_messages(req: Annotated[MessageSearch, Body()]) -> Response[Any]:
+    """Every agent's messages by full text, as Letta's list results."""
+    found = messages.search(http.rt(), http.org_id(), req.model_copy(update={"agent_id": None}))
+    results = []
+    for f in found:
+        for shown in letta.letta_messages(f.message):
+            if "content" in shown:
+                results.append(
+                    {
+                        "message_type": shown["message_type"],
+                        "content": shown["content"],
+                        "message_id": f.message.id,
+                        "agent_id": f.message.agent_id,
+                        "created_at": letta.iso(f.message.created_at),
+                    }
+                )
+                break
+    return http.json_reply(200, results)

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema_rs
 import pytest
 from letta_client import Letta, NotFoundError
 from pydantic import BaseModel
 
+from cairn.api.openapi import letta_document, shape
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import call
 
@@ -128,9 +130,43 @@ def walk_pages(page: Any) -> list[Any]:
     return items
 
 
+_LETTA = letta_document()
+_SUCCESS = {
+    (method.upper(), shape(path)): op["responses"]["200"]["content"]["application/json"]["schema"]
+    for path, ops in _LETTA["paths"].items()
+    for method, op in ops.items()
+    if "application/json" in op["responses"].get("200", {}).get("content", {})
+}
+
+
+def held_to_letta_shapes(response: httpx.Response) -> None:
+    """Each success answer checked against the schema Letta 0.16.1 declares for it."""
+    request = response.request
+    key = (request.method, shape(re.sub(r"/v1/(\w+)/[^/]+-[0-9a-f-]{36}", r"/v1/\1/{}",
+                                           request.url.path)))  # fmt: skip
+    key = (key[0], re.sub(r"/(?:[a-z]+-[0-9a-f-]{36}|[^/{}]+(?=/run$))", "/{}", key[1]))
+    schema = _SUCCESS.get(key)
+    json_body = response.headers.get("content-type", "").startswith("application/json")
+    if schema is None or not json_body or not 200 <= response.status_code < 300:
+        return
+    response.read()
+    body = response.json()
+    validator = jsonschema_rs.validator_for({**schema, "components": _LETTA["components"]})
+    for error in validator.iter_errors(body):
+        violations.append(
+            f"{key[0]} {key[1]}: {error.message[:300]} at {list(error.instance_path)}"
+        )
+
+
+violations: list[str] = []
+
+
 @pytest.fixture
 def client(stack: Stack) -> Iterator[Letta]:
-    yield recording(stack.client())
+    checked = httpx.Client(event_hooks={"response": [held_to_letta_shapes]}, timeout=30)
+    violations.clear()
+    yield recording(stack.client().with_options(http_client=checked))
+    assert violations == [], "\n".join(sorted(set(violations)))
 
 
 def agent_with_history(stack: Stack, client: Letta, **extra: Any) -> Any:

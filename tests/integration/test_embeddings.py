@@ -19,7 +19,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 def test_local_minilm_puts_similar_meanings_close() -> None:
     config = default_config(Settings())  # no key: the local model, installed by make dev/test
-    assert (config.embedding_endpoint_type, config.embedding_dim) == ("local", 384)
+    assert (config.embedding_endpoint_type, config.embedding_dim) == ("hugging-face", 384)
     model = embedder_for(config, Settings())
     assert isinstance(model, MiniLMEmbedder)
     tea, drinks, train = model.embed(

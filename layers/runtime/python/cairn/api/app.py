@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from cairn.api import http
+from cairn.api.openapi import with_letta_responses
 from cairn.api.routes import agents, archives, groups, health, memory, messages, runs, tools
 from cairn.domain.tenancy import hash_api_key
 from cairn.errors import CairnError, PendingApprovalError
@@ -56,12 +57,15 @@ def build_app() -> APIGatewayHttpResolver:
 
     app.use([authenticate])
 
+    described: list[str] = []  # built on the first request, then kept
+
     @app.get("/openapi.json")
     def openapi() -> Response[Any]:
+        if not described:
+            generated = json.loads(app.get_openapi_json_schema(title="Cairn", version="0.1.0"))
+            described.append(json.dumps(with_letta_responses(generated)))
         return Response(
-            status_code=200,
-            content_type=content_types.APPLICATION_JSON,
-            body=app.get_openapi_json_schema(title="Cairn", version="0.1.0"),
+            status_code=200, content_type=content_types.APPLICATION_JSON, body=described[0]
         )
 
     @app.not_found

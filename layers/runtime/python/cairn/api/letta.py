@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
+from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
 from cairn.domain.passages import Archive, Passage
@@ -195,8 +196,41 @@ def block_json(block: Block) -> dict[str, Any]:
 
 
 def tool_json(tool: Tool) -> dict[str, Any]:
-    data = tool.model_dump(mode="json", exclude={"organization_id", "metadata"})
+    # Letta's Tool admits no other keys (additionalProperties false): no timestamps.
+    data = tool.model_dump(
+        mode="json", exclude={"organization_id", "metadata", "created_at", "updated_at"}
+    )
     return data | {"metadata_": tool.metadata}
+
+
+def model_json(config: LLMConfig) -> dict[str, Any]:
+    """Letta's Model: the LLMConfig and the provider it comes from (fixture models.json)."""
+    kind = config.model_endpoint_type
+    return config.model_dump(mode="json") | {
+        "handle": config.handle or handle(kind, config.model),
+        "name": config.model,
+        "display_name": config.model,
+        "provider_type": kind,
+        "provider_name": config.provider_name or kind,
+        "model_type": "llm",
+        "provider_category": "base",
+        "max_context_window": config.context_window,
+        # Letta's Model has no null temperature: its default stands for "the provider's".
+        "temperature": 0.7 if config.temperature is None else config.temperature,
+    }
+
+
+def embedding_model_json(config: EmbeddingConfig) -> dict[str, Any]:
+    kind = config.embedding_endpoint_type
+    return config.model_dump(mode="json") | {
+        "handle": config.handle or handle(kind, config.embedding_model),
+        "name": config.embedding_model,
+        "display_name": config.embedding_model,
+        "provider_type": kind,
+        "provider_name": kind,
+        "model_type": "embedding",
+        "provider_category": "base",
+    }
 
 
 def handle(endpoint_type: str, model: str) -> str:
@@ -212,6 +246,8 @@ def agent_json(
     )
     block_list = [block_json(b) for b in blocks or ()]
     llm = agent.llm_config
+    if llm.temperature is None:  # Letta's LLMConfig has no null temperature (0.7 default)
+        data["llm_config"]["temperature"] = 0.7
     embedding = agent.embedding_config
     return data | {
         "model": llm.handle or handle(llm.model_endpoint_type, llm.model),
@@ -226,7 +262,7 @@ def agent_json(
             "agent_type": agent.agent_type,
             "blocks": block_list,
             "file_blocks": [],
-            "prompt_template": None,
+            "prompt_template": "",
         },
         "sources": [],
         "identities": [],
@@ -265,6 +301,7 @@ def run_json(run: Run) -> dict[str, Any]:
             "approval_answered_by",
             "task_token",
             "error",
+            "updated_at",  # not in Letta's Run, which admits no other keys
         },
     )
     metadata = dict(run.metadata)
@@ -294,8 +331,21 @@ def usage_json(run: Run) -> dict[str, Any]:
 
 
 def step_json(step: Step) -> dict[str, Any]:
-    data = step.model_dump(mode="json", exclude={"organization_id"})
-    return data | {"messages": [], "feedback": None, "tags": [], "trace_id": None}
+    """Letta's Step (which admits no other keys): a failed step's error as error_type/data."""
+    data = step.model_dump(
+        mode="json",
+        exclude={"organization_id", "step_index", "kind", "error", "started_at", "completed_at",
+                 "created_at"},
+    )  # fmt: skip
+    error = step.error or {}
+    return data | {
+        "messages": [],
+        "feedback": None,
+        "tags": [],
+        "trace_id": None,
+        "error_type": error.get("type"),
+        "error_data": error or None,
+    }
 
 
 def passage_json(passage: Passage) -> dict[str, Any]:
@@ -310,8 +360,8 @@ def passage_json(passage: Passage) -> dict[str, Any]:
 
 
 def group_json(group: Group) -> dict[str, Any]:
-    data = group.model_dump(mode="json", exclude={"organization_id"})
-    return data | {"created_at": iso(group.created_at), "updated_at": iso(group.updated_at)}
+    # Letta's Group admits no timestamps (additionalProperties false).
+    return group.model_dump(mode="json", exclude={"organization_id", "created_at", "updated_at"})
 
 
 def context_json(overview: ContextOverview) -> dict[str, Any]:

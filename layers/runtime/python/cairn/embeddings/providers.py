@@ -62,6 +62,11 @@ def local_available() -> bool:
     return True
 
 
+# Letta's name for models that run from Hugging Face weights: both embedders computed in
+# this process go by it (Letta's EmbeddingConfig admits no "local" type).
+LOCAL_TYPE = "hugging-face"
+
+
 def default_config(settings: Settings) -> EmbeddingConfig:
     """What an agent without an embedding config gets: OpenAI with a key, else local MiniLM."""
     if settings.openai_api_key and not settings.openai_base_url:
@@ -74,23 +79,24 @@ def default_config(settings: Settings) -> EmbeddingConfig:
     if local_available():
         return EmbeddingConfig(
             embedding_model=LOCAL_MODEL,
-            embedding_endpoint_type="local",
+            embedding_endpoint_type=LOCAL_TYPE,
             embedding_dim=LOCAL_DIM,
             handle=f"local/{LOCAL_MODEL}",
         )
     return EmbeddingConfig(
         embedding_model=HashEmbedder.model,
-        embedding_endpoint_type="hash",
+        embedding_endpoint_type=LOCAL_TYPE,
         embedding_dim=384,
         handle="hash/cairn-hash",
     )
 
 
 def embedder_for(config: EmbeddingConfig, settings: Settings) -> Embedder:
-    kind = config.embedding_endpoint_type
-    if kind == "hash":
+    kind, model = config.embedding_endpoint_type, config.embedding_model
+    # "local" and "hash" are how agents made before Cairn spoke Letta's vocabulary say it.
+    if kind == "hash" or (kind == LOCAL_TYPE and model == HashEmbedder.model):
         return HashEmbedder(config.embedding_dim)
-    if kind == "local":
+    if kind == "local" or (kind == LOCAL_TYPE and model == LOCAL_MODEL):
         return _local()
     return _openai(
         config.embedding_endpoint or settings.openai_base_url,

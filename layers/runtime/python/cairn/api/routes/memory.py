@@ -23,7 +23,7 @@ def core_memory(agent_id: AgentId) -> Response[Any]:
     found = blocks.of_agent(http.rt(), http.org_id(), agent_id)
     listed = [letta.block_json(b) for b in found]
     return http.json_reply(
-        200, {"agent_type": None, "blocks": listed, "file_blocks": [], "prompt_template": None}
+        200, {"agent_type": None, "blocks": listed, "file_blocks": [], "prompt_template": ""}
     )
 
 

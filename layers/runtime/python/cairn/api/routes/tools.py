@@ -138,10 +138,10 @@ def tool_approval(
 @router.get("/models/")
 def list_models() -> Response[Any]:
     found = listed_models(http.rt().settings)
-    return http.json_reply(200, [m.model_dump(mode="json") for m in found])
+    return http.json_reply(200, [letta.model_json(m) for m in found])
 
 
 @router.get("/models/embedding")
 def list_embedding_models() -> Response[Any]:
     found = embedding_models(http.rt().settings)
-    return http.json_reply(200, [m.model_dump(mode="json") for m in found])
+    return http.json_reply(200, [letta.embedding_model_json(m) for m in found])

@@ -234,3 +234,32 @@ def test_message_edit_and_search_over_http(stack: Stack) -> None:
         headers=auth,
     ).json()
     assert [r["message"]["role"] for r in one] == ["assistant"] and one[0]["fts_rank"] == 1
+
+
+def test_preview_raw_payload_is_what_the_step_sends(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(
+        llm_config=LLM,  # type: ignore[arg-type]
+        memory_blocks=[{"label": "human", "value": "Name: Ada"}],
+    )
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    preview = httpx.post(
+        f"{stack.url}/v1/agents/{agent.id}/messages/preview-raw-payload",
+        json={"input": "hello there"},
+        headers=auth,
+    )
+    assert preview.status_code == 200, preview.text
+    assert stack.fake.requests == []  # nothing was sent to the model
+    assert list(client.agents.messages.list(agent.id)) == list(
+        client.agents.messages.list(agent.id)
+    )
+    stack.fake.reply("Hi Ada.")
+    client.agents.messages.create(agent.id, input="hello there")
+    sent = stack.fake.requests[0].body
+    shown = preview.json()
+    assert shown["model"] == sent["model"] == "gpt-test"
+    assert [t["function"]["name"] for t in shown["tools"]] == [
+        t["function"]["name"] for t in sent["tools"]
+    ]
+    assert shown["messages"][-1] == sent["messages"][-1]  # the user's packaged message
+    assert "Name: Ada" in shown["messages"][0]["content"]

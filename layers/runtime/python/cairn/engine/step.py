@@ -34,7 +34,7 @@ from cairn.domain.runs import (
 )
 from cairn.embeddings import providers
 from cairn.embeddings.base import Embedder
-from cairn.engine.state import StepState
+from cairn.engine.state import StepState, load
 from cairn.engine.turn import Turn
 from cairn.errors import (
     ConflictError,
@@ -43,7 +43,7 @@ from cairn.errors import (
     PendingApprovalError,
     VersionConflictError,
 )
-from cairn.llm.clients import LLMClient, client_for
+from cairn.llm.clients import LLMClient, client_for, wire_body
 from cairn.llm.types import LLMRequest, LLMResponse
 from cairn.store import agents, runs
 from cairn.store import claim as claims
@@ -276,6 +276,20 @@ class Engine:
             runs.update_run(conn, ended)
             agents.release_lease(conn, org_id, run.agent_id, run_id)
             return ended
+
+    def preview(self, org_id: str, agent_id: str, inputs: list[Message]) -> dict[str, Any]:
+        """The provider's request body the agent's next step would send for these inputs,
+        built exactly as a step builds it; nothing is called or written."""
+        run = Run(organization_id=org_id, agent_id=agent_id)
+        run.request_config = {"input": [m.model_dump(mode="json") for m in inputs]}
+        with self.db.connection() as conn:
+            state = load(conn, run, 0)
+        if state is None:
+            raise NotFoundError(f"Agent with ID {agent_id} not found")
+        request, *_ = Turn(self, state, {}, self._clock()).llm_request()
+        if request is None:
+            raise ConflictError("The tool rules leave the agent no tool to call")
+        return wire_body(request)
 
     # -- the model --------------------------------------------------------------------
 

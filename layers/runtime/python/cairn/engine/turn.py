@@ -88,15 +88,17 @@ class Turn:
     def over_window(self) -> bool:
         return context_estimate(self.state, self.inputs) > self.agent.llm_config.context_window
 
-    def llm_step(self) -> Checkpoint:
+    def llm_request(self) -> tuple[LLMRequest | None, Message | None, list[str], list[str]]:
+        """What this step asks the model (None: the rules leave no tool to call), the
+        rewritten system message if memory changed, the tools called so far and the tools
+        allowed now."""
         state, solver = self.state, self.solver
-        memory = CoreMemory.of(state.org_id, state.blocks)
         system = refreshed_system(state, state.blocks, solver, now=self.now)
         history = state.tool_history()
         available = [t.name for t in state.tools]
         allowed = solver.allowed_tools(available, history, state.last_tool_output())
         if history and not allowed and self.policy.tool_choice == "required":
-            return self.finish("tool_rule", system=system)
+            return None, system, history, allowed
         schemas = tool_schemas(
             state.tools,
             allowed,
@@ -110,6 +112,14 @@ class Turn:
             tools=schemas,
             tool_choice=self.policy.tool_choice if schemas else "auto",
         )
+        return request, system, history, allowed
+
+    def llm_step(self) -> Checkpoint:
+        state, solver = self.state, self.solver
+        memory = CoreMemory.of(state.org_id, state.blocks)
+        request, system, history, allowed = self.llm_request()
+        if request is None:
+            return self.finish("tool_rule", system=system)
         try:
             response = self.engine.call_llm(state, request, self.journal)
         except LLMError as err:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from cairn.config import Settings
 from cairn.domain.configs import LLMConfig
@@ -76,3 +76,14 @@ def _anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries
         )
     )
+
+
+def wire_body(request: LLMRequest) -> dict[str, Any]:
+    """The body the request's provider is sent (OpenAI's chat or Anthropic's messages)."""
+    if request.config.model_endpoint_type == "anthropic":
+        from cairn.llm import anthropic_messages
+
+        return anthropic_messages.request_body(request)
+    from cairn.llm import openai_chat
+
+    return openai_chat.request_body(request)

@@ -45,6 +45,11 @@ def send(
     )
 
 
+def preview(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> dict[str, Any]:
+    """The provider request the agent's next step would send for this request's messages."""
+    return rt.engine.preview(org, agent_id, _inputs(rt, org, agent_id, req))
+
+
 def produced(rt: Runtime, sent: Sent) -> list[Message]:
     """What the run produced (its inputs left out), in order."""
     run, made = sent

@@ -91,6 +91,12 @@ def send_message_async(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) 
     return http.json_reply(200, letta.run_json(sent.run))
 
 
+@router.post("/agents/<agent_id>/messages/preview-raw-payload")
+def preview_raw_payload(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) -> Response[Any]:
+    """What the model provider would be sent for these messages; nothing is run or stored."""
+    return http.json_reply(200, messages.preview(http.rt(), http.org_id(), agent_id, req))
+
+
 @router.get("/agents/<agent_id>/messages")
 def list_messages(
     agent_id: AgentId,

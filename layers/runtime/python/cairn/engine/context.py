@@ -7,6 +7,8 @@ from datetime import date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cairn.domain.agents import Agent
+from cairn.domain.blocks import Block
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
@@ -41,33 +43,15 @@ class StepToolContext:
     # -- custom tools -------------------------------------------------------------------
 
     def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
-        source = tool.source_code or ""
-        agent_state = None
-        if takes_agent_state(source, tool.name):
-            # What Letta hands such a tool, as data; the sandbox gives it attribute access.
-            agent_state = {
-                **self.state.agent.model_dump(
-                    mode="json",
-                    include={"id", "name", "agent_type", "tags", "metadata", "description"},
-                ),
-                "blocks": [
-                    b.model_dump(
-                        mode="json",
-                        include={"id", "label", "value", "limit", "description", "read_only"},
-                    )
-                    for b in self.memory.blocks.values()
-                ],
-            }
-        timeout = float(tool.metadata.get("timeout_seconds") or self.tool_timeout_seconds)
-        return self.sandbox.run(
-            SandboxRequest(
-                source=source,
-                name=tool.name,
-                args=args,
-                tool_call_id=tool_call_id,
-                agent_state=agent_state,
-                timeout_seconds=timeout,
-            )
+        blocks = list(self.memory.blocks.values())  # as this step has edited them so far
+        return run_in_sandbox(
+            self.sandbox,
+            tool,
+            args,
+            tool_call_id,
+            agent=self.state.agent,
+            blocks=blocks,
+            default_timeout=self.tool_timeout_seconds,
         )
 
     # -- recall -----------------------------------------------------------------------
@@ -169,3 +153,46 @@ def parse_when(value: str | None, timezone: str, *, end: bool = False) -> dateti
             f"`{value}` is not a date: use YYYY-MM-DD or an ISO datetime."
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=tz)
+
+
+BLOCK_FIELDS_FOR_TOOLS = {"id", "label", "value", "limit", "description", "read_only"}
+
+
+def run_in_sandbox(
+    sandbox: Sandbox,
+    tool: Tool,
+    args: dict[str, Any],
+    tool_call_id: str,
+    *,
+    agent: Agent,
+    blocks: list[Block],
+    default_timeout: float,
+) -> SandboxResult:
+    """One custom tool call in the sandbox, inside a step or outside one (the tool-run API)."""
+    source = tool.source_code or ""
+    agent_state = None
+    if takes_agent_state(source, tool.name):
+        # What Letta hands such a tool, as data; the sandbox gives it attribute access.
+        agent_state = {
+            **agent.model_dump(
+                mode="json", include={"id", "name", "agent_type", "tags", "metadata", "description"}
+            ),
+            "blocks": [
+                b.model_dump(
+                    mode="json",
+                    include={"id", "label", "value", "limit", "description", "read_only"},
+                )
+                for b in blocks
+            ],
+        }
+    timeout = float(tool.metadata.get("timeout_seconds") or default_timeout)
+    return sandbox.run(
+        SandboxRequest(
+            source=source,
+            name=tool.name,
+            args=args,
+            tool_call_id=tool_call_id,
+            agent_state=agent_state,
+            timeout_seconds=timeout,
+        )
+    )

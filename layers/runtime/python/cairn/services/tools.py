@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import textwrap
+import uuid
 from typing import Any
 
-from cairn.domain.ids import new_id
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool
+from cairn.engine.context import run_in_sandbox
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
@@ -213,7 +214,17 @@ def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> SandboxResult:
     tool = _from_source(ToolCreate(source_code=req.source_code, json_schema=req.json_schema), org)
     if req.name is not None and req.name != tool.name:
         raise InvalidArgumentError(f"name: the source defines `{tool.name}`, not `{req.name}`")
-    return _run(rt, tool, req.args, agent_state=None)
+    if takes_agent_state(tool.source_code or "", tool.name):
+        raise InvalidArgumentError("source_code: a tool taking agent_state runs for an agent")
+    return rt.engine.sandbox.run(
+        SandboxRequest(
+            source=tool.source_code or "",
+            name=tool.name,
+            args=req.args,
+            tool_call_id=_call_id(),
+            timeout_seconds=rt.settings.tool_timeout_seconds,
+        )
+    )
 
 
 def run_for_agent(
@@ -230,30 +241,17 @@ def run_for_agent(
         raise InvalidArgumentError(
             f"`{tool_name}` is a built-in tool: it runs inside a step, where its edits are saved"
         )
-    state = {
-        **agent.model_dump(
-            mode="json", include={"id", "name", "agent_type", "tags", "metadata", "description"}
-        ),
-        "blocks": [
-            b.model_dump(mode="json", include={"id", "label", "value", "limit", "description"})
-            for b in held
-        ],
-    }
-    return _run(rt, tool, args, agent_state=state)
-
-
-def _run(
-    rt: Runtime, tool: Tool, args: dict[str, Any], *, agent_state: dict[str, Any] | None
-) -> SandboxResult:
-    timeout = float(tool.metadata.get("timeout_seconds") or rt.settings.tool_timeout_seconds)
-    wants_state = takes_agent_state(tool.source_code or "", tool.name)
-    return rt.engine.sandbox.run(
-        SandboxRequest(
-            source=tool.source_code or "",
-            name=tool.name,
-            args=args,
-            tool_call_id=new_id("tool")[:29],
-            agent_state=agent_state if wants_state else None,
-            timeout_seconds=timeout,
-        )
+    return run_in_sandbox(
+        rt.engine.sandbox,
+        tool,
+        args,
+        _call_id(),
+        agent=agent,
+        blocks=held,
+        default_timeout=rt.settings.tool_timeout_seconds,
     )
+
+
+def _call_id() -> str:
+    """An idempotency key for a call made outside a step, shaped like Letta's call ids."""
+    return f"call_{uuid.uuid4().hex[:24]}"

@@ -263,3 +263,26 @@ def test_preview_raw_payload_is_what_the_step_sends(stack: Stack) -> None:
     ]
     assert shown["messages"][-1] == sent["messages"][-1]  # the user's packaged message
     assert "Name: Ada" in shown["messages"][0]["content"]
+
+
+def test_summarize_compacts_the_context_now(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    for n in range(4):
+        stack.fake.reply(f"answer {n}")
+        client.agents.messages.create(agent.id, input=f"question {n}")
+    before = client.agents.retrieve(agent.id).message_ids or []
+    stack.fake.reply("Ada asked four questions and got four answers.")
+    done = httpx.post(
+        f"{stack.url}/v1/agents/{agent.id}/summarize",
+        headers={"Authorization": f"Bearer {stack.key}"},
+        timeout=30,
+    )
+    assert done.status_code == 204, done.text
+    after = client.agents.retrieve(agent.id).message_ids or []
+    assert after[0] == before[0] and len(after) < len(before)
+    assert after[-1] == before[-1]  # the newest messages stay
+    summary = client.agents.messages.list(agent.id, order="asc", limit=1000).items
+    assert any("four questions" in str(getattr(m, "content", "")) for m in summary)
+    runs = list(client.runs.list(agent_id=agent.id))
+    assert runs[0].metadata["run_type"] == "summarize" and runs[0].stop_reason == "end_turn"  # type: ignore[index]

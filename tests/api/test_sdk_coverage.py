@@ -46,8 +46,6 @@ NOT_SERVED = {
     "agents.folders.list": "files and folders (data sources) are not part of Cairn",
     "agents.identities.attach": "identities are not part of Cairn",
     "agents.identities.detach": "identities are not part of Cairn",
-    "agents.messages.compact": "compaction runs as its own step when the window overflows; "
-    "on-demand summarize is not built yet",
     "tools.search": "semantic tool search needs tool embeddings: not built yet",
     "runs.messages.stream": "resuming a background stream: API Gateway cannot stream",
     "steps.feedback.create": "step feedback and traces are not recorded",
@@ -235,6 +233,8 @@ def test_messages_streams_runs_and_steps(stack: Stack, client: Letta) -> None:
     tool_step = next(s for s in steps if len(client.steps.messages.list(s.id).items) >= 2)
     walk_pages(client.steps.messages.list(tool_step.id, limit=1))
     assert isinstance(client.agents.messages.cancel(agent.id), dict | BaseModel)
+    stack.fake.reply("A summary of the talk so far.")
+    client.agents.messages.compact(agent.id)  # POST .../summarize: 204
 
 
 def test_tools(stack: Stack, client: Letta) -> None:

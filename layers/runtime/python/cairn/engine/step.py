@@ -132,13 +132,14 @@ class Engine:
         metadata: dict[str, Any] | None = None,
         run_here: bool = False,
         task_token: str | None = None,
+        compact_only: bool = False,
     ) -> StartedRun:
         """Record the run and its first step command together; the caller publishes it.
 
         With `run_here` the caller runs the first step itself: the command is stored as
         published, and goes back to the outbox only if that step cannot run (busy, crash).
         """
-        if not inputs:
+        if not inputs and not compact_only:
             raise InvalidArgumentError("messages: at least one message is required")
         if max_steps < 1:
             raise InvalidArgumentError("max_steps: must be at least 1")
@@ -157,6 +158,8 @@ class Engine:
         run.request_config = {
             "input": [m.model_dump(mode="json") for m in stamped],
             "max_steps": max_steps,
+            # A summarise request: one compaction step, then the run ends.
+            **({"compact_only": True} if compact_only else {}),
         }
         first = step_command(run, 0)
         with self.db.connection() as conn:
@@ -229,7 +232,9 @@ class Engine:
         previous_kind = got.previous_kind
         now = self._clock()
         turn = Turn(self, state, journal, now)
-        if turn.inputs and turn.inputs[-1].role == "approval":
+        if run.request_config.get("compact_only"):
+            cp = turn.compaction_step() or turn.finish("end_turn")
+        elif turn.inputs and turn.inputs[-1].role == "approval":
             cp = turn.approval_step()
         elif previous_kind != "compaction" and turn.over_window():
             cp = turn.compaction_step() or turn.llm_step()

@@ -311,6 +311,7 @@ class Turn:
         return self.run_tools(prepared, memory, history, system, overrides=overrides)
 
     def compaction_step(self) -> Checkpoint | None:
+        """Summarise the oldest part of the context; None when there is nothing to evict."""
         state = self.state
         settings = compaction.settings_of(self.agent)
         cut = compaction.cut_index(state.context, settings)
@@ -337,14 +338,16 @@ class Turn:
         )
         kept = state.context[cut:]
         ids = [state.context[0].id, summary.id, *(m.id for m in kept), *(m.id for m in self.inputs)]
+        only = bool(state.run.request_config.get("compact_only"))  # summarise on request
         cp = self.checkpoint(
-            status="running",
-            stop_reason=None,
+            status="completed" if only else "running",
+            stop_reason="end_turn" if only else None,
             usage=response,
             message_ids=ids,
             new=[summary, *self.inputs],
         )
-        cp.next_command = step_command(state.run, state.step_index + 1)
+        if not only:
+            cp.next_command = step_command(state.run, state.step_index + 1)
         return cp
 
     # -- endings ----------------------------------------------------------------------

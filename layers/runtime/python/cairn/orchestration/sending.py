@@ -35,6 +35,7 @@ def send(
     max_steps: int,
     wait: bool,
     metadata: dict[str, object] | None = None,
+    compact_only: bool = False,
 ) -> Sent:
     """Start a run; with `wait`, run its first step here and wait (within the budget) for it.
 
@@ -49,6 +50,7 @@ def send(
         background=not wait,
         metadata=metadata,
         run_here=wait,
+        compact_only=compact_only,
     )
     if not wait:
         handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})

@@ -45,6 +45,15 @@ def send(
     )
 
 
+def summarize(rt: Runtime, org: str, agent_id: str) -> Sent:
+    """Compact the agent's context now: a run of one compaction step (the oldest messages
+    summarised as its compaction settings say), waited for within the sync budget."""
+    return sending.send(
+        rt, org, agent_id, [], max_steps=1, wait=True, metadata={"run_type": "summarize"},
+        compact_only=True,
+    )  # fmt: skip
+
+
 def preview(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> dict[str, Any]:
     """The provider request the agent's next step would send for this request's messages."""
     return rt.engine.preview(org, agent_id, _inputs(rt, org, agent_id, req))

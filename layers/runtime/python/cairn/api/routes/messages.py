@@ -91,6 +91,17 @@ def send_message_async(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) 
     return http.json_reply(200, letta.run_json(sent.run))
 
 
+@router.post("/agents/<agent_id>/summarize")
+def summarize(agent_id: AgentId) -> Response[Any]:
+    """Letta answers 204; a compaction still going past the budget answers 202 and its run."""
+    run = messages.summarize(http.rt(), http.org_id(), agent_id).run
+    if run.status not in TERMINAL_RUN_STATUSES:
+        return http.json_reply(202, letta.run_json(run))
+    if run.stop_reason == "llm_api_error":
+        return _llm_error(run)
+    return Response(status_code=204, body="")
+
+
 @router.post("/agents/<agent_id>/messages/preview-raw-payload")
 def preview_raw_payload(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) -> Response[Any]:
     """What the model provider would be sent for these messages; nothing is run or stored."""

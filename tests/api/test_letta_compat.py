@@ -286,3 +286,20 @@ def test_summarize_compacts_the_context_now(stack: Stack) -> None:
     assert any("four questions" in str(getattr(m, "content", "")) for m in summary)
     runs = list(client.runs.list(agent_id=agent.id))
     assert runs[0].metadata["run_type"] == "summarize" and runs[0].stop_reason == "end_turn"  # type: ignore[index]
+
+
+def test_deleting_a_run_keeps_its_messages_and_refuses_a_running_one(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    stack.fake.reply("hello")
+    client.agents.messages.create(agent.id, input="hi")
+    run = next(iter(client.runs.list(agent_id=agent.id)))
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    assert httpx.delete(f"{stack.url}/v1/runs/{run.id}", headers=auth).status_code == 200
+    assert httpx.get(f"{stack.url}/v1/runs/{run.id}", headers=auth).status_code == 404
+    kept = [getattr(m, "content", None) for m in client.agents.messages.list(agent.id)]
+    assert "hi" in kept and "hello" in kept
+    stack.fake.reply("slow", delay=2)
+    going = client.agents.messages.create_async(agent.id, input="take your time")
+    refused = httpx.delete(f"{stack.url}/v1/runs/{going.id}", headers=auth)
+    assert refused.status_code == 409 and "cancel it" in refused.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
-from cairn.errors import InvalidArgumentError, NotFoundError
+from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
 from cairn.orchestration.parts import Runtime
 from cairn.services.pages import window
 from cairn.store import messages, runs
@@ -56,6 +56,14 @@ def list_runs(
 def retrieve(rt: Runtime, org: str, run_id: str) -> Run:
     with rt.db.connection() as conn:
         return _fetch(conn, org, run_id)
+
+
+def delete(rt: Runtime, org: str, run_id: str) -> None:
+    """Forget an ended run; its messages stay in the agent's history (recall memory)."""
+    with rt.db.transaction() as conn:
+        run = _fetch(conn, org, run_id)
+        if not runs.delete_ended(conn, org, run.id):
+            raise ConflictError(f"Run {run_id} is {run.status}: cancel it before deleting it")
 
 
 def messages_of(

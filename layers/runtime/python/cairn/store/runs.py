@@ -325,3 +325,15 @@ def list_all_steps(
         limit=limit,
         order=order,
     )
+
+
+DELETE_ENDED_RUN = """
+DELETE FROM runs WHERE organization_id = %(org)s AND id = %(id)s
+  AND status IN ('completed', 'failed', 'cancelled')
+"""
+
+
+def delete_ended(conn: Connection, org_id: str, run_id: str) -> bool:
+    """Delete a run that has ended, with its steps, journal and outbox rows (the messages
+    it produced stay in the agent's history). False if it is still going."""
+    return conn.execute(DELETE_ENDED_RUN, {"org": org_id, "id": run_id}).rowcount == 1

@@ -55,6 +55,12 @@ def retrieve_run(run_id: RunId) -> Response[Any]:
     return http.json_reply(200, letta.run_json(runs.retrieve(http.rt(), http.org_id(), run_id)))
 
 
+@router.delete("/runs/<run_id>")
+def delete_run(run_id: RunId) -> Response[Any]:
+    runs.delete(http.rt(), http.org_id(), run_id)
+    return http.json_reply(200, None)
+
+
 @router.get("/runs/<run_id>/messages")
 def run_messages(
     run_id: RunId,

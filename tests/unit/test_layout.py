@@ -91,6 +91,16 @@ def test_the_api_reaches_the_store_only_through_services() -> None:
     assert {m: i for m, i in services.items() if i} == {}
 
 
+def test_no_api_module_opens_a_connection() -> None:
+    # Transactions belong to the services; a route that opened one would be a second engine.
+    offenders = [
+        str(p.relative_to(LIBRARY))
+        for p in (LIBRARY / "api").rglob("*.py")
+        if any(word in p.read_text() for word in (".connection()", ".transaction()", ".db."))
+    ]
+    assert offenders == []
+
+
 def test_no_route_imports_another_route() -> None:
     for module, imports in _modules("api").items():
         if ".routes." in module:

@@ -3,10 +3,13 @@ compaction), built into a checkpoint value; it writes nothing itself (`engine/st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from cairn.config import Settings
+from cairn.domain.agents import Agent
 from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.messages import ContentPart, Message, TextContent
 from cairn.domain.runs import (
@@ -15,6 +18,7 @@ from cairn.domain.runs import (
     run_status_for,
     step_command,
 )
+from cairn.embeddings.base import Embedder
 from cairn.engine import calls, compaction
 from cairn.engine.context import StepToolContext
 from cairn.engine.policy import CallOutcome, after_tools, must_call_first, policy_for
@@ -24,10 +28,27 @@ from cairn.llm.types import LLMError, LLMRequest, LLMResponse
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.store.checkpoints import Checkpoint
+from cairn.store.db import Database
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
+from cairn.tools.sandbox import Sandbox
 
-if TYPE_CHECKING:
-    from cairn.engine.step import Engine
+
+class StepEngine(Protocol):
+    """What a turn uses of the engine that runs it (`engine/step.py`'s Engine)."""
+
+    db: Database
+    settings: Settings
+    sandbox: Sandbox
+
+    _clock: Callable[[], datetime]
+
+    def call_llm(
+        self, state: StepState, request: LLMRequest, journal: dict[str, dict[str, Any]]
+    ) -> LLMResponse: ...
+
+    def embedder_of(self, agent: Agent) -> Embedder: ...
+
+    def write_journal(self, state: StepState, key: str, payload: dict[str, Any]) -> None: ...
 
 
 def _pending_approval(last: Message | None) -> Message | None:
@@ -40,7 +61,11 @@ class Turn:
     """One step's work on loaded state; builds the checkpoint, writes nothing itself."""
 
     def __init__(
-        self, engine: Engine, state: StepState, journal: dict[str, dict[str, Any]], now: datetime
+        self,
+        engine: StepEngine,
+        state: StepState,
+        journal: dict[str, dict[str, Any]],
+        now: datetime,
     ) -> None:
         self.engine, self.state, self.journal, self.now = engine, state, journal, now
         self.agent = state.agent

@@ -4,6 +4,10 @@
 or after a crash at any point. It reads, calls the model with no transaction open, journals
 the response before any tool runs, and commits everything in `store.checkpoints.commit`. A second
 delivery reuses the journal (no second model call) and a committed step is never redone.
+
+Here: claiming a step, choosing its kind, the journaled model call and the commit. The
+turn's own work (model step, tools, approval, compaction, endings) is `engine/turn.py`; a
+run's start and its end from outside a step, `engine/lifecycle.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from cairn import faults
 from cairn.config import Settings
@@ -34,19 +38,19 @@ from cairn.domain.runs import (
 )
 from cairn.embeddings import providers
 from cairn.embeddings.base import Embedder
+from cairn.engine import lifecycle
+from cairn.engine.lifecycle import LEASE_SECONDS, StartedRun
 from cairn.engine.state import StepState, load
 from cairn.engine.turn import Turn
 from cairn.errors import (
     ConflictError,
-    InvalidArgumentError,
     NotFoundError,
-    PendingApprovalError,
     VersionConflictError,
 )
 from cairn.llm.clients import LLMClient, client_for, wire_body
 from cairn.llm.types import LLMRequest, LLMResponse
-from cairn.store import agents, runs
 from cairn.store import claim as claims
+from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
 from cairn.store.claim import Claim
 from cairn.store.db import Database
@@ -56,8 +60,6 @@ logger = logging.getLogger(__name__)
 
 # A block edited by a person while the step ran: redo the step on fresh state this often.
 MAX_CONFLICT_RETRIES = 3
-# How long a run holds its agent without renewing (renewed by every step).
-LEASE_SECONDS = 900.0
 LLM_JOURNAL_KEY = "llm"
 
 StepStatus = Literal["committed", "already_done", "busy", "run_finished", "missing"]
@@ -82,15 +84,6 @@ class StepOutcome:
     def freed_agent(self) -> bool:
         """The run ended here, so runs waiting for its agent can go."""
         return self.status == "committed" and self.run_status in TERMINAL_RUN_STATUSES
-
-
-class StartedRun(NamedTuple):
-    run: Run
-    command: OutboxCommand  # the first step, for the caller to publish or run
-    # An answer to an approval: the token of the workflow waiting for it, to send back.
-    approval_token: str | None = None
-    # `run_here`: the first step's claim, taken in the same round trip (hand it to `step`).
-    first_claim: Claim | None = None
 
 
 class Engine:
@@ -119,7 +112,7 @@ class Engine:
     def embedder_for(self, config: EmbeddingConfig | None) -> Embedder:
         return self._embedder_for(config or providers.default_config(self.settings))
 
-    # -- starting a run ---------------------------------------------------------------
+    # -- a run's start and end ------------------------------------------------------
 
     def start_run(
         self,
@@ -134,52 +127,18 @@ class Engine:
         task_token: str | None = None,
         compact_only: bool = False,
     ) -> StartedRun:
-        """Record the run and its first step command together; the caller publishes it.
-
-        With `run_here` the caller runs the first step itself: the command is stored as
-        published, and goes back to the outbox only if that step cannot run (busy, crash).
-        """
-        if not inputs and not compact_only:
-            raise InvalidArgumentError("messages: at least one message is required")
-        if max_steps < 1:
-            raise InvalidArgumentError("max_steps: must be at least 1")
-        answering = any(m.role == "approval" for m in inputs)
-        run = Run(
-            organization_id=org_id,
-            agent_id=agent_id,
+        """`lifecycle.start_run` on this engine's database."""
+        return lifecycle.start_run(
+            self.db,
+            org_id,
+            agent_id,
+            inputs,
+            max_steps=max_steps,
             background=background,
-            metadata=dict(metadata or {}),
+            metadata=metadata,
+            run_here=run_here,
             task_token=task_token,
-        )
-        stamped = [
-            m.model_copy(update={"run_id": run.id, "agent_id": agent_id, "organization_id": org_id})
-            for m in inputs
-        ]
-        run.request_config = {
-            "input": [m.model_dump(mode="json") for m in stamped],
-            "max_steps": max_steps,
-            # A summarise request: one compaction step, then the run ends.
-            **({"compact_only": True} if compact_only else {}),
-        }
-        first = step_command(run, 0)
-        with self.db.connection() as conn:
-            row, first_claim = runs.start_run(
-                conn,
-                run,
-                first,
-                answering=answering,
-                claim_lease_seconds=LEASE_SECONDS if run_here else None,
-            )
-        if not row["found"]:
-            raise NotFoundError(f"Agent with ID {agent_id} not found")
-        if row["command"] is None:
-            if row["pending_id"] is not None and not answering:
-                raise PendingApprovalError(row["pending_id"])
-            if row["pending_id"] is not None:
-                raise ConflictError(f"Approval request {row['pending_id']} was already answered")
-            raise ConflictError("No tool call is waiting for approval")
-        return StartedRun(
-            run, OutboxCommand.model_validate(row["command"]), row["approval_token"], first_claim
+            compact_only=compact_only,
         )
 
     # -- one step ---------------------------------------------------------------------
@@ -262,25 +221,8 @@ class Engine:
     def fail_run(
         self, org_id: str, run_id: str, reason: str, detail: str, *, kind: str | None = None
     ) -> Run | None:
-        """End a run that cannot go on (dead-lettered step, cancel); frees its agent."""
-        with self.db.transaction() as conn:
-            run = runs.get_run(conn, org_id, run_id)
-            if run is None or run.status in TERMINAL_RUN_STATUSES:
-                return run
-            status = "cancelled" if reason == "cancelled" else "failed"
-            ended = run.model_copy(
-                update={
-                    "status": status,
-                    "stop_reason": reason,
-                    "completed_at": self._clock(),
-                    "error": None
-                    if status == "cancelled"
-                    else {"message": detail, "type": kind or reason},
-                }
-            )
-            runs.update_run(conn, ended)
-            agents.release_lease(conn, org_id, run.agent_id, run_id)
-            return ended
+        """`lifecycle.fail_run` at this engine's clock."""
+        return lifecycle.fail_run(self.db, self._clock(), org_id, run_id, reason, detail, kind=kind)
 
     def preview(self, org_id: str, agent_id: str, inputs: list[Message]) -> dict[str, Any]:
         """The provider's request body the agent's next step would send for these inputs,

@@ -1,0 +1,120 @@
+"""A run's start and its end from outside a step (cancel, dead letter): the run record, its
+first step command and the agent's lease."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from cairn.domain.constants import DEFAULT_MAX_STEPS
+from cairn.domain.messages import Message
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, step_command
+from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, PendingApprovalError
+from cairn.store import agents, runs
+from cairn.store.claim import Claim
+from cairn.store.db import Database
+
+# How long a run holds its agent without renewing (renewed by every step).
+LEASE_SECONDS = 900.0
+
+
+class StartedRun(NamedTuple):
+    run: Run
+    command: OutboxCommand  # the first step, for the caller to publish or run
+    # An answer to an approval: the token of the workflow waiting for it, to send back.
+    approval_token: str | None = None
+    # `run_here`: the first step's claim, taken in the same round trip (hand it to `step`).
+    first_claim: Claim | None = None
+
+
+def start_run(
+    db: Database,
+    org_id: str,
+    agent_id: str,
+    inputs: list[Message],
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    background: bool = False,
+    metadata: dict[str, Any] | None = None,
+    run_here: bool = False,
+    task_token: str | None = None,
+    compact_only: bool = False,
+) -> StartedRun:
+    """Record the run and its first step command together; the caller publishes it.
+
+    With `run_here` the caller runs the first step itself: the command is stored as
+    published, and goes back to the outbox only if that step cannot run (busy, crash).
+    """
+    if not inputs and not compact_only:
+        raise InvalidArgumentError("messages: at least one message is required")
+    if max_steps < 1:
+        raise InvalidArgumentError("max_steps: must be at least 1")
+    answering = any(m.role == "approval" for m in inputs)
+    run = Run(
+        organization_id=org_id,
+        agent_id=agent_id,
+        background=background,
+        metadata=dict(metadata or {}),
+        task_token=task_token,
+    )
+    stamped = [
+        m.model_copy(update={"run_id": run.id, "agent_id": agent_id, "organization_id": org_id})
+        for m in inputs
+    ]
+    run.request_config = {
+        "input": [m.model_dump(mode="json") for m in stamped],
+        "max_steps": max_steps,
+        # A summarise request: one compaction step, then the run ends.
+        **({"compact_only": True} if compact_only else {}),
+    }
+    first = step_command(run, 0)
+    with db.connection() as conn:
+        row, first_claim = runs.start_run(
+            conn,
+            run,
+            first,
+            answering=answering,
+            claim_lease_seconds=LEASE_SECONDS if run_here else None,
+        )
+    if not row["found"]:
+        raise NotFoundError(f"Agent with ID {agent_id} not found")
+    if row["command"] is None:
+        if row["pending_id"] is not None and not answering:
+            raise PendingApprovalError(row["pending_id"])
+        if row["pending_id"] is not None:
+            raise ConflictError(f"Approval request {row['pending_id']} was already answered")
+        raise ConflictError("No tool call is waiting for approval")
+    return StartedRun(
+        run, OutboxCommand.model_validate(row["command"]), row["approval_token"], first_claim
+    )
+
+
+def fail_run(
+    db: Database,
+    now: datetime,
+    org_id: str,
+    run_id: str,
+    reason: str,
+    detail: str,
+    *,
+    kind: str | None = None,
+) -> Run | None:
+    """End a run that cannot go on (dead-lettered step, cancel); frees its agent."""
+    with db.transaction() as conn:
+        run = runs.get_run(conn, org_id, run_id)
+        if run is None or run.status in TERMINAL_RUN_STATUSES:
+            return run
+        status = "cancelled" if reason == "cancelled" else "failed"
+        ended = run.model_copy(
+            update={
+                "status": status,
+                "stop_reason": reason,
+                "completed_at": now,
+                "error": None
+                if status == "cancelled"
+                else {"message": detail, "type": kind or reason},
+            }
+        )
+        runs.update_run(conn, ended)
+        agents.release_lease(conn, org_id, run.agent_id, run_id)
+        return ended

@@ -303,3 +303,13 @@ def test_deleting_a_run_keeps_its_messages_and_refuses_a_running_one(stack: Stac
     going = client.agents.messages.create_async(agent.id, input="take your time")
     refused = httpx.delete(f"{stack.url}/v1/runs/{going.id}", headers=auth)
     assert refused.status_code == 409 and "cancel it" in refused.text
+
+
+def test_base_tools_are_added_and_searchable(stack: Stack) -> None:
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    added = httpx.post(f"{stack.url}/v1/tools/add-base-tools", headers=auth).json()
+    assert {"memory_insert", "conversation_search", "send_message"} <= {t["name"] for t in added}
+    found = stack.client().tools.search(query="memory block insert", tool_types=["letta_core"])
+    assert found == []  # memory_insert is a letta_sleeptime_core tool, filtered out
+    found = stack.client().tools.search(query="memory block insert")
+    assert found[0].tool.name == "memory_insert" and found[0].fts_rank == 1

@@ -100,6 +100,13 @@ def test_every_served_route_is_described_with_its_inputs(ours: dict[str, Any]) -
             assert name in _query_names(op) or "{}" in path, (method, path, name)
         if method in ("POST", "PUT", "PATCH") and not path.endswith(("/attach/{}", "/detach/{}")):
             bodiless = path.endswith(
-                ("/cancel", "/reset-messages", "/run", "/approval/{}", "/summarize")
+                (
+                    "/cancel",
+                    "/reset-messages",
+                    "/run",
+                    "/approval/{}",
+                    "/summarize",
+                    "/add-base-tools",
+                )
             )
             assert "requestBody" in op or bodiless, (method, path)

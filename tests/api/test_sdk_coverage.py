@@ -46,7 +46,6 @@ NOT_SERVED = {
     "agents.folders.list": "files and folders (data sources) are not part of Cairn",
     "agents.identities.attach": "identities are not part of Cairn",
     "agents.identities.detach": "identities are not part of Cairn",
-    "tools.search": "semantic tool search needs tool embeddings: not built yet",
     "runs.messages.stream": "resuming a background stream: API Gateway cannot stream",
     "steps.feedback.create": "step feedback and traces are not recorded",
     "steps.metrics.retrieve": "step feedback and traces are not recorded",
@@ -261,6 +260,8 @@ def test_tools(stack: Stack, client: Letta) -> None:
     assert client.tools.retrieve(made.id).name == "shout"
     assert client.tools.update(made.id, description="Loud.").description == "Loud."
     assert len(walk_pages(client.tools.list(limit=1))) >= 4
+    found = client.tools.search(query="loudly")  # full text over names and descriptions
+    assert [r.tool.name for r in found] == ["shout"]
     ran = httpx.post(  # POST /v1/tools/run: in Letta's API, not in this SDK
         f"{stack.url}/v1/tools/run",
         json={"source_code": inspect.getsource(shout), "args": {"text": "hi"}},

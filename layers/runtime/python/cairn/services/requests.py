@@ -291,3 +291,11 @@ class MessageUpdate(_Body):
         if isinstance(self.content, str):
             return self.content
         return "".join(p.text for p in self.content or ())
+
+
+class ToolSearch(_Body):
+    query: str | None = None
+    search_mode: Literal["vector", "fts", "hybrid"] = "hybrid"
+    tool_types: list[str] | None = None
+    tags: list[str] | None = None
+    limit: int = Field(default=50, ge=1, le=100)

@@ -14,7 +14,7 @@ from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.pages import window
-from cairn.services.requests import ToolCreate, ToolRunFromSource, ToolUpdate
+from cairn.services.requests import ToolCreate, ToolRunFromSource, ToolSearch, ToolUpdate
 from cairn.store import agents, tools
 from cairn.store.blocks import for_agent as blocks_of
 from cairn.store.db import Connection
@@ -61,6 +61,26 @@ def list_tools(
         for t in found
         if (not wanted or t.name in wanted) and (not search or search.lower() in t.name.lower())
     ]
+
+
+def add_builtins(rt: Runtime, org: str) -> list[Tool]:
+    """Make sure the organisation has every built-in tool; they are created on first use
+    anyway, this does it now (Letta's add-base-tools)."""
+    with rt.db.transaction() as conn:
+        _builtins(conn, org)
+        return [t for t in (tools.get_by_name(conn, org, n) for n in BUILTIN_TOOLS) if t]
+
+
+def search(rt: Runtime, org: str, req: ToolSearch) -> list[tuple[Tool, int, float]]:
+    """Tools by full text over names and descriptions. Cairn keeps no tool embeddings, so
+    every search mode is answered by full text."""
+    if not req.query:
+        return []
+    with rt.db.connection() as conn:
+        _builtins(conn, org)
+        return tools.search(
+            conn, org, req.query, tool_types=req.tool_types, tags=req.tags, limit=req.limit
+        )
 
 
 def count(rt: Runtime, org: str) -> int:

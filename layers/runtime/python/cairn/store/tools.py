@@ -123,3 +123,37 @@ COUNT_TOOLS = "SELECT count(*) AS n FROM tools WHERE organization_id = %(org)s"
 def count(conn: Connection, org_id: str) -> int:
     row = conn.execute(COUNT_TOOLS, {"org": org_id}).fetchone()
     return int(row["n"]) if row else 0
+
+
+# Full text over a tool's name (underscores read as spaces) and description; an organisation
+# holds tens of tools, so no index is needed and none is kept.
+SEARCH_TOOLS = """
+WITH q AS (SELECT websearch_to_tsquery('english', %(text)s) AS t),
+docs AS (
+    SELECT tools.*, to_tsvector('english', replace(name, '_', ' ') || ' ' ||
+                                coalesce(description, '')) AS doc
+    FROM tools
+    WHERE organization_id = %(org)s
+      AND (%(types)s::text[] IS NULL OR tool_type = ANY(%(types)s))
+      AND (%(tags)s::text[] IS NULL OR tags && %(tags)s)
+)
+SELECT docs.*, row_number() OVER (ORDER BY ts_rank(doc, q.t) DESC, id) AS fts_rank,
+       ts_rank(doc, q.t) AS score
+FROM docs, q WHERE doc @@ q.t
+ORDER BY ts_rank(doc, q.t) DESC, id LIMIT %(limit)s
+"""
+
+
+def search(
+    conn: Connection,
+    org_id: str,
+    text: str,
+    *,
+    tool_types: list[str] | None = None,
+    tags: list[str] | None = None,
+    limit: int = 50,
+) -> list[tuple[Tool, int, float]]:
+    """(tool, rank, score) of the tools whose name or description match, best first."""
+    params = {"org": org_id, "text": text, "types": tool_types, "tags": tags, "limit": limit}
+    rows = conn.execute(SEARCH_TOOLS, params).fetchall()
+    return [(Tool.model_validate(r), int(r["fts_rank"]), float(r["score"])) for r in rows]

@@ -17,6 +17,7 @@ from cairn.services.requests import (
     ToolCreate,
     ToolRun,
     ToolRunFromSource,
+    ToolSearch,
     ToolUpdate,
 )
 
@@ -45,6 +46,30 @@ def list_tools(
         order=order,
     )
     return http.json_reply(200, [letta.tool_json(t) for t in found])
+
+
+@router.post("/tools/add-base-tools")
+def add_base_tools() -> Response[Any]:
+    found = tools.add_builtins(http.rt(), http.org_id())
+    return http.json_reply(200, [letta.tool_json(t) for t in found])
+
+
+@router.post("/tools/search")
+def search_tools(req: Annotated[ToolSearch, Body()]) -> Response[Any]:
+    found = tools.search(http.rt(), http.org_id(), req)
+    return http.json_reply(
+        200,
+        [
+            {
+                "tool": letta.tool_json(tool),
+                "embedded_text": None,
+                "fts_rank": rank,
+                "vector_rank": None,
+                "combined_score": score,
+            }
+            for tool, rank, score in found
+        ],
+    )
 
 
 @router.get("/tools/count")

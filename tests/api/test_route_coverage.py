@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cairn.api.app import build_app
-from cairn.api.openapi import letta_document
+from cairn.api.openapi import letta_document, shape
 
 ROOT = Path(__file__).resolve().parents[2]
 LETTA = letta_document()  # Letta 0.16.1's own document, trimmed to these resources
@@ -28,13 +28,9 @@ METHODS = ("get", "post", "put", "patch", "delete")
 CAIRN_ONLY = {("POST", "/v1/agents/{}/messages/capture"), ("GET", "/openapi.json")}
 
 
-def _shape(path: str) -> str:
-    return re.sub(r"\{[^}]+\}", "{}", path)
-
-
 def _operations(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {
-        (method.upper(), _shape(path)): op
+        (method.upper(), shape(path)): op
         for path, ops in doc["paths"].items()
         for method, op in ops.items()
         if method in METHODS
@@ -59,7 +55,7 @@ def test_every_letta_operation_is_served_or_listed_with_a_reason(ours: dict[str,
     readme = ROOT.joinpath("README.md").read_text()
     table = readme[readme.index("Not served, and why:") : readme.index("Differences a client")]
     listed = {
-        (m, _shape(p)) for m, p in re.findall(r"`(GET|POST|PUT|PATCH|DELETE) (/v1/[^`]+)`", table)
+        (m, shape(p)) for m, p in re.findall(r"`(GET|POST|PUT|PATCH|DELETE) (/v1/[^`]+)`", table)
     }
     theirs = set(letta_ops())
     assert theirs - served - listed == set(), "neither served nor listed as not served"

@@ -236,7 +236,7 @@ def search(rt: Runtime, org: str, req: MessageSearch) -> list[Found]:
                 conn, org, req.query, roles=roles, start=req.start_date, end=req.end_date,
                 limit=req.limit,
             )  # fmt: skip
-            return [Found(m, 1.0 / (60 + rank), None, rank) for m, rank in hits]
+            return [Found(m, 1.0 / (sql_search.RRF_K + rank), None, rank) for m, rank in hits]
         agent = agent_service.fetch(conn, org, req.agent_id)
         vector = None
         if req.search_mode != "fts":

@@ -138,11 +138,11 @@ def steps(
     order: Order,
 ) -> list[Step]:
     with rt.db.connection() as conn:
-        return runs.list_all_steps(
+        return runs.list_steps(
             conn,
             org,
+            run_id,
             agent_id=agent_id,
-            run_id=run_id,
             after=after,
             before=before,
             limit=limit,

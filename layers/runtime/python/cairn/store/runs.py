@@ -245,19 +245,21 @@ def step_at(conn: Connection, org_id: str, run_id: str, step_index: int) -> Step
 def list_steps(
     conn: Connection,
     org_id: str,
-    run_id: str,
+    run_id: str | None = None,
     *,
+    agent_id: str | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 100,
     order: Order = "asc",
 ) -> list[Step]:
+    """A page of steps: one run's, one agent's, or the organisation's."""
     return page(
         conn,
         "steps",
         Step,
         org_id,
-        equals={"run_id": run_id},
+        equals={"run_id": run_id, "agent_id": agent_id},
         after=after,
         before=before,
         limit=limit,
@@ -300,31 +302,6 @@ def journal_entries(
         SELECT_JOURNAL, {"org": org_id, "run_id": run_id, "step_index": step_index}
     ).fetchall()
     return {r["key"]: JournalEntry.model_validate(r) for r in rows}
-
-
-def list_all_steps(
-    conn: Connection,
-    org_id: str,
-    *,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    status: str | None = None,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int = 50,
-    order: Order = "desc",
-) -> list[Step]:
-    return page(
-        conn,
-        "steps",
-        Step,
-        org_id,
-        equals={"agent_id": agent_id, "run_id": run_id, "status": status},
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
-    )
 
 
 DELETE_ENDED_RUN = """

@@ -313,3 +313,77 @@ def test_base_tools_are_added_and_searchable(stack: Stack) -> None:
     assert found == []  # memory_insert is a letta_sleeptime_core tool, filtered out
     found = stack.client().tools.search(query="memory block insert")
     assert found[0].tool.name == "memory_insert" and found[0].fts_rank == 1
+
+
+def test_all_messages_page_through_every_agent_in_one_order(stack: Stack) -> None:
+    client = stack.client()
+    for text in ("first", "second"):
+        agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+        stack.fake.reply(f"re: {text}")
+        client.agents.messages.create(agent.id, input=text)
+    seen, after = [], None
+    while page := client.messages.list(limit=1, order="asc", **({"after": after} if after else {})):
+        seen += page
+        after = page[-1].id
+    texts = [getattr(m, "content", None) for m in seen]
+    assert [t for t in texts if t in ("first", "re: first", "second", "re: second")] == [
+        "first",
+        "re: first",
+        "second",
+        "re: second",
+    ]
+    newest = client.messages.list(limit=1)  # desc by default
+    assert newest[0].id == seen[-1].id
+
+
+def test_step_feedback_transaction_metrics_and_traces(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stack.runtime.engine.settings, "provider_traces", True)
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    stack.fake.reply("", call("conversation_search", query="tea"))
+    stack.fake.reply("Nothing yet.")
+    client.agents.messages.create(agent.id, input="what about tea?")
+    run = next(iter(client.runs.list(agent_id=agent.id)))
+    steps = sorted(client.runs.steps.list(run.id), key=lambda s: s.id)
+    traced = [client.steps.trace.retrieve(s.id) for s in steps]
+    assert all(t is not None for t in traced)
+    sent = [t.request_json for t in traced if t is not None]
+    assert all(r["model"] == "gpt-test" and r["messages"] for r in sent)
+    calls = [t.response_json.get("tool_calls") for t in traced if t is not None]
+    assert any(c and c[0]["function"]["name"] == "conversation_search" for c in calls)
+
+    step = steps[0]
+    assert client.steps.feedback.create(step.id, feedback="negative").tags == []
+    cleared = client.steps.feedback.create(step.id, tags=["retry"])
+    assert (cleared.feedback, cleared.tags) == (None, ["retry"])  # Letta replaces feedback
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    tx = httpx.patch(f"{stack.url}/v1/steps/{step.id}/transaction/tx-42", headers=auth)
+    assert tx.status_code == 200 and tx.json()["tid"] == "tx-42"
+    wrong = httpx.patch(
+        f"{stack.url}/v1/steps/{step.id}/feedback", json={"feedback": "meh"}, headers=auth
+    )
+    assert wrong.status_code == 422 and "feedback" in wrong.text
+
+    metrics = httpx.get(f"{stack.url}/v1/runs/{run.id}/metrics", headers=auth).json()
+    tool_ids = {t.id for t in client.agents.tools.list(agent_id=agent.id)}
+    assert metrics["num_steps"] == len(steps) >= 2
+    assert len(metrics["tools_used"]) == 1 and set(metrics["tools_used"]) <= tool_ids
+    assert metrics["run_ns"] > 0 and metrics["run_start_ns"] > 0
+
+
+def test_generate_schema_reads_the_source_without_running_it(stack: Stack) -> None:
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    code = (
+        "def roll(sides: int, times: int = 1) -> str:\n"
+        '    """Roll dice.\n\n    Args:\n        sides: Faces per die.\n'
+        '        times: How many dice.\n    """\n'
+        "    raise SystemExit('never run')\n"
+    )
+    got = httpx.post(f"{stack.url}/v1/tools/generate-schema", json={"code": code}, headers=auth)
+    assert got.status_code == 200
+    assert got.json()["parameters"]["required"] == ["sides"]
+    assert got.json()["parameters"]["properties"]["times"]["description"] == "How many dice."
+    bad = httpx.post(f"{stack.url}/v1/tools/generate-schema", json={"code": "x = 1"}, headers=auth)
+    assert bad.status_code == 400 and "function" in bad.text

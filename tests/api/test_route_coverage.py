@@ -103,6 +103,7 @@ def test_every_served_route_is_described_with_its_inputs(ours: dict[str, Any]) -
                     "/approval/{}",
                     "/summarize",
                     "/add-base-tools",
+                    "/transaction/{}",
                 )
             )
             assert "requestBody" in op or bodiless, (method, path)

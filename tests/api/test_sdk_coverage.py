@@ -29,7 +29,7 @@ from tests.fakes.llm_server import call
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 RESOURCES = (
     "agents", "blocks", "tools", "runs", "steps", "groups", "passages", "archives", "tags",
-    "models", "health",
+    "messages", "models", "health",
 )  # fmt: skip
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -47,9 +47,6 @@ NOT_SERVED = {
     "agents.identities.attach": "identities are not part of Cairn",
     "agents.identities.detach": "identities are not part of Cairn",
     "runs.messages.stream": "resuming a background stream: API Gateway cannot stream",
-    "steps.feedback.create": "step feedback and traces are not recorded",
-    "steps.metrics.retrieve": "step feedback and traces are not recorded",
-    "steps.trace.retrieve": "step feedback and traces are not recorded",
     "groups.create": "only the sleeptime groups Cairn builds exist; multi-agent groups are "
     "not built yet",
     "groups.delete": "a sleeptime group goes with its primary agent",
@@ -231,6 +228,18 @@ def test_messages_streams_runs_and_steps(stack: Stack, client: Letta) -> None:
     assert client.steps.retrieve(steps[0].id).run_id == first.id
     tool_step = next(s for s in steps if len(client.steps.messages.list(s.id).items) >= 2)
     walk_pages(client.steps.messages.list(tool_step.id, limit=1))
+    rated = client.steps.feedback.create(tool_step.id, feedback="positive", tags=["useful"])
+    assert (rated.feedback, rated.tags) == ("positive", ["useful"])
+    assert client.steps.retrieve(tool_step.id).feedback == "positive"
+    timed = client.steps.metrics.retrieve(tool_step.id)
+    assert timed.step_ns and timed.llm_request_ns and timed.tool_execution_ns
+    assert timed.step_ns >= timed.llm_request_ns + timed.tool_execution_ns
+    assert client.steps.trace.retrieve(tool_step.id) is None  # CAIRN_PROVIDER_TRACES is off
+    # GET /v1/messages/: every agent's messages; the SDK returns the list whole, so by hand.
+    newest = client.messages.list(limit=2)
+    older = client.messages.list(limit=2, after=newest[-1].id)
+    assert newest and older and {m.id for m in newest}.isdisjoint({m.id for m in older})
+    assert client.messages.search(query="tea")  # full text over every agent
     assert isinstance(client.agents.messages.cancel(agent.id), dict | BaseModel)
     stack.fake.reply("A summary of the talk so far.")
     client.agents.messages.compact(agent.id)  # POST .../summarize: 204

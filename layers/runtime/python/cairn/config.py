@@ -47,6 +47,9 @@ class Settings(BaseModel):
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
     llm_max_retries: int = Field(default=3, ge=0)
+    # Keep each step's provider request and response (GET /v1/steps/{id}/trace). Off by
+    # default: a request holds the whole context window, so traces grow with every step.
+    provider_traces: bool = False
 
     @property
     def prepare_statements(self) -> bool:
@@ -81,5 +84,6 @@ class Settings(BaseModel):
             "anthropic_base_url": "ANTHROPIC_BASE_URL",
             "llm_timeout_seconds": "CAIRN_LLM_TIMEOUT_SECONDS",
             "llm_max_retries": "CAIRN_LLM_MAX_RETRIES",
+            "provider_traces": "CAIRN_PROVIDER_TRACES",
         }
         return cls.model_validate({k: env[v] for k, v in names.items() if env.get(v)})

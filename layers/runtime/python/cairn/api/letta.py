@@ -335,16 +335,57 @@ def step_json(step: Step) -> dict[str, Any]:
     data = step.model_dump(
         mode="json",
         exclude={"organization_id", "step_index", "kind", "error", "started_at", "completed_at",
-                 "created_at"},
+                 "created_at", "llm_request_ns", "tool_execution_ns"},
     )  # fmt: skip
     error = step.error or {}
     return data | {
         "messages": [],
-        "feedback": None,
-        "tags": [],
         "trace_id": None,
         "error_type": error.get("type"),
         "error_data": error or None,
+    }
+
+
+def _ns(at: datetime | None) -> int | None:
+    return None if at is None else int(at.timestamp() * 1e9)
+
+
+def step_metrics_json(step: Step) -> dict[str, Any]:
+    """Letta's StepMetrics from what the step recorded (the delivery that committed it)."""
+    started, ended = _ns(step.started_at), _ns(step.completed_at)
+    return {
+        "id": step.id,
+        "organization_id": step.organization_id,
+        "run_id": step.run_id,
+        "agent_id": step.agent_id,
+        "step_start_ns": started,
+        "llm_request_start_ns": started if step.llm_request_ns is not None else None,
+        "llm_request_ns": step.llm_request_ns,
+        "tool_execution_ns": step.tool_execution_ns,
+        "step_ns": ended - started if started is not None and ended is not None else None,
+    }
+
+
+def run_metrics_json(run: Run, num_steps: int, tools_used: list[str]) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "organization_id": run.organization_id,
+        "agent_id": run.agent_id,
+        "run_start_ns": _ns(run.created_at),
+        "run_ns": run.total_duration_ns,
+        "num_steps": num_steps,
+        "tools_used": tools_used,
+    }
+
+
+def trace_json(step: Step, trace: dict[str, Any]) -> dict[str, Any]:
+    """Letta's ProviderTrace; the response is the model's answer as Cairn read it."""
+    return {
+        "id": f"provider_trace-{step.id.removeprefix('step-')}",
+        "step_id": step.id,
+        "request_json": trace["request_json"],
+        "response_json": trace["response_json"],
+        "created_at": iso(trace["created_at"]),
     }
 
 

@@ -90,6 +90,13 @@ class Step(DomainModel):
     started_at: datetime | None = None
     completed_at: datetime | None = None
     created_at: datetime = Field(default_factory=utc_now)
+    # Where this delivery's time went (a journaled response reused costs no model time).
+    llm_request_ns: int | None = None
+    tool_execution_ns: int | None = None
+    # Set by people after the fact (PATCH /v1/steps/{id}/feedback, .../transaction/{tid}).
+    feedback: Literal["positive", "negative"] | None = None
+    tags: list[str] = Field(default_factory=list)
+    tid: str | None = None
 
 
 class JournalEntry(DomainModel):

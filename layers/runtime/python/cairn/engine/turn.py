@@ -3,6 +3,7 @@ compaction), built into a checkpoint value; it writes nothing itself (`engine/st
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -24,6 +25,7 @@ from cairn.engine.context import StepToolContext
 from cairn.engine.policy import CallOutcome, after_tools, must_call_first, policy_for
 from cairn.engine.prompt import context_estimate, refreshed_system, tool_schemas
 from cairn.engine.state import StepState
+from cairn.llm.clients import wire_body
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
@@ -85,6 +87,7 @@ class Turn:
         self.inputs = self._inputs()
         self.new: list[Message] = list(self.inputs)
         self.max_steps = int(state.run.request_config.get("max_steps") or DEFAULT_MAX_STEPS)
+        self.trace: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     def _inputs(self) -> list[Message]:
         if self.state.step_index != 0:
@@ -107,6 +110,15 @@ class Turn:
     def heartbeat(self, reason: str) -> Message:
         text = packaging.heartbeat(now=self.now, timezone=self.agent.timezone, reason=reason)
         return self.message("user", [TextContent(text=text)])
+
+    def ask(self, request: LLMRequest) -> LLMResponse:
+        """The model's response, timed for the step's metrics and traced if configured."""
+        started = time.monotonic_ns()
+        response = self.engine.call_llm(self.state, request, self.journal)
+        self.step.llm_request_ns = time.monotonic_ns() - started
+        if self.engine.settings.provider_traces:
+            self.trace = (wire_body(request), response.model_dump(mode="json"))
+        return response
 
     # -- kinds of step ----------------------------------------------------------------
 
@@ -146,7 +158,7 @@ class Turn:
         if request is None:
             return self.finish("tool_rule", system=system)
         try:
-            response = self.engine.call_llm(state, request, self.journal)
+            response = self.ask(request)
         except LLMError as err:
             if err.transient:
                 raise  # the queue delivers the step again later
@@ -239,6 +251,7 @@ class Turn:
             tool_timeout_seconds=self.engine.settings.tool_timeout_seconds,
         )
         to_run = [p for p in prepared if p.call.id not in (overrides or {})]
+        started = time.monotonic_ns()
         ran = calls.execute(
             to_run,
             ctx,
@@ -247,6 +260,7 @@ class Turn:
             journaled=self.journal,
             write_journal=lambda key, payload: self.engine.write_journal(self.state, key, payload),
         )
+        self.step.tool_execution_ns = time.monotonic_ns() - started
         by_id = {r.call.id: r for r in ran} | (overrides or {})
         results = [by_id[p.call.id] for p in prepared]
         self.new.append(self.tool_message(results))
@@ -346,7 +360,7 @@ class Turn:
         self.step = self.step.model_copy(update={"kind": "compaction"})
         request = compaction.summary_request(self.agent, evicted)
         try:
-            response = self.engine.call_llm(state, request, self.journal)
+            response = self.ask(request)
         except LLMError as err:
             if err.transient:
                 raise
@@ -515,4 +529,5 @@ class Turn:
             passages=ctx.new_passages if ctx else [],
             context_tokens=tokens[0] if tokens else None,
             context_tokens_upto=tokens[1] if tokens else None,
+            trace=self.trace,
         )

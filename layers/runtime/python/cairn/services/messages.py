@@ -300,3 +300,17 @@ def _edited(message: Message, req: MessageUpdate) -> Message:
         return message.model_copy(update={"tool_calls": new_calls})
     kept = [p for p in message.content if not isinstance(p, TextContent)]
     return message.model_copy(update={"content": [*kept, TextContent(text=req.text)]})
+
+
+def list_all(
+    rt: Runtime, org: str, *, after: str | None, before: str | None, limit: int, order: Order
+) -> list[Message]:
+    """A page of every agent's messages in the organization, in the order asked for; the
+    cursors mean later / earlier *in that order* (Letta's list_all_messages), so the SDK's
+    `after=<last id>` moves on in either order."""
+    if order == "desc":
+        after, before = before, after
+    with rt.db.connection() as conn:
+        return messages.list_for_agent(
+            conn, org, None, after=after, before=before, limit=limit, order=order
+        )

@@ -299,3 +299,13 @@ class ToolSearch(_Body):
     tool_types: list[str] | None = None
     tags: list[str] | None = None
     limit: int = Field(default=50, ge=1, le=100)
+
+
+class StepFeedback(_Body):
+    feedback: Literal["positive", "negative"] | None = None
+    tags: list[str] | None = None
+
+
+class CodeInput(_Body):
+    code: str = Field(max_length=100_000)
+    source_type: str | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
@@ -169,3 +171,34 @@ def step_messages(
         _step(conn, org, step_id)
         found = messages.for_step(conn, org, step_id)
     return window(found, after=after, before=before, limit=limit, order=order)
+
+
+def feedback(
+    rt: Runtime, org: str, step_id: str, value: str | None, tags: list[str] | None
+) -> Step:
+    with rt.db.connection() as conn:
+        step = runs.set_feedback(conn, org, step_id, value, tags)
+    if step is None:
+        raise NotFoundError(f"Step with id '{step_id}' not found")
+    return step
+
+
+def set_transaction(rt: Runtime, org: str, step_id: str, tid: str) -> Step:
+    with rt.db.connection() as conn:
+        step = runs.set_tid(conn, org, step_id, tid)
+    if step is None:
+        raise NotFoundError(f"Step with id '{step_id}' not found")
+    return step
+
+
+def trace(rt: Runtime, org: str, step_id: str) -> tuple[Step, dict[str, Any] | None]:
+    """The step and its provider trace (None unless CAIRN_PROVIDER_TRACES was on)."""
+    with rt.db.connection() as conn:
+        return _step(conn, org, step_id), runs.get_trace(conn, org, step_id)
+
+
+def metrics(rt: Runtime, org: str, run_id: str) -> tuple[Run, int, list[str]]:
+    """The run, its number of steps and the ids of the tools it called."""
+    with rt.db.connection() as conn:
+        run = _fetch(conn, org, run_id)
+        return (run, *runs.run_metrics(conn, org, run.id))

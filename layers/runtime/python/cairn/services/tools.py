@@ -275,3 +275,13 @@ def run_for_agent(
 def _call_id() -> str:
     """An idempotency key for a call made outside a step, shaped like Letta's call ids."""
     return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def generate_schema(source_code: str, source_type: str | None) -> dict[str, Any]:
+    """The JSON schema a tool made from this source would get; nothing is stored or run."""
+    if source_type not in (None, "python"):
+        raise InvalidArgumentError(f"source_type: Cairn runs python tools, not {source_type}")
+    try:
+        return derive_schema(textwrap.dedent(source_code))
+    except SourceError as err:
+        raise InvalidArgumentError(str(err)) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from psycopg.pq import TransactionStatus
 
@@ -46,6 +46,8 @@ class Checkpoint:
     sleeptime_turn: bool = False
     context_tokens: int | None = None
     context_tokens_upto: int | None = None
+    # The provider request and response of this step (CAIRN_PROVIDER_TRACES), kept with it.
+    trace: tuple[dict[str, Any], dict[str, Any]] | None = None
 
 
 # The statements below only write; every check reads its result after all were sent. In
@@ -174,6 +176,8 @@ def _write(
         if cp.new_messages
         else None
     )
+    if cp.trace is not None:
+        conn.execute(runs.INSERT_TRACE, runs.trace_params(cp.step, *cp.trace))
     if cp.system_rewrite is not None:
         conn.execute(messages.REWRITE_CONTENT, messages.rewrite_params(cp.system_rewrite))
     actor = {"actor_type": "agent", "actor_id": agent_id}

@@ -61,14 +61,17 @@ JOIN messages m ON m.id = wanted.id
 WHERE m.organization_id = %(org)s
 ORDER BY wanted.position
 """
-LIST_AGENT_MESSAGES = """
+# Literals, not parameters: the planner drops the filters that are NULL and picks the
+# (agent_id, sequence_id) or (organization_id, sequence_id) index accordingly.
+LIST_MESSAGES = """
 SELECT {columns} FROM messages
-WHERE organization_id = {org} AND agent_id = {agent_id}
+WHERE organization_id = {org}
+  AND ({agent_id}::text IS NULL OR agent_id = {agent_id})
   AND ({run_id}::text IS NULL OR run_id = {run_id})
-  AND ({after}::text IS NULL
-       OR sequence_id > (SELECT sequence_id FROM messages WHERE id = {after}))
-  AND ({before}::text IS NULL
-       OR sequence_id < (SELECT sequence_id FROM messages WHERE id = {before}))
+  AND ({after}::text IS NULL OR sequence_id >
+       (SELECT sequence_id FROM messages WHERE organization_id = {org} AND id = {after}))
+  AND ({before}::text IS NULL OR sequence_id <
+       (SELECT sequence_id FROM messages WHERE organization_id = {org} AND id = {before}))
 ORDER BY sequence_id {direction} LIMIT {limit}
 """
 COUNT_AGENT_MESSAGES = """
@@ -117,7 +120,7 @@ def get_many(conn: Connection, org_id: str, message_ids: list[str]) -> list[Mess
 def list_for_agent(
     conn: Connection,
     org_id: str,
-    agent_id: str,
+    agent_id: str | None,
     *,
     run_id: str | None = None,
     after: str | None = None,
@@ -125,8 +128,9 @@ def list_for_agent(
     limit: int = 100,
     order: Literal["asc", "desc"] = "desc",
 ) -> list[Message]:
-    """Stored history in sequence order; `after`/`before` are message ids, chronological."""
-    query = sql.SQL(LIST_AGENT_MESSAGES).format(
+    """Stored history in sequence order; `after`/`before` are message ids, chronological.
+    Without an agent: every agent's messages in the organization (one global sequence)."""
+    query = sql.SQL(LIST_MESSAGES).format(
         columns=sql.SQL(_RETURNED),
         org=sql.Literal(org_id),
         agent_id=sql.Literal(agent_id),

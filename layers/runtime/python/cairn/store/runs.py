@@ -112,11 +112,13 @@ ORDER BY created_at, id
 INSERT_STEP = """
 INSERT INTO steps (id, organization_id, run_id, agent_id, step_index, kind, status, stop_reason,
                    provider_name, model, model_endpoint, context_window_limit, prompt_tokens,
-                   completion_tokens, total_tokens, error, started_at, completed_at, created_at)
+                   completion_tokens, total_tokens, error, started_at, completed_at, created_at,
+                   llm_request_ns, tool_execution_ns)
 VALUES (%(id)s, %(organization_id)s, %(run_id)s, %(agent_id)s, %(step_index)s, %(kind)s,
         %(status)s, %(stop_reason)s, %(provider_name)s, %(model)s, %(model_endpoint)s,
         %(context_window_limit)s, %(prompt_tokens)s, %(completion_tokens)s, %(total_tokens)s,
-        %(error)s, %(started_at)s, %(completed_at)s, %(created_at)s)
+        %(error)s, %(started_at)s, %(completed_at)s, %(created_at)s, %(llm_request_ns)s,
+        %(tool_execution_ns)s)
 ON CONFLICT (run_id, step_index) DO NOTHING
 RETURNING *
 """
@@ -314,3 +316,75 @@ def delete_ended(conn: Connection, org_id: str, run_id: str) -> bool:
     """Delete a run that has ended, with its steps, journal and outbox rows (the messages
     it produced stay in the agent's history). False if it is still going."""
     return conn.execute(DELETE_ENDED_RUN, {"org": org_id, "id": run_id}).rowcount == 1
+
+
+SET_FEEDBACK = """
+UPDATE steps SET feedback = %(feedback)s, tags = COALESCE(%(tags)s, tags)
+WHERE organization_id = %(org)s AND id = %(id)s
+RETURNING *
+"""
+SET_TID = """
+UPDATE steps SET tid = %(tid)s WHERE organization_id = %(org)s AND id = %(id)s RETURNING *
+"""
+
+
+def set_feedback(
+    conn: Connection, org_id: str, step_id: str, feedback: str | None, tags: list[str] | None
+) -> Step | None:
+    """Letta's feedback route replaces the feedback (None clears it) and the tags if given."""
+    params = {"org": org_id, "id": step_id, "feedback": feedback, "tags": tags}
+    return from_row(Step, conn.execute(SET_FEEDBACK, params).fetchone())
+
+
+def set_tid(conn: Connection, org_id: str, step_id: str, tid: str) -> Step | None:
+    row = conn.execute(SET_TID, {"org": org_id, "id": step_id, "tid": tid}).fetchone()
+    return from_row(Step, row)
+
+
+INSERT_TRACE = """
+INSERT INTO provider_traces (step_id, organization_id, request_json, response_json, created_at)
+SELECT %(step_id)s, %(org)s, %(request)s, %(response)s, %(created_at)s
+-- A duplicate delivery's step row was not written: its trace is not either (no FK error).
+WHERE EXISTS (SELECT 1 FROM steps WHERE id = %(step_id)s)
+ON CONFLICT (step_id) DO NOTHING
+"""
+
+
+def trace_params(step: Step, request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "step_id": step.id,
+        "org": step.organization_id,
+        "request": Jsonb(request),
+        "response": Jsonb(response),
+        "created_at": step.created_at,
+    }
+
+
+SELECT_TRACE = """
+SELECT * FROM provider_traces WHERE organization_id = %(org)s AND step_id = %(step_id)s
+"""
+
+
+def get_trace(conn: Connection, org_id: str, step_id: str) -> dict[str, Any] | None:
+    row = conn.execute(SELECT_TRACE, {"org": org_id, "step_id": step_id}).fetchone()
+    return None if row is None else dict(row)
+
+
+# Letta's RunMetrics: how many steps, and which of the organization's tools were called.
+RUN_METRICS = """
+SELECT (SELECT count(*) FROM steps s WHERE s.run_id = %(run_id)s) AS num_steps,
+       ARRAY(SELECT DISTINCT t.id
+             FROM messages m
+             CROSS JOIN LATERAL jsonb_array_elements(m.tool_calls) AS c(call)
+             JOIN tools t ON t.organization_id = m.organization_id
+                         AND t.name = c.call -> 'function' ->> 'name'
+             WHERE m.run_id = %(run_id)s AND m.organization_id = %(org)s
+               AND jsonb_typeof(m.tool_calls) = 'array'
+             ORDER BY t.id) AS tools_used
+"""
+
+
+def run_metrics(conn: Connection, org_id: str, run_id: str) -> tuple[int, list[str]]:
+    row = conn.execute(RUN_METRICS, {"org": org_id, "run_id": run_id}).fetchone()
+    assert row is not None
+    return int(row["num_steps"]), list(row["tools_used"])

@@ -171,6 +171,16 @@ def search_messages(req: Annotated[MessageSearch, Body()]) -> Response[Any]:
     )
 
 
+@router.get("/messages/")
+def list_all_messages(
+    after: After = None, before: Before = None, limit: Limit = 100, order: Order = "desc"
+) -> Response[Any]:
+    found = messages.list_all(
+        http.rt(), http.org_id(), after=after, before=before, limit=limit, order=order
+    )
+    return http.json_reply(200, letta.expand(found))
+
+
 @router.post("/messages/search")
 def search_all_messages(req: Annotated[MessageSearch, Body()]) -> Response[Any]:
     """Every agent's messages by full text, as Letta's list results."""

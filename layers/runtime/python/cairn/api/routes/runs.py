@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.api.params import After, Before, Limit, OptionalLimit, Order, RunId, StepId
 from cairn.services import runs
+from cairn.services.requests import StepFeedback
 
 router = APIGatewayHttpRouter()
 
@@ -104,6 +105,12 @@ def run_usage(run_id: RunId) -> Response[Any]:
     )
 
 
+@router.get("/runs/<run_id>/metrics")
+def run_metrics(run_id: RunId) -> Response[Any]:
+    run, num_steps, tools_used = runs.metrics(http.rt(), http.org_id(), run_id)
+    return http.json_reply(200, letta.run_metrics_json(run, num_steps, tools_used))
+
+
 @router.get("/steps/")
 def list_steps(
     agent_id: str | None = None,
@@ -143,3 +150,28 @@ def step_messages(
         http.rt(), http.org_id(), step_id, after=after, before=before, limit=limit, order=order
     )
     return http.json_reply(200, letta.expand(found))
+
+
+@router.patch("/steps/<step_id>/feedback")
+def step_feedback(step_id: StepId, req: Annotated[StepFeedback, Body()]) -> Response[Any]:
+    step = runs.feedback(http.rt(), http.org_id(), step_id, req.feedback, req.tags)
+    return http.json_reply(200, letta.step_json(step))
+
+
+@router.patch("/steps/<step_id>/transaction/<transaction_id>")
+def step_transaction(step_id: StepId, transaction_id: str) -> Response[Any]:
+    step = runs.set_transaction(http.rt(), http.org_id(), step_id, transaction_id)
+    return http.json_reply(200, letta.step_json(step))
+
+
+@router.get("/steps/<step_id>/metrics")
+def step_metrics(step_id: StepId) -> Response[Any]:
+    step = runs.step(http.rt(), http.org_id(), step_id)
+    return http.json_reply(200, letta.step_metrics_json(step))
+
+
+@router.get("/steps/<step_id>/trace")
+def step_trace(step_id: StepId) -> Response[Any]:
+    """null unless CAIRN_PROVIDER_TRACES was on when the step ran (as Letta without telemetry)."""
+    step, trace = runs.trace(http.rt(), http.org_id(), step_id)
+    return http.json_reply(200, None if trace is None else letta.trace_json(step, trace))

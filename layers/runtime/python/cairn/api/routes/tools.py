@@ -14,6 +14,7 @@ from cairn.llm.catalog import embedding_models, listed_models
 from cairn.services import tools
 from cairn.services.requests import (
     ApprovalToggle,
+    CodeInput,
     ToolCreate,
     ToolRun,
     ToolRunFromSource,
@@ -97,6 +98,11 @@ def modify_tool(tool_id: ToolId, req: Annotated[ToolUpdate, Body()]) -> Response
     return http.json_reply(
         200, letta.tool_json(tools.modify(http.rt(), http.org_id(), tool_id, req))
     )
+
+
+@router.post("/tools/generate-schema")
+def generate_schema(req: Annotated[CodeInput, Body()]) -> Response[Any]:
+    return http.json_reply(200, tools.generate_schema(req.code, req.source_type))
 
 
 @router.post("/tools/run")

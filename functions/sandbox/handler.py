@@ -1,7 +1,10 @@
-"""Runs one custom tool call. This function has no VPC, database or secret permissions.
+"""Runs one custom tool call. This function has no database or secret permissions, and its
+network has no route out.
 
-The tool still runs in a fresh subprocess with an empty environment, so it cannot read the
-function's own AWS credentials from its environment either.
+Lambda cannot make namespaces, so the tool runs as a plain child process with an empty
+environment (not even the function's own AWS credentials), limits, and a scratch folder
+removed after the call; afterwards every process it left behind is killed, since a warm
+environment serves the next call, maybe another organization's.
 """
 
 from __future__ import annotations
@@ -10,22 +13,25 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cairn.tools.sandbox import SandboxRequest, SubprocessSandbox
+from cairn.tools.sandbox import SandboxRequest, SubprocessSandbox, leave_nothing_behind
 
-sandbox = SubprocessSandbox()
+sandbox = SubprocessSandbox(isolation="process")
 
 
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = sandbox.run(
-        SandboxRequest(
-            source=event["source"],
-            name=event["name"],
-            args=event.get("args") or {},
-            tool_call_id=event.get("tool_call_id") or "",
-            agent_state=event.get("agent_state"),
-            timeout_seconds=float(event.get("timeout_seconds") or 10),
+    try:
+        result = sandbox.run(
+            SandboxRequest(
+                source=event["source"],
+                name=event["name"],
+                args=event.get("args") or {},
+                tool_call_id=event.get("tool_call_id") or "",
+                agent_state=event.get("agent_state"),
+                timeout_seconds=float(event.get("timeout_seconds") or 10),
+            )
         )
-    )
+    finally:
+        leave_nothing_behind()
     return {
         "success": result.success,
         "value": result.value,

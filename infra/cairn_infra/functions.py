@@ -19,7 +19,9 @@ class Spec:
     timeout: Duration
     memory_mb: int = 1024
     handler: str = "handler.handler"
-    in_vpc: bool = True
+    # "functions": the private subnets with a NAT route (providers, AWS APIs); "isolated":
+    # no route out and a security group with no rules (the tool sandbox).
+    subnets: str = "functions"
     # SnapStart where a step may call a model: the providers' SDKs import slowly.
     snap_start: bool = False
 
@@ -32,8 +34,9 @@ SPECS = {
     "sleeptime": Spec("sleeptime", Duration.seconds(30), memory_mb=512),
     "sweeper": Spec("sweeper", Duration.minutes(2), memory_mb=512),
     "migrate": Spec("migrate", Duration.minutes(5), memory_mb=512),
-    # Custom tools: no VPC (no route to the database), no secrets, a short leash.
-    "sandbox": Spec("sandbox", Duration.seconds(15), memory_mb=512, in_vpc=False),
+    # Custom tools: no network at all (no route to the database or out), no secrets, a
+    # short leash.
+    "sandbox": Spec("sandbox", Duration.seconds(15), memory_mb=512, subnets="isolated"),
 }
 
 
@@ -46,6 +49,7 @@ class Functions(Construct):
         layers: Layers,
         vpc: ec2.IVpc,
         security_group: ec2.ISecurityGroup,
+        sandbox_security_group: ec2.ISecurityGroup,
         sandbox_name: str,
         environment: dict[str, str],
         log_retention: logs.RetentionDays,
@@ -77,11 +81,15 @@ class Functions(Construct):
                     "POWERTOOLS_SERVICE_NAME": f"cairn-{key}",
                     **({} if key == "sandbox" else environment),
                 },
-                vpc=vpc if spec.in_vpc else None,
-                vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-                if spec.in_vpc
-                else None,
-                security_groups=[security_group] if spec.in_vpc else None,
+                vpc=vpc,
+                vpc_subnets=ec2.SubnetSelection(
+                    subnet_type=ec2.SubnetType.PRIVATE_ISOLATED
+                    if spec.subnets == "isolated"
+                    else ec2.SubnetType.PRIVATE_WITH_EGRESS
+                ),
+                security_groups=[
+                    sandbox_security_group if spec.subnets == "isolated" else security_group
+                ],
                 snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if spec.snap_start else None,
                 tracing=lambda_.Tracing.ACTIVE,
                 log_group=log_group,

@@ -30,3 +30,12 @@ class Network(Construct):
         self.functions_sg = ec2.SecurityGroup(
             self, "Functions", vpc=self.vpc, description="Cairn Lambda functions"
         )
+        # Custom tools: no rule out at all (CDK adds a rule matching no traffic), in the
+        # subnets with no route out; the database admits only functions_sg.
+        self.sandbox_sg = ec2.SecurityGroup(
+            self,
+            "Sandbox",
+            vpc=self.vpc,
+            description="Cairn tool sandbox: no traffic in or out",
+            allow_all_outbound=False,
+        )

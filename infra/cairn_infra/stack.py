@@ -78,7 +78,8 @@ class CairnStack(Stack):
         fns = Functions(
             self, "Functions", layers=layers, vpc=network.vpc,
             sandbox_name=environment["CAIRN_SANDBOX_FUNCTION"],
-            security_group=network.functions_sg, environment=environment,
+            security_group=network.functions_sg, sandbox_security_group=network.sandbox_sg,
+            environment=environment,
             log_retention=retention, removal=removal,
         )  # fmt: skip
         by = fns.by_name

@@ -120,7 +120,7 @@ def test_a_tool_sees_none_of_the_servers_environment(
     ret = tool_return(client.agents.messages.create(agent.id, input="go"))
     seen = ast.literal_eval(ret.tool_return)  # type: ignore[attr-defined]  # str() of a dict, as Letta
     assert "CAIRN_TEST_SECRET" not in seen and "OPENAI_API_KEY" not in seen
-    assert set(seen) <= {"PATH", "LANG", "CAIRN_TOOL_CALL_ID", "CAIRN_SANDBOX_LIMITS", "LC_CTYPE"}
+    assert set(seen) <= {"PATH", "LANG", "HOME", "TMPDIR", "CAIRN_TOOL_CALL_ID", "LC_CTYPE"}
 
 
 def test_output_is_cut_to_the_return_char_limit(stack: Stack) -> None:

@@ -129,9 +129,27 @@ def test_functions_layers_and_snapstart(template: dict[str, Any]) -> None:
         "handler.dead_letter_handler")  # fmt: skip
 
 
-def test_the_sandbox_has_no_vpc_no_secrets_and_a_short_timeout(template: dict[str, Any]) -> None:
+def test_the_sandbox_has_no_network_no_secrets_and_a_short_timeout(
+    template: dict[str, Any],
+) -> None:
     props = function(template, "sandbox")["Properties"]
-    assert "VpcConfig" not in props and props.get("Layers") is None
+    # No way out: isolated subnets (no NAT route) and a security group without rules.
+    subnets = props["VpcConfig"]["SubnetIds"]
+    isolated = {
+        name for name, sub in resources(template, "AWS::EC2::Subnet").items()
+        if {"Key": "aws-cdk:subnet-type", "Value": "Isolated"} in sub["Properties"]["Tags"]
+    }  # fmt: skip
+    assert subnets and {s["Ref"] for s in subnets} <= isolated
+    (group,) = props["VpcConfig"]["SecurityGroupIds"]
+    sg = resources(template, "AWS::EC2::SecurityGroup")[group["Fn::GetAtt"][0]]["Properties"]
+    assert sg["SecurityGroupEgress"] == [  # CDK's rule that matches no traffic
+        {"CidrIp": "255.255.255.255/32", "Description": "Disallow all traffic",
+         "FromPort": 252, "IpProtocol": "icmp", "ToPort": 86}
+    ]  # fmt: skip
+    assert "SecurityGroupIngress" not in sg
+    ingress = resources(template, "AWS::EC2::SecurityGroupIngress").values()
+    assert not any(r["Properties"].get("SourceSecurityGroupId") == group for r in ingress)
+    assert props.get("Layers") is None
     assert props["Timeout"] <= 15
     assert not any(k.startswith("CAIRN_DB") for k in props["Environment"]["Variables"])
     role = props["Role"]["Fn::GetAtt"][0]
@@ -139,7 +157,13 @@ def test_the_sandbox_has_no_vpc_no_secrets_and_a_short_timeout(template: dict[st
                 if {"Ref": role} in p["Properties"]["Roles"]]  # fmt: skip
     statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
     actions = {a for s in statements for a in as_list(s["Action"])}
-    assert actions <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+    assert actions <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"} | {
+        "ec2:CreateNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DeleteNetworkInterface",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
+    }  # fmt: skip  (the VPC's network interfaces, from the managed policy or inline)
 
 
 def test_iam_has_no_wildcards_on_data_resources(template: dict[str, Any]) -> None:

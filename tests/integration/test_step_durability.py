@@ -315,6 +315,7 @@ def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
 ) -> None:
     from cairn.domain import Tool
     from cairn.store import tools
+    from cairn.tools.sandbox import SubprocessSandbox
     from cairn.tools.source import derive_schema
 
     with db.connection() as conn:
@@ -337,6 +338,9 @@ def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
     )
     fake.reply("done")
     engine = engine_for(db, fake)
+    # The effect is a file of the host's, which only a trusted (process) sandbox can write:
+    # this is about the step running the tool once, not about isolation.
+    engine.sandbox = SubprocessSandbox(isolation="process")
     run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "go")])
     with faults.crash_at("between_tools"), pytest.raises(SimulatedCrash):
         engine.step(org.id, run.id, 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -37,6 +38,9 @@ class Settings(BaseModel):
     tool_timeout_seconds: float = Field(default=10.0, gt=0, le=900)
     # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
     sandbox_function: str | None = None
+    # Locally: "namespaces" (each call in namespaces of its own, README "The tool
+    # sandbox") or "process" (a plain child process: only for code you trust).
+    sandbox_isolation: Literal["namespaces", "process"] = "namespaces"
     # Model providers. An agent's llm_config.model_endpoint overrides the base URLs.
     # On AWS: the Secrets Manager secret holding the providers' keys (JSON).
     provider_secret_arn: str | None = None
@@ -75,6 +79,7 @@ class Settings(BaseModel):
             "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
+            "sandbox_isolation": "CAIRN_SANDBOX_ISOLATION",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
             "outbox_retention_days": "CAIRN_OUTBOX_RETENTION_DAYS",
             "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",

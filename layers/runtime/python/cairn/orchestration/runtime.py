@@ -16,6 +16,7 @@ from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
 from cairn.orchestration.secrets import database_dsn, with_provider_keys
 from cairn.store.db import Database
+from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
 _lock = threading.Lock()
 _current: Runtime | None = None
@@ -33,11 +34,13 @@ def build_runtime(
         max_size=settings.db_pool_size,
         prepare=settings.prepare_statements,
     )
-    sandbox = None
+    sandbox: Sandbox
     if settings.sandbox_function:
         from cairn.orchestration.lambda_sandbox import LambdaSandbox
 
         sandbox = LambdaSandbox(settings.sandbox_function)
+    else:
+        sandbox = SubprocessSandbox(isolation=settings.sandbox_isolation)
     engine = Engine(database, settings, sandbox=sandbox)
     if queue is None:
         if settings.step_queue_url:

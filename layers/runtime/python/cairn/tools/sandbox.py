@@ -1,23 +1,30 @@
 """Running a custom tool's code away from the process that holds the credentials.
 
-Locally: a fresh `python -I` subprocess with an empty environment, CPU-time and memory
-limits and a wall-clock timeout. On AWS: a Lambda function without VPC, database or secret
-access (`cairn.orchestration.lambda_sandbox`). Both run `RUNNER` and answer in the same
-`SandboxResult`; errors and timeouts are results, never exceptions.
+Locally: a fresh interpreter in namespaces of its own (`SubprocessSandbox`, `tools/jail.py`).
+On AWS: a Lambda function without database or secret access, in a network with no way out
+(`cairn.orchestration.lambda_sandbox`, `functions/sandbox`). Both run `RUNNER` and answer
+in the same `SandboxResult`; errors and timeouts are results, never exceptions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_MEMORY_BYTES = 512 * 1024 * 1024
 OUTPUT_CHARS = 50_000  # stdout and stderr each, before the tool's own return limit
+SCRATCH_BYTES = 64 * 1024 * 1024  # the tool's /tmp, and the largest file it may write
+PROCESSES = 32
 _MARK = "\x1e__cairn_result__"
 
 # Runs inside the sandbox: reads the request as JSON on stdin, runs the tool with stdout and
@@ -28,9 +35,10 @@ if os.environ.get("CAIRN_SANDBOX_LIMITS"):
     # Limits set by the child itself, before any tool code runs (a preexec_fn is unsafe in
     # a threaded parent).
     import resource
-    cpu, memory = (int(v) for v in os.environ["CAIRN_SANDBOX_LIMITS"].split(","))
+    cpu, memory, files = (int(v) for v in os.environ.pop("CAIRN_SANDBOX_LIMITS").split(","))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (files, files))
 request = json.loads(sys.stdin.read())
 
 
@@ -129,42 +137,215 @@ class Sandbox(Protocol):
     def run(self, request: SandboxRequest) -> SandboxResult: ...
 
 
+Isolation = Literal["namespaces", "process"]
+JAIL = str(Path(__file__).with_name("jail.py"))
+
+
 class SubprocessSandbox:
-    """A fresh interpreter per call: isolated mode, no environment, limits on CPU and memory."""
+    """A fresh interpreter per call, with nothing of ours inherited.
+
+    `namespaces` (the default): the call gets its own mount, PID, network, IPC and UTS
+    namespaces (`unshare`, from util-linux) and a root file system holding only the
+    interpreter and /usr read-only, a private /proc and an empty, size-limited /tmp
+    (`tools/jail.py`); it runs as nobody (or, for a server that is not root, as the
+    server's user mapped into a user namespace with every capability dropped), with no
+    network, limits on CPU, memory, file size and processes, and everything it started
+    dies with it. Where namespaces cannot be made, calls fail rather than run unconfined.
+
+    `process`: a plain child process with an empty environment, its own session and
+    scratch folder, and the same limits; for a host that is itself the isolation (a
+    Lambda sandbox function, `functions/sandbox`), or a developer who opts out.
+    """
 
     def __init__(
-        self, *, memory_bytes: int = DEFAULT_MEMORY_BYTES, python: str = sys.executable
+        self,
+        *,
+        memory_bytes: int = DEFAULT_MEMORY_BYTES,
+        python: str = sys.executable,
+        isolation: Isolation = "namespaces",
+        scratch_bytes: int = SCRATCH_BYTES,
+        processes: int = PROCESSES,
+        user_namespace: bool | None = None,
     ) -> None:
-        self.memory_bytes, self.python = memory_bytes, python
+        self.memory_bytes, self.isolation = memory_bytes, isolation
+        self.scratch_bytes, self.processes = scratch_bytes, processes
+        # The interpreter itself, not a virtual environment's link to it: the jail binds
+        # its installation read-only, and the venv's packages (ours among them) stay out.
+        self.python = os.path.realpath(python)
+        self._unavailable: str | None = None
+        # Root makes the namespaces itself and hands the tool to nobody; anyone else needs
+        # a user namespace too (None: decide by who we are).
+        self.user_namespace = os.geteuid() != 0 if user_namespace is None else user_namespace
 
     def run(self, request: SandboxRequest) -> SandboxResult:
+        if self.isolation == "namespaces" and (why := self.unavailable()):
+            return SandboxResult(False, why)
         timeout = request.timeout_seconds
-        # Nothing of ours is inherited: no credentials, no DATABASE_URL, no provider keys.
         env = {
             "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
+            "HOME": "/work",
+            "TMPDIR": "/tmp",
             "CAIRN_TOOL_CALL_ID": request.tool_call_id,
-            "CAIRN_SANDBOX_LIMITS": f"{int(timeout) + 1},{self.memory_bytes}",
         }
-        try:
-            done = subprocess.run(
-                [self.python, "-I", "-c", RUNNER],
-                input=json.dumps(request.payload()),
-                capture_output=True,
-                text=True,
-                timeout=timeout,
+        with tempfile.TemporaryDirectory(prefix="cairn-tool-") as scratch:
+            if self.isolation == "namespaces":
+                command, child_env = self._jailed(scratch, env, timeout), {"PATH": "/usr/bin:/bin"}
+            else:
+                limits = f"{int(timeout) + 1},{self.memory_bytes},{self.scratch_bytes}"
+                child_env = {**env, "HOME": scratch, "TMPDIR": scratch,
+                             "CAIRN_SANDBOX_LIMITS": limits}  # fmt: skip
+                command = [self.python, "-I", "-c", RUNNER]
+            return self._call(command, child_env, scratch, request, timeout)
+
+    def _jailed(self, scratch: str, env: dict[str, str], timeout: float) -> list[str]:
+        root = os.path.join(scratch, "root")
+        os.mkdir(root)
+        config = {
+            "root": root,
+            "read_only": self._read_only(),
+            "env": env,
+            "cpu_seconds": int(timeout) + 1,
+            "memory_bytes": self.memory_bytes,
+            "scratch_bytes": self.scratch_bytes,
+            "processes": self.processes,
+        }
+        return [
+            *_unshare(self.user_namespace),
+            "--",
+            self.python,
+            "-I",
+            JAIL,
+            json.dumps(config),
+            RUNNER,
+        ]
+
+    def _read_only(self) -> list[str]:
+        prefix = os.path.realpath(sys.base_prefix)
+        paths = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin", prefix]
+        home = os.path.dirname(self.python)
+        if not any(home == p or home.startswith(p + "/") for p in paths):
+            paths.append(home)
+        return [p for p in paths if not prefix.startswith(p + "/") or p == prefix]
+
+    def _call(
+        self,
+        command: list[str],
+        env: dict[str, str],
+        scratch: str,
+        request: SandboxRequest,
+        timeout: float,
+    ) -> SandboxResult:
+        # Output goes to files, not pipes: the file size limit bounds what a tool can make
+        # us hold, and nothing blocks on a full pipe.
+        with (
+            open(os.path.join(scratch, "out"), "w+b") as out,
+            open(os.path.join(scratch, "err"), "w+b") as err,
+        ):
+            child = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
                 env=env,
-                cwd=tempfile.gettempdir(),
+                cwd=scratch,
                 start_new_session=True,
             )
-        except subprocess.TimeoutExpired:
-            return SandboxResult(False, f"TimeoutError: the tool ran longer than {timeout:g} s")
-        _, mark, tail = done.stdout.partition(_MARK + "\n")
+            timed_out = False
+            try:
+                child.communicate(json.dumps(request.payload()).encode(), timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                # The whole session goes, finished or not: nothing the tool started lingers
+                # (in a PID namespace, killing its first process ends all of them).
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+            if timed_out:
+                return SandboxResult(False, f"TimeoutError: the tool ran longer than {timeout:g} s")
+            out.seek(0)
+            err.seek(0)
+            stdout = out.read().decode("utf-8", "replace")
+            stderr = err.read(OUTPUT_CHARS * 4).decode("utf-8", "replace")
+        _, mark, tail = stdout.rpartition(_MARK + "\n")
         if not mark:
-            reason = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+            reason = stderr.strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
             return SandboxResult(
                 False,
                 f"the tool's process died: {reason[0]}",
-                stderr=[done.stderr[-OUTPUT_CHARS:]] if done.stderr else [],
+                stderr=[stderr[-OUTPUT_CHARS:]] if stderr else [],
             )
-        return SandboxResult.from_runner(json.loads(tail))
+        try:
+            return SandboxResult.from_runner(json.loads(tail))
+        except ValueError:
+            return SandboxResult(False, "the tool's process died: its result was cut short")
+
+    def unavailable(self) -> str | None:
+        """Why namespaces cannot be made here (None if they can); probed once."""
+        if self._unavailable is None:
+            try:
+                done = subprocess.run(
+                    [*_unshare(self.user_namespace), "--", "true"],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                )
+                self._unavailable = "" if done.returncode == 0 else done.stderr.strip()
+            except (OSError, subprocess.TimeoutExpired) as err:
+                self._unavailable = str(err)
+            if self._unavailable:
+                self._unavailable = (
+                    "the tool sandbox cannot isolate tools on this host "
+                    f"({self._unavailable}); set CAIRN_SANDBOX_ISOLATION=process to run "
+                    "them as plain child processes (not for code you do not trust)"
+                )
+        return self._unavailable or None
+
+
+def _unshare(user_namespace: bool) -> list[str]:
+    command = ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts"]
+    if user_namespace:
+        command += ["--user", "--map-root-user"]
+    return command
+
+
+def leave_nothing_behind(scratch: str = "/tmp") -> int:
+    """Kill every other process of this user but our own ancestors, and empty `scratch`
+    (Lambda's only writable place); how many processes were killed.
+
+    For a host whose only business is running tools (the sandbox Lambda function): a tool
+    that daemonised itself (double fork, new session) escapes its process group, and a
+    warm environment serves the next call, another organization's maybe. Does nothing outside
+    Lambda's runtime (elsewhere "every other process of this user" is far too much).
+    """
+    if not os.environ.get("AWS_LAMBDA_RUNTIME_API"):
+        return 0
+    keep, pid = set(), os.getpid()
+    while pid > 1:
+        keep.add(pid)
+        pid = _parent(pid)
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in keep or int(entry) == 1:
+            continue
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{entry}").st_uid == os.geteuid():
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+    for entry in os.listdir(scratch):
+        path = os.path.join(scratch, entry)
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+    return killed
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0

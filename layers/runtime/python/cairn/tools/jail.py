@@ -1,0 +1,146 @@
+"""The first process of a sandboxed tool call, started by `unshare` in fresh namespaces.
+
+Run as `python -I -S jail.py <config json> <runner source>` inside new mount, PID, network,
+IPC and UTS namespaces (and a user namespace when the server is not root). It builds a
+root file system of its own on a size-limited tmpfs (the interpreter's files and /usr
+bound read-only, a private /proc, a few device nodes, an empty /tmp), pivots into it and
+detaches the old one, so nothing of the host's files, sockets or processes can be named.
+It then gives up every privilege (uid and gid nobody where that user exists in the
+namespace, an empty capability bounding set, no_new_privs) and resource limits are set,
+then runs the tool runner in this same process, which is PID 1 of its namespace: when it
+exits or is killed, the kernel kills everything the tool started.
+
+Standard library only; it never imports Cairn (the tool must not find our code loaded).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import resource
+import sys
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_SECUREBITS = 24, 38, 28
+# SECBIT_NOROOT | its lock, SECBIT_NO_SETUID_FIXUP | its lock: uid 0 gains nothing by exec.
+SECUREBITS = 0x0F
+NOBODY = 65534
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+DEVICES = ("null", "zero", "random", "urandom")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    enc = [None if v is None else v.encode() for v in (source, target, fstype, data)]
+    _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
+
+
+def _bind_readonly(source: str, root: str) -> None:
+    target = root + source
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    _mount(source, target, None, MS_BIND | MS_REC)
+    # A remount keeps the flags the kernel locked on the source (nodev, nosuid, noexec in a
+    # user namespace), so they are carried over from what the source has.
+    held = os.statvfs(target).f_flag
+    kept = sum(bit for bit in (MS_NOSUID, MS_NODEV, MS_NOEXEC) if held & bit)
+    _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | kept)
+
+
+def build_root(root: str, config: dict[str, object]) -> None:
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount leaks to the host
+    _mount(
+        "tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={config['scratch_bytes']},mode=0755"
+    )
+    for path in config["read_only"]:  # type: ignore[attr-defined]
+        if os.path.islink(path):  # usr-merged systems link /bin, /lib... into /usr
+            os.makedirs(os.path.dirname(root + path), exist_ok=True)
+            os.symlink(os.readlink(path), root + path)
+        elif os.path.exists(path):
+            _bind_readonly(path, root)
+    os.makedirs(f"{root}/dev", exist_ok=True)
+    for device in DEVICES:
+        _bind_device(f"/dev/{device}", f"{root}/dev/{device}")
+    for scratch in ("tmp", "work"):
+        os.makedirs(f"{root}/{scratch}", mode=0o1777, exist_ok=True)
+        os.chmod(f"{root}/{scratch}", 0o1777)
+    os.makedirs(f"{root}/proc", exist_ok=True)
+    _mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.makedirs(f"{root}/.old", exist_ok=True)
+    number = PIVOT_ROOT.get(platform.machine())
+    if number is None:
+        raise OSError(f"no pivot_root for {platform.machine()}")
+    os.chdir(root)
+    _check(_libc.syscall(number, b".", b".old"), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old", MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+
+
+def _bind_device(source: str, target: str) -> None:
+    open(target, "a").close()
+    _mount(source, target, None, MS_BIND)
+
+
+def drop_privileges() -> None:
+    try:  # a root server: the tool runs as nobody
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    except OSError:  # a user namespace mapping only the server's user: keep uid, lose caps
+        pass
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+            break  # EINVAL: past the last capability this kernel knows
+    _libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0)  # fails harmlessly once not root
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    # Clear the effective, permitted and inheritable sets (capset, header version 3).
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(_libc.capset(header, data), "capset")
+
+
+def set_limits(config: dict[str, object]) -> None:
+    cpu, memory = int(config["cpu_seconds"]), int(config["memory_bytes"])  # type: ignore[call-overload]
+    files = int(config["scratch_bytes"])  # type: ignore[call-overload]
+    for limit, value in (
+        (resource.RLIMIT_CPU, cpu),
+        (resource.RLIMIT_AS, memory),
+        (resource.RLIMIT_FSIZE, files),
+        (resource.RLIMIT_NPROC, int(config["processes"])),  # type: ignore[call-overload]
+        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(limit, (value, value))
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    runner = sys.argv[2]
+    root = config["root"]
+    build_root(root, config)
+    drop_privileges()
+    set_limits(config)
+    os.chdir("/work")
+    os.environ.clear()
+    os.environ.update(config["env"])
+    del sys.argv[1:]
+    exec(compile(runner, "<runner>", "exec"), {"__name__": "__main__"})
+
+
+if __name__ == "__main__":
+    main()

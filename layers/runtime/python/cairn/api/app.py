@@ -19,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from cairn.api import http
 from cairn.api.openapi import with_letta_responses
 from cairn.api.routes import agents, archives, groups, health, memory, messages, runs, tools
+from cairn.domain.constants import MAX_REQUEST_BYTES
 from cairn.domain.tenancy import hash_api_key
 from cairn.errors import CairnError, PendingApprovalError
 from cairn.llm.types import LLMError
@@ -42,6 +43,16 @@ def build_app() -> APIGatewayHttpResolver:
     for module in (health, agents, messages, memory, archives, runs, tools, groups):
         app.include_router(module.router, prefix="/v1")
 
+    def limit_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+        # Before anything parses it: Lambda refuses larger synchronous payloads anyway.
+        body = app.current_event.get("body") or ""
+        size = len(body) * 3 // 4 if app.current_event.get("isBase64Encoded") else len(body)
+        if size > MAX_REQUEST_BYTES:
+            return _detail(
+                413, f"Request body of {size} bytes is over the limit of {MAX_REQUEST_BYTES} bytes"
+            )
+        return next_middleware(app)
+
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         path = app.current_event.path
         if path in PUBLIC_PATHS:
@@ -55,7 +66,7 @@ def build_app() -> APIGatewayHttpResolver:
         http.bind(app.current_event, org)
         return next_middleware(app)
 
-    app.use([authenticate])
+    app.use([limit_body, authenticate])
 
     described: list[str] = []  # built on the first request, then kept
 
@@ -92,7 +103,9 @@ def build_app() -> APIGatewayHttpResolver:
         # FastAPI's shape, as Letta answers: each error names its field in `loc`. A
         # validator's own exception in `ctx` becomes its message.
         errors = [
-            {k: v for k, v in e.items() if k in ("type", "loc", "msg", "input")}
+            {k: v for k, v in e.items() if k in ("type", "loc", "msg")}
+            # The offending value, unless large: an over-long message is not sent back.
+            | ({"input": e.get("input")} if len(str(e.get("input"))) <= 1000 else {})
             | ({"ctx": {k: str(v) for k, v in e["ctx"].items()}} if e.get("ctx") else {})
             for e in exc.errors()
         ]
@@ -107,6 +120,10 @@ def build_app() -> APIGatewayHttpResolver:
         # Text PostgreSQL cannot hold (NUL characters), numbers out of range: the request's
         # fault, and its transaction rolled back with nothing written.
         return _detail(422, f"Invalid value: {exc.diag.message_primary or exc}")
+
+    @app.exception_handler(UnicodeDecodeError)
+    def undecodable(exc: UnicodeDecodeError) -> Response[Any]:
+        return _detail(400, f"The request body is not valid UTF-8 (byte {exc.start})")
 
     @app.exception_handler(UnicodeEncodeError)
     def unencodable(exc: UnicodeEncodeError) -> Response[Any]:

@@ -20,3 +20,11 @@ MAX_BLOCK_LABEL_LENGTH = 100
 # must not carry whitespace or markup. The database enforces the same pattern.
 BLOCK_LABEL_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$"
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_\-]+$"
+
+# Input limits (README "Limits"). A request body is held to Lambda's own synchronous payload
+# limit, so local and AWS answer alike; the rest are far above any model's context window.
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
+MAX_MESSAGE_CHARS = 2_000_000  # the text of one message (all its parts)
+MAX_BLOCK_CHARS = 1_000_000  # a block's `limit`, so its value too
+MAX_PASSAGE_CHARS = 100_000  # one archival passage (embedded whole)
+MAX_CAPTURE_MESSAGES = 1_000  # messages in one capture call

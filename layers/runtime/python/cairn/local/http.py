@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from cairn.domain.constants import MAX_REQUEST_BYTES
 from cairn.local.lambdas import invoke
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,13 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> 
         # API Gateway joins repeated parameters with commas here; rawQueryString keeps them all.
         event["queryStringParameters"] = {k: ",".join(v) for k, v in query.items()}
     if body:
-        event["body"] = body.decode() if is_text else base64.b64encode(body).decode()
+        try:
+            event["body"] = body.decode() if is_text else None
+        except UnicodeDecodeError:  # not text after all: passed on as bytes, as API Gateway does
+            is_text = False
+        if not is_text:
+            event["body"] = base64.b64encode(body).decode()
+            event["isBase64Encoded"] = True
     return event
 
 
@@ -71,6 +78,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         length = int(self.headers.get("content-length") or 0)
+        if length > MAX_REQUEST_BYTES:
+            # Not read at all (API Gateway and Lambda refuse such bodies too); the connection
+            # closes since the unread body would be taken for the next request.
+            self.close_connection = True
+            detail = (
+                f"Request body of {length} bytes is over the limit of {MAX_REQUEST_BYTES} bytes"
+            )
+            self._reply({"statusCode": 413, "body": json.dumps({"detail": detail})})
+            return
         body = self.rfile.read(length) if length else b""
         event = to_event(self.command, self.path, dict(self.headers.items()), body)
         try:

@@ -8,7 +8,7 @@ Unknown fields are ignored, as Letta does, so clients that send newer fields kee
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,6 +16,10 @@ from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig
 from cairn.domain.constants import (
     CORE_MEMORY_BLOCK_CHAR_LIMIT,
     DEFAULT_MAX_STEPS,
+    MAX_BLOCK_CHARS,
+    MAX_CAPTURE_MESSAGES,
+    MAX_MESSAGE_CHARS,
+    MAX_PASSAGE_CHARS,
     MIN_CONTEXT_WINDOW,
 )
 from cairn.domain.ids import AgentId, ArchiveId, BlockId, MessageId, ToolId
@@ -29,8 +33,8 @@ class _Body(BaseModel):
 
 class CreateBlock(_Body):
     label: str
-    value: str
-    limit: int = Field(default=CORE_MEMORY_BLOCK_CHAR_LIMIT, ge=1)
+    value: str = Field(max_length=MAX_BLOCK_CHARS)
+    limit: int = Field(default=CORE_MEMORY_BLOCK_CHAR_LIMIT, ge=1, le=MAX_BLOCK_CHARS)
     description: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     read_only: bool = False
@@ -47,8 +51,8 @@ class CreateBlock(_Body):
 
 
 class BlockUpdate(_Body):
-    value: str | None = None
-    limit: int | None = Field(default=None, ge=1)
+    value: str | None = Field(default=None, max_length=MAX_BLOCK_CHARS)
+    limit: int | None = Field(default=None, ge=1, le=MAX_BLOCK_CHARS)
     label: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
@@ -105,9 +109,13 @@ class UpdateAgent(_Body):
     hidden: bool | None = None
 
 
+# The text of one message, as a string (parts are held to the same limit one by one).
+MessageText = Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
+
+
 class TextPart(_Body):
     type: Literal["text"] = "text"
-    text: str
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
 
 
 class MessageCreate(_Body):
@@ -115,7 +123,7 @@ class MessageCreate(_Body):
 
     type: Literal["message", "approval"] | None = None
     role: Literal["user", "system", "assistant"] = "user"
-    content: str | list[TextPart] | None = None
+    content: MessageText | list[TextPart] | None = None
     name: str | None = None
     otid: str | None = None
     sender_id: str | None = None
@@ -142,7 +150,7 @@ class MessageCreate(_Body):
 
 class LettaRequest(_Body):
     messages: list[MessageCreate] | None = None
-    input: str | list[TextPart] | None = None
+    input: MessageText | list[TextPart] | None = None
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
     use_assistant_message: bool = True
     include_return_message_types: list[str] | None = None
@@ -154,7 +162,7 @@ class LettaRequest(_Body):
 
 
 class CreatePassage(_Body):
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, max_length=MAX_PASSAGE_CHARS)
     tags: list[str] | None = None
     created_at: datetime | None = None
 
@@ -179,7 +187,7 @@ class ApprovalToggle(_Body):
 class CapturedMessage(_Body):
     id: MessageId | None = None  # a client-chosen `message-<uuid4>` makes capture idempotent
     role: Literal["user", "assistant", "system"] = "user"
-    content: str | list[TextPart]
+    content: MessageText | list[TextPart]
     name: str | None = None
     otid: str | None = None
     created_at: datetime | None = None
@@ -192,7 +200,7 @@ class CapturedMessage(_Body):
 
 
 class CaptureRequest(_Body):
-    messages: list[CapturedMessage] = Field(min_length=1)
+    messages: list[CapturedMessage] = Field(min_length=1, max_length=MAX_CAPTURE_MESSAGES)
     add_to_context: bool = False
 
 
@@ -227,7 +235,7 @@ class ArchiveUpdate(_Body):
 
 
 class ArchivePassageCreate(_Body):
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, max_length=MAX_PASSAGE_CHARS)
     metadata: dict[str, Any] | None = None
     tags: list[str] | None = None
 

@@ -17,7 +17,7 @@ from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
 from cairn.errors import VersionConflictError
 from cairn.store import agents, archives, blocks, messages, outbox, runs
-from cairn.store.db import Connection, Database
+from cairn.store.db import Connection, Database, pipeline
 from cairn.store.rows import to_params
 
 
@@ -150,10 +150,10 @@ def commit(db: Database, cp: Checkpoint, *, now: datetime) -> Committed:
     )
     with db.connection() as conn:
         try:
-            with conn.pipeline() as pipeline:
+            with pipeline(conn) as pipelined:
                 conn.execute("BEGIN")
                 found = _write(conn, cp, agent, ended=ended, now=now)
-                pipeline.sync()
+                pipelined.sync()
                 result = found()
                 faults.reached("inside_commit")
                 conn.execute("COMMIT")

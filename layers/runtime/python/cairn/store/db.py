@@ -28,6 +28,26 @@ IDLE_CHECK_SECONDS = 30.0
 PREPARE_AFTER = 2
 
 
+@contextmanager
+def pipeline(conn: Connection) -> Iterator[psycopg.Pipeline]:
+    """`conn.pipeline()`, with libpq in blocking mode while it lasts.
+
+    psycopg (up to 3.3.9 at least) stops flushing a pipeline once its last command is
+    queued, even when libpq's flush says data is still pending: a statement whose
+    parameters outgrow the socket buffer (about a megabyte, a large message) is never sent
+    whole, and both sides wait forever (the server in ClientRead, us for its results). In
+    blocking mode libpq's flush sends everything, reading what the server sends meanwhile
+    so that neither side stalls; the round trips stay the same.
+    """
+    conn.pgconn.nonblocking = 0
+    try:
+        with conn.pipeline() as opened:
+            yield opened
+    finally:
+        if not conn.closed:
+            conn.pgconn.nonblocking = 1
+
+
 class Database:
     def __init__(
         self, dsn: str, *, max_size: int = 1, connect_timeout: float = 10.0, prepare: bool = True

@@ -8,7 +8,7 @@ from psycopg.types.json import Jsonb
 
 from cairn.domain.runs import JournalEntry, OutboxCommand, Run, Step
 from cairn.store import claim as claims
-from cairn.store.db import Connection
+from cairn.store.db import Connection, pipeline
 from cairn.store.rows import Order, from_row, page, to_params
 
 RUN_JSON = ("metadata", "request_config", "usage", "error")
@@ -163,7 +163,7 @@ def start_run(
         row = conn.execute(START_RUN, params).fetchone()
         assert row is not None
         return row, None
-    with conn.pipeline():
+    with pipeline(conn):
         started = conn.execute(START_RUN, params)
         claiming = claims.send(
             conn, run.organization_id, run.id, 0, lease_seconds=claim_lease_seconds

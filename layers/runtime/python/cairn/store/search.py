@@ -15,7 +15,7 @@ from psycopg import sql
 
 from cairn.domain.messages import Message
 from cairn.domain.passages import Passage
-from cairn.store.db import Connection
+from cairn.store.db import Connection, pipeline
 from cairn.store.messages import MESSAGE_COLUMNS
 
 # Reciprocal rank fusion constant (Cormack et al.): damps the weight of the very top ranks.
@@ -40,7 +40,7 @@ def _literal(vector: Sequence[float]) -> str:
 
 def _in_transaction(conn: Connection, query: sql.Composed, params: dict[str, Any]) -> list[Any]:
     """BEGIN, the index settings, the query, COMMIT: one round trip in pipeline mode."""
-    with conn.pipeline() as pipeline:
+    with pipeline(conn) as pipelined:
         conn.execute("BEGIN")
         conn.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
@@ -49,7 +49,7 @@ def _in_transaction(conn: Connection, query: sql.Composed, params: dict[str, Any
         )
         cursor = conn.execute(query, params)
         conn.execute("COMMIT")
-        pipeline.sync()
+        pipelined.sync()
         return cursor.fetchall()
 
 

@@ -17,7 +17,7 @@ LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 1
 
 def _agent(stack: Stack) -> tuple[str, dict[str, str]]:
     auth = {"Authorization": f"Bearer {stack.key}"}
-    made = httpx.post(f"{stack.url}/v1/agents/", json={"llm_config": LLM}, headers=auth)
+    made = httpx.post(f"{stack.url}/v1/agents/", json={"llm_config": LLM}, headers=auth, timeout=30)
     return made.json()["id"], auth
 
 
@@ -68,3 +68,11 @@ def test_a_body_that_is_not_utf8_is_a_client_error(stack: Stack) -> None:
         headers={**auth, "content-type": "application/json"},
     )
     assert 400 <= bad.status_code < 500, bad.text
+
+
+def test_an_unknown_method_on_a_known_path_is_405_json(stack: Stack) -> None:
+    agent, auth = _agent(stack)
+    put = httpx.put(f"{stack.url}/v1/agents/{agent}/messages", headers=auth, json={})
+    assert put.status_code == 405 and put.json() == {"detail": "Method Not Allowed"}
+    assert put.headers["allow"] == "GET, POST"
+    assert httpx.put(f"{stack.url}/v1/nowhere", headers=auth).status_code == 404

@@ -27,6 +27,7 @@ from cairn.services import tenants
 
 logger = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/v1/health/", "/v1/health", "/openapi.json"})
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
 def _detail(status: int, detail: object, headers: dict[str, str] | None = None) -> Response[Any]:
@@ -88,6 +89,9 @@ def build_app() -> APIGatewayHttpResolver:
             query = event.raw_query_string
             location = path + "/" + (f"?{query}" if query else "")
             return Response(status_code=307, headers={"Location": location}, body="")
+        allowed = [m for m in METHODS if _is_route(app, m, path)]
+        if allowed:  # the path exists, the method does not: FastAPI's 405
+            return _detail(405, "Method Not Allowed", headers={"Allow": ", ".join(allowed)})
         return _detail(404, "Not Found")
 
     @app.exception_handler(PendingApprovalError)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.tools.sandbox import SandboxRequest, SubprocessSandbox
+from cairn.tools.sandbox import SandboxRequest, SubprocessSandbox, read_only_paths
 
 SANDBOX = SubprocessSandbox(memory_bytes=256 * 1024 * 1024)
 
@@ -51,3 +51,12 @@ def test_the_parent_environment_is_not_inherited(monkeypatch: pytest.MonkeyPatch
 def test_a_process_that_dies_is_a_failed_result() -> None:
     done = run("import os\ndef f():\n    os._exit(3)", "f")
     assert not done.success and "died" in done.value
+
+
+def test_the_jail_binds_the_interpreter_wherever_it_is_installed() -> None:
+    system = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin"]
+    # A python under /usr/local (the official container images) keeps /usr, libc with it.
+    assert read_only_paths("/usr/local", "/usr/local/bin") == system
+    pyenv = "/root/.pyenv/versions/3.11.7"
+    assert read_only_paths(pyenv, pyenv + "/bin") == [*system, pyenv]
+    assert read_only_paths("/var/lang", "/opt/py/bin") == [*system, "/var/lang", "/opt/py/bin"]

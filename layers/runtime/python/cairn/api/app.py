@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from cairn.api import http
 from cairn.api.openapi import with_letta_responses
 from cairn.api.routes import agents, archives, groups, health, memory, messages, runs, tools
-from cairn.domain.constants import MAX_REQUEST_BYTES
+from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.domain.tenancy import hash_api_key
 from cairn.errors import CairnError, PendingApprovalError
 from cairn.llm.types import LLMError
@@ -49,9 +49,7 @@ def build_app() -> APIGatewayHttpResolver:
         body = app.current_event.get("body") or ""
         size = len(body) * 3 // 4 if app.current_event.get("isBase64Encoded") else len(body)
         if size > MAX_REQUEST_BYTES:
-            return _detail(
-                413, f"Request body of {size} bytes is over the limit of {MAX_REQUEST_BYTES} bytes"
-            )
+            return _detail(413, too_large(size))
         return next_middleware(app)
 
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:

@@ -24,6 +24,13 @@ TOOL_NAME_PATTERN = r"^[A-Za-z0-9_\-]+$"
 # Input limits (README "Limits"). A request body is held to Lambda's own synchronous payload
 # limit, so local and AWS answer alike; the rest are far above any model's context window.
 MAX_REQUEST_BYTES = 6 * 1024 * 1024
+
+
+def too_large(size: int) -> str:
+    """The 413's detail, the same from the API and from the local bridge that guards it."""
+    return f"Request body of {size} bytes is over the limit of {MAX_REQUEST_BYTES} bytes"
+
+
 MAX_MESSAGE_CHARS = 2_000_000  # the text of one message (all its parts)
 MAX_BLOCK_CHARS = 1_000_000  # a block's `limit`, so its value too
 MAX_PASSAGE_CHARS = 100_000  # one archival passage (embedded whole)

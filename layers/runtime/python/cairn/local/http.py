@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from cairn.domain.constants import MAX_REQUEST_BYTES
+from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.local.lambdas import invoke
 
 logger = logging.getLogger(__name__)
@@ -81,13 +81,11 @@ class _Handler(BaseHTTPRequestHandler):
         if length > MAX_REQUEST_BYTES:
             # Read and dropped, never held (the client reads our answer only once it has
             # sent its body); past a few times the limit the connection is just closed.
-            if length <= 4 * MAX_REQUEST_BYTES:
-                for _ in range(0, length, 1 << 16):
-                    self.rfile.read(min(1 << 16, length))
-                    length -= 1 << 16
+            left = length if length <= 4 * MAX_REQUEST_BYTES else 0
+            while left > 0 and (chunk := self.rfile.read(min(left, 1 << 16))):
+                left -= len(chunk)
             self.close_connection = True
-            detail = f"Request body of {int(self.headers['content-length'])} bytes is over the limit of {MAX_REQUEST_BYTES} bytes"  # noqa: E501
-            self._reply({"statusCode": 413, "body": json.dumps({"detail": detail})})
+            self._reply({"statusCode": 413, "body": json.dumps({"detail": too_large(length)})})
             return
         body = self.rfile.read(length) if length else b""
         event = to_event(self.command, self.path, dict(self.headers.items()), body)

@@ -122,7 +122,10 @@ def active(rt: Runtime, org: str, *, agent_id: str | None, background: bool | No
 
 
 def _step(conn: Connection, org: str, step_id: str) -> Step:
-    step = runs.get_step(conn, org, step_id)
+    return _found(runs.get_step(conn, org, step_id), step_id)
+
+
+def _found(step: Step | None, step_id: str) -> Step:
     if step is None:
         raise NotFoundError(f"Step with id '{step_id}' not found")
     return step
@@ -177,18 +180,12 @@ def feedback(
     rt: Runtime, org: str, step_id: str, value: str | None, tags: list[str] | None
 ) -> Step:
     with rt.db.connection() as conn:
-        step = runs.set_feedback(conn, org, step_id, value, tags)
-    if step is None:
-        raise NotFoundError(f"Step with id '{step_id}' not found")
-    return step
+        return _found(runs.set_feedback(conn, org, step_id, value, tags), step_id)
 
 
 def set_transaction(rt: Runtime, org: str, step_id: str, tid: str) -> Step:
     with rt.db.connection() as conn:
-        step = runs.set_tid(conn, org, step_id, tid)
-    if step is None:
-        raise NotFoundError(f"Step with id '{step_id}' not found")
-    return step
+        return _found(runs.set_tid(conn, org, step_id, tid), step_id)
 
 
 def trace(rt: Runtime, org: str, step_id: str) -> tuple[Step, dict[str, Any] | None]:

@@ -203,7 +203,7 @@ class SubprocessSandbox:
         os.mkdir(root)
         config = {
             "root": root,
-            "read_only": self._read_only(),
+            "read_only": read_only_paths(sys.base_prefix, os.path.dirname(self.python)),
             "env": env,
             "cpu_seconds": int(timeout) + 1,
             "memory_bytes": self.memory_bytes,
@@ -219,14 +219,6 @@ class SubprocessSandbox:
             json.dumps(config),
             RUNNER,
         ]
-
-    def _read_only(self) -> list[str]:
-        prefix = os.path.realpath(sys.base_prefix)
-        paths = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin", prefix]
-        home = os.path.dirname(self.python)
-        if not any(home == p or home.startswith(p + "/") for p in paths):
-            paths.append(home)
-        return [p for p in paths if not prefix.startswith(p + "/") or p == prefix]
 
     def _call(
         self,
@@ -301,6 +293,20 @@ class SubprocessSandbox:
                     "them as plain child processes (not for code you do not trust)"
                 )
         return self._unavailable or None
+
+
+SYSTEM_PATHS = ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin")
+
+
+def read_only_paths(prefix: str, home: str) -> list[str]:
+    """What the jail binds read-only: the system's programs and libraries, plus the
+    interpreter's installation and folder where they lie outside them (pyenv under /root,
+    Lambda's /var/lang); one under /usr (Debian's, /usr/local) is already there."""
+    paths = list(SYSTEM_PATHS)
+    for extra in (os.path.realpath(prefix), home):
+        if not any(extra == p or extra.startswith(p + "/") for p in paths):
+            paths.append(extra)
+    return paths
 
 
 def _unshare(user_namespace: bool) -> list[str]:

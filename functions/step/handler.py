@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from cairn.llm import deadline
 from cairn.orchestration import worker
 from cairn.orchestration.runtime import preload_for_snapshot, runtime
 
@@ -19,16 +20,27 @@ logger = Logger(service="cairn-step")
 preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot
 # A failed step holds back only its own agent's later messages, not the whole batch.
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+# Kept for writing a step's checkpoint after its model call and tools.
+CHECKPOINT_SECONDS = 10.0
 
 
-def record_handler(record: SQSRecord) -> None:
-    status = worker.run_step(runtime(), worker.parse(record.body))
+def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
+    rt = runtime()
+    # The model must answer in time for the tools and the checkpoint to fit in what is
+    # left of this invocation; past that the step comes back in a later delivery.
+    seconds = lambda_context.get_remaining_time_in_millis() / 1000
+    with deadline.within(seconds - rt.settings.tool_timeout_seconds - CHECKPOINT_SECONDS):
+        status = worker.run_message(rt, record.body, _receives(record))
     logger.info("step done", extra={"status": status, "message_id": record.message_id})
 
 
 def dead_letter_record(record: SQSRecord) -> None:
-    receives = int(record.attributes.approximate_receive_count or 0)
-    worker.dead_letter(runtime(), worker.parse(record.body), receives)
+    status = worker.dead_letter(runtime(), record.body, _receives(record))
+    logger.info("dead letter handled", extra={"status": status, "message_id": record.message_id})
+
+
+def _receives(record: SQSRecord) -> int:
+    return int(record.attributes.approximate_receive_count or 0)
 
 
 @logger.inject_lambda_context(clear_state=True)

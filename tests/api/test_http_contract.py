@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import httpx
 
 from tests.api.conftest import Stack
-from tests.fakes.llm_server import call
+from tests.fakes.llm_server import Reply, call
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -133,20 +134,79 @@ def test_provider_failure_on_a_sync_send_is_a_502_and_frees_the_agent(stack: Sta
         assert again.status_code == 200 and again.json()["messages"][0]["content"] == "fine now"
 
 
-def test_a_later_step_that_keeps_failing_is_retried_then_dead_lettered(stack: Stack) -> None:
+def _ended(client: httpx.Client, run_id: str, timeout: float = 20) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
+        if state["status"] in ("completed", "failed", "cancelled"):
+            return state
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} did not end")
+
+
+def test_a_later_step_whose_provider_keeps_failing_ends_with_llm_api_error(
+    stack: Stack,
+) -> None:
+    """One retry budget per step (the SDK's, CAIRN_LLM_MAX_RETRIES = 0 here): the provider
+    is asked once for step 1, not again on each queue delivery, and its message is kept."""
     with http(stack) as client:
         agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
         stack.fake.reply("", call("conversation_search", query="x"))
-        stack.fake.fail(503, times=3)  # step 1 fails on every delivery of the local queue
+        stack.fake.fail(503, "the provider is overloaded", times=3)
         run = client.post(f"/v1/agents/{agent['id']}/messages/async", json={"input": "go"}).json()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            state = client.get(f"/v1/runs/{run['id']}").json()
-            if state["status"] in ("completed", "failed"):
-                break
-            time.sleep(0.1)
-        assert state["status"] == "failed" and state["stop_reason"] == "error"
-        assert "failed on each of 3 deliveries" in state["metadata"]["error"]["message"]
+        state = _ended(client, run["id"])
+        assert state["status"] == "failed" and state["stop_reason"] == "llm_api_error"
+        assert "the provider is overloaded" in state["metadata"]["error"]["message"]
+        assert len(stack.fake.requests) == 2 and stack.fake.pending == 2
+        kinds = [m["message_type"] for m in client.get(f"/v1/runs/{run['id']}/messages").json()]
+        assert kinds[0] == "user_message"
+
+
+def test_an_answer_with_no_choices_is_a_provider_error_retried_then_reported(
+    stack: Stack,
+) -> None:
+    empty = Reply(raw_body='{"id": "x", "object": "chat.completion", "choices": []}',
+                  raw_content_type="application/json")  # fmt: skip
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        stack.fake.when(lambda _: True, empty)
+        sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+        assert sent.status_code == 502 and "no choices" in sent.json()["error"]["message"]
+        assert len(stack.fake.requests) == 1  # CAIRN_LLM_MAX_RETRIES = 0: asked once
+        stack.fake.reset()
+        stack.runtime.engine._llm_for = _with_retries(stack, 1)  # type: ignore[method-assign]
+        stack.fake.when(lambda r: len(stack.fake.requests) == 1, empty)
+        stack.fake.when(lambda _: True, Reply(text="there you are"))
+        again = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+        assert again.status_code == 200, again.text
+        assert again.json()["messages"][-1]["content"] == "there you are"
+        assert len(stack.fake.requests) == 2
+
+
+def _with_retries(stack: Stack, retries: int) -> Any:
+    from cairn.llm.clients import client_for
+
+    settings = stack.runtime.settings.model_copy(update={"llm_max_retries": retries})
+    return lambda config: client_for(config, settings)
+
+
+def test_a_sync_send_answers_within_its_budget_however_long_the_provider_takes(
+    stack: Stack,
+) -> None:
+    stack.runtime.settings.sync_budget_seconds = 3
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        stack.fake.reply("slow", delay=30)  # hangs past the budget: the step goes to a worker
+        stack.fake.reply("from the worker")
+        started = time.monotonic()
+        sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+        assert sent.status_code == 202 and time.monotonic() - started < 5
+        state = _ended(client, sent.json()["id"])
+        assert state["status"] == "completed" and state["stop_reason"] == "end_turn"
+        replies = client.get(f"/v1/runs/{state['id']}/messages").json()
+        assert [m.get("content") for m in replies if m["message_type"] == "assistant_message"] == [
+            "from the worker"
+        ]
 
 
 def test_modify_list_paginate_and_tools(stack: Stack) -> None:

@@ -14,9 +14,8 @@ from cairn.domain import Agent, Organization, OutboxCommand
 from cairn.engine.embedding_jobs import backfill
 from cairn.engine.step import Engine, StepOutcome
 from cairn.faults import SimulatedCrash
-from cairn.llm.types import LLMError
 from cairn.orchestration import dispatch
-from cairn.store import archives, blocks, messages, outbox, runs
+from cairn.store import agents, archives, blocks, messages, outbox, runs
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 from tests.integration.engine_harness import (
@@ -159,7 +158,7 @@ def test_after_commit_crash_is_recovered_by_the_outbox(
     drive(engine, steps[0])
     assert_same(snapshot(db, agent), baseline)
     waiting = _searchable(db, agent)  # nothing else ever embeds them...
-    assert waiting and backfill(engine) >= len(waiting)  # (the baseline agent's too)
+    assert waiting and backfill(engine)[0] >= len(waiting)  # (the baseline agent's too)
     assert _searchable(db, agent) == []  # ...until the sweeper's backfill
 
 
@@ -176,20 +175,39 @@ def test_duplicate_delivery_of_a_committed_step_does_nothing(
     assert snapshot(db, agent) == before and len(fake.requests) == 1
 
 
-def test_transient_llm_error_leaves_nothing_and_the_retry_succeeds(
+def test_a_provider_error_past_the_retry_budget_fails_the_run_once(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    """The SDK's retries are the step's whole budget (0 here): a 503 then ends the run with
+    the provider's message, keeps the input out of the context, and a redelivery of the
+    step does not ask the provider again."""
+    agent = make_agent(db, org)
+    fake.fail(503, "overloaded, try later").reply("never asked")
+    engine = engine_for(db, fake)
+    run, *_ = engine.start_run(org.id, agent.id, [user(agent, "hi")])
+    outcome = engine.step(org.id, run.id, 0)
+    assert (outcome.run_status, outcome.stop_reason) == ("failed", "llm_api_error")
+    assert engine.step(org.id, run.id, 0).status == "already_done"
+    assert len(fake.requests) == 1
+    with db.connection() as conn:
+        ended = runs.get_run(conn, org.id, run.id)
+        kept = messages.list_for_agent(conn, org.id, agent.id, run_id=run.id)
+        context = agents.get(conn, org.id, agent.id).message_ids  # type: ignore[union-attr]
+    assert ended is not None and "overloaded, try later" in ended.error["message"]  # type: ignore[index]
+    assert [m.text for m in kept] == ["hi"] and kept[0].id not in context
+
+
+def test_a_transient_provider_error_within_the_budget_is_retried_by_the_sdk(
     db: Database, org: Organization, fake: FakeLLM
 ) -> None:
     agent = make_agent(db, org)
     fake.fail(503).reply("recovered")
-    engine = engine_for(db, fake)
+    settings = engine_for(db, fake).settings.model_copy(update={"llm_max_retries": 1})
+    engine = Engine(db, settings)
     run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "hi")])
-    with pytest.raises(LLMError):
-        engine.step(org.id, run.id, 0)
-    with db.connection() as conn:
-        assert runs.step_at(conn, org.id, run.id, 0) is None
-        assert runs.journal_entries(conn, org.id, run.id, 0) == {}
     turn = finished(engine, run, drive(engine, command))
     assert turn.run.stop_reason == "end_turn" and turn.roles == ["user", "assistant"]
+    assert len(fake.requests) == 2
 
 
 def test_block_edited_mid_step_is_redone_on_fresh_state(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cairn import faults
 from cairn.config import Settings
 from cairn.domain import Organization
 from cairn.domain.runs import OutboxCommand
@@ -20,8 +22,8 @@ from cairn.local.sqs import Poller, create_step_queues, to_event
 from cairn.orchestration import sending
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.sqs import SqsStepQueue
+from cairn.store import agents, dead_letters, messages, runs
 from cairn.store import db as db_module
-from cairn.store import runs
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
 from tests.fakes.round_trips import RoundTrips
@@ -139,7 +141,11 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
     worker: Worker, org: Organization
 ) -> None:
     agent = make_agent(worker.rt.db, org)
-    worker.fake.fail(503, times=10)  # transient each time: the queue retries, then gives up
+
+    def blip() -> None:  # not the provider: something the queue's redelivery is for
+        raise RuntimeError("the database went away")
+
+    worker.fake.reply("never reached")
     run = sending.send(
         worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
     ).run
@@ -148,7 +154,8 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
     deadline = time.monotonic() + 30
     failed = None
     while time.monotonic() < deadline and failed is None:
-        main.poll_once(wait_seconds=0)
+        with faults.run_at("before_llm", blip):
+            main.poll_once(wait_seconds=0)
         dead.poll_once(wait_seconds=0)
         with worker.rt.db.connection() as conn:
             current = runs.get_run(conn, org.id, run.id)
@@ -156,6 +163,11 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
         time.sleep(0.2)
     assert failed is not None, "the dead-lettered step must fail its run"
     assert failed.stop_reason == "error" and "failed on each of" in failed.error["message"]  # type: ignore[index]
+    with worker.rt.db.connection() as conn:  # its input is kept with it, outside the context
+        kept = messages.list_for_agent(conn, org.id, agent.id, run_id=run.id)
+    assert [m.text for m in kept] == ["hi"] and kept[0].id not in state_ids(
+        worker, org.id, agent.id
+    )
     # the agent is free again
     worker.fake.clear()
     worker.fake.reply("back")
@@ -195,3 +207,130 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
         sent = conn.execute("SELECT count(*) AS n FROM outbox WHERE run_id = %s", (run.id,))
         assert sent.fetchone()["n"] == 2  # type: ignore[index]
     assert invoke("sweeper", {"source": "aws.events"})["pruned"] == 2
+
+
+def state_ids(worker: Worker, org_id: str, agent_id: str) -> list[str]:
+    """The agent's context window."""
+    with worker.rt.db.connection() as conn:
+        found = agents.get(conn, org_id, agent_id)
+    return found.message_ids if found else []
+
+
+def _lose_queued(worker: Worker) -> int:
+    """Whatever the step queue holds is gone (a crashed local stack's in-memory queue)."""
+    lost = 0
+    while got := worker.sqs.receive_message(
+        QueueUrl=worker.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0
+    ).get("Messages"):
+        for m in got:
+            worker.sqs.delete_message(QueueUrl=worker.queue_url, ReceiptHandle=m["ReceiptHandle"])
+        lost += len(got)
+    return lost
+
+
+def _an_hour_passes(worker: Worker) -> None:
+    with worker.rt.db.connection() as conn:
+        conn.execute("UPDATE runs SET updated_at = updated_at - interval '1 hour'")
+        conn.execute("UPDATE outbox SET sent_at = sent_at - interval '1 hour'")
+
+
+def test_a_step_whose_message_was_lost_is_redriven_by_the_watchdog(
+    worker: Worker, org: Organization
+) -> None:
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.reply("back again")
+    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    assert _lose_queued(worker) == 1
+    swept = invoke("sweeper", {"source": "aws.events"})
+    assert swept["watchdog"] == {"redriven": 0, "failed": 0}  # not stalled yet: 30 min
+    _an_hour_passes(worker)
+    assert invoke("sweeper", {"source": "aws.events"})["watchdog"] == {"redriven": 1, "failed": 0}
+    assert worker.drain(run.run.id, org.id).stop_reason == "end_turn"
+    assert len(worker.fake.requests) == 1
+    _an_hour_passes(worker)  # a finished run is never picked again
+    assert invoke("sweeper", {"source": "aws.events"})["watchdog"] == {"redriven": 0, "failed": 0}
+
+
+def test_a_run_that_never_progresses_fails_with_the_reason_and_frees_its_agent(
+    worker: Worker, org: Organization
+) -> None:
+    agent = make_agent(worker.rt.db, org)
+    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    outcomes = []
+    for _ in range(3):  # the first send and two re-drives, each lost
+        _lose_queued(worker)
+        _an_hour_passes(worker)
+        outcomes.append(invoke("sweeper", {"source": "aws.events"})["watchdog"])
+    assert outcomes == [{"redriven": 1, "failed": 0}] * 2 + [{"redriven": 0, "failed": 1}]
+    with worker.rt.db.connection() as conn:
+        failed = runs.get_run(conn, org.id, run.run.id)
+    assert failed is not None and failed.status == "failed" and failed.stop_reason == "error"
+    assert failed.error and "made no progress" in failed.error["message"]
+    assert failed.error["type"] == "stalled"
+    worker.fake.reply("free")
+    again = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    assert worker.drain(again.run.id, org.id).stop_reason == "end_turn"
+
+
+def test_dead_letters_of_any_shape_are_recorded_and_removed(
+    worker: Worker, org: Organization
+) -> None:
+    agent = make_agent(worker.rt.db, org)
+    bodies = [
+        "not json at all",
+        '{"organization_id": 5, "run_id": [], "step_index": -1}',
+        json.dumps({"kind": "embed", "organization_id": org.id, "agent_id": agent.id}),
+        json.dumps({"organization_id": org.id, "run_id": "run-missing", "step_index": 0}),
+    ]
+    for i, body in enumerate(bodies):
+        worker.sqs.send_message(QueueUrl=worker.dlq_url, MessageBody=body,
+                                MessageGroupId="g", MessageDeduplicationId=str(i))  # fmt: skip
+    dead = Poller(worker.sqs, worker.dlq_url, "step", attribute="dead_letter_handler")
+    assert dead.poll_once(wait_seconds=0) == 4
+    time.sleep(1.2)  # past the visibility timeout: anything not deleted would be back
+    assert dead.poll_once(wait_seconds=0) == 0
+    with worker.rt.db.connection() as conn:
+        kept = {r["body"]: r["reason"] for r in dead_letters.latest(conn)}
+    assert set(kept) == set(bodies)
+    assert "not a step or embedding command" in kept[bodies[0]]
+    assert "organization_id" in kept[bodies[1]] and "step_index" in kept[bodies[1]]
+    assert "embedding job" in kept[bodies[2]] and "no run run-missing" in kept[bodies[3]]
+
+
+def test_a_malformed_step_message_is_kept_once_not_redelivered(
+    worker: Worker, org: Organization
+) -> None:
+    worker.sqs.send_message(QueueUrl=worker.queue_url, MessageBody='{"run_id": "x"}',
+                            MessageGroupId="g", MessageDeduplicationId="bad")  # fmt: skip
+    main = Poller(worker.sqs, worker.queue_url, "step")
+    assert main.poll_once(wait_seconds=0) == 1
+    time.sleep(1.2)
+    assert main.poll_once(wait_seconds=0) == 0  # acknowledged, not left to three deliveries
+    with worker.rt.db.connection() as conn:
+        kept = [r for r in dead_letters.latest(conn) if r["body"] == '{"run_id": "x"}']
+    assert [r["source"] for r in kept] == ["step-queue"] and "organization_id" in kept[0]["reason"]
+
+
+def test_sweeper_phases_fail_on_their_own_and_name_the_agent(
+    worker: Worker, org: Organization
+) -> None:
+    broken = make_agent(worker.rt.db, org)
+    with worker.rt.db.connection() as conn:
+        conn.execute(
+            "UPDATE agents SET embedding_config = %s WHERE id = %s",
+            (json.dumps({"embedding_endpoint_type": "openai", "embedding_model": "m",
+                         "embedding_dim": 8, "embedding_endpoint": "http://127.0.0.1:9/v1"}),
+             broken.id),
+        )  # fmt: skip
+    worker.fake.reply("hello")
+    run = sending.send(worker.rt, org.id, broken.id, [user(broken, "hi")], max_steps=10, wait=True)
+    assert run.run.status == "completed"
+    _lose_queued(worker)  # the embedding job: left to the backfill
+    with worker.rt.db.connection() as conn:  # and one continuation left unsent by a crash
+        conn.execute("UPDATE outbox SET sent_at = NULL, created_at = now() - interval '1 hour'"
+                     " WHERE run_id = %s", (run.run.id,))  # fmt: skip
+    swept = invoke("sweeper", {"source": "aws.events"})
+    assert swept["republished"] == 1 and swept["watchdog"] == {"redriven": 0, "failed": 0}
+    assert "pruned" in swept
+    assert list(swept["errors"]) == [f"embedded:{broken.id}"]
+    assert "Connection" in swept["errors"][f"embedded:{broken.id}"]

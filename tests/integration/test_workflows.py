@@ -25,7 +25,7 @@ from cairn.engine.sleeptime import provision_helper, provision_sleeptime
 from cairn.errors import ConflictError
 from cairn.local.__main__ import start_workers
 from cairn.local.http import make_server
-from cairn.orchestration import sending
+from cairn.orchestration import sending, tasks
 from cairn.orchestration.runtime import Runtime, use_runtime
 from cairn.orchestration.stepfunctions import execution_name
 from cairn.store import groups, messages, runs, tenancy
@@ -430,3 +430,23 @@ def test_sleeptime_runs_every_frequency_turns(
         "user: message 1\nassistant: Reply 1.\nuser: message 2\nassistant: Reply 2.",
         "user: message 3\nassistant: Reply 3.\nuser: message 4\nassistant: Reply 4.",
     ]
+
+
+def test_a_sleeptime_item_sent_twice_starts_its_run_once(
+    fresh: Flows, db: Database, org: Organization
+) -> None:
+    """Step Functions retries a failed Task, and a fan-out lost with the local stack is sent
+    again after its restart: the item's run is found, not started a second time."""
+    primary, group_id = sleeptime_agent(db, org)
+    fresh.fake.when(is_helper, helper_replies(["Fact A"]))
+    Primary(fresh.fake).reply("Noted.")
+    first = turn(fresh, primary, "I like tea")
+    fresh.finished("sleeptime", f"sleeptime:{group_id}:{first.id}", timeout=60)
+    plan = {"organization_id": org.id, "action": "plan", "group_id": group_id,
+            "upto_message_id": first_last_message(db, first)}  # fmt: skip
+    (item,) = tasks.sleeptime_task(fresh.rt, plan)["items"]
+    again = tasks.sleeptime_task(fresh.rt, {**plan, "action": "run", "item": item})
+    with db.connection() as conn:
+        helper_runs = runs.list_runs(conn, org.id, agent_ids=[item["agent_id"]])
+    assert [r.id for r in helper_runs] == [again["run_id"]]
+    assert state_of(db, primary)[1]["human"].count("Fact A") == 1

@@ -34,6 +34,10 @@ class Settings(BaseModel):
     sync_budget_seconds: float = Field(default=25.0, gt=0)
     # Sent outbox rows are history nobody reads; the sweeper deletes them after this long.
     outbox_retention_days: float = Field(default=7.0, gt=0)
+    # The sweeper's watchdog re-sends the step of a run that made no progress for this long
+    # (a lost queue message, a worker that died mid-step). Longer than any step can run:
+    # a Lambda runs at most 900 s, and a failed delivery waits out the queue's visibility.
+    run_stall_seconds: float = Field(default=1800.0, gt=0)
     # Wall-clock limit of one custom tool call in the sandbox.
     tool_timeout_seconds: float = Field(default=10.0, gt=0, le=900)
     # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
@@ -81,6 +85,7 @@ class Settings(BaseModel):
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
             "sandbox_isolation": "CAIRN_SANDBOX_ISOLATION",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
+            "run_stall_seconds": "CAIRN_RUN_STALL_SECONDS",
             "outbox_retention_days": "CAIRN_OUTBOX_RETENTION_DAYS",
             "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",
             "openai_api_key": "OPENAI_API_KEY",

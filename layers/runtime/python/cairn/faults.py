@@ -31,6 +31,12 @@ def reached(point: FaultPoint) -> None:
         _armed(point)
 
 
+def arm(hook: Callable[[FaultPoint], None]) -> None:
+    """Call `hook` at every point from now on (a crash test's process arms it at start)."""
+    global _armed
+    _armed = hook
+
+
 @contextmanager
 def run_at(point: FaultPoint, action: Callable[[], None], *, times: int = 1) -> Iterator[None]:
     """Run `action` when `point` is reached (e.g. a person editing a block mid-step).

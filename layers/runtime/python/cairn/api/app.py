@@ -132,6 +132,18 @@ def build_app() -> APIGatewayHttpResolver:
         # A lone surrogate (`\ud800` in JSON) parses to a str that UTF-8 cannot encode.
         return _detail(422, "Invalid value: text must be valid Unicode (no lone surrogates)")
 
+    # Powertools' validation parses the body before any middleware of ours runs: what
+    # Python's JSON parser cannot take is the request's fault, answered here.
+    @app.exception_handler(RecursionError)
+    def too_deep(exc: RecursionError) -> Response[Any]:
+        return _detail(422, "The JSON body nests too deeply")
+
+    @app.exception_handler(ValueError)
+    def unparsable(exc: ValueError) -> Response[Any]:
+        if "integer string conversion" in str(exc):
+            return _detail(422, "A number in the JSON body has too many digits")
+        return unknown(exc)
+
     @app.exception_handler(LLMError)
     def llm_error(exc: LLMError) -> Response[Any]:
         return http.llm_error_reply(exc.kind, str(exc))

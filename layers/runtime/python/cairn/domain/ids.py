@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from typing import Annotated
@@ -34,6 +35,13 @@ def new_id(prefix: str) -> str:
     if prefix not in PREFIXES:
         raise ValueError(f"unknown id prefix {prefix!r}")
     return f"{prefix}-{uuid.uuid4()}"
+
+
+def stable_id(prefix: str, *parts: str) -> str:
+    """The same id for the same parts, in the uuid4 shape Letta's ids have: a retried
+    action that creates something (a workflow task starting a run) creates it once."""
+    digest = hashlib.sha256("\x1f".join((prefix, *parts)).encode()).digest()
+    return f"{prefix}-{uuid.UUID(bytes=digest[:16], version=4)}"
 
 
 def is_id(value: str, prefix: str) -> bool:

@@ -130,6 +130,7 @@ class OutboxCommand(DomainModel):
     sent_at: datetime | None = None
     attempts: int = 0
     last_error: str | None = None
+    redrives: int = 0  # re-sent by the watchdog after no progress (orchestration/watchdog)
 
 
 def embed_command(

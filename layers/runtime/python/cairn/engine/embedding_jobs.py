@@ -7,9 +7,12 @@ embedding only where none exists yet makes both idempotent.
 
 from __future__ import annotations
 
+import logging
+
 from cairn.engine.step import Engine
 from cairn.store import messages
 
+logger = logging.getLogger(__name__)
 BATCH = 128
 
 
@@ -35,7 +38,19 @@ def embed_agent(engine: Engine, org_id: str, agent_id: str, *, max_batches: int 
     return written
 
 
-def backfill(engine: Engine, *, agents_per_sweep: int = 20) -> int:
+def backfill(engine: Engine, *, agents_per_sweep: int = 20) -> tuple[int, dict[str, str]]:
+    """Embed what is missing, agent by agent; returns (written, {agent id: why it failed}).
+
+    One agent's failure (its embedding model gone, its provider down) is reported and the
+    others go on; the agents are taken in no fixed order, so failing ones cannot keep the
+    rest waiting sweep after sweep."""
     with engine.db.connection() as conn:
         found = messages.agents_to_embed(conn, agents_per_sweep)
-    return sum(embed_agent(engine, org, agent) for org, agent in found)
+    written, failed = 0, {}
+    for org, agent in found:
+        try:
+            written += embed_agent(engine, org, agent)
+        except Exception as err:
+            logger.warning("embedding agent %s failed: %s", agent, err)
+            failed[agent] = f"{type(err).__name__}: {err}"[:500]
+    return written, failed

@@ -10,7 +10,7 @@ from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, step_command
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, PendingApprovalError
-from cairn.store import agents, runs
+from cairn.store import agents, messages, runs
 from cairn.store.claim import Claim
 from cairn.store.db import Database
 
@@ -39,6 +39,7 @@ def start_run(
     run_here: bool = False,
     task_token: str | None = None,
     compact_only: bool = False,
+    run_id: str | None = None,
 ) -> StartedRun:
     """Record the run and its first step command together; the caller publishes it.
 
@@ -51,6 +52,7 @@ def start_run(
         raise InvalidArgumentError("max_steps: must be at least 1")
     answering = any(m.role == "approval" for m in inputs)
     run = Run(
+        **({"id": run_id} if run_id else {}),
         organization_id=org_id,
         agent_id=agent_id,
         background=background,
@@ -116,5 +118,12 @@ def fail_run(
             }
         )
         runs.update_run(conn, ended)
+        # The run's inputs stay readable with it (recall, the runs API) when no step got to
+        # store them; already stored ones are skipped by id. Never in the context window.
+        # An approval answer is left out: the request it answered is still pending.
+        kept = [Message.model_validate(m) for m in run.request_config.get("input", ())
+                if m.get("role") != "approval"]  # fmt: skip
+        if kept:
+            messages.insert(conn, kept)
         agents.release_lease(conn, org_id, run.agent_id, run_id)
         return ended

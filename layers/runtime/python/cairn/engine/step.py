@@ -126,6 +126,7 @@ class Engine:
         run_here: bool = False,
         task_token: str | None = None,
         compact_only: bool = False,
+        run_id: str | None = None,
     ) -> StartedRun:
         """`lifecycle.start_run` on this engine's database."""
         return lifecycle.start_run(
@@ -139,6 +140,7 @@ class Engine:
             run_here=run_here,
             task_token=task_token,
             compact_only=compact_only,
+            run_id=run_id,
         )
 
     # -- one step ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ from cairn.engine.policy import CallOutcome, after_tools, must_call_first, polic
 from cairn.engine.prompt import context_estimate, refreshed_system, tool_schemas
 from cairn.engine.state import StepState
 from cairn.llm.clients import wire_body
+from cairn.llm.deadline import DeadlineReached
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
@@ -159,9 +160,12 @@ class Turn:
             return self.finish("tool_rule", system=system)
         try:
             response = self.ask(request)
+        except DeadlineReached:
+            raise  # the caller's time ran out, not the provider: the queue runs it again
         except LLMError as err:
-            if err.transient:
-                raise  # the queue delivers the step again later
+            # The SDK has spent the step's retries (CAIRN_LLM_MAX_RETRIES, with backoff):
+            # the run ends here with the provider's message, as Letta's does; the queue's
+            # redeliveries are for crashes, not for asking a failing provider again.
             return self.failed("llm_api_error", str(err), system=system, kind=err.kind)
         self.step = self.step.model_copy(
             update={
@@ -361,9 +365,9 @@ class Turn:
         request = compaction.summary_request(self.agent, evicted)
         try:
             response = self.ask(request)
+        except DeadlineReached:
+            raise
         except LLMError as err:
-            if err.transient:
-                raise
             return self.failed("llm_api_error", f"summarising failed: {err}", kind=err.kind)
         summary = compaction.summary_message(
             self.agent, response.text, now=self.now, run_id=state.run.id, step_id=self.step.id

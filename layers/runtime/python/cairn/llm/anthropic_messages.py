@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
+from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
 from cairn.llm.transcript import turns
 from cairn.llm.types import FinishReason, LLMRequest, LLMResponse, LLMUsage
@@ -28,7 +29,10 @@ class AnthropicMessages:
     def complete(self, request: LLMRequest) -> LLMResponse:
         # Wire-form body through the SDK's request method, as for OpenAI (openai_chat.py).
         with translate_errors():
-            answer = self._client.post("/v1/messages", body=request_body(request), cast_to=object)
+            answer = self._client.post(  # type: ignore[call-overload]
+                "/v1/messages", body=request_body(request), cast_to=object,
+                options=deadline.request_options(),
+            )  # fmt: skip
         return parse(json_object(answer))
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from cairn.llm import deadline
 from cairn.llm.types import ErrorKind, LLMError
 
 
@@ -20,6 +21,8 @@ def translate_errors() -> Iterator[None]:
         kind = _kind(err)
         if kind is None:
             raise
+        if kind == "timeout" and deadline.passed():
+            raise deadline.DeadlineReached() from err
         status = getattr(err, "status_code", None)
         raise LLMError(kind, f"{type(err).__name__}: {err}", status=status) from err
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import time
 from typing import TYPE_CHECKING, Any
 
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
+from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
 from cairn.llm.transcript import turns
-from cairn.llm.types import FinishReason, LLMRequest, LLMResponse, LLMUsage
+from cairn.llm.types import FinishReason, LLMError, LLMRequest, LLMResponse, LLMUsage
 
 if TYPE_CHECKING:
     import openai
@@ -28,11 +31,21 @@ class OpenAIChat:
         # The body is already in wire form; the typed `create` would walk it again to
         # transform its params (6-7 ms for a 7-tool request, measured in bench/), so it goes
         # through the SDK's own request method: same retries, auth, timeouts and errors.
-        with translate_errors():
-            answer = self._client.post(
-                "/chat/completions", body=request_body(request), cast_to=object
-            )
-        return parse(json_object(answer))
+        body = request_body(request)
+        for attempt in range(self._client.max_retries + 1):
+            with translate_errors():
+                answer = self._client.post(  # type: ignore[call-overload]
+                    "/chat/completions", body=body, cast_to=object,
+                    options=deadline.request_options(),
+                )  # fmt: skip
+            completion = json_object(answer)
+            if completion.get("choices"):
+                return parse(completion)
+            # A 200 with no choices (seen from proxies and overloaded compatible servers)
+            # is the provider failing: asked again, as the SDK retries a 5xx.
+            if attempt < self._client.max_retries and not deadline.passed():
+                time.sleep(min(8.0, 0.5 * 2**attempt))
+        raise LLMError("server", f"The model answered with no choices: {json.dumps(answer)[:500]}")
 
 
 def _messages(request: LLMRequest) -> list[dict[str, Any]]:

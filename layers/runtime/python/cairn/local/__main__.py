@@ -3,8 +3,11 @@
 Steps go through a FIFO queue on moto's SQS server, fed to the step handler by a local
 poller (its DLQ to the dead-letter handler); the approval and sleeptime workflows run on
 moto's Step Functions from the ASL the CDK constructs synthesise; the sweeper runs on a
-timer. Ctrl-C stops the
-HTTP server, then Postgres; the next start reuses the data.
+timer. Ctrl-C stops the HTTP server, then Postgres; the next start reuses the data.
+
+The queue and the workflows live in this process: if it dies (SIGKILL, a power cut), the
+next start sends again every step, approval wait and sleeptime fan-out they held
+(`watchdog.recover_after_restart`), so every run still reaches its end.
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cairn import __version__, heap
+from cairn import __version__, faults, heap
 from cairn.config import Settings
 from cairn.local import lambdas, stepfunctions
 from cairn.local.http import make_server
 from cairn.local.sqs import REGION, Poller, create_step_queues, start_moto
-from cairn.orchestration import sending
+from cairn.orchestration import sending, watchdog
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.sqs import SqsStepQueue, sqs_client
 from cairn.orchestration.stepfunctions import StepFunctionsWorkflows, stepfunctions_client
@@ -31,6 +34,9 @@ from cairn.store import Database, apply_migrations
 
 logger = logging.getLogger("cairn.local")
 SWEEP_EVERY_SECONDS = 10.0
+# Steps of different agents run side by side, as concurrent Lambda invocations would; one
+# agent's steps stay in order (the FIFO queue holds a message group while one is in flight).
+STEP_WORKERS = 4
 
 
 def main() -> int:
@@ -60,7 +66,8 @@ def main() -> int:
         key_file.write_text(api_key + "\n")
         key_file.chmod(0o600)
 
-    workers = start_workers(dsn)
+    arm_crash_hook()
+    workers = start_workers(dsn, recover=True)
     heap.settle("runtime")  # the stack is built: as on Lambda, keep the collector off it
     http = make_server("127.0.0.1", settings.port)
     # SIGTERM (e.g. from a process manager) stops as cleanly as Ctrl-C.
@@ -92,6 +99,7 @@ def start_workers(
     settings: Settings | None = None,
     timings: dict[str, float] | None = None,
     sweep_every_seconds: float = SWEEP_EVERY_SECONDS,
+    recover: bool = False,
 ) -> Workers:
     """moto (SQS and Step Functions), the step queue and its pollers, the approval and
     sleeptime workflows, the sweeper; installs the runtime the handlers use."""
@@ -104,12 +112,15 @@ def start_workers(
     sqs = sqs_client(endpoint, REGION)
     queue_url, dlq_url = create_step_queues(sqs)
     sfn = stepfunctions_client(endpoint, REGION)
-    asl = stepfunctions.definitions(**(timings or workflow_timings()))
+    settings = settings or Settings.from_env()
+    asl = stepfunctions.cached_definitions(
+        settings.data_dir / "cache", **(timings or workflow_timings())
+    )
     arns = stepfunctions.create_workflows(endpoint, sfn, asl)
     os.environ["CAIRN_STEP_QUEUE_URL"] = queue_url
     os.environ["CAIRN_APPROVAL_STATE_MACHINE_ARN"] = arns["approval"]
     os.environ["CAIRN_SLEEPTIME_STATE_MACHINE_ARN"] = arns["sleeptime"]
-    settings = (settings or Settings.from_env()).model_copy(
+    settings = settings.model_copy(
         update={
             "step_queue_url": queue_url,
             "approval_state_machine_arn": arns["approval"],
@@ -124,8 +135,13 @@ def start_workers(
     )
     use_runtime(rt)
     sending.pause = lambdas.pause
-    pollers = [Poller(sqs, queue_url, "step"),
-               Poller(sqs, dlq_url, "step", attribute="dead_letter_handler")]  # fmt: skip
+    if recover:
+        # Nothing is in flight in a queue and workflows this process just made: whatever the
+        # database says was sent and never finished died with the previous process.
+        logger.info("recovered after restart: %s", watchdog.recover_after_restart(rt))
+    pollers = [Poller(sqs, queue_url, "step", batch_size=1, environment=n)
+               for n in range(STEP_WORKERS)]  # fmt: skip
+    pollers.append(Poller(sqs, dlq_url, "step", attribute="dead_letter_handler"))
     for poller in pollers:
         poller.start()
     stopping = threading.Event()
@@ -150,6 +166,25 @@ def start_workers(
         rt.db.close()
 
     return Workers(rt, stop)
+
+
+def arm_crash_hook() -> None:
+    """`CAIRN_LOCAL_CRASH_AT=<fault point>[:<n>]` (tests only): the process SIGKILLs itself
+    the n-th time a step reaches that point (`cairn.faults`), as a power cut would."""
+    wanted = os.environ.get("CAIRN_LOCAL_CRASH_AT")
+    if not wanted:
+        return
+    point, _, nth = wanted.partition(":")
+    seen = [0]
+
+    def hook(reached: faults.FaultPoint) -> None:
+        if reached == point:
+            seen[0] += 1
+            if seen[0] == int(nth or 1):
+                print(f"crashing at {point} #{seen[0]}", flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    faults.arm(hook)
 
 
 def workflow_timings() -> dict[str, float]:

@@ -115,6 +115,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
+    def __getattr__(self, name: str) -> Any:
+        # Any other method (TRACE, PROPFIND...) goes to the API as well, which answers 405
+        # JSON naming the allowed ones, instead of the standard library's 501 HTML page.
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
     def log_message(self, format: str, *args: Any) -> None:
         logger.info("%s %s", self.address_string(), format % args)
 

@@ -14,8 +14,12 @@ from cairn.local.lambdas import invoke
 
 logger = logging.getLogger(__name__)
 REGION = "us-east-1"
-# Failed steps come back after this long; on AWS the queue's timeout covers a whole step.
-LOCAL_VISIBILITY_SECONDS = 2
+# A message taken by a worker stays hidden this long, longer than any step runs (on AWS the
+# queue's visibility timeout covers the step function's timeout): a step still running must
+# not be delivered to a second worker.
+LOCAL_VISIBILITY_SECONDS = 900
+# A failed step comes back after this long (the poller shortens its message's visibility).
+LOCAL_RETRY_SECONDS = 2
 MAX_RECEIVES = 3
 
 
@@ -78,8 +82,9 @@ class Poller(threading.Thread):
     """Receive a batch, hand it to a handler, delete what succeeded; failures come back."""
 
     def __init__(self, sqs: Any, queue_url: str, function: str, *, attribute: str = "handler",
-                 batch_size: int = 10) -> None:  # fmt: skip
-        super().__init__(name=f"poll-{function}-{attribute}", daemon=True)
+                 batch_size: int = 10, environment: int = 0) -> None:  # fmt: skip
+        super().__init__(name=f"poll-{function}-{attribute}-{environment}", daemon=True)
+        self.environment = environment
         self.sqs, self.queue_url, self.function, self.attribute = (
             sqs,
             queue_url,
@@ -99,7 +104,8 @@ class Poller(threading.Thread):
         if not got:
             return 0
         try:
-            result = invoke(self.function, to_event(got, self.arn), attribute=self.attribute)
+            result = invoke(self.function, to_event(got, self.arn), attribute=self.attribute,
+                            environment=self.environment)  # fmt: skip
             failed = {f["itemIdentifier"] for f in (result or {}).get("batchItemFailures", [])}
         except Exception:
             logger.exception("%s failed a whole batch", self.function)
@@ -107,6 +113,12 @@ class Poller(threading.Thread):
         for m in got:
             if m["MessageId"] not in failed:
                 self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+            else:
+                self.sqs.change_message_visibility(
+                    QueueUrl=self.queue_url,
+                    ReceiptHandle=m["ReceiptHandle"],
+                    VisibilityTimeout=LOCAL_RETRY_SECONDS,
+                )
         return len(got)
 
     def run(self) -> None:

@@ -7,11 +7,13 @@ and resolves the template's intrinsic functions to local ARNs (moto reads plain 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import sys
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from cairn.local.lambdas import functions_dir, invoke
@@ -49,6 +51,27 @@ def state_machine_definitions(template: dict[str, Any], refs: dict[str, Any]) ->
         for logical_id, resource in template["Resources"].items()
         if resource["Type"] == "AWS::StepFunctions::StateMachine"
     }
+
+
+def cached_definitions(cache_dir: Path, **timings: float) -> dict[str, str]:
+    """`definitions`, kept in `cache_dir` under a key of the constructs' source and the
+    timings: synthesising starts the CDK's Node.js process, ~4 s of every local start."""
+    from importlib.metadata import version
+
+    source = (functions_dir().parent / "infra" / "cairn_infra" / "workflows.py").read_bytes()
+    key = hashlib.sha256(
+        source + json.dumps([timings, version("aws-cdk-lib")], sort_keys=True).encode()
+    ).hexdigest()[:16]
+    cached = cache_dir / f"workflows-{key}.json"
+    if cached.exists():
+        found: dict[str, str] = json.loads(cached.read_text())
+        return found
+    built = definitions(**timings)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(".tmp")
+    partial.write_text(json.dumps(built))
+    partial.replace(cached)  # whole or absent, if two starts race
+    return built
 
 
 def definitions(

@@ -7,6 +7,7 @@ outbox until the run holding the agent ends.
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -35,11 +36,12 @@ class InlineStepQueue:
         self._queue: queue.Queue[OutboxCommand | None] = queue.Queue()
         # Continuations of other kinds (workflows) go where the runtime routes them.
         self.outlet: StepQueue = self
+        self.rt: Runtime | None = None
         self._thread = threading.Thread(target=self._work, name="cairn-steps", daemon=True)
         self._thread.start()
 
     def attach(self, rt: Runtime) -> None:
-        self.outlet = rt.queue
+        self.outlet, self.rt = rt.queue, rt
 
     def publish(self, command: OutboxCommand) -> None:
         self._queue.put(command)
@@ -73,7 +75,8 @@ class InlineStepQueue:
             timer.daemon = True
             timer.start()
             return
-        worker.fail_dead_step(self.engine, self.outlet, command.payload, attempts)
+        if self.rt is not None:
+            worker.dead_letter(self.rt, json.dumps(command.payload), attempts)
 
     def _run(self, command: OutboxCommand) -> None:
         p = command.payload

@@ -8,6 +8,8 @@ from typing import NamedTuple
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.llm import deadline
+from cairn.llm.deadline import DeadlineReached
 from cairn.llm.types import LLMError
 from cairn.orchestration.dispatch import after_step, defer, publish_and_mark, wake
 from cairn.orchestration.parts import Runtime
@@ -57,12 +59,20 @@ def send(
         if not handed_over:
             publish_and_mark(rt.db, rt.queue, command)
         return Sent(run)
+    budget = rt.settings.sync_budget_seconds
+    waited_from = time.monotonic()
     try:
         if token is not None:
             rt.workflows.succeed(token, {"run_id": run.id})
         # The run holds its agent from here (claimed with the run): any failure below leaves
-        # the step to the sweeper, which finds the lease its own.
-        outcome = rt.engine.step(org_id, run.id, 0, claimed=first_claim)
+        # the step to the sweeper, which finds the lease its own. The model must answer
+        # within the budget; past it the step goes to a worker and the caller gets the run.
+        with deadline.within(budget):
+            outcome = rt.engine.step(org_id, run.id, 0, claimed=first_claim)
+    except DeadlineReached:
+        defer(rt.db, command)
+        publish_and_mark(rt.db, rt.queue, command)
+        return Sent(wait_for(rt, org_id, run.id, 0))
     except LLMError as err:
         # The caller is waiting and the SDK has retried already: answer as Letta does.
         rt.engine.fail_run(org_id, run.id, "llm_api_error", str(err), kind=err.kind)
@@ -76,7 +86,7 @@ def send(
     if outcome.run is not None and outcome.run.status in TERMINAL_RUN_STATUSES:
         # The turn ended in its first step: nothing to wait for, nothing more to read.
         return Sent(outcome.run, list(outcome.messages))
-    return Sent(wait_for(rt, org_id, run.id, rt.settings.sync_budget_seconds))
+    return Sent(wait_for(rt, org_id, run.id, budget - (time.monotonic() - waited_from)))
 
 
 def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Run:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from cairn.domain.ids import stable_id
 from cairn.domain.messages import ApprovalDecision, Message
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, task_result_command
 from cairn.engine import sleeptime
 from cairn.errors import ConflictError
 from cairn.orchestration.dispatch import publish_and_mark
 from cairn.orchestration.parts import Runtime
+from cairn.orchestration.routing import send_result
 from cairn.store import agents, messages, outbox, runs
 
 logger = logging.getLogger(__name__)
@@ -112,19 +115,36 @@ def sleeptime_task(rt: Runtime, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def start_background(rt: Runtime, item: dict[str, str], token: str | None) -> dict[str, Any]:
-    """Start one sleeptime agent's run; its last step sends the token back."""
+    """Start one sleeptime agent's run; its last step sends the token back.
+
+    The run's id comes from the item, so a retried Task (or a fan-out re-sent after a crash)
+    finds the run it started instead of starting another one.
+    """
+    org = item["organization_id"]
+    run_id = stable_id("run", item["group_id"], item["agent_id"], item["upto_message_id"])
+    with rt.db.connection() as conn:
+        existing = runs.get_run(conn, org, run_id)
+    if existing is not None:
+        if token and existing.status in TERMINAL_RUN_STATUSES:
+            send_result(rt.workflows, task_result_command(existing.model_copy(
+                update={"task_token": token})).payload)  # fmt: skip
+        elif token:
+            with rt.db.connection() as conn:
+                runs.set_task_token(conn, org, run_id, token)
+        return {"run_id": run_id}
     message = sleeptime.transcript_message(rt.db, item)
     if message is None:
         if token:
             rt.workflows.succeed(token, {"run_id": None, "status": "skipped"})
         return {"run_id": None}
     started = rt.engine.start_run(
-        item["organization_id"],
+        org,
         item["agent_id"],
         [message],
         background=True,
         metadata={"run_type": "sleeptime", "group_id": item["group_id"]},
         task_token=token,
+        run_id=run_id,
     )
     publish_and_mark(rt.db, rt.queue, started.command)
     return {"run_id": started.run.id}

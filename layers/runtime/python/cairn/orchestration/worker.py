@@ -4,30 +4,46 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
 
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
-from cairn.engine.step import Engine
-from cairn.orchestration.dispatch import after_step, wake
+from cairn.orchestration.dispatch import after_step
 from cairn.orchestration.parts import Runtime
-from cairn.orchestration.ports import StepQueue
-from cairn.store import outbox, runs
+from cairn.orchestration.watchdog import end_failed_run
+from cairn.store import dead_letters, outbox, runs
 
 logger = logging.getLogger(__name__)
 
 
+class StepMessage(BaseModel):
+    organization_id: str
+    run_id: str
+    step_index: int = Field(ge=0)
+
+
+class EmbedMessage(BaseModel):
+    kind: Literal["embed"]
+    organization_id: str
+    agent_id: str
+
+
 def parse(body: str) -> dict[str, Any]:
-    payload = json.loads(body)
-    needed = (
-        {"organization_id", "agent_id"}
-        if payload.get("kind") == "embed"
-        else {"organization_id", "run_id", "step_index"}
-    )
-    missing = needed - set(payload)
-    if missing:
-        raise ValueError(f"step message without {sorted(missing)}: {body[:200]}")
-    return payload
+    """The queue message's command; ValueError (naming what is wrong) for any other shape."""
+    try:
+        raw = json.loads(body)
+    except ValueError:
+        raise ValueError("not a step or embedding command (the body is not JSON)") from None
+    is_embed = isinstance(raw, dict) and raw.get("kind") == "embed"
+    shape: type[BaseModel] = EmbedMessage if is_embed else StepMessage
+    try:
+        return shape.model_validate(raw).model_dump()
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
+                             for e in err.errors()[:3])  # fmt: skip
+        raise ValueError(f"not a step or embedding command ({problems})") from None
 
 
 def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
@@ -42,20 +58,40 @@ def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
     return outcome.status
 
 
-def dead_letter(rt: Runtime, payload: dict[str, Any], receives: int) -> None:
-    fail_dead_step(rt.engine, rt.queue, payload, receives)
+def run_message(rt: Runtime, body: str, receives: int) -> str:
+    """One message of the step queue. One nothing can act on is kept as a poison record
+    and acknowledged: redelivering it could never succeed."""
+    try:
+        payload = parse(body)
+    except ValueError as err:
+        return poison(rt, "step-queue", body, str(err), receives)
+    return run_step(rt, payload)
 
 
-def fail_dead_step(
-    engine: Engine, queue: StepQueue, payload: dict[str, Any], receives: int
-) -> None:
-    """A step that kept failing: end its run as failed, with the reason, and free its agent."""
+def dead_letter(rt: Runtime, body: str, receives: int) -> str:
+    """One message of the dead-letter queue, whatever its shape: recorded, never retried
+    (raises only while the database cannot be reached, so nothing is dropped unrecorded)."""
+    try:
+        payload = parse(body)
+    except ValueError as err:
+        return poison(rt, "step-dlq", body, str(err), receives)
+    if payload.get("kind") == "embed":
+        # Nothing waits on it: the sweeper's backfill embeds whatever is still missing.
+        return poison(rt, "step-dlq", body, "embedding job failed on each delivery", receives)
     org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
     reason = f"step {index} failed on each of {receives} deliveries; see the step function logs"
-    ended = engine.fail_run(org, run_id, "error", reason)
+    ended = end_failed_run(rt, org, run_id, "error", reason)
+    if ended is None:
+        return poison(rt, "step-dlq", body, f"no run {run_id} in organization {org}", receives)
     logger.error("run %s failed: %s", run_id, reason)
-    if ended is not None:
-        wake(engine.db, queue, org, ended.agent_id)
+    return "failed"
+
+
+def poison(rt: Runtime, source: str, body: str, reason: str, receives: int) -> str:
+    with rt.db.connection() as conn:
+        record = dead_letters.record(conn, source, body, reason, receives)
+    logger.error("poison message kept as dead letter %s: %s", record, reason)
+    return "poison"
 
 
 def _command(rt: Runtime, org: str, run_id: str, index: int) -> OutboxCommand:

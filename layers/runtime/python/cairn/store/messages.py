@@ -189,8 +189,10 @@ FROM unnest(%(ids)s::text[], %(vectors)b::vector[]) AS v (id, embedding)
 WHERE m.organization_id = %(org)s AND m.id = v.id AND m.embedding IS NULL
 """
 AGENTS_TO_EMBED = """
-SELECT DISTINCT organization_id, agent_id FROM messages
-WHERE embedding IS NULL AND search_text <> '' LIMIT %(limit)s
+SELECT organization_id, agent_id FROM (
+    SELECT DISTINCT organization_id, agent_id FROM messages
+    WHERE embedding IS NULL AND search_text <> ''
+) pending ORDER BY random() LIMIT %(limit)s
 """
 
 

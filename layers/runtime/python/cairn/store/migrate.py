@@ -45,6 +45,8 @@ def apply_migrations(dsn: str, migrations: list[Migration] | None = None) -> lis
     pending_all = migrations if migrations is not None else available_migrations()
     applied_now: list[str] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
+        # A migration may build an index over a large table: no statement deadline here.
+        conn.execute("SET statement_timeout = 0")
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
         try:
             conn.execute(CREATE_MIGRATIONS_TABLE)

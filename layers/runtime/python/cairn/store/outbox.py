@@ -115,3 +115,61 @@ def prune_sent(conn: Connection, *, older_than_seconds: float, limit: int = 5000
     """Delete rows sent more than `older_than_seconds` ago; returns how many went."""
     params = {"seconds": older_than_seconds, "limit": limit}
     return conn.execute(PRUNE_SENT, params).rowcount
+
+
+# The latest step command of each unfinished run, sent more than `stall` seconds ago with
+# no step recorded for it since: its queue message was lost or its worker died. Across
+# organizations, like the sweep. A run is unfinished from its start to its end, and every
+# checkpoint moves `updated_at`, so a run still stepping is never picked.
+STALLED_STEPS = """
+SELECT o.* FROM runs r
+CROSS JOIN LATERAL (
+    SELECT * FROM outbox o WHERE o.run_id = r.id AND o.kind = 'step' ORDER BY o.id DESC LIMIT 1
+) o
+WHERE r.status IN ('created', 'running')
+  AND r.updated_at <= clock_timestamp() - make_interval(secs => %(stall)s)
+  AND o.sent_at <= clock_timestamp() - make_interval(secs => %(stall)s)
+  AND NOT EXISTS (SELECT 1 FROM steps s
+                  WHERE s.run_id = r.id AND s.step_index = (o.payload ->> 'step_index')::int)
+ORDER BY r.updated_at
+LIMIT %(limit)s
+"""
+# Counted only if nobody re-sent it meanwhile (two sweepers agree on one re-drive).
+MARK_REDRIVEN = """
+UPDATE outbox SET redrives = redrives + 1, attempts = attempts + 1, sent_at = now()
+WHERE organization_id = %(org)s AND id = %(id)s AND redrives = %(seen)s
+RETURNING *
+"""
+# What the local stack's in-memory services held when the process died: approval waits
+# whose request is still unanswered, and each agent's newest sleeptime fan-out that never
+# recorded its end (`groups.last_processed_message_id` short of the row's `upto`).
+LOST_WORKFLOWS = """
+SELECT o.* FROM outbox o JOIN runs r ON r.id = o.run_id
+WHERE o.kind = 'approval_wait' AND o.sent_at IS NOT NULL
+  AND r.stop_reason = 'requires_approval' AND r.status = 'completed'
+  AND r.approval_answered_by IS NULL
+UNION ALL
+SELECT o.* FROM outbox o JOIN groups g ON g.id = o.payload ->> 'group_id'
+WHERE o.kind = 'sleeptime' AND o.sent_at IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM outbox n
+                  WHERE n.agent_id = o.agent_id AND n.kind = 'sleeptime' AND n.id > o.id)
+  AND g.last_processed_message_id IS DISTINCT FROM o.payload ->> 'upto_message_id'
+"""
+
+
+def stalled_steps(
+    conn: Connection, *, stall_seconds: float, limit: int = 100
+) -> list[OutboxCommand]:
+    rows = conn.execute(STALLED_STEPS, {"stall": stall_seconds, "limit": limit}).fetchall()
+    return [OutboxCommand.model_validate(r) for r in rows]
+
+
+def mark_redriven(conn: Connection, command: OutboxCommand) -> OutboxCommand | None:
+    """Count a re-drive of `command` as read; None if another sweeper re-sent it first."""
+    assert command.id is not None
+    params = {"org": command.organization_id, "id": command.id, "seen": command.redrives}
+    return from_row(OutboxCommand, conn.execute(MARK_REDRIVEN, params).fetchone())
+
+
+def lost_workflows(conn: Connection) -> list[OutboxCommand]:
+    return [OutboxCommand.model_validate(r) for r in conn.execute(LOST_WORKFLOWS).fetchall()]

@@ -89,6 +89,11 @@ WHERE organization_id = %(org)s AND id = %(id)s
   AND approval_answered_by IS NULL AND status <> 'cancelled'
 RETURNING id
 """
+# A workflow item re-sent after a crash waits on a new token for the run the first started.
+SET_TASK_TOKEN = """
+UPDATE runs SET task_token = %(token)s, updated_at = now()
+WHERE organization_id = %(org)s AND id = %(id)s
+"""
 # Cancelling ends the waits: the runs are cancelled and their tokens handed back for failing.
 CANCEL_APPROVAL_WAITS = """
 WITH waiting AS (
@@ -388,3 +393,7 @@ def run_metrics(conn: Connection, org_id: str, run_id: str) -> tuple[int, list[s
     row = conn.execute(RUN_METRICS, {"org": org_id, "run_id": run_id}).fetchone()
     assert row is not None
     return int(row["num_steps"]), list(row["tools_used"])
+
+
+def set_task_token(conn: Connection, org_id: str, run_id: str, token: str) -> None:
+    conn.execute(SET_TASK_TOKEN, {"org": org_id, "id": run_id, "token": token})

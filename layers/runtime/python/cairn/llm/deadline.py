@@ -1,0 +1,56 @@
+"""A time by which a model call must have answered, set by whoever waits on it.
+
+A sync send waits inside API Gateway's 30 s; a queued step inside its function's timeout.
+Without a deadline a model call may take `CAIRN_LLM_TIMEOUT_SECONDS` on each of the SDK's
+retries, far past both. Under a deadline each call gets the time left as its timeout and no
+SDK retries (their backoff would not fit), and running out raises `DeadlineReached`: the
+caller hands the step to the queue instead of failing the run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from cairn.llm.types import LLMError
+
+# Below this much time left a call is not worth starting (connect + first byte).
+MIN_CALL_SECONDS = 0.2
+
+_deadline: ContextVar[float | None] = ContextVar("cairn_llm_deadline", default=None)
+
+
+class DeadlineReached(LLMError):
+    """The caller's time ran out before the model answered: not the provider's fault."""
+
+    def __init__(self, message: str = "the time for this step's model call ran out") -> None:
+        super().__init__("timeout", message)
+
+
+@contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Model calls made inside must answer within `seconds` from now."""
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def request_options() -> dict[str, Any]:
+    """The SDK's per-request options under the current deadline (none without one)."""
+    at = _deadline.get()
+    if at is None:
+        return {}
+    left = at - time.monotonic()
+    if left < MIN_CALL_SECONDS:
+        raise DeadlineReached()
+    return {"timeout": left, "max_retries": 0}
+
+
+def passed() -> bool:
+    at = _deadline.get()
+    return at is not None and time.monotonic() >= at - MIN_CALL_SECONDS

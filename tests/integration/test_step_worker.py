@@ -25,7 +25,7 @@ from cairn.orchestration.sqs import SqsStepQueue
 from cairn.store import agents, dead_letters, messages, runs
 from cairn.store import db as db_module
 from cairn.store.db import Database
-from tests.fakes.llm_server import FakeLLM, call
+from tests.fakes.llm_server import FakeLLM, Reply, call
 from tests.fakes.round_trips import RoundTrips
 from tests.integration.engine_harness import make_agent, user
 
@@ -334,3 +334,37 @@ def test_sweeper_phases_fail_on_their_own_and_name_the_agent(
     assert "pruned" in swept
     assert list(swept["errors"]) == [f"embedded:{broken.id}"]
     assert "Connection" in swept["errors"][f"embedded:{broken.id}"]
+
+
+def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Organization) -> None:
+    """Each worker is its own execution environment: a slow model call of one agent does not
+    hold up another's step (asked while the first is still waiting on the model)."""
+    arrivals: list[float] = []
+
+    def slow(request: Any) -> Reply:
+        arrivals.append(time.monotonic())
+        return Reply(text="slow answer", delay=2.0)
+
+    worker.fake.when(lambda _: True, slow)
+    pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
+               for n in range(2)]  # fmt: skip
+    for poller in pollers:
+        poller.start()
+    try:
+        started = [
+            sending.send(worker.rt, org.id, a.id, [user(a, "hi")], max_steps=10, wait=False).run
+            for a in (make_agent(worker.rt.db, org), make_agent(worker.rt.db, org))
+        ]
+        for run in started:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with worker.rt.db.connection() as conn:
+                    if runs.get_run(conn, org.id, run.id).status == "completed":  # type: ignore[union-attr]
+                        break
+                time.sleep(0.1)
+    finally:
+        for poller in pollers:
+            poller.stopping.set()
+        for poller in pollers:
+            poller.join(timeout=10)
+    assert len(arrivals) == 2 and abs(arrivals[1] - arrivals[0]) < 2.0

@@ -346,6 +346,11 @@ def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Or
         return Reply(text="slow answer", delay=2.0)
 
     worker.fake.when(lambda _: True, slow)
+    # As on the real queue, visibility outlasts a step: with the fixture's 1 s, SQS would hand
+    # the slow step to the other worker mid-call (answered already_done, but a third call).
+    worker.sqs.set_queue_attributes(
+        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "30"}
+    )
     pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
                for n in range(2)]  # fmt: skip
     for poller in pollers:

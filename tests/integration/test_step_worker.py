@@ -20,6 +20,7 @@ from cairn.domain.runs import OutboxCommand
 from cairn.local.lambdas import invoke
 from cairn.local.sqs import Poller, create_step_queues, to_event
 from cairn.orchestration import sending
+from cairn.orchestration import worker as step_worker
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.sqs import SqsStepQueue
 from cairn.store import agents, dead_letters, messages, runs
@@ -295,6 +296,32 @@ def test_dead_letters_of_any_shape_are_recorded_and_removed(
     assert "not a step or embedding command" in kept[bodies[0]]
     assert "organization_id" in kept[bodies[1]] and "step_index" in kept[bodies[1]]
     assert "embedding job" in kept[bodies[2]] and "no run run-missing" in kept[bodies[3]]
+
+
+def test_a_dead_letter_of_a_run_that_already_ended_changes_nothing(
+    worker: Worker, org: Organization
+) -> None:
+    """A step that reached the DLQ after a later delivery (or a re-drive) finished its run:
+    the run keeps its end, and nothing is woken or answered a second time."""
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.reply("done")
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+    ).run
+    assert worker.drain(run.id, org.id).status == "completed"
+    body = json.dumps({"organization_id": org.id, "run_id": run.id, "step_index": 0})
+
+    def queued() -> str:
+        return worker.sqs.get_queue_attributes(  # type: ignore[no-any-return]
+            QueueUrl=worker.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]["ApproximateNumberOfMessages"]
+
+    before = queued()
+    assert step_worker.dead_letter(worker.rt, body, 3) == "already completed"
+    assert queued() == before
+    with worker.rt.db.connection() as conn:
+        after = runs.get_run(conn, org.id, run.id)
+    assert after is not None and after.status == "completed" and after.error is None
 
 
 def test_a_malformed_step_message_is_kept_once_not_redelivered(

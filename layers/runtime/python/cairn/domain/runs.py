@@ -170,15 +170,19 @@ def approval_wait_command(run: Run) -> OutboxCommand:
     return _run_command(run, "approval_wait", "approval", payload)
 
 
-def task_result_command(run: Run) -> OutboxCommand:
-    """Send a workflow item's token back: its background run has ended."""
-    assert run.task_token is not None
-    payload = {
-        "task_token": run.task_token,
+def task_result(run: Run, token: str) -> dict[str, Any]:
+    """What a workflow item waiting on `token` is answered with: its run has ended."""
+    return {
+        "task_token": token,
         "run_id": run.id,
         "agent_id": run.agent_id,
         "status": run.status,
         "stop_reason": run.stop_reason,
         "error": run.error,
     }
-    return _run_command(run, "task_result", "task_result", payload)
+
+
+def task_result_command(run: Run) -> OutboxCommand:
+    """Send a workflow item's token back: its background run has ended."""
+    assert run.task_token is not None
+    return _run_command(run, "task_result", "task_result", task_result(run, run.task_token))

@@ -12,7 +12,7 @@ from typing import Any
 
 from cairn.domain.ids import stable_id
 from cairn.domain.messages import ApprovalDecision, Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, task_result_command
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, task_result
 from cairn.engine import sleeptime
 from cairn.errors import ConflictError
 from cairn.orchestration.dispatch import publish_and_mark
@@ -126,8 +126,7 @@ def start_background(rt: Runtime, item: dict[str, str], token: str | None) -> di
         existing = runs.get_run(conn, org, run_id)
     if existing is not None:
         if token and existing.status in TERMINAL_RUN_STATUSES:
-            send_result(rt.workflows, task_result_command(existing.model_copy(
-                update={"task_token": token})).payload)  # fmt: skip
+            send_result(rt.workflows, task_result(existing, token))
         elif token:
             with rt.db.connection() as conn:
                 runs.set_task_token(conn, org, run_id, token)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import logging
 
-from cairn.domain.runs import OutboxCommand, Run, task_result_command
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, task_result_command
 from cairn.orchestration.dispatch import publish_and_mark, wake
 from cairn.orchestration.parts import Runtime
-from cairn.store import outbox
+from cairn.store import outbox, runs
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,10 @@ def end_failed_run(
 ) -> Run | None:
     """Fail a run from outside its steps, and do what its own last step would have done:
     free the agent for the runs waiting on it and answer the workflow item it belongs to."""
+    with rt.db.connection() as conn:
+        run = runs.get_run(conn, org_id, run_id)
+    if run is None or run.status in TERMINAL_RUN_STATUSES:
+        return run  # its own last step has freed the agent and answered the workflow
     ended = rt.engine.fail_run(org_id, run_id, reason, detail, kind=kind)
     if ended is None:
         return None
@@ -81,9 +85,5 @@ def _resend(rt: Runtime, command: OutboxCommand) -> bool:
         counted = outbox.mark_redriven(conn, command)
     if counted is None:  # another sweeper re-sent it a moment ago
         return False
-    try:
-        rt.queue.publish(counted)
-    except Exception as err:  # still unsent in effect: the next sweep finds it stalled again
-        logger.warning("re-sending %s failed: %s", command.dedup_key, err)
-        return False
-    return True
+    # A failed publish is recorded on the row; the next sweep finds the step stalled again.
+    return publish_and_mark(rt.db, rt.queue, counted)

@@ -83,6 +83,8 @@ def dead_letter(rt: Runtime, body: str, receives: int) -> str:
     ended = end_failed_run(rt, org, run_id, "error", reason)
     if ended is None:
         return poison(rt, "step-dlq", body, f"no run {run_id} in organization {org}", receives)
+    if ended.status != "failed" or (ended.error or {}).get("message") != reason:
+        return f"already {ended.status}"  # a step of a later delivery ended it first
     logger.error("run %s failed: %s", run_id, reason)
     return "failed"
 

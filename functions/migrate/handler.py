@@ -5,7 +5,9 @@ outlives the stack's custom resource). The runner is safe to run twice and concu
 
 Invoked by hand with `{"action": "create_tenant", "organization": ..., "user": ...}` it
 creates an organization and its first API key (the README's deploy guide): this function
-is the one that can reach the database before any key exists.
+is the one that can reach the database before any key exists. With `{"action":
+"set_tool_hosts", "organization_id": ..., "hosts": [...]}` it sets the hosts that
+organization's custom tools may reach (the operator's decision, never a tenant's).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.config import Settings
 from cairn.orchestration.secrets import database_dsn
-from cairn.services.tenants import create_tenant
+from cairn.services.tenants import create_tenant, set_tool_hosts
 from cairn.store.db import Database
 from cairn.store.migrate import apply_migrations
 
@@ -33,6 +35,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             return create_tenant(
                 db, event.get("organization") or "default", event.get("user") or "admin"
             )
+        finally:
+            db.close()
+    if event.get("action") == "set_tool_hosts":
+        db = Database(database_dsn(Settings.from_env()))
+        try:
+            return set_tool_hosts(db, str(event.get("organization_id")), event.get("hosts"))
         finally:
             db.close()
     request_type = event.get("RequestType")

@@ -1,5 +1,6 @@
 """Runs one custom tool call. This function has no database or secret permissions, and its
-network has no route out.
+network has no route out but the egress proxy, which answers only a call that carries a
+pass for its organization's allowed hosts (`proxy_url`, signed by the caller).
 
 Lambda cannot make namespaces, so the tool runs as a plain child process with an empty
 environment (not even the function's own AWS credentials), limits, and a scratch folder
@@ -28,6 +29,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 tool_call_id=event.get("tool_call_id") or "",
                 agent_state=event.get("agent_state"),
                 timeout_seconds=float(event.get("timeout_seconds") or 10),
+                proxy_url=event.get("proxy_url"),
             )
         )
     finally:

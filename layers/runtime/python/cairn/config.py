@@ -45,6 +45,14 @@ class Settings(BaseModel):
     # Locally: "namespaces" (each call in namespaces of its own, README "The tool
     # sandbox") or "process" (a plain child process: only for code you trust).
     sandbox_isolation: Literal["namespaces", "process"] = "namespaces"
+    # On AWS: the egress proxy (host:port) through which tools reach their organization's
+    # allowed hosts, and the secret whose value signs their passes (README "The tool
+    # sandbox"). Locally the sandbox runs its own proxy and needs neither.
+    tool_egress_proxy: str | None = None
+    tool_egress_secret_arn: str | None = None
+    # Comma-separated networks the proxy may reach although not public (e.g. 10.0.0.0/8 for
+    # a service of your own); by default only public addresses, whatever a host resolves to.
+    tool_private_networks: str = ""
     # Model providers. An agent's llm_config.model_endpoint overrides the base URLs.
     # On AWS: the Secrets Manager secret holding the providers' keys (JSON).
     provider_secret_arn: str | None = None
@@ -84,6 +92,9 @@ class Settings(BaseModel):
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
             "sandbox_isolation": "CAIRN_SANDBOX_ISOLATION",
+            "tool_egress_proxy": "CAIRN_TOOL_EGRESS_PROXY",
+            "tool_egress_secret_arn": "CAIRN_TOOL_EGRESS_SECRET_ARN",
+            "tool_private_networks": "CAIRN_TOOL_PRIVATE_NETWORKS",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
             "run_stall_seconds": "CAIRN_RUN_STALL_SECONDS",
             "outbox_retention_days": "CAIRN_OUTBOX_RETENTION_DAYS",

@@ -18,6 +18,8 @@ class Organization(DomainModel):
     id: OrgId = Field(default_factory=lambda: new_id("org"))
     name: str = Field(min_length=1, max_length=200)
     created_at: datetime = Field(default_factory=utc_now)
+    # What its custom tools may reach (`cairn.tools.egress` patterns); empty: no network.
+    tool_hosts: list[str] = Field(default_factory=list)
 
 
 class User(DomainModel):

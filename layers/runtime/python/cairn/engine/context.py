@@ -15,9 +15,11 @@ from cairn.embeddings.base import Embedder
 from cairn.engine import search
 from cairn.engine.state import StepState
 from cairn.memory.edits import CoreMemory, MemoryEditError
+from cairn.store import tenancy
 from cairn.store.db import Database
 from cairn.tools.sandbox import (
     DEFAULT_TIMEOUT_SECONDS,
+    Network,
     Sandbox,
     SandboxRequest,
     SandboxResult,
@@ -44,6 +46,8 @@ class StepToolContext:
 
     def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
         blocks = list(self.memory.blocks.values())  # as this step has edited them so far
+        with self.db.connection() as conn:
+            hosts = tenancy.tool_hosts(conn, self.state.agent.organization_id)
         return run_in_sandbox(
             self.sandbox,
             tool,
@@ -52,6 +56,7 @@ class StepToolContext:
             agent=self.state.agent,
             blocks=blocks,
             default_timeout=self.tool_timeout_seconds,
+            hosts=hosts,
         )
 
     # -- recall -----------------------------------------------------------------------
@@ -167,6 +172,7 @@ def run_in_sandbox(
     agent: Agent,
     blocks: list[Block],
     default_timeout: float,
+    hosts: tuple[str, ...] = (),
 ) -> SandboxResult:
     """One custom tool call in the sandbox, inside a step or outside one (the tool-run API)."""
     source = tool.source_code or ""
@@ -194,5 +200,6 @@ def run_in_sandbox(
             tool_call_id=tool_call_id,
             agent_state=agent_state,
             timeout_seconds=timeout,
+            network=Network(agent.organization_id, hosts),
         )
     )

@@ -1,29 +1,45 @@
-"""Custom tools on AWS: a Lambda function with no VPC, no database and no secret access."""
+"""Custom tools on AWS: a Lambda function with no database or secret access, whose network
+reaches nothing but the egress proxy (and that only with a pass this side signs)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from cairn.tools import egress
 from cairn.tools.sandbox import SandboxRequest, SandboxResult
 
 
 class LambdaSandbox:
-    def __init__(self, function_name: str, client: Any | None = None) -> None:
+    def __init__(
+        self,
+        function_name: str,
+        client: Any | None = None,
+        *,
+        proxy: str | None = None,
+        key: Callable[[], bytes] | None = None,
+    ) -> None:
         if client is None:
             import boto3
 
             client = boto3.client("lambda")
         self.function_name = function_name
         self._client = client
+        # host:port of the egress proxy, and where the pass key comes from (read when a call
+        # first needs it: most calls have no network and never fetch the secret).
+        self.proxy, self._key = proxy, key
 
     def run(self, request: SandboxRequest) -> SandboxResult:
+        payload = {**request.payload(), "timeout_seconds": request.timeout_seconds}
         try:
+            if request.network and request.network.hosts and self.proxy and self._key:
+                token = egress.issue(self._key(), request.network.organization_id,
+                                     request.network.hosts, request.pass_seconds())  # fmt: skip
+                host, _, port = self.proxy.rpartition(":")
+                payload["proxy_url"] = egress.proxy_url(token, host, int(port))
             response = self._client.invoke(
-                FunctionName=self.function_name,
-                Payload=json.dumps(
-                    {**request.payload(), "timeout_seconds": request.timeout_seconds}
-                ),
+                FunctionName=self.function_name, Payload=json.dumps(payload)
             )
             body = json.loads(response["Payload"].read() or b"{}")
         except Exception as err:  # the sandbox being unreachable is the tool failing, not the step

@@ -14,7 +14,7 @@ from cairn.engine.step import Engine
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
-from cairn.orchestration.secrets import database_dsn, with_provider_keys
+from cairn.orchestration.secrets import database_dsn, egress_key, with_provider_keys
 from cairn.store.db import Database
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
@@ -38,9 +38,14 @@ def build_runtime(
     if settings.sandbox_function:
         from cairn.orchestration.lambda_sandbox import LambdaSandbox
 
-        sandbox = LambdaSandbox(settings.sandbox_function)
+        sandbox = LambdaSandbox(
+            settings.sandbox_function, proxy=settings.tool_egress_proxy, key=egress_key(settings)
+        )
     else:
-        sandbox = SubprocessSandbox(isolation=settings.sandbox_isolation)
+        private = tuple(n.strip() for n in settings.tool_private_networks.split(",") if n.strip())
+        sandbox = SubprocessSandbox(
+            isolation=settings.sandbox_isolation, egress_private_networks=private
+        )
     engine = Engine(database, settings, sandbox=sandbox)
     if queue is None:
         if settings.step_queue_url:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from psycopg.conninfo import make_conninfo
 
 from cairn.config import Settings
@@ -59,3 +61,17 @@ def with_provider_keys(settings: Settings) -> Settings:
         if stored.get(name) and not getattr(settings, field)
     }
     return settings.model_copy(update=found)
+
+
+def egress_key(settings: Settings) -> Callable[[], bytes] | None:
+    """Where the egress proxy's pass key comes from on AWS (None: tools get no network)."""
+    arn = settings.tool_egress_secret_arn
+    if not arn:
+        return None
+
+    def read() -> bytes:
+        from aws_lambda_powertools.utilities import parameters
+
+        return str(parameters.get_secret(arn, max_age=300)).encode()
+
+    return read

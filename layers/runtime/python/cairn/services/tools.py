@@ -15,12 +15,12 @@ from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.pages import window
 from cairn.services.requests import ToolCreate, ToolRunFromSource, ToolSearch, ToolUpdate
-from cairn.store import agents, tools
+from cairn.store import agents, tenancy, tools
 from cairn.store.blocks import for_agent as blocks_of
 from cairn.store.db import Connection
 from cairn.store.rows import Order
 from cairn.tools.registry import BUILTIN_TOOLS
-from cairn.tools.sandbox import SandboxRequest, SandboxResult
+from cairn.tools.sandbox import Network, SandboxRequest, SandboxResult
 from cairn.tools.source import SourceError, derive_schema, function_named, takes_agent_state
 
 
@@ -236,6 +236,8 @@ def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> SandboxResult:
         raise InvalidArgumentError(f"name: the source defines `{tool.name}`, not `{req.name}`")
     if takes_agent_state(tool.source_code or "", tool.name):
         raise InvalidArgumentError("source_code: a tool taking agent_state runs for an agent")
+    with rt.db.connection() as conn:
+        hosts = tenancy.tool_hosts(conn, org)
     return rt.engine.sandbox.run(
         SandboxRequest(
             source=tool.source_code or "",
@@ -243,6 +245,7 @@ def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> SandboxResult:
             args=req.args,
             tool_call_id=_call_id(),
             timeout_seconds=rt.settings.tool_timeout_seconds,
+            network=Network(org, hosts),
         )
     )
 
@@ -255,6 +258,7 @@ def run_for_agent(
         agent = agent_service.fetch(conn, org, agent_id)
         tool = next((t for t in tools.for_agent(conn, org, agent_id) if t.name == tool_name), None)
         held = blocks_of(conn, org, agent_id)
+        hosts = tenancy.tool_hosts(conn, org)
     if tool is None:
         raise NotFoundError(f"Tool `{tool_name}` is not attached to agent {agent_id}")
     if tool.tool_type != "custom":
@@ -269,6 +273,7 @@ def run_for_agent(
         agent=agent,
         blocks=held,
         default_timeout=rt.settings.tool_timeout_seconds,
+        hosts=hosts,
     )
 
 

@@ -7,9 +7,14 @@ from cairn.store.db import Connection
 from cairn.store.rows import from_row, to_params
 
 INSERT_ORGANIZATION = """
-INSERT INTO organizations (id, name, created_at) VALUES (%(id)s, %(name)s, %(created_at)s)
+INSERT INTO organizations (id, name, created_at, tool_hosts)
+VALUES (%(id)s, %(name)s, %(created_at)s, %(tool_hosts)s)
 """
 SELECT_ORGANIZATION = "SELECT * FROM organizations WHERE id = %(id)s"
+SELECT_TOOL_HOSTS = "SELECT tool_hosts FROM organizations WHERE id = %(id)s"
+UPDATE_TOOL_HOSTS = """
+UPDATE organizations SET tool_hosts = %(hosts)s WHERE id = %(id)s RETURNING *
+"""
 
 INSERT_USER = """
 INSERT INTO users (id, organization_id, name, created_at)
@@ -42,6 +47,16 @@ def create_organization(conn: Connection, org: Organization) -> Organization:
 
 def get_organization(conn: Connection, org_id: str) -> Organization | None:
     return from_row(Organization, conn.execute(SELECT_ORGANIZATION, {"id": org_id}).fetchone())
+
+
+def tool_hosts(conn: Connection, org_id: str) -> tuple[str, ...]:
+    row = conn.execute(SELECT_TOOL_HOSTS, {"id": org_id}).fetchone()
+    return tuple(row["tool_hosts"]) if row else ()
+
+
+def set_tool_hosts(conn: Connection, org_id: str, hosts: list[str]) -> Organization | None:
+    row = conn.execute(UPDATE_TOOL_HOSTS, {"id": org_id, "hosts": hosts}).fetchone()
+    return from_row(Organization, row)
 
 
 def create_user(conn: Connection, user: User) -> User:

@@ -10,17 +10,27 @@ namespace, an empty capability bounding set, no_new_privs) and resource limits a
 then runs the tool runner in this same process, which is PID 1 of its namespace: when it
 exits or is killed, the kernel kills everything the tool started.
 
+With `egress` in its config (its organization allows some hosts), the egress proxy's Unix
+socket is bound into the new root and a thread relays 127.0.0.1:3128 to it: the tool's
+only way out, through the proxy's allow-list (`tools/egress.py`).
+
 Standard library only; it never imports Cairn (the tool must not find our code loaded).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import platform
 import resource
+import selectors
+import socket
+import struct
 import sys
+import threading
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -31,6 +41,8 @@ SECUREBITS = 0x0F
 NOBODY = 65534
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 DEVICES = ("null", "zero", "random", "urandom")
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+IFREQ = "16sh22x"  # struct ifreq: the name, then the flags in a 24-byte union
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -78,6 +90,11 @@ def build_root(root: str, config: dict[str, object]) -> None:
     for scratch in ("tmp", "work"):
         os.makedirs(f"{root}/{scratch}", mode=0o1777, exist_ok=True)
         os.chmod(f"{root}/{scratch}", 0o1777)
+    egress = config.get("egress")
+    if isinstance(egress, dict):
+        os.makedirs(f"{root}/run", exist_ok=True)
+        open(root + egress["jail_socket"], "a").close()
+        _mount(egress["socket"], root + egress["jail_socket"], None, MS_BIND)
     os.makedirs(f"{root}/proc", exist_ok=True)
     _mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(f"{root}/.old", exist_ok=True)
@@ -94,6 +111,55 @@ def build_root(root: str, config: dict[str, object]) -> None:
 def _bind_device(source: str, target: str) -> None:
     open(target, "a").close()
     _mount(source, target, None, MS_BIND)
+
+
+def loopback_up() -> None:
+    """A new network namespace has only `lo`, and it is down."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        held = fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0))
+        flags = struct.unpack(IFREQ, held)[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
+
+
+def relay_egress(listener: socket.socket, path: str) -> None:
+    """Each connection to `listener` joined to a new one to the proxy's socket, both ways,
+    on one thread (threads count against the process limit)."""
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, None)
+    while True:
+        for key, _ in selector.select():
+            if key.data is None:
+                client, _ = listener.accept()
+                upstream = socket.socket(socket.AF_UNIX)
+                try:
+                    upstream.connect(path)
+                except OSError:
+                    client.close()
+                    upstream.close()
+                    continue
+                for one, other in ((client, upstream), (upstream, client)):
+                    one.setblocking(False)
+                    selector.register(one, selectors.EVENT_READ, other)
+                continue
+            source, target = key.fileobj, key.data
+            try:
+                data = source.recv(65536)  # type: ignore[union-attr]
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if data:
+                try:
+                    target.setblocking(True)
+                    target.sendall(data)
+                    target.setblocking(False)
+                    continue
+                except OSError:
+                    pass
+            for sock in (source, target):  # either side closing ends the pair
+                with contextlib.suppress(KeyError, ValueError):  # the other side ended it
+                    selector.unregister(sock)
+                sock.close()  # type: ignore[union-attr]
 
 
 def drop_privileges() -> None:
@@ -133,7 +199,15 @@ def main() -> None:
     runner = sys.argv[2]
     root = config["root"]
     build_root(root, config)
+    egress = config.get("egress")
+    if egress:
+        loopback_up()
+        listener = socket.create_server(("127.0.0.1", egress["port"]))
     drop_privileges()
+    if egress:  # started after the privileges went: a thread keeps the capabilities it had
+        relay = threading.Thread(target=relay_egress, args=(listener, egress["jail_socket"]))
+        relay.daemon = True
+        relay.start()
     set_limits(config)
     os.chdir("/work")
     os.environ.clear()

@@ -3,7 +3,9 @@
 Locally: a fresh interpreter in namespaces of its own (`SubprocessSandbox`, `tools/jail.py`).
 On AWS: a Lambda function without database or secret access, in a network with no way out
 (`cairn.orchestration.lambda_sandbox`, `functions/sandbox`). Both run `RUNNER` and answer
-in the same `SandboxResult`; errors and timeouts are results, never exceptions.
+in the same `SandboxResult`; errors and timeouts are results, never exceptions. A call
+whose organization allows some hosts reaches them, and only them, through the egress
+proxy (`tools/egress.py`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
+
+from cairn.tools import egress
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_MEMORY_BYTES = 512 * 1024 * 1024
@@ -98,6 +103,14 @@ sys.__stdout__.write(__MARK__ + "\n" + json.dumps(result))
 
 
 @dataclass(frozen=True)
+class Network:
+    """The hosts a call may reach: its organization's allow-list (none: no network)."""
+
+    organization_id: str
+    hosts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SandboxRequest:
     source: str
     name: str
@@ -105,6 +118,12 @@ class SandboxRequest:
     tool_call_id: str  # the idempotency key a tool with outside effects can use
     agent_state: dict[str, Any] | None = None
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    network: Network | None = None
+    # A proxy with the call's pass in it, made by the caller (the sandbox function on AWS).
+    proxy_url: str | None = None
+
+    def pass_seconds(self) -> float:
+        return self.timeout_seconds + 30  # the pass outlives the call a little, no more
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -166,6 +185,7 @@ class SubprocessSandbox:
         scratch_bytes: int = SCRATCH_BYTES,
         processes: int = PROCESSES,
         user_namespace: bool | None = None,
+        egress_private_networks: tuple[str, ...] = (),
     ) -> None:
         self.memory_bytes, self.isolation = memory_bytes, isolation
         self.scratch_bytes, self.processes = scratch_bytes, processes
@@ -176,6 +196,10 @@ class SubprocessSandbox:
         # Root makes the namespaces itself and hands the tool to nobody; anyone else needs
         # a user namespace too (None: decide by who we are).
         self.user_namespace = os.geteuid() != 0 if user_namespace is None else user_namespace
+        # The egress proxy, started on the first call that may use the network.
+        self.egress_private_networks = egress_private_networks
+        self._egress: tuple[str, bytes] | None = None
+        self._egress_lock = threading.Lock()
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         if self.isolation == "namespaces" and (why := self.unavailable()):
@@ -188,9 +212,19 @@ class SubprocessSandbox:
             "TMPDIR": "/tmp",
             "CAIRN_TOOL_CALL_ID": request.tool_call_id,
         }
+        outlet = None
+        if request.proxy_url:
+            env.update(egress.tool_environment(request.proxy_url))
+        elif request.network and request.network.hosts and self.isolation == "namespaces":
+            path, key = self.egress()
+            hosts, seconds = request.network.hosts, request.pass_seconds()
+            token = egress.issue(key, request.network.organization_id, hosts, seconds)
+            env.update(egress.tool_environment(egress.proxy_url(token)))
+            outlet = {"socket": path, "jail_socket": egress.JAIL_SOCKET, "port": egress.JAIL_PORT}
         with tempfile.TemporaryDirectory(prefix="cairn-tool-") as scratch:
             if self.isolation == "namespaces":
-                command, child_env = self._jailed(scratch, env, timeout), {"PATH": "/usr/bin:/bin"}
+                command = self._jailed(scratch, env, timeout, outlet)
+                child_env = {"PATH": "/usr/bin:/bin"}
             else:
                 limits = f"{int(timeout) + 1},{self.memory_bytes},{self.scratch_bytes}"
                 child_env = {**env, "HOME": scratch, "TMPDIR": scratch,
@@ -198,10 +232,24 @@ class SubprocessSandbox:
                 command = [self.python, "-I", "-c", RUNNER]
             return self._call(command, child_env, scratch, request, timeout)
 
-    def _jailed(self, scratch: str, env: dict[str, str], timeout: float) -> list[str]:
+    def egress(self) -> tuple[str, bytes]:
+        """The local egress proxy's socket and the key its passes are signed with."""
+        with self._egress_lock:
+            if self._egress is None:
+                path = os.path.join(tempfile.mkdtemp(prefix="cairn-egress-"), "proxy.sock")
+                key = os.urandom(32)
+                server = egress.serve(path, key, private_networks=self.egress_private_networks)
+                threading.Thread(target=server.serve_forever, name="egress", daemon=True).start()
+                self._egress = (path, key)
+            return self._egress
+
+    def _jailed(
+        self, scratch: str, env: dict[str, str], timeout: float, outlet: dict[str, Any] | None
+    ) -> list[str]:
         root = os.path.join(scratch, "root")
         os.mkdir(root)
         config = {
+            "egress": outlet,
             "root": root,
             "read_only": read_only_paths(sys.base_prefix, os.path.dirname(self.python)),
             "env": env,

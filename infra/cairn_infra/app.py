@@ -24,6 +24,7 @@ def build_app(app: cdk.App) -> CairnStack:
         str(app.node.try_get_context("stack_name") or "Cairn"),
         dev=flag(app, "dev"),
         skip_bundling=flag(app, "skip_bundling"),
+        tool_network=flag(app, "tool_network"),
         timings=WorkflowTimings(approval_timeout=round(hours * 3600)),
         description="Cairn: stateful memory agents (Letta-compatible) on AWS serverless",
     )

@@ -16,6 +16,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from cairn_infra.database import DB_NAME, Database
+from cairn_infra.egress import EgressProxy
 from cairn_infra.functions import SPECS, Functions
 from cairn_infra.monitoring import Alarms
 from cairn_infra.network import Network
@@ -37,6 +38,7 @@ class CairnStack(Stack):
         skip_bundling: bool = False,
         timings: WorkflowTimings | None = None,
         db_max_capacity: float = 8,
+        tool_network: bool = False,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -74,6 +76,14 @@ class CairnStack(Stack):
             "CAIRN_PROVIDER_SECRET_ARN": providers.secret_arn,
             "CAIRN_SANDBOX_FUNCTION": f"{self.stack_name}-sandbox",
         }
+        egress = None
+        if tool_network:  # tools reach their organization's allowed hosts (README)
+            egress = EgressProxy(
+                self, "Egress", vpc=network.vpc, sandbox_security_group=network.sandbox_sg,
+                dev=dev, log_retention=retention, removal=removal,
+            )  # fmt: skip
+            environment["CAIRN_TOOL_EGRESS_PROXY"] = egress.address
+            environment["CAIRN_TOOL_EGRESS_SECRET_ARN"] = egress.key.secret_arn
         layers = Layers(self, "Layers", skip_bundling=skip_bundling)
         fns = Functions(
             self, "Functions", layers=layers, vpc=network.vpc,
@@ -106,6 +116,8 @@ class CairnStack(Stack):
             )
         for key in ("api", "step"):  # the ones that run steps, and so custom tools
             sandbox.grant_invoke(by[key])
+            if egress is not None:  # and sign their passes
+                egress.key.grant_read(by[key])
 
         timings = timings or WorkflowTimings()
         approval = ApprovalWorkflow(
@@ -179,6 +191,7 @@ class CairnStack(Stack):
         self.queue = queue
         self.database = database
         self.providers = providers
+        self.egress = egress
 
 
 def _migrations_hash() -> str:

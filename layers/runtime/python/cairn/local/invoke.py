@@ -1,7 +1,8 @@
 """`make invoke FN=<function> EVENT=<file>`: one handler, one sample event, the local database.
 
 `${NAME}` placeholders in the event are filled from the environment (`AGENT_ID`, `RUN_ID`,
-`ORG_ID`, `TOOL_CALL_ID`, ...); `${CAIRN_API_KEY}` defaults to the local stack's key. Uses
+`ORG_ID`, `TOOL_CALL_ID`, ...); `${CAIRN_API_KEY}` defaults to the local stack's key and
+`${ORG_ID}` to its organization. Uses
 DATABASE_URL, or the embedded server's data under CAIRN_DATA_DIR (stop `make dev` first).
 """
 
@@ -21,7 +22,7 @@ from cairn.config import Settings
 from cairn.local import lambdas
 from cairn.orchestration.inline import InlineStepQueue
 from cairn.orchestration.runtime import build_runtime, use_runtime
-from cairn.services.tenants import ensure_local_tenant
+from cairn.services.tenants import ensure_local_tenant, organization_of
 from cairn.store import Database, apply_migrations
 
 
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         key, _ = ensure_local_tenant(db, known)
         rt = build_runtime(settings.model_copy(update={"step_queue_url": None}), db=db)
         use_runtime(rt)
-        values = {**os.environ, "CAIRN_API_KEY": key}
+        # ORG_ID defaults to the local organization (the one the key opens).
+        values = {"ORG_ID": organization_of(db, key) or "", **os.environ, "CAIRN_API_KEY": key}
         event = substitute(args.event.read_text(), values)
         result = lambdas.invoke(args.function, event, attribute=args.attribute)
         queue = rt.queue.steps

@@ -2,7 +2,8 @@
 
 Context flags: `dev=true` relaxes what protects production data (deletion protection,
 retention, a second NAT gateway and database reader); `skip_bundling=true` synthesises
-without building the dependency layer (tests); `approval_timeout_hours` (default 168).
+without building the dependency layer (tests); `approval_timeout_hours` (default 168);
+`tool_network=true` adds the egress proxy for tools (README "The tool sandbox").
 """
 
 from __future__ import annotations

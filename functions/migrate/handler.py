@@ -12,8 +12,11 @@ organization's custom tools may reach (the operator's decision, never a tenant's
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
+import psycopg
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -25,6 +28,24 @@ from cairn.store.migrate import apply_migrations
 
 logger = Logger(service="cairn-migrate")
 PHYSICAL_ID = "cairn-schema-migrations"
+# On a first deploy the proxy may have no registered target for a while after CloudFormation
+# calls it created: connecting is retried (5 s, doubling to 30 s) while this invocation has
+# time, rather than failing the deploy on the first refusal.
+RETRY_FIRST_SECONDS, RETRY_MOST_SECONDS, KEEP_SECONDS = 5.0, 30.0, 20.0
+
+
+def _until_reachable(apply: Callable[[], list[str]], context: LambdaContext) -> list[str]:
+    wait = RETRY_FIRST_SECONDS
+    while True:
+        try:
+            return apply()
+        except psycopg.OperationalError as err:
+            left = context.get_remaining_time_in_millis() / 1000
+            if left - wait < KEEP_SECONDS:
+                raise
+            logger.warning("database not reachable yet; retrying", extra={"error": str(err)})
+            time.sleep(wait)
+            wait = min(wait * 2, RETRY_MOST_SECONDS)
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -48,7 +69,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return {"PhysicalResourceId": event.get("PhysicalResourceId", PHYSICAL_ID)}
     if request_type not in ("Create", "Update"):
         raise ValueError(f"unexpected RequestType {request_type!r}")
-    applied = apply_migrations(database_dsn(Settings.from_env()))
+    applied = _until_reachable(lambda: apply_migrations(database_dsn(Settings.from_env())), context)
     logger.info("migrations applied", extra={"applied": applied})
     return {
         "PhysicalResourceId": PHYSICAL_ID,

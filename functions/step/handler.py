@@ -14,12 +14,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.llm import deadline
 from cairn.orchestration import worker
+from cairn.orchestration.parts import Runtime
 from cairn.orchestration.runtime import preload_for_snapshot, runtime
+from cairn.orchestration.sqs import SqsStepQueue
 
 logger = Logger(service="cairn-step")
 preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot
 # A failed step holds back only its own agent's later messages, not the whole batch.
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+# A batch (of one) whose every record failed answers with its failures like any other,
+# rather than as a function error: the record comes back after its backoff either way, and
+# function errors stay for what really broke the function (alarms count them).
+processor.raise_on_entire_batch_failure = False
 # Kept for writing a step's checkpoint after its model call and tools.
 CHECKPOINT_SECONDS = 10.0
 
@@ -29,9 +35,25 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
     # The model must answer in time for the tools and the checkpoint to fit in what is
     # left of this invocation; past that the step comes back in a later delivery.
     seconds = lambda_context.get_remaining_time_in_millis() / 1000
-    with deadline.within(seconds - rt.settings.tool_timeout_seconds - CHECKPOINT_SECONDS):
-        status = worker.run_message(rt, record.body, _receives(record))
+    try:
+        with deadline.within(seconds - rt.settings.tool_timeout_seconds - CHECKPOINT_SECONDS):
+            status = worker.run_message(rt, record.body, _receives(record))
+    except Exception:
+        _back_off(rt, record)
+        raise  # reported as this record's failure: it comes back after the backoff
     logger.info("step done", extra={"status": status, "message_id": record.message_id})
+
+
+def _back_off(rt: Runtime, record: SQSRecord) -> None:
+    queue = rt.queue.steps
+    if not isinstance(queue, SqsStepQueue):
+        return
+    try:
+        delay = queue.retry_after(record.receipt_handle, _receives(record))
+    except Exception:  # the queue's own visibility timeout still brings it back
+        logger.exception("could not shorten the retry delay", extra={"id": record.message_id})
+        return
+    logger.warning("step failed; retried in %s s", delay, extra={"message_id": record.message_id})
 
 
 def dead_letter_record(record: SQSRecord) -> None:

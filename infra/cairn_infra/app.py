@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
+
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from cairn_infra.packaging import ROOT
 from cairn_infra.stack import CairnStack
 from cairn_infra.suppressions import acknowledge
 from cairn_infra.workflows import WorkflowTimings
+
+
+def project_context() -> dict[str, object]:
+    """cdk.json's context: its flags and CDK's recommended feature flags, which the CLI
+    gives the app (tests synthesise with them too, so they check what deploys)."""
+    context: dict[str, object] = json.loads((ROOT / "cdk.json").read_text())["context"]
+    return context
 
 
 def flag(app: cdk.App, name: str, default: bool = False) -> bool:

@@ -3,7 +3,7 @@ an RDS Proxy in front (Lambda's many short connections), migrations applied on d
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, Names, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -50,17 +50,27 @@ class Database(Construct):
         )
         assert self.cluster.secret is not None
         self.secret = self.cluster.secret
-        # Rotation every 30 days; the proxy reads the current secret, so clients never see it.
+        # Rotation every 30 days. The rotation function logs in to the cluster itself (not
+        # through the proxy) to change the password, so the cluster admits its group; the
+        # functions read the new secret for their next connections (SECRET_MAX_AGE_SECONDS).
+        rotation = ec2.SecurityGroup(
+            self, "Rotation", vpc=vpc, description="Cairn database secret rotation"
+        )
+        self.cluster.connections.allow_default_port_from(rotation, "secret rotation")
         self.secret.add_rotation_schedule(
             "Rotation",
             hosted_rotation=secretsmanager.HostedRotation.postgre_sql_single_user(
                 vpc=vpc,
                 vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                security_groups=[rotation],
             ),
             automatically_after=Duration.days(30),
         )
         self.proxy = self.cluster.add_proxy(
             "Proxy",
+            # Proxy names are unique per account and region: one derived from the stack's
+            # path lets a second stack (`-c stack_name=...`) sit beside the first.
+            db_proxy_name=Names.unique_resource_name(self, max_length=60),
             secrets=[self.secret],
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),

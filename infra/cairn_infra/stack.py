@@ -57,7 +57,10 @@ class CairnStack(Stack):
             secret_object_value={},
             removal_policy=removal,
         )
-        queue = StepQueue(self, "StepQueue", step_timeout=SPECS["step"].timeout, removal=removal)
+        queue = StepQueue(
+            self, "StepQueue", step_timeout=SPECS["step"].timeout,
+            dead_letter_timeout=SPECS["step-dead-letter"].timeout, removal=removal,
+        )  # fmt: skip
         # State machine ARNs by name: the functions name them and they name the functions,
         # so neither can refer to the other's resource without a cycle.
         names = {kind: f"{self.stack_name}-{kind}" for kind in ("approval", "sleeptime")}
@@ -144,12 +147,15 @@ class CairnStack(Stack):
 
         # Migrations on every deploy that changes them (the hash is of the .sql files).
         provider = cr.Provider(self, "MigrationsProvider", on_event_handler=by["migrate"])
-        CustomResource(
+        migrations = CustomResource(
             self,
             "Migrations",
             service_token=provider.service_token,
             properties={"migrations": _migrations_hash()},
         )
+        # Not before the database can answer through the proxy: the cluster's instances and
+        # the proxy's target group, not only the proxy (which its endpoint alone implies).
+        migrations.node.add_dependency(database.cluster, database.proxy)
 
         access_logs = logs.LogGroup(
             self, "ApiAccessLogs", retention=retention, removal_policy=removal

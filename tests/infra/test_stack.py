@@ -17,7 +17,7 @@ import aws_cdk as cdk
 from aws_cdk.assertions import Match, Template
 
 from cairn.local.stepfunctions import definitions, function_arn, state_machine_definitions
-from cairn_infra.app import build_app
+from cairn_infra.app import build_app, project_context
 from cairn_infra.stack import CairnStack
 from cairn_infra.workflows import WorkflowTimings
 
@@ -33,9 +33,10 @@ STAR_ONLY = {
 
 
 def synth(**context: Any) -> tuple[CairnStack, Template]:
-    app = cdk.App(context={"skip_bundling": "true", **context})
-    stack = CairnStack(app, "Cairn", skip_bundling=True, timings=TIMINGS,
-                       dev=context.get("dev") == "true")  # fmt: skip
+    app = cdk.App(context={**project_context(), "skip_bundling": "true", **context})
+    stack = CairnStack(app, context.get("stack_name", "Cairn"), skip_bundling=True,
+                       timings=TIMINGS, dev=context.get("dev") == "true",
+                       tool_network=context.get("tool_network") == "true")  # fmt: skip
     return stack, Template.from_stack(stack)
 
 
@@ -69,7 +70,7 @@ def function(template: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def test_cdk_nag_aws_solutions_pass_with_reasoned_acknowledgments() -> None:
-    app = cdk.App(context={"skip_bundling": "true"})
+    app = cdk.App(context={**project_context(), "skip_bundling": "true"})
     build_app(app)
     app.synth()  # raises ValidationFailed on any unacknowledged finding
     from cairn_infra.suppressions import REASONS
@@ -249,3 +250,65 @@ def test_dev_flag_relaxes_protection_only() -> None:
         "DeletionPolicy": "Delete"})  # fmt: skip
     t.resource_count_is("AWS::EC2::NatGateway", 1)
     t.resource_count_is("AWS::RDS::DBInstance", 1)
+
+
+# Properties naming something that must be unique in an account and region.
+UNIQUE_NAMES = {
+    "FunctionName", "StateMachineName", "DBProxyName", "QueueName", "LogGroupName",
+    "RoleName", "ClusterName", "TopicName", "DBClusterIdentifier", "DBInstanceIdentifier",
+    "DashboardName", "AlarmName", "ServiceName", "Family",
+}  # fmt: skip
+
+
+def _unique_names(template: dict[str, Any]) -> dict[str, str]:
+    return {
+        f"{name}.{key}": value
+        for name, resource in template["Resources"].items()
+        for key, value in (resource.get("Properties") or {}).items()
+        if key in UNIQUE_NAMES and isinstance(value, str)
+    }
+
+
+def test_a_second_stack_shares_no_physical_name_with_the_first(template: dict[str, Any]) -> None:
+    """The README's `-c stack_name=...`: two stacks in one account and region."""
+    _, second = synth(stack_name="CairnTwo", tool_network="true")
+    _, first = synth(tool_network="true")
+    ours, theirs = _unique_names(first.to_json()), _unique_names(second.to_json())
+    assert "DBProxyName" in {k.split(".")[1] for k in ours}  # it is named, and...
+    assert set(ours.values()) & set(theirs.values()) == set()  # ...never the same
+
+
+def test_every_queue_outlasts_its_consumer_and_steps_come_one_at_a_time(
+    template: dict[str, Any],
+) -> None:
+    queues = resources(template, "AWS::SQS::Queue")
+    functions = resources(template, "AWS::Lambda::Function")
+    mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    assert len(mappings) == 2
+    for mapping in mappings:
+        props = mapping["Properties"]
+        queue = queues[props["EventSourceArn"]["Fn::GetAtt"][0]]["Properties"]
+        name = _consumer(template, props["FunctionName"])
+        fn = functions[name]
+        # Lambda refuses a mapping whose queue's visibility is below the function's timeout.
+        assert queue["VisibilityTimeout"] >= 6 * fn["Properties"]["Timeout"], name
+        assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    step = [m["Properties"] for m in mappings if "DeadLetters" not in str(m["Properties"])]
+    assert [(m["BatchSize"], m["ScalingConfig"]["MaximumConcurrency"]) for m in step] == [(1, 50)]
+
+
+def test_migrations_wait_for_the_database_behind_the_proxy(template: dict[str, Any]) -> None:
+    (migrations,) = [r for r in resources(template, "AWS::CloudFormation::CustomResource").values()
+                     if "migrations" in r["Properties"]]  # fmt: skip
+    after = set(migrations.get("DependsOn", []))
+    for kind in ("AWS::RDS::DBInstance", "AWS::RDS::DBProxyTargetGroup", "AWS::RDS::DBCluster"):
+        assert set(resources(template, kind)) <= after, kind
+
+
+def _consumer(template: dict[str, Any], value: Any) -> str:
+    """The function a mapping's FunctionName leads to (through a `live` alias and version)."""
+    (ref,) = re.findall(r'"Ref": "([A-Za-z0-9]+)"', json.dumps(value))
+    resource = template["Resources"][ref]
+    if resource["Type"] == "AWS::Lambda::Function":
+        return ref
+    return _consumer(template, resource["Properties"]["FunctionName"])

@@ -92,6 +92,75 @@ def test_database_dsn_from_a_secrets_manager_secret(monkeypatch: pytest.MonkeyPa
     assert params["sslmode"] == "require"
 
 
+def test_migrations_wait_for_a_database_that_is_not_reachable_yet(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first deploy: the proxy refuses connections until it has a target. The migrate
+    function retries while its invocation has time instead of failing the deploy."""
+    import socket
+    import threading
+    import time
+
+    from cairn.tools.egress import relay
+
+    real = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    def open_later() -> None:  # the database comes up 1.5 s into the deploy
+        time.sleep(1.5)
+        listener = socket.create_server(("127.0.0.1", port))
+        while True:
+            client, _ = listener.accept()
+            host = real.get("host") or "localhost"
+            upstream = socket.socket(socket.AF_UNIX) if host.startswith("/") else socket.socket()
+            upstream.connect(f"{host}/.s.PGSQL.{real.get('port', 5432)}" if host.startswith("/")
+                             else (host, int(real.get("port", 5432))))  # fmt: skip
+            threading.Thread(target=relay, args=(client, upstream),
+                             kwargs={"until": time.time() + 60}, daemon=True).start()  # fmt: skip
+
+    threading.Thread(target=open_later, daemon=True).start()
+    late = psycopg.conninfo.make_conninfo(pg_dsn, host="127.0.0.1", port=str(port))
+    monkeypatch.setenv("DATABASE_URL", late)
+    started = time.monotonic()
+    result = invoke("migrate", event("migrate/update.json"))
+    assert result["PhysicalResourceId"] == "cairn-schema-migrations"
+    assert time.monotonic() - started >= 1.5  # it waited (its first retry after 5 s)
+
+
+def test_a_rotated_database_password_reaches_a_warm_function(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The RDS Proxy checks each new connection against the secret's current value: a warm
+    function's pool reads the secret again for new connections, not once for its life."""
+    from aws_lambda_powertools.utilities import parameters
+
+    from cairn.orchestration import secrets
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setattr(secrets, "SECRET_MAX_AGE_SECONDS", 0)  # the minute, elapsed
+    real = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    stored = {"host": real.get("host", "localhost"), "port": int(real.get("port", 5432)),
+              "username": real["user"], "dbname": real["dbname"]}  # fmt: skip
+    with mock_aws():
+        client = boto3.client("secretsmanager")
+        old = json.dumps({**stored, "password": "old"})
+        arn = client.create_secret(Name="cairn/db-rotating", SecretString=old)["ARN"]
+        parameters.clear_caches()
+        db = Database(secrets.database_conninfo(Settings(db_secret_arn=arn, db_sslmode="prefer")))
+        with pytest.raises(psycopg.OperationalError), psycopg.connect(db.dsn()):  # type: ignore[operator]
+            pass
+        rotated = json.dumps({**stored, "password": real["password"]})
+        client.put_secret_value(SecretId=arn, SecretString=rotated)
+        try:
+            with db.connection() as conn:  # a new connection, after the rotation
+                assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+        finally:
+            db.close()
+            parameters.clear_caches()
+
+
 def test_database_dsn_without_configuration_names_the_variables() -> None:
     with pytest.raises(ConfigurationError, match=r"DATABASE_URL.*CAIRN_DB_SECRET_ARN"):
         database_dsn(Settings())

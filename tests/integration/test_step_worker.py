@@ -178,6 +178,38 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
     assert worker.drain(again.id, org.id).stop_reason == "end_turn"
 
 
+def test_a_failed_step_comes_back_after_a_short_backoff_not_the_visibility_timeout(
+    worker: Worker, org: Organization
+) -> None:
+    """The queue's visibility is six times the step's timeout (for a worker that dies without
+    answering); a step that fails and says so is back in seconds."""
+    worker.sqs.set_queue_attributes(QueueUrl=worker.queue_url,
+                                    Attributes={"VisibilityTimeout": "600"})  # fmt: skip
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.reply("after the retry")
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+    ).run
+    got = worker.sqs.receive_message(QueueUrl=worker.queue_url, AttributeNames=["All"])["Messages"]
+
+    def blip() -> None:
+        raise RuntimeError("the database went away")
+
+    with faults.run_at("before_llm", blip):
+        result = invoke("step", to_event(got, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo"))
+    assert result == {"batchItemFailures": [{"itemIdentifier": got[0]["MessageId"]}]}
+    failed_at = time.monotonic()
+    back = []
+    while not back and time.monotonic() - failed_at < 20:
+        back = worker.sqs.receive_message(QueueUrl=worker.queue_url, WaitTimeSeconds=1,
+                                          AttributeNames=["All"]).get("Messages", [])  # fmt: skip
+    waited = time.monotonic() - failed_at
+    assert back and 3 < waited < 10, waited  # the first backoff is 5 s
+    assert invoke("step", to_event(back, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo"))
+    with worker.rt.db.connection() as conn:
+        assert runs.get_run(conn, org.id, run.id).status == "completed"  # type: ignore[union-attr]
+
+
 def test_unpublished_continuation_is_swept_and_the_run_completes(
     worker: Worker, org: Organization
 ) -> None:

@@ -14,7 +14,7 @@ from cairn.engine.step import Engine
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
-from cairn.orchestration.secrets import database_dsn, egress_key, with_provider_keys
+from cairn.orchestration.secrets import database_conninfo, egress_key, with_provider_keys
 from cairn.store.db import Database
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
@@ -30,7 +30,7 @@ def build_runtime(
     workflows: Workflows | None = None,
 ) -> Runtime:
     database = db or Database(
-        database_dsn(settings),
+        database_conninfo(settings),
         max_size=settings.db_pool_size,
         prepare=settings.prepare_statements,
     )

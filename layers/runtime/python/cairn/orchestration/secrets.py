@@ -14,27 +14,44 @@ class ConfigurationError(CairnError):
     pass
 
 
+# How long a function trusts the database secret it read. The RDS Proxy checks each new
+# connection's password against the secret's current value, so after a rotation a warm
+# function must read it again: within this long, while its open connections carry on.
+SECRET_MAX_AGE_SECONDS = 60
+
+
 def database_dsn(settings: Settings) -> str:
+    """The connection string as of now (migrations, one-off commands)."""
+    found = database_conninfo(settings)
+    return found if isinstance(found, str) else found()
+
+
+def database_conninfo(settings: Settings) -> str | Callable[[], str]:
+    """DATABASE_URL, or on AWS what builds the connection string from the secret each time
+    the pool opens a connection (Powertools caches the secret between reads)."""
     if settings.database_url:
         return settings.database_url
-    if settings.db_secret_arn:
-        # Powertools caches the secret across warm invocations (max_age), so a warm Lambda
-        # does not call Secrets Manager per request.
+    arn = settings.db_secret_arn
+    if not arn:
+        raise ConfigurationError(
+            "No database configured: set DATABASE_URL, or CAIRN_DB_SECRET_ARN on AWS"
+        )
+
+    def from_secret() -> str:
         from aws_lambda_powertools.utilities import parameters
 
-        secret = parameters.get_secret(settings.db_secret_arn, transform="json", max_age=300)
+        secret = parameters.get_secret(arn, transform="json", max_age=SECRET_MAX_AGE_SECONDS)
         return make_conninfo(
             host=settings.db_host or secret["host"],
             port=str(secret.get("port", 5432)),
             dbname=secret.get("dbname") or settings.db_name,
             user=secret["username"],
             password=secret["password"],
-            sslmode="require",
+            sslmode=settings.db_sslmode,
             connect_timeout="10",
         )
-    raise ConfigurationError(
-        "No database configured: set DATABASE_URL, or CAIRN_DB_SECRET_ARN on AWS"
-    )
+
+    return from_secret
 
 
 # The provider-keys secret (JSON) may hold these; the environment wins where both are set.

@@ -11,7 +11,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
@@ -50,8 +50,14 @@ def pipeline(conn: Connection) -> Iterator[psycopg.Pipeline]:
 
 class Database:
     def __init__(
-        self, dsn: str, *, max_size: int = 1, connect_timeout: float = 10.0, prepare: bool = True
+        self,
+        dsn: str | Callable[[], str],
+        *,
+        max_size: int = 1,
+        connect_timeout: float = 10.0,
+        prepare: bool = True,
     ) -> None:
+        # A callable is asked again for each new connection (a rotated password).
         self.dsn = dsn
         # Server-side prepared statements save the planning of every hot query (the claim
         # alone plans for ~1.3 ms), but pin sessions behind RDS Proxy: off there.

@@ -35,7 +35,8 @@ SPECS = {
     "sweeper": Spec("sweeper", Duration.minutes(2), memory_mb=512),
     "migrate": Spec("migrate", Duration.minutes(5), memory_mb=512),
     # Custom tools: no network at all (no route to the database or out), no secrets, a
-    # short leash.
+    # short leash. It has both layers like the others: its handler runs cairn's sandbox
+    # (public code; the tool's own process gets an empty environment, no layer path).
     "sandbox": Spec("sandbox", Duration.seconds(15), memory_mb=512, subnets="isolated"),
 }
 
@@ -74,7 +75,7 @@ class Functions(Construct):
                 handler=spec.handler,
                 # The sandbox is named: steps invoke it by the name in their environment.
                 function_name=sandbox_name if key == "sandbox" else None,
-                layers=[] if key == "sandbox" else [layers.dependencies, layers.runtime],
+                layers=[layers.dependencies, layers.runtime],
                 timeout=spec.timeout,
                 memory_size=spec.memory_mb,
                 environment={

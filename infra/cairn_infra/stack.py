@@ -39,6 +39,7 @@ class CairnStack(Stack):
         timings: WorkflowTimings | None = None,
         db_max_capacity: float = 8,
         tool_network: bool = False,
+        sweep_minutes: int | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -138,10 +139,12 @@ class CairnStack(Stack):
 
         queue.connect(fns.entry["step"], by["step-dead-letter"])
 
+        # Every minute; a dev stack every half hour, since each sweep wakes the database
+        # and Aurora pauses (0 ACU) only after 5 idle minutes (seconds_until_auto_pause).
         events.Rule(
             self,
             "SweeperSchedule",
-            schedule=events.Schedule.rate(Duration.minutes(1)),
+            schedule=events.Schedule.rate(Duration.minutes(sweep_minutes or (30 if dev else 1))),
             targets=[targets.LambdaFunction(by["sweeper"])],
         )
 

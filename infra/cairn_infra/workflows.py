@@ -133,7 +133,13 @@ class ApprovalWorkflow(Construct):
             timings.approval_timeout,
             result_path="$.answer",
         )
-        _retry(wait, timings, LAMBDA_TRANSIENT)
+        # Any failure of the handler (a database that blinked) is retried: a failed wait
+        # would lose its timeout-deny. Not the wait's own outcomes: a cancel (the first
+        # matching retrier wins, and this one never retries) or the timeout, which a retry
+        # would restart and which States.TaskFailed does not match ("Error handling in Step
+        # Functions", AWS Step Functions Developer Guide).
+        wait.add_retry(errors=["Cancelled"], max_attempts=0)
+        _retry(wait, timings, ["States.TaskFailed"])
         deny = _call(
             self,
             "DenyOnTimeout",

@@ -24,3 +24,83 @@ def test_the_runtime_layer_ships_the_sources_with_bytecode_for_python_312(tmp_pa
     else:
         assert "step.cpython-312.pyc" in compiled
         assert all(".cpython-312." in name for name in compiled)
+
+
+def test_every_function_imports_as_shipped_on_a_clean_python_312(tmp_path: Path) -> None:
+    """Each function's asset with its layers, in a Python 3.12 that has nothing else: what
+    Lambda unpacks (/var/task, /opt/python) and what its runtime adds (boto3). The layer's
+    wheels are this machine's platform, not Lambda's arm64, so that they can be imported
+    here; the requirement list, the builder and the layout are the shipped ones."""
+    import json
+    import platform
+    import subprocess
+
+    from cairn_infra.functions import SPECS
+    from cairn_infra.packaging import ROOT, build_dependency_layer, target_python
+
+    python = target_python()
+    assert python is not None, "Python 3.12 (the Lambda runtime's) is needed to check this"
+    machine = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
+    build_runtime_layer(tmp_path / "runtime")
+    build_dependency_layer(tmp_path / "deps", platform=f"manylinux2014_{machine}")
+    provided = tmp_path / "lambda-runtime"  # the runtime's own boto3
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "--target", str(provided), "boto3"], check=True)  # fmt: skip
+    probe = (
+        "import importlib.util, json, sys\n"
+        "spec = importlib.util.spec_from_file_location('handler', sys.argv[1])\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "cairn = sys.modules.get('cairn')\n"
+        "print(json.dumps({'callable': callable(getattr(module, sys.argv[2])),\n"
+        "                  'cairn': cairn.__file__ if cairn else None}))\n"
+    )
+    from tests.infra.test_stack import function, synth
+
+    template = synth()[1].to_json()
+    built = {
+        "LayersRuntime": tmp_path / "runtime/python",
+        "LayersDependencies": tmp_path / "deps/python",
+    }
+    for key, spec in SPECS.items():
+        asset = ROOT / "functions" / spec.name
+        module, attribute = spec.handler.split(".")
+        # The layers the template gives this function, in its order.
+        layers = [next(str(path) for prefix, path in built.items() if ref["Ref"].startswith(prefix))
+                  for ref in function(template, key)["Properties"].get("Layers", [])]  # fmt: skip
+        paths = [str(asset), *layers, str(provided)]
+        done = subprocess.run(
+            [python, "-I", "-c", f"import sys; sys.path[:0] = {paths!r}\n" + probe,
+             str(asset / f"{module}.py"), attribute],
+            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+            env={"PATH": "/usr/bin:/bin", "AWS_REGION": "us-east-1",
+                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": key},
+        )  # fmt: skip
+        assert done.returncode == 0, f"{key}: {done.stderr[-2000:]}"
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        assert found["callable"], key
+        assert found["cairn"] is None or found["cairn"].startswith(str(tmp_path)), key
+
+
+def test_a_change_to_a_layer_alone_publishes_new_function_versions(tmp_path: Path) -> None:
+    """`api` and `step` are invoked through a `live` alias of a published version: with
+    `@aws-cdk/aws-lambda:recognizeLayerVersion` (cdk.json) a new layer makes a new version,
+    so the alias moves with the library instead of keeping the old one."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_lambda as lambda_
+
+    from cairn_infra.app import project_context
+
+    def version_id(layer_text: str) -> str:
+        folder = tmp_path / layer_text
+        (folder / "python").mkdir(parents=True)
+        (folder / "python" / "lib.py").write_text(layer_text)
+        app = cdk.App(context=project_context())
+        stack = cdk.Stack(app, "S")
+        layer = lambda_.LayerVersion(stack, "L", code=lambda_.Code.from_asset(str(folder)))
+        fn = lambda_.Function(stack, "F", runtime=lambda_.Runtime.PYTHON_3_12,
+                              handler="h.handler", code=lambda_.Code.from_inline("x = 1"),
+                              layers=[layer])  # fmt: skip
+        return stack.resolve(fn.current_version.node.default_child.logical_id)  # type: ignore[union-attr]
+
+    assert version_id("one") != version_id("two")

@@ -150,7 +150,7 @@ def test_the_sandbox_has_no_network_no_secrets_and_a_short_timeout(
     assert "SecurityGroupIngress" not in sg
     ingress = resources(template, "AWS::EC2::SecurityGroupIngress").values()
     assert not any(r["Properties"].get("SourceSecurityGroupId") == group for r in ingress)
-    assert props.get("Layers") is None
+    assert len(props["Layers"]) == 2  # what its handler imports (test_packaging)
     assert props["Timeout"] <= 15
     assert not any(k.startswith("CAIRN_DB") for k in props["Environment"]["Variables"])
     role = props["Role"]["Fn::GetAtt"][0]
@@ -250,6 +250,10 @@ def test_dev_flag_relaxes_protection_only() -> None:
         "DeletionPolicy": "Delete"})  # fmt: skip
     t.resource_count_is("AWS::EC2::NatGateway", 1)
     t.resource_count_is("AWS::RDS::DBInstance", 1)
+    # Sweeps far enough apart that the idle database pauses (after 5 minutes) between them.
+    t.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(30 minutes)"})
+    t.has_resource_properties("AWS::RDS::DBCluster", Match.object_like(
+        {"ServerlessV2ScalingConfiguration": Match.object_like({"MinCapacity": 0})}))  # fmt: skip
 
 
 # Properties naming something that must be unique in an account and region.
@@ -312,3 +316,24 @@ def _consumer(template: dict[str, Any], value: Any) -> str:
     if resource["Type"] == "AWS::Lambda::Function":
         return ref
     return _consumer(template, resource["Properties"]["FunctionName"])
+
+
+def test_the_approval_wait_survives_a_failing_handler_but_not_its_own_outcomes(
+    prod: tuple[CairnStack, Template],
+) -> None:
+    """A database error in the wait Task's handler is retried (a failed execution would
+    lose the timeout-deny); a cancel is never retried and the timeout goes to the deny."""
+    template = prod[1].to_json()
+    refs = {name: function_arn(name) for name in ("approval", "sleeptime")}
+    machines = state_machine_definitions(template, {
+        logical_id(template, "AWS::Lambda::Function", f"Functions{name}"): arn
+        for name, arn in refs.items()} | {
+        f"{logical_id(template, 'AWS::Lambda::Function', f'Functions{name}')}.Arn": arn
+        for name, arn in refs.items()})  # fmt: skip
+    (asl,) = [a for a in map(json.loads, machines.values()) if "WaitForAnswer" in a["States"]]
+    wait = asl["States"]["WaitForAnswer"]
+    assert wait["Retry"][0] == {"ErrorEquals": ["Cancelled"], "MaxAttempts": 0}
+    assert wait["Retry"][1]["ErrorEquals"] == ["States.TaskFailed"]  # all but States.Timeout
+    assert wait["Retry"][1]["MaxAttempts"] >= 3
+    assert [c["ErrorEquals"] for c in wait["Catch"]] == [["States.Timeout"], ["Cancelled"]]
+    assert asl["States"][wait["Catch"][0]["Next"]]["Type"] == "Task"  # DenyOnTimeout

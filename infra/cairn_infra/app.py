@@ -36,6 +36,7 @@ def build_app(app: cdk.App) -> CairnStack:
         skip_bundling=flag(app, "skip_bundling"),
         tool_network=flag(app, "tool_network"),
         sweep_minutes=int(app.node.try_get_context("sweep_minutes") or 0) or None,
+        api_rate_limit=int(app.node.try_get_context("api_rate_limit") or 100),
         timings=WorkflowTimings(approval_timeout=round(hours * 3600)),
         description="Cairn: stateful memory agents (Letta-compatible) on AWS serverless",
     )

@@ -40,6 +40,7 @@ class CairnStack(Stack):
         db_max_capacity: float = 8,
         tool_network: bool = False,
         sweep_minutes: int | None = None,
+        api_rate_limit: int = 100,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -177,6 +178,11 @@ class CairnStack(Stack):
         stage = self.http_api.default_stage
         assert stage is not None
         cfn_stage = stage.node.default_child
+        # Per-stage throttling: a client in a loop meets 429s from API Gateway before it can
+        # take the account's Lambda concurrency from the steps (context api_rate_limit).
+        cfn_stage.default_route_settings = apigw.CfnStage.RouteSettingsProperty(  # type: ignore[union-attr]
+            throttling_rate_limit=api_rate_limit, throttling_burst_limit=2 * api_rate_limit
+        )
         cfn_stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(  # type: ignore[union-attr]
             destination_arn=access_logs.log_group_arn,
             format='{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'

@@ -337,3 +337,9 @@ def test_the_approval_wait_survives_a_failing_handler_but_not_its_own_outcomes(
     assert wait["Retry"][1]["MaxAttempts"] >= 3
     assert [c["ErrorEquals"] for c in wait["Catch"]] == [["States.Timeout"], ["Cancelled"]]
     assert asl["States"][wait["Catch"][0]["Next"]]["Type"] == "Task"  # DenyOnTimeout
+
+
+def test_the_api_stage_is_throttled(template: dict[str, Any]) -> None:
+    (stage,) = resources(template, "AWS::ApiGatewayV2::Stage").values()
+    settings = stage["Properties"]["DefaultRouteSettings"]
+    assert (settings["ThrottlingRateLimit"], settings["ThrottlingBurstLimit"]) == (100, 200)

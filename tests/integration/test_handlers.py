@@ -89,7 +89,9 @@ def test_database_dsn_from_a_secrets_manager_secret(monkeypatch: pytest.MonkeyPa
     params = psycopg.conninfo.conninfo_to_dict(dsn)
     assert params["host"] == "proxy.endpoint.local"  # RDS Proxy in front of the cluster
     assert (params["user"], params["password"], params["dbname"]) == ("cairn", "s3cret", "cairn")
-    assert params["sslmode"] == "require"
+    # TLS verified, host name included, against a bundle holding RDS Proxy's root CA.
+    assert params["sslmode"] == "verify-full"
+    assert "Amazon Root CA 1" in Path(str(params["sslrootcert"])).read_text()
 
 
 def test_migrations_wait_for_a_database_that_is_not_reachable_yet(

@@ -17,8 +17,10 @@ class Settings(BaseModel):
     db_host: str | None = None  # RDS Proxy endpoint; overrides the secret's host
     db_name: str = "cairn"
     db_pool_size: int = Field(default=1, ge=1)
-    # TLS to the database when the connection comes from the secret (RDS Proxy requires it).
-    db_sslmode: Literal["disable", "prefer", "require", "verify-ca", "verify-full"] = "require"
+    # TLS to the database when the connection comes from the secret: the proxy's certificate
+    # checked, name included, against the CA bundle (certifi's unless this names a file).
+    db_sslmode: Literal["disable", "prefer", "require", "verify-ca", "verify-full"] = "verify-full"
+    db_sslrootcert: str | None = None
     # Server-side prepared statements; unset: on, except behind RDS Proxy (CAIRN_DB_HOST),
     # where they would pin every session to one database connection.
     db_prepared_statements: bool | None = None
@@ -85,6 +87,7 @@ class Settings(BaseModel):
             "db_name": "CAIRN_DB_NAME",
             "db_pool_size": "CAIRN_DB_POOL_SIZE",
             "db_sslmode": "CAIRN_DB_SSLMODE",
+            "db_sslrootcert": "CAIRN_DB_SSLROOTCERT",
             "db_prepared_statements": "CAIRN_DB_PREPARED_STATEMENTS",
             "port": "CAIRN_PORT",
             "api_key": "CAIRN_API_KEY",

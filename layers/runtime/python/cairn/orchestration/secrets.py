@@ -48,10 +48,22 @@ def database_conninfo(settings: Settings) -> str | Callable[[], str]:
             user=secret["username"],
             password=secret["password"],
             sslmode=settings.db_sslmode,
+            **_verified(settings),
             connect_timeout="10",
         )
 
     return from_secret
+
+
+def _verified(settings: Settings) -> dict[str, str]:
+    """RDS Proxy presents an ACM certificate for its endpoint's name, chaining to Amazon Root
+    CA ("Using TLS/SSL with RDS Proxy", Amazon RDS User Guide): verified against certifi's
+    bundle, which holds it, unless the settings name another file."""
+    if not settings.db_sslmode.startswith("verify"):
+        return {}
+    import certifi
+
+    return {"sslrootcert": settings.db_sslrootcert or certifi.where()}
 
 
 # The provider-keys secret (JSON) may hold these; the environment wins where both are set.

@@ -3,11 +3,9 @@
 Create and Update apply every pending migration; Delete leaves the database alone (the data
 outlives the stack's custom resource). The runner is safe to run twice and concurrently.
 
-Invoked by hand with `{"action": "create_tenant", "organization": ..., "user": ...}` it
-creates an organization and its first API key (the README's deploy guide): this function
-is the one that can reach the database before any key exists. With `{"action":
-"set_tool_hosts", "organization_id": ..., "hosts": [...]}` it sets the hosts that
-organization's custom tools may reach (the operator's decision, never a tenant's).
+With `{"action": ...}` it runs an operator's command (`cairn-admin`, README "Operating"):
+organizations and their API keys, the hosts an organization's tools may reach. This
+function is the one that reaches the database before any key exists.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.config import Settings
 from cairn.orchestration.secrets import database_dsn
-from cairn.services.tenants import create_tenant, set_tool_hosts
+from cairn.services.tenants import operate
 from cairn.store.db import Database
 from cairn.store.migrate import apply_migrations
 
@@ -50,18 +48,10 @@ def _until_reachable(apply: Callable[[], list[str]], context: LambdaContext) -> 
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    if event.get("action") == "create_tenant":
+    if event.get("action"):  # an operator's command (cairn-admin), not CloudFormation
         db = Database(database_dsn(Settings.from_env()))
         try:
-            return create_tenant(
-                db, event.get("organization") or "default", event.get("user") or "admin"
-            )
-        finally:
-            db.close()
-    if event.get("action") == "set_tool_hosts":
-        db = Database(database_dsn(Settings.from_env()))
-        try:
-            return set_tool_hosts(db, str(event.get("organization_id")), event.get("hosts"))
+            return operate(db, event)
         finally:
             db.close()
     request_type = event.get("RequestType")

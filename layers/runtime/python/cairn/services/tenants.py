@@ -37,8 +37,8 @@ def create_tenant(db: Database, organization: str, user: str) -> dict[str, str]:
     with db.transaction() as conn:
         org = tenancy.create_organization(conn, Organization(name=organization))
         person = tenancy.create_user(conn, User(organization_id=org.id, name=user))
-        _, plain = tenancy.create_api_key(conn, org.id, person.id, name="first key")
-    return {"organization_id": org.id, "user_id": person.id, "api_key": plain}
+        key, plain = tenancy.create_api_key(conn, org.id, person.id, name="first key")
+    return {"organization_id": org.id, "user_id": person.id, "key_id": key.id, "api_key": plain}
 
 
 def set_tool_hosts(db: Database, org_id: str, hosts: Any) -> dict[str, Any]:
@@ -58,3 +58,83 @@ def set_tool_hosts(db: Database, org_id: str, hosts: Any) -> dict[str, Any]:
     if org is None:
         raise NotFoundError(f"Organization {org_id} not found")
     return {"organization_id": org.id, "tool_hosts": org.tool_hosts}
+
+
+def list_tenants(db: Database) -> dict[str, Any]:
+    with db.connection() as conn:
+        found = tenancy.list_organizations(conn)
+    fields = ("id", "name", "active_keys", "tool_hosts")
+    return {"organizations": [{**{f: o[f] for f in fields}, "created_at": str(o["created_at"])}
+                              for o in found]}  # fmt: skip
+
+
+def list_keys(db: Database, org_id: str) -> dict[str, Any]:
+    with db.connection() as conn:
+        _organization(conn, org_id)
+        keys = tenancy.list_api_keys(conn, org_id)
+    return {"organization_id": org_id, "keys": [k.model_dump(mode="json") for k in keys]}
+
+
+def create_key(db: Database, org_id: str, name: str = "") -> dict[str, Any]:
+    """Another key for the organization's first user; the plain key is shown only here."""
+    with db.transaction() as conn:
+        _organization(conn, org_id)
+        person = tenancy.first_user(conn, org_id)
+        if person is None:
+            person = tenancy.create_user(conn, User(organization_id=org_id, name="admin"))
+        key, plain = tenancy.create_api_key(conn, org_id, person.id, name=name)
+    return {"organization_id": org_id, "key_id": key.id, "api_key": plain}
+
+
+def revoke_key(db: Database, org_id: str, key_id: str) -> dict[str, Any]:
+    """Revoked keys answer 401 from the next request on (a key is checked on every one)."""
+    with db.transaction() as conn:
+        if tenancy.get_api_key(conn, org_id, key_id) is None:
+            raise NotFoundError(f"API key {key_id} not found in organization {org_id}")
+        revoked = tenancy.revoke_api_key(conn, org_id, key_id)
+    return {"organization_id": org_id, "key_id": key_id, "revoked": revoked}
+
+
+def rotate_key(db: Database, org_id: str, key_id: str) -> dict[str, Any]:
+    """A new key in the old one's place, in one transaction: the old one stops working as
+    the new one starts."""
+    with db.transaction() as conn:
+        old = tenancy.get_api_key(conn, org_id, key_id)
+        if old is None or old.revoked_at is not None:
+            raise NotFoundError(f"No active API key {key_id} in organization {org_id}")
+        tenancy.revoke_api_key(conn, org_id, key_id)
+        key, plain = tenancy.create_api_key(conn, org_id, old.user_id, name=old.name)
+    return {"organization_id": org_id, "revoked": key_id, "key_id": key.id, "api_key": plain}
+
+
+def operate(db: Database, event: dict[str, Any]) -> dict[str, Any]:
+    """An operator's action by name (the migrate function's payload, `cairn-admin`)."""
+    action, org = event.get("action"), str(event.get("organization_id") or "")
+    if action == "create_tenant":
+        return create_tenant(
+            db, event.get("organization") or "default", event.get("user") or "admin"
+        )
+    if action == "list_tenants":
+        return list_tenants(db)
+    if action == "set_tool_hosts":
+        return set_tool_hosts(db, org, event.get("hosts"))
+    if action == "list_keys":
+        return list_keys(db, org)
+    if action == "create_key":
+        return create_key(db, org, str(event.get("name") or ""))
+    if action == "revoke_key":
+        return revoke_key(db, org, str(event.get("key_id") or ""))
+    if action == "rotate_key":
+        return rotate_key(db, org, str(event.get("key_id") or ""))
+    raise InvalidArgumentError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
+
+
+ACTIONS = ("create_tenant", "list_tenants", "set_tool_hosts", "list_keys", "create_key",
+           "revoke_key", "rotate_key")  # fmt: skip
+
+
+def _organization(conn: Any, org_id: str) -> Organization:
+    found = tenancy.get_organization(conn, org_id)
+    if found is None:
+        raise NotFoundError(f"Organization {org_id} not found")
+    return found

@@ -34,6 +34,17 @@ UPDATE api_keys SET last_used_at = now()
 WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
 RETURNING *
 """
+# Operators' views: every organization, and one organization's keys (never their hashes).
+LIST_ORGANIZATIONS = """
+SELECT o.*, (SELECT count(*) FROM api_keys k
+             WHERE k.organization_id = o.id AND k.revoked_at IS NULL) AS active_keys
+FROM organizations o ORDER BY o.created_at, o.id
+"""
+LIST_API_KEYS = """
+SELECT id, organization_id, user_id, name, key_prefix, created_at, last_used_at, revoked_at
+FROM api_keys WHERE organization_id = %(org)s ORDER BY created_at, id
+"""
+FIRST_USER = "SELECT * FROM users WHERE organization_id = %(org)s ORDER BY created_at, id LIMIT 1"
 REVOKE_API_KEY = """
 UPDATE api_keys SET revoked_at = now()
 WHERE organization_id = %(org)s AND id = %(id)s AND revoked_at IS NULL
@@ -90,3 +101,15 @@ def authenticate(conn: Connection, plain_key: str) -> ApiKey | None:
 
 def revoke_api_key(conn: Connection, org_id: str, key_id: str) -> bool:
     return conn.execute(REVOKE_API_KEY, {"org": org_id, "id": key_id}).rowcount == 1
+
+
+def list_organizations(conn: Connection) -> list[dict[str, object]]:
+    return [dict(r) for r in conn.execute(LIST_ORGANIZATIONS).fetchall()]
+
+
+def list_api_keys(conn: Connection, org_id: str) -> list[ApiKey]:
+    return [ApiKey.model_validate(r) for r in conn.execute(LIST_API_KEYS, {"org": org_id})]
+
+
+def first_user(conn: Connection, org_id: str) -> User | None:
+    return from_row(User, conn.execute(FIRST_USER, {"org": org_id}).fetchone())

@@ -1,0 +1,116 @@
+"""`cairn-admin`: organizations, API keys and tools' network, for operators.
+
+Locally (the default) it works on the local stack's database (DATABASE_URL, or the embedded
+server under CAIRN_DATA_DIR, joined if `make dev` runs); with `--stack NAME` (or
+`--function NAME`) it sends the same command to a deployed stack's migrate function with
+your AWS credentials. Prints the answer as JSON; a plain API key appears only in the
+answer of the command that made it.
+
+    cairn-admin tenants                         # organizations, with their active keys
+    cairn-admin create-tenant acme --user ada   # a new organization and its first key
+    cairn-admin keys ORG_ID                     # an organization's keys (prefixes only)
+    cairn-admin create-key ORG_ID --name ci
+    cairn-admin rotate-key ORG_ID KEY_ID        # a new key; the old one stops at once
+    cairn-admin revoke-key ORG_ID KEY_ID
+    cairn-admin tool-hosts ORG_ID api.github.com '*.wikipedia.org'   # none: no network
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from cairn.config import Settings
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="cairn-admin",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--stack", help="a deployed stack's name (its MigrateFunction output)")
+    where.add_argument("--function", help="a deployed migrate function's name")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("tenants", help="list organizations")
+    create = commands.add_parser("create-tenant", help="a new organization and its first key")
+    create.add_argument("name")
+    create.add_argument("--user", default="admin")
+    commands.add_parser("keys", help="an organization's API keys").add_argument("org")
+    key = commands.add_parser("create-key", help="another API key")
+    key.add_argument("org")
+    key.add_argument("--name", default="")
+    for name, what in (("revoke-key", "revoke an API key"), ("rotate-key", "replace an API key")):
+        one = commands.add_parser(name, help=what)
+        one.add_argument("org")
+        one.add_argument("key_id")
+    hosts = commands.add_parser("tool-hosts", help="the hosts an organization's tools may reach")
+    hosts.add_argument("org")
+    hosts.add_argument("hosts", nargs="*")
+    return parser.parse_args(argv)
+
+
+def payload(args: argparse.Namespace) -> dict[str, Any]:
+    org = getattr(args, "org", None)
+    return {
+        "tenants": lambda: {"action": "list_tenants"},
+        "create-tenant": lambda: {"action": "create_tenant", "organization": args.name,
+                                  "user": args.user},
+        "keys": lambda: {"action": "list_keys", "organization_id": org},
+        "create-key": lambda: {"action": "create_key", "organization_id": org, "name": args.name},
+        "revoke-key": lambda: {"action": "revoke_key", "organization_id": org,
+                               "key_id": args.key_id},
+        "rotate-key": lambda: {"action": "rotate_key", "organization_id": org,
+                               "key_id": args.key_id},
+        "tool-hosts": lambda: {"action": "set_tool_hosts", "organization_id": org,
+                               "hosts": args.hosts},
+    }[args.command]()  # fmt: skip
+
+
+def run_local(command: dict[str, Any]) -> Any:
+    from cairn.services.tenants import operate
+    from cairn.store import Database, apply_migrations
+
+    settings = Settings.from_env()
+    dsn, handle = settings.database_url, None
+    if dsn is None:
+        from cairn.local.postgres import start_embedded
+
+        dsn, handle = start_embedded(settings.data_dir / "pgdata", cleanup="stop")
+    try:
+        apply_migrations(dsn)
+        db = Database(dsn)
+        try:
+            return operate(db, command)
+        finally:
+            db.close()
+    finally:
+        if handle is not None:
+            handle.cleanup()  # type: ignore[attr-defined]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    command = payload(args)
+    try:
+        if args.stack or args.function:
+            from cairn.orchestration import admin
+
+            target = args.function or admin.migrate_function(args.stack)
+            answer = admin.run_remote(target, command)
+        else:
+            answer = run_local(command)
+    except Exception as err:  # an operator reads one line, not a traceback
+        print(f"cairn-admin: {err}", file=sys.stderr)
+        return 1
+    print(json.dumps(answer, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -18,7 +18,7 @@ from constructs import Construct
 from cairn_infra.database import DB_NAME, Database
 from cairn_infra.egress import EgressProxy
 from cairn_infra.functions import SPECS, Functions
-from cairn_infra.monitoring import Alarms
+from cairn_infra.monitoring import Alarms, Watched
 from cairn_infra.network import Network
 from cairn_infra.packaging import ROOT, Layers
 from cairn_infra.workers import StepQueue
@@ -197,10 +197,11 @@ class CairnStack(Stack):
             description='Invoke with {"action": "create_tenant"} for a first API key',
         )
         CfnOutput(self, "ProviderKeysSecret", value=providers.secret_arn)
-        alarms = Alarms(
-            self, "Alarms", functions=by, dead_letters=queue.dead_letters,
-            cluster=database.cluster, max_capacity=db_max_capacity,
-        )  # fmt: skip
+        alarms = Alarms(self, "Alarms", watched=Watched(
+            functions=by, step_logs=by["step"].log_group, steps=queue.queue,
+            dead_letters=queue.dead_letters, state_machines=self.state_machines,
+            cluster=database.cluster, proxy=database.proxy, max_capacity=db_max_capacity,
+        ))  # fmt: skip
         CfnOutput(self, "AlarmTopic", value=alarms.topic.topic_arn)
         self.functions = fns
         self.queue = queue

@@ -3,6 +3,7 @@ compaction), built into a checkpoint value; it writes nothing itself (`engine/st
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -34,6 +35,8 @@ from cairn.store.checkpoints import Checkpoint
 from cairn.store.db import Database
 from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
 from cairn.tools.sandbox import Sandbox
+
+logger = logging.getLogger(__name__)
 
 
 class StepEngine(Protocol):
@@ -454,6 +457,9 @@ class Turn:
     ) -> Checkpoint:
         """End the run as failed; its inputs are kept as recall but stay out of the context."""
         error = {"message": detail, "type": kind or stop_reason}
+        # One line per failed run, which the stack counts (its LLM errors metric filter).
+        logger.warning("run %s failed: %s (%s): %s", self.state.run.id, stop_reason,
+                       kind or stop_reason, detail[:300])  # fmt: skip
         self.step = self.step.model_copy(
             update={"status": "failed", "stop_reason": stop_reason, "error": error}
         )

@@ -160,6 +160,12 @@ class CairnStack(Stack):
         # Not before the database can answer through the proxy: the cluster's instances and
         # the proxy's target group, not only the proxy (which its endpoint alone implies).
         migrations.node.add_dependency(database.cluster, database.proxy)
+        # New code only after its schema: during a deploy the old code runs beside the new
+        # schema (migrations expand, then a later release contracts: docs/deploy.md), never
+        # the new code beside the old schema.
+        for key, fn in by.items():
+            if key not in ("migrate", "sandbox"):
+                fn.node.add_dependency(migrations)
 
         access_logs = logs.LogGroup(
             self, "ApiAccessLogs", retention=retention, removal_policy=removal

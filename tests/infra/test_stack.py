@@ -365,3 +365,10 @@ def test_a_dashboard_shows_what_an_operator_watches(template: dict[str, Any]) ->
         assert title in body, title
     (llm,) = resources(template, "AWS::Logs::MetricFilter").values()
     assert llm["Properties"]["FilterPattern"] == '"failed: llm_api_error"'
+
+
+def test_functions_change_only_after_their_migrations(template: dict[str, Any]) -> None:
+    custom = resources(template, "AWS::CloudFormation::CustomResource")
+    (migrations,) = [k for k, r in custom.items() if "migrations" in r["Properties"]]
+    for key in ("api", "step", "step-dead-letter", "approval", "sleeptime", "sweeper"):
+        assert migrations in function(template, key).get("DependsOn", []), key

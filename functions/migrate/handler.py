@@ -19,10 +19,10 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.config import Settings
-from cairn.orchestration.secrets import database_dsn
+from cairn.orchestration.secrets import app_password, database_dsn
 from cairn.services.tenants import operate
 from cairn.store.db import Database
-from cairn.store.migrate import apply_migrations
+from cairn.store.migrate import allow_login, apply_migrations
 
 logger = Logger(service="cairn-migrate")
 PHYSICAL_ID = "cairn-schema-migrations"
@@ -59,8 +59,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return {"PhysicalResourceId": event.get("PhysicalResourceId", PHYSICAL_ID)}
     if request_type not in ("Create", "Update"):
         raise ValueError(f"unexpected RequestType {request_type!r}")
-    applied = _until_reachable(lambda: apply_migrations(database_dsn(Settings.from_env())), context)
+    settings = Settings.from_env()
+    applied = _until_reachable(lambda: apply_migrations(database_dsn(settings)), context)
     logger.info("migrations applied", extra={"applied": applied})
+    if (password := app_password(settings)) is not None:
+        allow_login(database_dsn(settings), password)  # the functions' role, for the proxy
     return {
         "PhysicalResourceId": PHYSICAL_ID,
         "Data": {"Applied": ",".join(applied) or "none", "Count": len(applied)},

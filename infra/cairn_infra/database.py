@@ -10,6 +10,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 DB_NAME = "cairn"
+ADMIN_USER, APP_USER = "cairn_admin", "cairn_app"
 ENGINE = rds.DatabaseClusterEngine.aurora_postgres(version=rds.AuroraPostgresEngineVersion.VER_17_5)
 
 
@@ -29,7 +30,7 @@ class Database(Construct):
             self,
             "Cluster",
             engine=ENGINE,
-            credentials=rds.Credentials.from_generated_secret("cairn_admin"),
+            credentials=rds.Credentials.from_generated_secret(ADMIN_USER),
             default_database_name=DB_NAME,
             writer=rds.ClusterInstance.serverless_v2("Writer"),
             # A reader in the second AZ takes over if the writer's AZ fails.
@@ -66,12 +67,18 @@ class Database(Construct):
             ),
             automatically_after=Duration.days(30),
         )
+        # The functions' own role (migration 0009: rows, not schema); the proxy logs in with
+        # this secret, the functions with IAM tokens, and only the migrate function reads it
+        # (to set the role's password).
+        self.app_secret = rds.DatabaseSecret(self, "AppUser", username=APP_USER,
+                                             master_secret=self.secret)  # fmt: skip
         self.proxy = self.cluster.add_proxy(
             "Proxy",
+            iam_auth=True,
             # Proxy names are unique per account and region: one derived from the stack's
             # path lets a second stack (`-c stack_name=...`) sit beside the first.
             db_proxy_name=Names.unique_resource_name(self, max_length=60),
-            secrets=[self.secret],
+            secrets=[self.secret, self.app_secret],
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
             require_tls=True,

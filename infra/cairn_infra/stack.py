@@ -15,7 +15,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from cairn_infra.database import DB_NAME, Database
+from cairn_infra.database import ADMIN_USER, APP_USER, DB_NAME, Database
 from cairn_infra.egress import EgressProxy
 from cairn_infra.functions import SPECS, Functions
 from cairn_infra.monitoring import Alarms, Watched
@@ -72,7 +72,8 @@ class CairnStack(Stack):
             for kind, name in names.items()
         }  # fmt: skip
         environment = {
-            "CAIRN_DB_SECRET_ARN": database.secret.secret_arn,
+            # Through the proxy with IAM tokens, as the application role (no secret read).
+            "CAIRN_DB_IAM_USER": APP_USER,
             "CAIRN_DB_HOST": database.proxy.endpoint,
             "CAIRN_DB_NAME": DB_NAME,
             "CAIRN_STEP_QUEUE_URL": queue.queue.queue_url,
@@ -103,8 +104,13 @@ class CairnStack(Stack):
         for key, fn in by.items():
             if key == "sandbox":
                 continue
-            database.secret.grant_read(fn)
-            database.proxy.grant_connect(fn, "cairn_admin")
+            if key == "migrate":  # the schema's owner, and the one who sets the app's password
+                fn.add_environment("CAIRN_DB_IAM_USER", ADMIN_USER)
+                fn.add_environment("CAIRN_DB_APP_SECRET_ARN", database.app_secret.secret_arn)
+                database.app_secret.grant_read(fn)
+                database.proxy.grant_connect(fn, ADMIN_USER)
+            else:
+                database.proxy.grant_connect(fn, APP_USER)
             providers.grant_read(fn)
         for key in PUBLISHERS:
             queue.queue.grant_send_messages(by[key])

@@ -36,7 +36,9 @@ REASONS = {
     "it to an organization. An API Gateway authorizer would add a second Lambda call per "
     "request for the same check.",
     "AwsSolutions::AwsSolutions-SMG4": "Model provider keys are issued by the providers; AWS "
-    "cannot rotate them. The database secret, which AWS can rotate, rotates every 30 days.",
+    "cannot rotate them. The database admin's secret, which AWS can rotate, rotates every 30 "
+    "days. The application role's secret is read only by RDS Proxy and the migrate function: "
+    "the functions log in with 15-minute IAM tokens, never with it.",
 }
 
 

@@ -103,7 +103,7 @@ def test_aurora_serverless_v2_with_pgvector_proxy_and_secret(
         "AWS::RDS::DBProxy", {"RequireTLS": True, "EngineFamily": "POSTGRESQL"}
     )
     t.has_resource_properties("AWS::SecretsManager::RotationSchedule", Match.any_value())
-    t.resource_count_is("AWS::SecretsManager::Secret", 2)  # database, provider keys
+    t.resource_count_is("AWS::SecretsManager::Secret", 3)  # admin, app role, provider keys
 
 
 def test_migrations_run_on_deploy_through_the_migrate_function(template: dict[str, Any]) -> None:
@@ -121,7 +121,9 @@ def test_functions_layers_and_snapstart(template: dict[str, Any]) -> None:
         props = function(template, key)["Properties"]
         assert props["Runtime"] == "python3.12" and props["Architectures"] == ["arm64"]
         assert len(props["Layers"]) == 2 and "VpcConfig" in props
-        assert "CAIRN_DB_SECRET_ARN" in props["Environment"]["Variables"]
+        env = props["Environment"]["Variables"]
+        assert "CAIRN_DB_SECRET_ARN" not in env and env["CAIRN_DB_IAM_USER"] in (
+            "cairn_app", "cairn_admin")  # fmt: skip
     for key in ("api", "step"):
         assert function(template, key)["Properties"]["SnapStart"] == {
             "ApplyOn": "PublishedVersions"
@@ -372,3 +374,39 @@ def test_functions_change_only_after_their_migrations(template: dict[str, Any]) 
     (migrations,) = [k for k, r in custom.items() if "migrations" in r["Properties"]]
     for key in ("api", "step", "step-dead-letter", "approval", "sleeptime", "sweeper"):
         assert migrations in function(template, key).get("DependsOn", []), key
+
+
+def test_functions_reach_the_database_as_the_app_role_with_iam_and_read_no_db_secret(
+    template: dict[str, Any],
+) -> None:
+    (proxy,) = resources(template, "AWS::RDS::DBProxy").values()
+    auth = proxy["Properties"]["Auth"]
+    assert proxy["Properties"]["RequireTLS"] is True and len(auth) == 2
+    assert all(a["IAMAuth"] == "REQUIRED" for a in auth)
+    secrets = resources(template, "AWS::SecretsManager::Secret")
+    (admin,) = [k for k in secrets if "DatabaseClusterSecret" in k]
+    (app,) = [k for k in secrets if k.startswith("DatabaseAppUser")]
+    attachments = {k for k, r in resources(template, "AWS::SecretsManager::SecretTargetAttachment")
+                   .items() if r["Properties"]["SecretId"] == {"Ref": admin}}  # fmt: skip
+    readers: dict[str, set[str]] = {}
+    connects: dict[str, set[str]] = {}
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        roles = {r["Ref"] for r in policy["Properties"]["Roles"]}
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+            text = json.dumps(st["Resource"])
+            if "secretsmanager:GetSecretValue" in as_list(st["Action"]):
+                for ref in re.findall(r'"Ref": "([A-Za-z0-9]+)"', text):
+                    readers.setdefault(ref, set()).update(roles)
+            if "rds-db:connect" in as_list(st["Action"]):
+                for user in ("cairn_app", "cairn_admin"):
+                    if f"/{user}" in text:
+                        connects.setdefault(user, set()).update(roles)
+    role = {key: function(template, key)["Properties"]["Role"]["Fn::GetAtt"][0]
+            for key in ("api", "step", "sweeper", "migrate", "sandbox")}  # fmt: skip
+    function_roles = set(role.values())
+    # No function reads the admin's password (only the proxy and its rotation do).
+    assert not any(readers.get(k, set()) & function_roles for k in {admin, *attachments})
+    assert readers.get(app, set()) & function_roles == {role["migrate"]}
+    assert connects["cairn_admin"] & function_roles == {role["migrate"]}
+    assert {role["api"], role["step"], role["sweeper"]} <= connects["cairn_app"]
+    assert role["sandbox"] not in connects["cairn_app"] | connects["cairn_admin"]

@@ -15,6 +15,11 @@ class Settings(BaseModel):
     # On AWS: the Secrets Manager secret holding the database credentials (RDS format).
     db_secret_arn: str | None = None
     db_host: str | None = None  # RDS Proxy endpoint; overrides the secret's host
+    # On AWS: connect as this database user with an IAM token (RDS Proxy's IAM
+    # authentication) instead of a password from CAIRN_DB_SECRET_ARN.
+    db_iam_user: str | None = None
+    # The migrate function: the application role's secret, whose password it sets.
+    db_app_secret_arn: str | None = None
     db_name: str = "cairn"
     db_pool_size: int = Field(default=1, ge=1)
     # TLS to the database when the connection comes from the secret: the proxy's certificate
@@ -84,6 +89,8 @@ class Settings(BaseModel):
             "database_url": "DATABASE_URL",
             "db_secret_arn": "CAIRN_DB_SECRET_ARN",
             "db_host": "CAIRN_DB_HOST",
+            "db_iam_user": "CAIRN_DB_IAM_USER",
+            "db_app_secret_arn": "CAIRN_DB_APP_SECRET_ARN",
             "db_name": "CAIRN_DB_NAME",
             "db_pool_size": "CAIRN_DB_POOL_SIZE",
             "db_sslmode": "CAIRN_DB_SSLMODE",

@@ -31,6 +31,8 @@ def database_conninfo(settings: Settings) -> str | Callable[[], str]:
     the pool opens a connection (Powertools caches the secret between reads)."""
     if settings.database_url:
         return settings.database_url
+    if settings.db_iam_user:
+        return _with_iam_token(settings, settings.db_iam_user)
     arn = settings.db_secret_arn
     if not arn:
         raise ConfigurationError(
@@ -53,6 +55,37 @@ def database_conninfo(settings: Settings) -> str | Callable[[], str]:
         )
 
     return from_secret
+
+
+def _with_iam_token(settings: Settings, user: str) -> Callable[[], str]:
+    """RDS Proxy's IAM authentication: a token per connection, signed here with the
+    function's own credentials (no call to AWS, valid 15 minutes, `rds-db:connect` on the
+    user), so the function reads no database secret at all."""
+    host = settings.db_host
+    if not host:
+        raise ConfigurationError("CAIRN_DB_IAM_USER needs CAIRN_DB_HOST (the proxy endpoint)")
+    import boto3
+
+    rds = boto3.client("rds")
+
+    def with_token() -> str:
+        token = rds.generate_db_auth_token(DBHostname=host, Port=5432, DBUsername=user)
+        return make_conninfo(
+            host=host, port="5432", dbname=settings.db_name, user=user, password=token,
+            sslmode=settings.db_sslmode, **_verified(settings), connect_timeout="10",
+        )  # fmt: skip
+
+    return with_token
+
+
+def app_password(settings: Settings) -> str | None:
+    """The application role's password (the migrate function sets it), if the stack has one."""
+    if not settings.db_app_secret_arn:
+        return None
+    from aws_lambda_powertools.utilities import parameters
+
+    secret = parameters.get_secret(settings.db_app_secret_arn, transform="json", max_age=60)
+    return str(secret["password"])
 
 
 def _verified(settings: Settings) -> dict[str, str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 import psycopg
+from psycopg import sql
 
 logger = logging.getLogger(__name__)
 
@@ -62,3 +63,15 @@ def apply_migrations(dsn: str, migrations: list[Migration] | None = None) -> lis
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
     return applied_now
+
+
+APP_ROLE = "cairn_app"
+
+
+def allow_login(dsn: str, password: str, role: str = APP_ROLE) -> None:
+    """Let the application role (made by migration 0009) log in with `password`: the value
+    of the stack's secret that RDS Proxy uses for it. Idempotent; run after migrations."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # A password cannot be a bind parameter of ALTER ROLE: quoted as a literal instead.
+        conn.execute(sql.SQL("ALTER ROLE {} WITH LOGIN PASSWORD {}").format(
+            sql.Identifier(role), sql.Literal(password)))  # fmt: skip

@@ -1,0 +1,87 @@
+"""The role the functions use on AWS: they read and write rows, they never change schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import boto3
+import psycopg
+import pytest
+from moto import mock_aws
+
+from cairn.config import Settings
+from cairn.domain import Organization
+from cairn.local.lambdas import invoke
+from cairn.orchestration.secrets import database_conninfo
+from cairn.store.db import Database
+from cairn.store.migrate import APP_ROLE, allow_login
+from tests.fakes.llm_server import FakeLLM, call
+from tests.integration.engine_harness import engine_for, make_agent, send, state_of
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def as_app(pg_dsn: str, password: str) -> str:
+    return psycopg.conninfo.make_conninfo(pg_dsn, user=APP_ROLE, password=password)
+
+
+def test_a_whole_turn_runs_as_the_application_role(
+    db: Database, org: Organization, fake: FakeLLM, pg_dsn: str
+) -> None:
+    allow_login(pg_dsn, "app-password")
+    app = Database(as_app(pg_dsn, "app-password"), max_size=2)
+    try:
+        agent = make_agent(db, org)
+        fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+        fake.reply("Noted.")
+        turn = send(engine_for(app, fake), agent, "I like tea")
+        assert turn.run.status == "completed" and turn.run.stop_reason == "end_turn"
+        assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"
+        with app.connection() as conn:
+            for statement in ("DROP TABLE agents", "ALTER TABLE agents ADD COLUMN x int",
+                              "CREATE TABLE stray (x int)", "SELECT * FROM schema_migrations",
+                              "TRUNCATE messages"):  # fmt: skip
+                with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                    conn.execute(statement)
+    finally:
+        app.close()
+
+
+def test_the_migrate_function_gives_the_role_its_secrets_password(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("DATABASE_URL", pg_dsn)
+    with mock_aws():
+        arn = boto3.client("secretsmanager").create_secret(
+            Name="cairn/app",
+            SecretString=json.dumps({"username": APP_ROLE, "password": "from-secret"}),
+        )["ARN"]
+        monkeypatch.setenv("CAIRN_DB_APP_SECRET_ARN", arn)
+        parameters.clear_caches()
+        invoke("migrate", {"RequestType": "Update", "PhysicalResourceId": "x"})
+    with psycopg.connect(as_app(pg_dsn, "from-secret")) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == (APP_ROLE,)
+
+
+def test_on_aws_functions_connect_with_an_iam_token_not_a_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in (("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"), ("AWS_SECRET_ACCESS_KEY", "s"),
+                        ("AWS_DEFAULT_REGION", "eu-west-1")):  # fmt: skip
+        monkeypatch.setenv(name, value)
+    settings = Settings(db_host="cairn.proxy-abc.eu-west-1.rds.amazonaws.com", db_iam_user=APP_ROLE)
+    made = database_conninfo(settings)
+    assert callable(made)
+    params = psycopg.conninfo.conninfo_to_dict(made())
+    assert params["user"] == APP_ROLE and params["sslmode"] == "verify-full"
+    token = str(params["password"])
+    assert token.startswith(f"{settings.db_host}:5432/?Action=connect&DBUser={APP_ROLE}")
+    assert "X-Amz-Signature=" in token

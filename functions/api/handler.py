@@ -8,13 +8,19 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.api.app import build_app
+from cairn.llm import deadline
 from cairn.orchestration.runtime import preload_for_snapshot
 
 logger = Logger(service="cairn-api")
 preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot
 app = build_app()
+# Kept for answering: the response must leave before the function (and API Gateway) ends.
+ANSWER_SECONDS = 2.0
 
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    # A sync send waits within CAIRN_SYNC_BUDGET_SECONDS and within what is left of this
+    # invocation, whichever ends first (a cold start has eaten some of it).
+    with deadline.within(context.get_remaining_time_in_millis() / 1000 - ANSWER_SECONDS):
+        return app.resolve(event, context)

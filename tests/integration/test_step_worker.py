@@ -178,6 +178,25 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
     assert worker.drain(again.id, org.id).stop_reason == "end_turn"
 
 
+def test_a_sync_send_waits_no_longer_than_its_invocation_has_left(
+    worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget is 25 s, but the api invocation around it has 1.5 s left: the model call
+    and the wait both stop in time, and the step goes on in a worker."""
+    from cairn.llm import deadline
+
+    monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.when(lambda _: True, lambda _: Reply(text="late", delay=4.0))
+    started = time.monotonic()
+    with deadline.within(1.5):
+        sent = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10,
+                            wait=True)  # fmt: skip
+    assert time.monotonic() - started < 3.0
+    assert sent.run.status not in ("completed", "failed")
+    assert worker.drain(sent.run.id, org.id).status == "completed"
+
+
 def test_a_failed_step_comes_back_after_a_short_backoff_not_the_visibility_timeout(
     worker: Worker, org: Organization
 ) -> None:

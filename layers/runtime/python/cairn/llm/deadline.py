@@ -32,8 +32,10 @@ class DeadlineReached(LLMError):
 
 @contextmanager
 def within(seconds: float) -> Iterator[None]:
-    """Model calls made inside must answer within `seconds` from now."""
-    token = _deadline.set(time.monotonic() + seconds)
+    """Model calls made inside must answer within `seconds` from now, and never after a
+    deadline already set around this one (the invocation's own end)."""
+    at, outer = time.monotonic() + seconds, _deadline.get()
+    token = _deadline.set(at if outer is None else min(at, outer))
     try:
         yield
     finally:
@@ -49,6 +51,12 @@ def request_options() -> dict[str, Any]:
     if left < MIN_CALL_SECONDS:
         raise DeadlineReached()
     return {"timeout": left, "max_retries": 0}
+
+
+def seconds_left() -> float | None:
+    """Time left before the current deadline (None without one)."""
+    at = _deadline.get()
+    return None if at is None else at - time.monotonic()
 
 
 def passed() -> bool:

@@ -59,7 +59,10 @@ def send(
         if not handed_over:
             publish_and_mark(rt.db, rt.queue, command)
         return Sent(run)
-    budget = rt.settings.sync_budget_seconds
+    # The budget, or less if the invocation itself ends sooner (the api handler's deadline).
+    left = deadline.seconds_left()
+    budget = rt.settings.sync_budget_seconds if left is None else min(
+        rt.settings.sync_budget_seconds, max(left, 0.0))  # fmt: skip
     waited_from = time.monotonic()
     try:
         if token is not None:

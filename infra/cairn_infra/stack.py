@@ -81,6 +81,11 @@ class CairnStack(Stack):
             "CAIRN_SLEEPTIME_STATE_MACHINE_ARN": arns["sleeptime"],
             "CAIRN_PROVIDER_SECRET_ARN": providers.secret_arn,
             "CAIRN_SANDBOX_FUNCTION": f"{self.stack_name}-sandbox",
+            # The watchdog re-sends a stalled step only after the queue had its own chance: a
+            # step whose function died comes back after the visibility timeout, then runs.
+            "CAIRN_RUN_STALL_SECONDS": str(
+                int(queue.visibility.to_seconds() + SPECS["step"].timeout.to_seconds() + 300)
+            ),
         }
         egress = None
         if tool_network:  # tools reach their organization's allowed hosts (README)

@@ -43,6 +43,7 @@ class StepQueue(Construct):
             retention_period=Duration.days(14),
             removal_policy=removal,
         )
+        self.visibility = visibility_for(step_timeout)
         self.queue = sqs.Queue(
             self,
             "Steps",
@@ -51,7 +52,7 @@ class StepQueue(Construct):
             enforce_ssl=True,
             # What brings back a step whose function died without answering; a step that
             # fails and says so shortens its own wait (5 s, doubling: SqsStepQueue.retry_after).
-            visibility_timeout=visibility_for(step_timeout),
+            visibility_timeout=self.visibility,
             dead_letter_queue=sqs.DeadLetterQueue(
                 max_receive_count=MAX_RECEIVES, queue=self.dead_letters
             ),

@@ -410,3 +410,11 @@ def test_functions_reach_the_database_as_the_app_role_with_iam_and_read_no_db_se
     assert connects["cairn_admin"] & function_roles == {role["migrate"]}
     assert {role["api"], role["step"], role["sweeper"]} <= connects["cairn_app"]
     assert role["sandbox"] not in connects["cairn_app"] | connects["cairn_admin"]
+
+
+def test_the_watchdog_waits_for_the_queues_own_redelivery_first(template: dict[str, Any]) -> None:
+    (steps,) = [q["Properties"] for k, q in resources(template, "AWS::SQS::Queue").items()
+                if k.startswith("StepQueueSteps")]  # fmt: skip
+    step = function(template, "step")["Properties"]
+    stall = int(step["Environment"]["Variables"]["CAIRN_RUN_STALL_SECONDS"])
+    assert stall > steps["VisibilityTimeout"] + step["Timeout"]

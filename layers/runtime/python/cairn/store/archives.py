@@ -44,8 +44,10 @@ SELECT * FROM passages
 WHERE organization_id = %(org)s AND archive_id = %(archive_id)s AND content_hash = %(hash)s
 """
 DELETE_PASSAGE = "DELETE FROM passages WHERE organization_id = %(org)s AND id = %(id)s"
+# Kept by the writes (migration 0010): one row, however large the archive.
 COUNT_PASSAGES = """
-SELECT count(*) AS n FROM passages WHERE organization_id = %(org)s AND archive_id = %(archive_id)s
+SELECT s.passages AS n FROM archive_stats s JOIN archives a ON a.id = s.archive_id
+WHERE a.organization_id = %(org)s AND s.archive_id = %(archive_id)s
 """
 
 
@@ -131,14 +133,14 @@ def count_passages(conn: Connection, org_id: str, archive_id: str) -> int:
 
 
 ARCHIVE_TAGS = """
-SELECT DISTINCT unnest(tags) AS tag FROM passages
-WHERE organization_id = %(org)s AND archive_id = %(archive_id)s ORDER BY tag
+SELECT s.tags FROM archive_stats s JOIN archives a ON a.id = s.archive_id
+WHERE a.organization_id = %(org)s AND s.archive_id = %(archive_id)s
 """
 
 
 def archive_tags(conn: Connection, org_id: str, archive_id: str) -> list[str]:
-    rows = conn.execute(ARCHIVE_TAGS, {"org": org_id, "archive_id": archive_id}).fetchall()
-    return [r["tag"] for r in rows]
+    row = conn.execute(ARCHIVE_TAGS, {"org": org_id, "archive_id": archive_id}).fetchone()
+    return list(row["tags"]) if row else []
 
 
 def by_content_hash(conn: Connection, org_id: str, archive_id: str, digest: str) -> Passage | None:

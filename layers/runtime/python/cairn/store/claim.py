@@ -63,12 +63,13 @@ SELECT
     (SELECT coalesce(json_agg(m ORDER BY w.position), '[]')::text
      FROM lease l, unnest(l.message_ids) WITH ORDINALITY AS w (id, position),
      LATERAL (SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = w.id) m) AS context,
-    (SELECT count(*) FROM lease l JOIN messages m ON m.agent_id = l.id) AS recall_count,
+    -- Sizes kept by the writes (migration 0010), not counted over the history each step.
+    coalesce((SELECT l.message_count FROM lease l), 0) AS recall_count,
     (SELECT to_jsonb(archive) FROM archive) AS archive,
-    (SELECT count(*) FROM archive JOIN passages p ON p.archive_id = archive.id) AS archival_count,
-    (SELECT coalesce(array_agg(DISTINCT tag ORDER BY tag), '{{}}')
-     FROM archive JOIN passages p ON p.archive_id = archive.id, unnest(p.tags) AS tag)
-        AS archival_tags,
+    coalesce((SELECT s.passages FROM archive JOIN archive_stats s ON s.archive_id = archive.id),
+             0) AS archival_count,
+    coalesce((SELECT s.tags FROM archive JOIN archive_stats s ON s.archive_id = archive.id),
+             '{{}}') AS archival_tags,
     (SELECT coalesce(jsonb_object_agg(key, payload), '{{}}') FROM step_journal
      WHERE run_id = %(run)s AND step_index = %(idx)s) AS journal,
     (SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s - 1) AS previous_kind

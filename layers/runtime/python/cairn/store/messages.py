@@ -74,8 +74,9 @@ WHERE organization_id = {org}
        (SELECT sequence_id FROM messages WHERE organization_id = {org} AND id = {before}))
 ORDER BY sequence_id {direction} LIMIT {limit}
 """
+# Kept by the writes (migration 0010), not counted over the whole history.
 COUNT_AGENT_MESSAGES = """
-SELECT count(*) AS n FROM messages WHERE organization_id = %(org)s AND agent_id = %(agent_id)s
+SELECT message_count AS n FROM agents WHERE organization_id = %(org)s AND id = %(agent_id)s
 """
 
 

@@ -1,0 +1,145 @@
+"""The sizes a step shows (messages, passages, tags) are kept by the writes, exact under
+concurrency, and a step's claim reads them without touching the history or the archive."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cairn.domain import Archive, Organization, Passage
+from cairn.store import archives, claim, messages
+from cairn.store.db import Database
+from tests.fakes.llm_server import FakeLLM, call
+from tests.integration.engine_harness import engine_for, make_agent, send, user
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def real_sizes(db: Database, agent_id: str, archive_id: str) -> tuple[int, int, list[str]]:
+    with db.connection() as conn:
+        row = conn.execute(
+            """SELECT (SELECT count(*) FROM messages WHERE agent_id = %(a)s) AS m,
+                      (SELECT count(*) FROM passages WHERE archive_id = %(r)s) AS p,
+                      (SELECT coalesce(array_agg(DISTINCT t ORDER BY t), '{}')
+                       FROM passages, unnest(tags) t WHERE archive_id = %(r)s) AS tags""",
+            {"a": agent_id, "r": archive_id},
+        ).fetchone()
+    assert row is not None
+    return row["m"], row["p"], list(row["tags"])
+
+
+def kept_sizes(
+    db: Database, org: str, agent_id: str, archive_id: str
+) -> tuple[int, int, list[str]]:
+    with db.connection() as conn:
+        return (messages.count_for_agent(conn, org, agent_id),
+                archives.count_passages(conn, org, archive_id),
+                archives.archive_tags(conn, org, archive_id))  # fmt: skip
+
+
+def archive_of(db: Database, org: Organization, agent_id: str) -> Archive:
+    with db.transaction() as conn:
+        made = archives.create_archive(conn, Archive(organization_id=org.id, name="memories"))
+        archives.attach_archive(conn, org.id, made.id, agent_id)
+    return made
+
+
+def passage(org: Organization, archive_id: str, text: str, *tags: str) -> Passage:
+    return Passage(organization_id=org.id, archive_id=archive_id, text=text, tags=list(tags))
+
+
+def test_kept_sizes_follow_every_kind_of_write(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    agent = make_agent(db, org)
+    archive = archive_of(db, org, agent.id)
+    # A turn that inserts passages with tags, through the step's own checkpoint.
+    fake.reply("", call("archival_memory_insert", content="tea at four", tags=["habits", "tea"]))
+    fake.reply("", call("archival_memory_insert", content="likes green", tags=["tea"]))
+    fake.reply("Noted.")
+    send(engine_for(db, fake), agent, "remember my tea")
+    assert kept_sizes(db, org.id, agent.id, archive.id) == real_sizes(db, agent.id, archive.id)
+    assert kept_sizes(db, org.id, agent.id, archive.id)[2] == ["habits", "tea"]
+    with db.transaction() as conn:  # a bulk statement, a capture, a delete of the last "habits"
+        for i in range(50):
+            archives.insert_passage(conn, passage(org, archive.id, f"fact {i}", f"t{i % 3}"))
+        messages.insert(conn, [user(agent, f"captured {i}") for i in range(20)])
+        habits = [p for p in archives.list_passages(conn, org.id, archive.id, limit=100)
+                  if "habits" in p.tags]  # fmt: skip
+        archives.delete_passage(conn, org.id, habits[0].id)
+    kept = kept_sizes(db, org.id, agent.id, archive.id)
+    assert kept == real_sizes(db, agent.id, archive.id)
+    assert kept[2] == ["t0", "t1", "t2", "tea"]  # "habits" went with its last passage
+    with pytest.raises(ZeroDivisionError), db.transaction() as conn:  # rolled back: no trace
+        archives.insert_passage(conn, passage(org, archive.id, "rolled back", "ghost"))
+        raise ZeroDivisionError
+    assert kept_sizes(db, org.id, agent.id, archive.id) == kept
+
+
+def test_concurrent_writers_of_one_archive_lose_no_tag(db: Database, org: Organization) -> None:
+    agent = make_agent(db, org)
+    archive = archive_of(db, org, agent.id)
+    start = threading.Barrier(4)
+
+    def writer(n: int) -> None:
+        start.wait()
+        for i in range(10):
+            with db.transaction() as conn:
+                archives.insert_passage(conn, passage(org, archive.id, f"w{n}-{i}", f"w{n}-{i}"))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    kept = kept_sizes(db, org.id, agent.id, archive.id)
+    assert kept == real_sizes(db, agent.id, archive.id) and kept[1] == 40 and len(kept[2]) == 40
+
+
+def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _nodes(child)
+
+
+def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
+    db: Database, org: Organization
+) -> None:
+    """However large the archive and history, the claim touches messages only by primary
+    key (the context window's ids) and passages not at all."""
+    agent = make_agent(db, org)
+    archive = archive_of(db, org, agent.id)
+    with db.connection() as conn:
+        conn.execute(
+            """INSERT INTO passages (id, organization_id, archive_id, text, content_hash, tags)
+               SELECT 'passage-bulk-' || i, %(org)s, %(archive)s, 'fact ' || i, md5(i::text),
+                      ARRAY['tag' || (i %% 50)] FROM generate_series(1, 3000) i""",
+            {"org": org.id, "archive": archive.id},
+        )
+        conn.execute(  # a long history: the planner would scan a small table anyway
+            """INSERT INTO messages (id, organization_id, agent_id, role, content)
+               SELECT 'message-bulk-' || i, %(org)s, %(agent)s, 'user',
+                      jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'old ' || i))
+               FROM generate_series(1, 20000) i""",
+            {"org": org.id, "agent": agent.id},
+        )
+        conn.execute("ANALYZE passages")
+        conn.execute("ANALYZE messages")
+        statement = claim.CLAIM
+        params = {"org": org.id, "run": "run-none", "idx": 0, "ttl": 60, "next_key": "x"}
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+    assert plan is not None
+    nodes = list(_nodes(next(iter(plan.values()))[0]["Plan"]))
+    touched = {(n.get("Relation Name"), n["Node Type"]) for n in nodes if n.get("Relation Name")}
+    assert not any(name == "passages" for name, _ in touched), touched
+    on_messages = {kind for name, kind in touched if name == "messages"}
+    assert on_messages <= {"Index Scan", "Index Only Scan"}, touched  # by id, never a scan
+    assert json.dumps(plan).count("archive_stats") >= 1

@@ -49,12 +49,12 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def engine_trips(rt, org_id, agent_id, counter, n=50):  # type: ignore[no-untyped-def]
-    """Round trips of Engine.step alone: claim, journal (tool steps), checkpoint."""
+def engine_steps(rt, org_id, agent_id, counter, n=50):  # type: ignore[no-untyped-def]
+    """Engine.step alone (claim, journal for tool steps, checkpoint): round trips, wall time
+    and SQL time of each step."""
     from cairn.domain import Message, TextContent
 
-    total_steps = 0
-    spent = 0
+    trips, walls, sqls = [], [], []
     for i in range(n):
         msg = Message(
             organization_id=org_id,
@@ -65,14 +65,44 @@ def engine_trips(rt, org_id, agent_id, counter, n=50):  # type: ignore[no-untype
         run, _, *_ = rt.engine.start_run(org_id, agent_id, [msg])
         index = 0
         while True:
-            mark = counter.round_trips
+            mark, waited, started = counter.round_trips, counter.wait_seconds, time.perf_counter()
             outcome = rt.engine.step(org_id, run.id, index)
-            spent += counter.round_trips - mark
-            total_steps += 1
+            walls.append((time.perf_counter() - started) * 1000)
+            sqls.append((counter.wait_seconds - waited) * 1000)
+            trips.append(counter.round_trips - mark)
             if outcome.next_command is None:
                 break
             index += 1
-    return spent / total_steps
+    return statistics.mean(trips), walls, sqls
+
+
+def bulk_load(db, org_id, agent_ids, passages, history):  # type: ignore[no-untyped-def]
+    """An archive of `passages` and a history of `history` messages per agent, as a long-lived
+    agent has them (not in the context window: what a step must not pay for)."""
+    from cairn.domain import Archive
+    from cairn.store import archives
+
+    with db.transaction() as conn:
+        for agent_id in agent_ids:
+            if passages:
+                archive = archives.create_archive(conn, Archive(organization_id=org_id, name="b"))
+                archives.attach_archive(conn, org_id, archive.id, agent_id)
+                conn.execute(
+                    "INSERT INTO passages (id, organization_id, archive_id, text, content_hash,"
+                    " tags) SELECT %(a)s || '-' || i, %(org)s, %(a)s, 'fact ' || i, md5(i::text),"
+                    " ARRAY['tag' || (i %% 40)] FROM generate_series(1, %(n)s) i",
+                    {"a": archive.id, "org": org_id, "n": passages},
+                )
+            if history:
+                conn.execute(
+                    "INSERT INTO messages (id, organization_id, agent_id, role, content)"
+                    " SELECT %(agent)s || '-old-' || i, %(org)s, %(agent)s, 'user',"
+                    " jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'old ' || i))"
+                    " FROM generate_series(1, %(n)s) i",
+                    {"agent": agent_id, "org": org_id, "n": history},
+                )
+    with db.connection() as conn:
+        conn.execute("ANALYZE")
 
 
 def main() -> int:
@@ -88,6 +118,8 @@ def main() -> int:
     parser.add_argument(
         "--runs", type=int, default=1, help="fresh databases in a row; medians at the end"
     )
+    parser.add_argument("--passages", type=int, default=0, help="archival passages per agent")
+    parser.add_argument("--history", type=int, default=0, help="past messages per agent")
     args = parser.parse_args()
     results = []
     for i in range(args.runs):
@@ -116,7 +148,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
         )
         rt = build_runtime(settings, db=db)
         use_runtime(rt)
-        sending.pause = lambdas.pause
+        sending.yielding = lambdas.released
         with db.transaction() as conn:
             org = tenancy.create_organization(conn, Organization(name="bench"))
             user = tenancy.create_user(conn, User(organization_id=org.id, name="bench"))
@@ -139,6 +171,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
                 for _ in range(args.agents)
             ]
             agent = {"id": agent_ids[0]}
+            bulk_load(db, org.id, agent_ids, args.passages, args.history)
             for _ in range(5):  # warm up: imports, pools, caches
                 c.post(f"/v1/agents/{agent['id']}/messages", json={"input": "warm up"})
             counter = RoundTrips().install()
@@ -161,11 +194,12 @@ def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
             )
         steps_measured = steps - 5 * (2 if args.tool_step else 1)
         llm_calls = len(fake.requests) - calls_before
-        step_trips = engine_trips(rt, org.id, agent["id"], counter)
+        step_trips, step_walls, step_sqls = engine_steps(rt, org.id, agent["id"], counter)
         counter.uninstall()
         print(
             f"messages: {args.n} over {args.agents} agents  steps: {steps_measured}  "
-            f"({'tool + text' if args.tool_step else 'text'} turns)"
+            f"({'tool + text' if args.tool_step else 'text'} turns)  "
+            f"archive {args.passages} passages, history {args.history} messages per agent"
         )
         p50, p99 = statistics.median(latencies), percentile(latencies, 0.99)
         print(f"latency per message: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
@@ -175,7 +209,11 @@ def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
         )
         # Steadier than wall time on a shared machine; Postgres's own CPU is not in it.
         print(f"CPU per message in this process (client, API, queue, fake LLM): {cpu_ms:.1f} ms")
-        print(f"SQL round trips per step (Engine.step alone): {step_trips:.1f}")
+        print(
+            f"Engine.step alone: p50 {statistics.median(step_walls):.1f} ms, "
+            f"p99 {percentile(step_walls, 0.99):.1f} ms, SQL {statistics.median(step_sqls):.1f} ms"
+            f" (p50), {step_trips:.1f} round trips"
+        )
         print(f"LLM calls per message: {llm_calls / args.n:.2f}")
         http.shutdown()
         use_runtime(None)

@@ -8,6 +8,7 @@ statements and waits once per sync. Shared by tests (which count one thread) and
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Generator
 from typing import Any
 
@@ -21,6 +22,7 @@ class RoundTrips:
     def __init__(self, thread: threading.Thread | None = None) -> None:
         self.statements = 0
         self.round_trips = 0
+        self.wait_seconds = 0.0  # time spent waiting on the server: the SQL time
         self._thread = thread
         self._lock = threading.Lock()
         self._saved: tuple[Any, Any] | None = None
@@ -54,7 +56,13 @@ class RoundTrips:
                 return done.value
 
         def counting_wait(conn, gen, *args, **kwargs):  # type: ignore[no-untyped-def]
-            return wait(conn, watched(gen), *args, **kwargs)
+            started = time.perf_counter()
+            try:
+                return wait(conn, watched(gen), *args, **kwargs)
+            finally:
+                if counter._counted():
+                    with counter._lock:
+                        counter.wait_seconds += time.perf_counter() - started
 
         psycopg.Connection.execute = counting_execute  # type: ignore[method-assign]
         psycopg.Connection.wait = counting_wait  # type: ignore[method-assign]

@@ -178,6 +178,42 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
     assert worker.drain(again.id, org.id).stop_reason == "end_turn"
 
 
+def test_a_sync_send_runs_its_turn_here_and_does_not_poll_while_it_waits(
+    worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A three-step turn sent in sync: every step runs in the caller (none is queued), and
+    the statements it costs do not grow with the time the model takes (no polling)."""
+    monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
+
+    def turn(delay: float) -> tuple[int, float, Any]:
+        agent = make_agent(worker.rt.db, org)
+        worker.fake.clear()
+        worker.fake.reply("", call("conversation_search", query="tea"), delay=delay)
+        worker.fake.reply("", call("core_memory_append", label="human", content="tea"),
+                          delay=delay)  # fmt: skip
+        worker.fake.reply("Noted.", delay=delay)
+        counter = RoundTrips(thread=threading.current_thread()).install()
+        started = time.monotonic()
+        try:
+            sent = sending.send(worker.rt, org.id, agent.id, [user(agent, "tea?")],
+                                max_steps=10, wait=True)  # fmt: skip
+        finally:
+            counter.uninstall()
+        return counter.statements, time.monotonic() - started, sent
+
+    quick, _, sent = turn(0.0)
+    slow, took, slow_sent = turn(0.7)
+    assert took >= 3 * 0.7  # it did wait for the model, three times
+    assert slow == quick  # ...and no statement more for it
+    for done in (sent, slow_sent):
+        assert done.run.status == "completed" and done.messages is not None
+        assert [m.role for m in done.messages][-1] == "assistant"
+    # No step was queued: every one ran in the caller (embedding jobs may be).
+    got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10)
+    bodies = [json.loads(m["Body"]) for m in got.get("Messages", [])]
+    assert not [b for b in bodies if b.get("run_id") in (sent.run.id, slow_sent.run.id)]
+
+
 def test_a_sync_send_waits_no_longer_than_its_invocation_has_left(
     worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -235,13 +271,16 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("", call("conversation_search", query="tea"))
     worker.fake.reply("done")
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "go")], max_steps=10, wait=False
+    ).run
+    got = worker.sqs.receive_message(QueueUrl=worker.queue_url, AttributeNames=["All"])["Messages"]
     real = worker.rt.queue
     worker.rt.queue = DownQueue(real, failures=1)  # type: ignore[arg-type, assignment]
-    run = sending.send(
-        worker.rt, org.id, agent.id, [user(agent, "go")], max_steps=10, wait=True
-    ).run
-    # step 0 committed, its continuation could not be published
-    assert run.status == "running"
+    invoke("step", to_event(got, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo"))
+    # step 0 committed in a worker, its continuation could not be published
+    with worker.rt.db.connection() as conn:
+        assert runs.get_run(conn, org.id, run.id).status == "running"  # type: ignore[union-attr]
     worker.rt.queue = real
     assert invoke("sweeper", {"source": "aws.events"})["republished"] == 0  # too fresh yet
     with worker.rt.db.connection() as conn:

@@ -134,7 +134,7 @@ def start_workers(
         workflows=StepFunctionsWorkflows(arns["approval"], arns["sleeptime"], sfn),
     )
     use_runtime(rt)
-    sending.pause = lambdas.pause
+    sending.yielding = lambdas.released
     if recover:
         # Nothing is in flight in a queue and workflows this process just made: whatever the
         # database says was sent and never finished died with the previous process.

@@ -4,7 +4,7 @@ Handlers are loaded from their files (nothing in cairn imports a handler module)
 A Lambda execution environment serves one invocation at a time, and Powertools relies on
 it: its resolver keeps the current event in a class attribute shared by the process. So one
 invocation of a function runs at a time here too. A sync send waits for its run, and that
-wait gives the function back to other callers (`pause`), as separate Lambdas would run.
+wait gives the function back to other callers (`released`), as separate Lambdas would run.
 A function whose handler keeps no such class state (the step worker) can have several
 `environment`s: each loads its own copy of the handler module and serves one invocation at
 a time, as Lambda runs concurrent invocations in separate execution environments.
@@ -17,7 +17,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -93,11 +94,13 @@ def invoke(
             _held.lock = None
 
 
-def pause(seconds: float) -> None:
-    """Sleep inside an invocation, letting other invocations of the function run meanwhile."""
+@contextmanager
+def released() -> Iterator[None]:
+    """Let other invocations of this function run while this one waits (on a sleep, or a
+    model call of a sync send's step), as concurrent Lambda environments would."""
     lock: threading.Lock | None = getattr(_held, "lock", None)
     if lock is None:
-        time.sleep(seconds)
+        yield
         return
     from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 
@@ -105,7 +108,7 @@ def pause(seconds: float) -> None:
     saved = BaseRouter.current_event, BaseRouter.lambda_context
     lock.release()
     try:
-        time.sleep(seconds)
+        yield
     finally:
         lock.acquire()
         BaseRouter.current_event, BaseRouter.lambda_context = saved

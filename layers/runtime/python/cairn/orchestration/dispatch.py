@@ -70,9 +70,15 @@ def wake(db: Database, queue: StepQueue, org_id: str, agent_id: str) -> int:
 
 
 def after_step(
-    db: Database, queue: StepQueue, command: OutboxCommand, outcome: StepOutcome
+    db: Database,
+    queue: StepQueue,
+    command: OutboxCommand,
+    outcome: StepOutcome,
+    *,
+    continue_here: bool = False,
 ) -> None:
-    """What every deliverer of steps does with an outcome: continue, wait, or wake others."""
+    """What every deliverer of steps does with an outcome: continue, wait, or wake others.
+    `continue_here`: the caller runs the next step itself (a sync send), so it is not sent."""
     if outcome.status == "busy":
         defer(db, command)
         # The holder may have ended between our busy answer and the deferral: look again.
@@ -83,7 +89,7 @@ def after_step(
         if free and outcome.agent_id is not None:
             wake(db, queue, command.organization_id, outcome.agent_id)
         return
-    if outcome.next_command is not None:
+    if outcome.next_command is not None and not continue_here:
         publish_and_mark(db, queue, outcome.next_command)
     for other in outcome.commands:
         publish_and_mark(db, queue, other)

@@ -1,25 +1,31 @@
-"""Sending messages: a run whose first step runs in the caller, the rest on the queue."""
+"""Sending messages: a sync send runs its turn's steps in the caller while its budget lasts
+(the rest on the queue); an async one puts its first step on the queue."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import NamedTuple
 
 from cairn.domain.messages import Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run
+from cairn.engine.step import StepOutcome
 from cairn.llm import deadline
 from cairn.llm.deadline import DeadlineReached
 from cairn.llm.types import LLMError
 from cairn.orchestration.dispatch import after_step, defer, publish_and_mark, wake
 from cairn.orchestration.parts import Runtime
-from cairn.store import runs
+from cairn.store import outbox, runs
+from cairn.store.claim import Claim
 
 # Polls start quick (a queued second step usually lands within milliseconds) and back off
 # so a long run costs a query every 100 ms at most.
 FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 0.003, 0.1
-# How a waiting send sleeps; the local stack lets other requests in meanwhile.
-pause: Callable[[float], None] = time.sleep
+# What a sync send holds while it waits (a sleep between polls, a step's model call): the
+# local stack's API is one environment, so it lets other requests in meanwhile
+# (`lambdas.released`); on Lambda each request has its own environment.
+yielding: Callable[[], AbstractContextManager[None]] = nullcontext
 
 
 class Sent(NamedTuple):
@@ -64,32 +70,61 @@ def send(
     budget = rt.settings.sync_budget_seconds if left is None else min(
         rt.settings.sync_budget_seconds, max(left, 0.0))  # fmt: skip
     waited_from = time.monotonic()
+    if token is not None:
+        rt.workflows.succeed(token, {"run_id": run.id})
+    # The turn's steps run here, one after another, while the budget lasts: no queue hop
+    # and no polling between them. The run holds its agent from here (claimed with the run).
+    stored: list[Message] = []
+    step, claimed = command, first_claim
+    with deadline.within(budget):
+        while True:
+            with yielding():
+                outcome = _step_here(rt, org_id, agent_id, run.id, step, claimed)
+            if outcome is None:  # out of time: a worker takes the step, the caller the run
+                return Sent(wait_for(rt, org_id, run.id, 0))
+            if step is not command:
+                _taken(rt, step)
+            stored.extend(outcome.messages)
+            following = outcome.next_command
+            if outcome.status != "committed" or following is None or deadline.passed():
+                after_step(rt.db, rt.queue, step, outcome)  # the rest goes on the queue
+                break
+            after_step(rt.db, rt.queue, step, outcome, continue_here=True)
+            step, claimed = following, None
+    if outcome.run is not None and outcome.run.status in TERMINAL_RUN_STATUSES:
+        # The turn ended here: nothing to wait for, nothing more to read.
+        return Sent(outcome.run, stored)
+    return Sent(wait_for(rt, org_id, run.id, budget - (time.monotonic() - waited_from)))
+
+
+def _step_here(
+    rt: Runtime, org_id: str, agent_id: str, run_id: str, command: OutboxCommand,
+    claimed: Claim | None,
+) -> StepOutcome | None:  # fmt: skip
+    """One step of a sync send, in the caller; None when the model ran out of time and the
+    step went to the queue instead."""
     try:
-        if token is not None:
-            rt.workflows.succeed(token, {"run_id": run.id})
-        # The run holds its agent from here (claimed with the run): any failure below leaves
-        # the step to the sweeper, which finds the lease its own. The model must answer
-        # within the budget; past it the step goes to a worker and the caller gets the run.
-        with deadline.within(budget):
-            outcome = rt.engine.step(org_id, run.id, 0, claimed=first_claim)
+        return rt.engine.step(org_id, run_id, command.payload["step_index"], claimed=claimed)
     except DeadlineReached:
         defer(rt.db, command)
         publish_and_mark(rt.db, rt.queue, command)
-        return Sent(wait_for(rt, org_id, run.id, 0))
+        return None
     except LLMError as err:
         # The caller is waiting and the SDK has retried already: answer as Letta does.
-        rt.engine.fail_run(org_id, run.id, "llm_api_error", str(err), kind=err.kind)
+        rt.engine.fail_run(org_id, run_id, "llm_api_error", str(err), kind=err.kind)
         wake(rt.db, rt.queue, org_id, agent_id)
         raise
     except Exception:
         defer(rt.db, command)  # unsent again: the sweeper delivers it to a worker
         raise
-    # Busy (another run holds the agent): the command waits in the outbox for that run to end.
-    after_step(rt.db, rt.queue, command, outcome)
-    if outcome.run is not None and outcome.run.status in TERMINAL_RUN_STATUSES:
-        # The turn ended in its first step: nothing to wait for, nothing more to read.
-        return Sent(outcome.run, list(outcome.messages))
-    return Sent(wait_for(rt, org_id, run.id, budget - (time.monotonic() - waited_from)))
+
+
+def _taken(rt: Runtime, command: OutboxCommand) -> None:
+    """A continuation that ran here is sent in effect (until then, were this process to
+    die, the sweeper would deliver it from the outbox)."""
+    if command.id is not None:
+        with rt.db.connection() as conn:
+            outbox.mark_sent(conn, command.organization_id, command.id)
 
 
 def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Run:
@@ -101,5 +136,6 @@ def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Ru
         assert run is not None
         if run.status in TERMINAL_RUN_STATUSES or time.monotonic() >= deadline:
             return run
-        pause(interval)
+        with yielding():
+            time.sleep(interval)
         interval = min(interval * 1.5, MAX_POLL_SECONDS)

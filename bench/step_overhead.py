@@ -103,6 +103,10 @@ def bulk_load(db, org_id, agent_ids, passages, history):  # type: ignore[no-unty
                 )
     with db.connection() as conn:
         conn.execute("ANALYZE")
+        loaded = conn.execute(
+            "SELECT (SELECT count(*) FROM passages) AS p, (SELECT count(*) FROM messages) AS m"
+        ).fetchone()
+    print(f"loaded: {loaded['p']} passages, {loaded['m']} messages")  # type: ignore[index]
 
 
 def main() -> int:

@@ -214,6 +214,32 @@ def test_a_sync_send_runs_its_turn_here_and_does_not_poll_while_it_waits(
     assert not [b for b in bodies if b.get("run_id") in (sent.run.id, slow_sent.run.id)]
 
 
+def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
+    worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three turns in a row: one embedding job reaches the queue (the others are the same
+    window's duplicates), and it embeds every message still without a vector at once."""
+    from cairn.engine import step as step_module
+
+    monkeypatch.setattr(step_module, "EMBED_WINDOW_SECONDS", 3600)
+    monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
+    agent = make_agent(worker.rt.db, org)
+    for n in range(3):
+        worker.fake.reply(f"answer {n}")
+        sending.send(worker.rt, org.id, agent.id, [user(agent, f"message {n}")], max_steps=10,
+                     wait=True)  # fmt: skip
+    got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10,
+                                     AttributeNames=["All"]).get("Messages", [])  # fmt: skip
+    jobs = [m for m in got if json.loads(m["Body"]).get("kind") == "embed"]
+    assert len(jobs) == 1
+    assert invoke("step", to_event(jobs, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo"))
+    with worker.rt.db.connection() as conn:
+        missing = conn.execute(
+            "SELECT count(*) AS n FROM messages WHERE agent_id = %s AND embedding IS NULL"
+            " AND search_text <> ''", (agent.id,)).fetchone()  # fmt: skip
+    assert missing is not None and missing["n"] == 0
+
+
 def test_a_sync_send_waits_no_longer_than_its_invocation_has_left(
     worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -60,6 +60,8 @@ logger = logging.getLogger(__name__)
 
 # A block edited by a person while the step ran: redo the step on fresh state this often.
 MAX_CONFLICT_RETRIES = 3
+# A busy agent's messages are embedded by one job per window, not one per step.
+EMBED_WINDOW_SECONDS = 30
 LLM_JOURNAL_KEY = "llm"
 
 StepStatus = Literal["committed", "already_done", "busy", "run_finished", "missing"]
@@ -214,7 +216,7 @@ class Engine:
             cp.run.stop_reason,
             cp.run.status,
             cp.agent.id,
-            (*done.commands, *_embed_job(cp, org_id, run_id, step_index)),
+            (*done.commands, *_embed_job(cp, org_id, run_id, now)),
             done.run,
             tuple(done.messages),
             tuple(done.waiting),
@@ -292,12 +294,18 @@ def _add_commands(cp: Checkpoint, org_id: str, run_id: str, step_index: int) -> 
     cp.sleeptime_turn = ended_turn and cp.agent.enable_sleeptime
 
 
-def _embed_job(cp: Checkpoint, org_id: str, run_id: str, step_index: int) -> list[OutboxCommand]:
-    """Embedding the step's messages, published with no outbox row: if that publish is lost,
-    the sweeper's backfill embeds every message still without one (embedding_jobs)."""
+def _embed_job(cp: Checkpoint, org_id: str, run_id: str, now: datetime) -> list[OutboxCommand]:
+    """Embedding the agent's new messages, published with no outbox row: if that publish is
+    lost, the sweeper's backfill embeds every message still without one (embedding_jobs).
+
+    One job per agent per `EMBED_WINDOW_SECONDS`, not one per step: the queue drops the
+    window's other sends as duplicates (SQS FIFO deduplication), and the job embeds all the
+    agent's messages still without a vector in one request. What a window's job finds
+    already done waits for the next window's job or the sweeper's backfill (one sweep)."""
     if not any(m.search_text() for m in cp.new_messages):
         return []
-    return [embed_command(org_id, cp.agent.id, f"{run_id}:{step_index}:embed", run_id=run_id)]
+    window = int(now.timestamp() // EMBED_WINDOW_SECONDS)
+    return [embed_command(org_id, cp.agent.id, f"embed:{cp.agent.id}:{window}", run_id=run_id)]
 
 
 __all__ = ["Engine", "StepKind", "StepOutcome", "step_command"]

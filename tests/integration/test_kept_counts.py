@@ -104,6 +104,11 @@ def test_concurrent_writers_of_one_archive_lose_no_tag(db: Database, org: Organi
     assert kept == real_sizes(db, agent.id, archive.id) and kept[1] == 40 and len(kept[2]) == 40
 
 
+# The only ways a step may reach messages and passages: one row by its key (the context
+# window's ids; an archival insert's duplicate check).
+POINT_INDEXES = {"messages_pkey", "passages_pkey", "passages_unique_text"}
+
+
 def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield plan
     for child in plan.get("Plans", []):
@@ -143,3 +148,63 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
     on_messages = {kind for name, kind in touched if name == "messages"}
     assert on_messages <= {"Index Scan", "Index Only Scan"}, touched  # by id, never a scan
     assert json.dumps(plan).count("archive_stats") >= 1
+
+
+def test_no_statement_of_a_turn_scans_the_history_or_the_archive(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    """Every statement a turn sends (the run, its claims, the journal, the checkpoints with
+    an archival insert), explained at 3,000 passages and 20,000 messages: messages and
+    passages are reached only through an index condition, never scanned whole."""
+    import psycopg
+
+    agent = make_agent(db, org)
+    archive = archive_of(db, org, agent.id)
+    with db.connection() as conn:
+        conn.execute(
+            """INSERT INTO passages (id, organization_id, archive_id, text, content_hash, tags)
+               SELECT 'passage-big-' || i, %(org)s, %(archive)s, 'fact ' || i, md5(i::text),
+                      ARRAY['tag' || (i %% 50)] FROM generate_series(1, 3000) i""",
+            {"org": org.id, "archive": archive.id},
+        )
+        conn.execute(
+            """INSERT INTO messages (id, organization_id, agent_id, role, content)
+               SELECT 'message-big-' || i, %(org)s, %(agent)s, 'user',
+                      jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'old ' || i))
+               FROM generate_series(1, 20000) i""",
+            {"org": org.id, "agent": agent.id},
+        )
+        conn.execute("ANALYZE")
+    sent: list[tuple[str, Any]] = []
+    original = psycopg.Connection.execute
+
+    def recording(conn: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if isinstance(query, str):
+            sent.append((query, params))
+        return original(conn, query, params, **kwargs)
+
+    fake.reply("", call("archival_memory_insert", content="tea at four", tags=["tea"]))
+    fake.reply("Noted.")
+    psycopg.Connection.execute = recording  # type: ignore[method-assign]
+    try:
+        turn = send(engine_for(db, fake), agent, "remember my tea")
+    finally:
+        psycopg.Connection.execute = original  # type: ignore[method-assign]
+    assert turn.run.status == "completed" and len(turn.outcomes) == 2
+    explained, seen = 0, set()
+    with db.connection() as conn:
+        for query, params in sent:
+            verb = query.lstrip().split(None, 1)[0].upper()
+            if verb not in ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE"):
+                continue
+            with conn.transaction(force_rollback=True):
+                row = conn.execute("EXPLAIN (FORMAT JSON) " + query, params).fetchone()
+            assert row is not None
+            explained += 1
+            for node in _nodes(next(iter(row.values()))[0]["Plan"]):
+                relation, kind = node.get("Relation Name"), node["Node Type"]
+                if relation in ("messages", "passages") and "Scan" in kind:
+                    seen.add((relation, kind, node.get("Index Name")))
+                    # One row by its key, nothing wider.
+                    assert node.get("Index Name") in POINT_INDEXES, (query[:200], node)
+    assert explained >= 8 and ("messages", "Index Scan", "messages_pkey") in seen

@@ -418,3 +418,15 @@ def test_the_watchdog_waits_for_the_queues_own_redelivery_first(template: dict[s
     step = function(template, "step")["Properties"]
     stall = int(step["Environment"]["Variables"]["CAIRN_RUN_STALL_SECONDS"])
     assert stall > steps["VisibilityTimeout"] + step["Timeout"]
+
+
+def test_secret_rotation_runs_where_the_cluster_admits_it(template: dict[str, Any]) -> None:
+    """The hosted rotation function logs in to the cluster itself to change the password:
+    its security group must be one the cluster's admits (it was not)."""
+    (schedule,) = resources(template, "AWS::SecretsManager::RotationSchedule").values()
+    rotation_sg = schedule["Properties"]["HostedRotationLambda"]["VpcSecurityGroupIds"]
+    (cluster,) = resources(template, "AWS::RDS::DBCluster").values()
+    (cluster_sg,) = cluster["Properties"]["VpcSecurityGroupIds"]
+    admitted = [r["Properties"] for r in resources(template, "AWS::EC2::SecurityGroupIngress")
+                .values() if r["Properties"]["GroupId"] == cluster_sg]  # fmt: skip
+    assert any(r["SourceSecurityGroupId"] == rotation_sg for r in admitted)

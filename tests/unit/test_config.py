@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from cairn.config import Settings
 
 
@@ -13,3 +16,15 @@ def test_prepared_statements_are_on_except_behind_rds_proxy() -> None:
         {"CAIRN_DB_HOST": "proxy.example", "CAIRN_DB_PREPARED_STATEMENTS": "true"}
     )
     assert forced.prepare_statements is True
+
+
+def test_every_setting_is_in_the_readmes_configuration_table() -> None:
+    """Docs that match the code: each environment variable Settings reads is documented."""
+    import inspect
+
+    from cairn.config import Settings
+
+    names = set(re.findall(r'": "([A-Z][A-Z0-9_]+)"', inspect.getsource(Settings.from_env)))
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme[readme.index("## Configuration") : readme.index("## Layout")]
+    assert len(names) > 20 and {n for n in names if f"`{n}`" not in table} == set()

@@ -74,7 +74,11 @@ def main() -> int:
     parser.add_argument("--agents", type=int, default=10, help="round-robin over this many")
     args = parser.parse_args()
     port = free_port()
-    with tempfile.TemporaryDirectory() as data, FakeLLM() as fake:
+    with (
+        tempfile.TemporaryDirectory() as data,
+        FakeLLM() as fake,
+        open(Path(data) / "stack.log", "w") as log,
+    ):
         fake.when(lambda r: True, Reply(text="ok", usage=(1, 1)))
         env = {**os.environ, "CAIRN_DATA_DIR": data, "CAIRN_PORT": str(port),
                "CAIRN_API_KEY": "sk-cairn-bench", "OPENAI_API_KEY": "k",
@@ -82,7 +86,7 @@ def main() -> int:
         env.pop("DATABASE_URL", None)
         command = [sys.executable, "-m", "cairn.local"]
         stack = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                 stderr=open(Path(data) / "stack.log", "w"), text=True)  # fmt: skip
+                                 stderr=log, text=True)  # fmt: skip
         try:
             assert stack.stdout is not None
             for line in stack.stdout:

@@ -240,6 +240,46 @@ def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
     assert missing is not None and missing["n"] == 0
 
 
+def test_an_agent_can_turn_message_embeddings_off(
+    worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`metadata.cairn_message_embeddings: false`: no embedding job, the backfill passes it
+    by, and recall search says it searched by keywords only."""
+    from datetime import UTC, datetime
+
+    from cairn.engine import search
+    from cairn.engine.embedding_jobs import backfill
+
+    monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
+    off = make_agent(worker.rt.db, org, metadata={"cairn_message_embeddings": False})
+    on = make_agent(worker.rt.db, org)
+    for agent in (off, on):
+        worker.fake.reply("hello there")
+        sending.send(worker.rt, org.id, agent.id, [user(agent, "hello")], max_steps=10,
+                     wait=True)  # fmt: skip
+    got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10)
+    jobs = [json.loads(m["Body"]) for m in got.get("Messages", [])]
+    assert {j["agent_id"] for j in jobs if j.get("kind") == "embed"} == {on.id}
+    backfill(worker.rt.engine)
+
+    UNEMBEDDED = """SELECT count(*) AS n FROM messages
+                    WHERE agent_id = %s AND embedding IS NULL AND search_text <> ''"""
+
+    def unembedded(agent_id: str) -> int:
+        with worker.rt.db.connection() as conn:
+            row = conn.execute(UNEMBEDDED, (agent_id,)).fetchone()
+        assert row is not None
+        return int(row["n"])
+
+    assert unembedded(on.id) == 0 and unembedded(off.id) == 2
+    embedder = worker.rt.engine.embedder_for(off.embedding_config)
+    with worker.rt.db.connection() as conn:
+        found = search.recall(conn, off, "hello", embedder, roles=None, start=None, end=None,
+                              limit=5, now=datetime.now(UTC))  # fmt: skip
+    assert found["search_mode"] == "fts" and found["results"]
+    assert {r["relevance"]["search_mode"] for r in found["results"]} == {"fts"}
+
+
 def test_a_sync_send_waits_no_longer_than_its_invocation_has_left(
     worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,6 +52,9 @@ def check_timezone(name: str) -> str:
     return name
 
 
+MESSAGE_EMBEDDINGS_KEY = "cairn_message_embeddings"
+
+
 class Agent(DomainModel):
     id: AgentId = Field(default_factory=lambda: new_id("agent"))
     organization_id: OrgId
@@ -91,3 +94,10 @@ class Agent(DomainModel):
     @classmethod
     def _known_timezone(cls, value: str) -> str:
         return check_timezone(value)
+
+    @property
+    def message_embeddings(self) -> bool:
+        """Whether its messages are embedded for semantic recall (the default). Cairn's own
+        setting, kept in `metadata` so Letta's clients carry it unchanged:
+        `metadata={"cairn_message_embeddings": false}` makes recall search full text only."""
+        return self.metadata.get(MESSAGE_EMBEDDINGS_KEY) is not False

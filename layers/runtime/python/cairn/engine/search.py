@@ -121,7 +121,8 @@ def recall(
     limit: int,
     now: datetime,
 ) -> dict[str, Any]:
-    vector = embedder.embed([query])[0] if embedder is not None else None
+    semantic = embedder is not None and agent.message_embeddings
+    vector = embedder.embed([query])[0] if semantic and embedder is not None else None
     found = sql_search.hybrid_messages(
         conn,
         agent.organization_id,
@@ -134,7 +135,10 @@ def recall(
         limit=limit,
     )
     results = [_recall_result(m, rrf, vr, fr, agent.timezone, now) for m, rrf, vr, fr in found]
-    return {"message": f"Showing {len(results)} results:", "results": results}
+    shown: dict[str, Any] = {"message": f"Showing {len(results)} results:", "results": results}
+    if not agent.message_embeddings:  # says which search it was: keywords only
+        shown["search_mode"] = "fts"
+    return shown
 
 
 def _recall_result(

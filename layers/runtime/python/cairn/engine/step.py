@@ -302,7 +302,7 @@ def _embed_job(cp: Checkpoint, org_id: str, run_id: str, now: datetime) -> list[
     window's other sends as duplicates (SQS FIFO deduplication), and the job embeds all the
     agent's messages still without a vector in one request. What a window's job finds
     already done waits for the next window's job or the sweeper's backfill (one sweep)."""
-    if not any(m.search_text() for m in cp.new_messages):
+    if not cp.agent.message_embeddings or not any(m.search_text() for m in cp.new_messages):
         return []
     window = int(now.timestamp() // EMBED_WINDOW_SECONDS)
     return [embed_command(org_id, cp.agent.id, f"embed:{cp.agent.id}:{window}", run_id=run_id)]

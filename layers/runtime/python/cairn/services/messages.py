@@ -209,6 +209,8 @@ def capture(rt: Runtime, org: str, agent_id: str, req: CaptureRequest) -> list[M
                 expected_version=agent.version,
             )
         rows = messages.get_many(conn, org, [m.id for m in stored])
+    if not agent.message_embeddings:
+        return rows
     try:
         rt.queue.publish(embed_command(org, agent.id, f"capture:{agent.id}:{rows[0].id}"))
     except Exception:  # stored already; the sweeper's backfill embeds them later

@@ -189,11 +189,15 @@ UPDATE messages m SET embedding = v.embedding, embedding_model = %(model)s
 FROM unnest(%(ids)s::text[], %(vectors)b::vector[]) AS v (id, embedding)
 WHERE m.organization_id = %(org)s AND m.id = v.id AND m.embedding IS NULL
 """
+# Agents with messages still to embed, unless their message embeddings are off (those
+# stay full-text only): one probe of `messages_to_embed` per agent, however many messages
+# an agent that turned them off keeps without a vector.
 AGENTS_TO_EMBED = """
-SELECT organization_id, agent_id FROM (
-    SELECT DISTINCT organization_id, agent_id FROM messages
-    WHERE embedding IS NULL AND search_text <> ''
-) pending ORDER BY random() LIMIT %(limit)s
+SELECT a.organization_id, a.id AS agent_id FROM agents a
+WHERE coalesce(a.metadata ->> 'cairn_message_embeddings', 'true') <> 'false'
+  AND EXISTS (SELECT 1 FROM messages m WHERE m.agent_id = a.id
+              AND m.embedding IS NULL AND m.search_text <> '')
+ORDER BY random() LIMIT %(limit)s
 """
 
 

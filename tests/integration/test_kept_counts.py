@@ -52,6 +52,27 @@ def archive_of(db: Database, org: Organization, agent_id: str) -> Archive:
     return made
 
 
+def bulk_load(db: Database, org: Organization, agent_id: str, archive_id: str) -> None:
+    """3,000 passages (50 tags) and a history of 20,000 messages: large enough that the
+    planner would not scan them just because the tables are small."""
+    with db.connection() as conn:
+        conn.execute(
+            """INSERT INTO passages (id, organization_id, archive_id, text, content_hash, tags)
+               SELECT %(archive)s || '-' || i, %(org)s, %(archive)s, 'fact ' || i, md5(i::text),
+                      ARRAY['tag' || (i %% 50)] FROM generate_series(1, 3000) i""",
+            {"org": org.id, "archive": archive_id},
+        )
+        conn.execute(
+            """INSERT INTO messages (id, organization_id, agent_id, role, content)
+               SELECT %(agent)s || '-old-' || i, %(org)s, %(agent)s, 'user',
+                      jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'old ' || i))
+               FROM generate_series(1, 20000) i""",
+            {"org": org.id, "agent": agent_id},
+        )
+        conn.execute("ANALYZE passages")
+        conn.execute("ANALYZE messages")
+
+
 def passage(org: Organization, archive_id: str, text: str, *tags: str) -> Passage:
     return Passage(organization_id=org.id, archive_id=archive_id, text=text, tags=list(tags))
 
@@ -122,22 +143,8 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
     key (the context window's ids) and passages not at all."""
     agent = make_agent(db, org)
     archive = archive_of(db, org, agent.id)
+    bulk_load(db, org, agent.id, archive.id)
     with db.connection() as conn:
-        conn.execute(
-            """INSERT INTO passages (id, organization_id, archive_id, text, content_hash, tags)
-               SELECT 'passage-bulk-' || i, %(org)s, %(archive)s, 'fact ' || i, md5(i::text),
-                      ARRAY['tag' || (i %% 50)] FROM generate_series(1, 3000) i""",
-            {"org": org.id, "archive": archive.id},
-        )
-        conn.execute(  # a long history: the planner would scan a small table anyway
-            """INSERT INTO messages (id, organization_id, agent_id, role, content)
-               SELECT 'message-bulk-' || i, %(org)s, %(agent)s, 'user',
-                      jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'old ' || i))
-               FROM generate_series(1, 20000) i""",
-            {"org": org.id, "agent": agent.id},
-        )
-        conn.execute("ANALYZE passages")
-        conn.execute("ANALYZE messages")
         statement = claim.CLAIM
         params = {"org": org.id, "run": "run-none", "idx": 0, "ttl": 60, "next_key": "x"}
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
@@ -160,21 +167,7 @@ def test_no_statement_of_a_turn_scans_the_history_or_the_archive(
 
     agent = make_agent(db, org)
     archive = archive_of(db, org, agent.id)
-    with db.connection() as conn:
-        conn.execute(
-            """INSERT INTO passages (id, organization_id, archive_id, text, content_hash, tags)
-               SELECT 'passage-big-' || i, %(org)s, %(archive)s, 'fact ' || i, md5(i::text),
-                      ARRAY['tag' || (i %% 50)] FROM generate_series(1, 3000) i""",
-            {"org": org.id, "archive": archive.id},
-        )
-        conn.execute(
-            """INSERT INTO messages (id, organization_id, agent_id, role, content)
-               SELECT 'message-big-' || i, %(org)s, %(agent)s, 'user',
-                      jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'old ' || i))
-               FROM generate_series(1, 20000) i""",
-            {"org": org.id, "agent": agent.id},
-        )
-        conn.execute("ANALYZE")
+    bulk_load(db, org, agent.id, archive.id)
     sent: list[tuple[str, Any]] = []
     original = psycopg.Connection.execute
 

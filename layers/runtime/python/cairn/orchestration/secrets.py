@@ -43,16 +43,9 @@ def database_conninfo(settings: Settings) -> str | Callable[[], str]:
         from aws_lambda_powertools.utilities import parameters
 
         secret = parameters.get_secret(arn, transform="json", max_age=SECRET_MAX_AGE_SECONDS)
-        return make_conninfo(
-            host=settings.db_host or secret["host"],
-            port=str(secret.get("port", 5432)),
-            dbname=secret.get("dbname") or settings.db_name,
-            user=secret["username"],
-            password=secret["password"],
-            sslmode=settings.db_sslmode,
-            **_verified(settings),
-            connect_timeout="10",
-        )
+        return _conninfo(settings, settings.db_host or secret["host"], secret.get("port", 5432),
+                         secret.get("dbname") or settings.db_name, secret["username"],
+                         secret["password"])  # fmt: skip
 
     return from_secret
 
@@ -70,10 +63,7 @@ def _with_iam_token(settings: Settings, user: str) -> Callable[[], str]:
 
     def with_token() -> str:
         token = rds.generate_db_auth_token(DBHostname=host, Port=5432, DBUsername=user)
-        return make_conninfo(
-            host=host, port="5432", dbname=settings.db_name, user=user, password=token,
-            sslmode=settings.db_sslmode, **_verified(settings), connect_timeout="10",
-        )  # fmt: skip
+        return _conninfo(settings, host, 5432, settings.db_name, user, token)
 
     return with_token
 
@@ -88,15 +78,20 @@ def app_password(settings: Settings) -> str | None:
     return str(secret["password"])
 
 
-def _verified(settings: Settings) -> dict[str, str]:
-    """RDS Proxy presents an ACM certificate for its endpoint's name, chaining to Amazon Root
-    CA ("Using TLS/SSL with RDS Proxy", Amazon RDS User Guide): verified against certifi's
-    bundle, which holds it, unless the settings name another file."""
-    if not settings.db_sslmode.startswith("verify"):
-        return {}
-    import certifi
+def _conninfo(
+    settings: Settings, host: str, port: int, dbname: str, user: str, password: str
+) -> str:
+    """A connection string with TLS as the settings ask. RDS Proxy presents an ACM
+    certificate for its endpoint's name, chaining to Amazon Root CA ("Using TLS/SSL with RDS
+    Proxy", Amazon RDS User Guide): verified against certifi's bundle, which holds it,
+    unless the settings name another file."""
+    verified = {}
+    if settings.db_sslmode.startswith("verify"):
+        import certifi
 
-    return {"sslrootcert": settings.db_sslrootcert or certifi.where()}
+        verified["sslrootcert"] = settings.db_sslrootcert or certifi.where()
+    return make_conninfo(host=host, port=str(port), dbname=dbname, user=user, password=password,
+                         sslmode=settings.db_sslmode, connect_timeout="10", **verified)  # fmt: skip
 
 
 # The provider-keys secret (JSON) may hold these; the environment wins where both are set.

@@ -10,12 +10,21 @@ BEGIN
     END IF;
 END
 $$;
-GRANT USAGE ON SCHEMA public TO cairn_app;
-GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO cairn_app;
-GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO cairn_app;
--- Tables later migrations make (as the same owner) are granted as they are created.
-ALTER DEFAULT PRIVILEGES IN SCHEMA public
-    GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO cairn_app;
-ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO cairn_app;
--- The migrations' own record stays the owner's.
-REVOKE ALL ON schema_migrations FROM cairn_app;
+-- In the schema the migrations run in (public on a stack; tests run them in others).
+DO $$
+DECLARE
+    here text := current_schema();
+BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO cairn_app', here);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %I TO cairn_app',
+                   here);
+    EXECUTE format('GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA %I TO cairn_app', here);
+    -- Tables later migrations make (as the same owner) are granted as they are created.
+    EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I'
+                   ' GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO cairn_app', here);
+    EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA %I'
+                   ' GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO cairn_app', here);
+    -- The migrations' own record stays the owner's.
+    EXECUTE format('REVOKE ALL ON %I.schema_migrations FROM cairn_app', here);
+END
+$$;

@@ -24,16 +24,12 @@ CREATE TABLE archive_tags (
 );
 
 CREATE FUNCTION messages_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    sign integer := CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END;
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        UPDATE agents a SET message_count = a.message_count + n.rows
-        FROM (SELECT agent_id, count(*) AS rows FROM changed GROUP BY agent_id) n
-        WHERE a.id = n.agent_id;
-    ELSE
-        UPDATE agents a SET message_count = greatest(a.message_count - n.rows, 0)
-        FROM (SELECT agent_id, count(*) AS rows FROM changed GROUP BY agent_id) n
-        WHERE a.id = n.agent_id;
-    END IF;
+    UPDATE agents a SET message_count = greatest(a.message_count + sign * n.rows, 0)
+    FROM (SELECT agent_id, count(*) AS rows FROM changed GROUP BY agent_id) n
+    WHERE a.id = n.agent_id;
     RETURN NULL;
 END
 $$;
@@ -63,13 +59,12 @@ BEGIN
       AND archive_id IN (SELECT DISTINCT archive_id FROM changed);
 
     -- The tag list only changes when a tag appears or goes: rebuilt then, from the index.
-    UPDATE archive_stats s SET tags = coalesce(
-        (SELECT array_agg(t.tag ORDER BY t.tag) FROM archive_tags t
-         WHERE t.archive_id = s.archive_id), '{}')
-    WHERE s.archive_id IN (SELECT DISTINCT archive_id FROM changed WHERE tags <> '{}')
-      AND s.tags IS DISTINCT FROM coalesce(
-        (SELECT array_agg(t.tag ORDER BY t.tag) FROM archive_tags t
-         WHERE t.archive_id = s.archive_id), '{}');
+    UPDATE archive_stats s SET tags = fresh.tags
+    FROM (SELECT c.archive_id,
+                 coalesce((SELECT array_agg(t.tag ORDER BY t.tag) FROM archive_tags t
+                           WHERE t.archive_id = c.archive_id), '{}') AS tags
+          FROM (SELECT DISTINCT archive_id FROM changed WHERE tags <> '{}') c) fresh
+    WHERE s.archive_id = fresh.archive_id AND s.tags IS DISTINCT FROM fresh.tags;
     RETURN NULL;
 END
 $$;

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from tests.fakes.llm_server import call
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 RESOURCES = (
     "agents", "blocks", "tools", "runs", "steps", "groups", "passages", "archives", "tags",
-    "messages", "models", "health",
+    "messages", "batches", "models", "health",
 )  # fmt: skip
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -47,14 +48,6 @@ NOT_SERVED = {
     "agents.identities.attach": "identities are not part of Cairn",
     "agents.identities.detach": "identities are not part of Cairn",
     "runs.messages.stream": "resuming a background stream: API Gateway cannot stream",
-    "groups.create": "only the sleeptime groups Cairn builds exist; multi-agent groups are "
-    "not built yet",
-    "groups.delete": "a sleeptime group goes with its primary agent",
-    "groups.messages.create": "multi-agent groups are not built yet",
-    "groups.messages.list": "multi-agent groups are not built yet",
-    "groups.messages.reset": "multi-agent groups are not built yet",
-    "groups.messages.stream": "multi-agent groups are not built yet",
-    "groups.messages.update": "multi-agent groups are not built yet",
 }
 
 called: set[str] = set()
@@ -350,6 +343,42 @@ def test_blocks_groups_archives_and_models(stack: Stack, client: Letta) -> None:
     assert [m.handle for m in client.models.list()]  # the configured providers' models
     assert isinstance(client.models.embeddings.list(), list)
     assert client.health().status == "ok"
+
+
+def test_multi_agent_groups(stack: Stack, client: Letta) -> None:
+    ada, bob = (client.agents.create(name=n, llm_config=LLM).id for n in ("ada", "bob"))  # type: ignore[arg-type]
+    group = client.groups.create(agent_ids=[ada, bob], description="pair")
+    stack.fake.reply("Ada here.")
+    stack.fake.reply("Bob here.")
+    reply = client.groups.messages.create(group.id, messages=[{"role": "user", "content": "hi"}])
+    assert [m.message_type for m in reply.messages].count("assistant_message") == 2
+    stack.fake.reply("Ada again.")
+    stack.fake.reply("Bob again.")
+    more = [{"role": "user", "content": "more"}]
+    events = list(client.groups.messages.stream(group.id, messages=more))  # type: ignore[list-item]
+    said = [getattr(e, "content", None) for e in events if e.message_type == "assistant_message"]
+    assert said == ["Ada again.", "Bob again."]
+    said = walk_pages(client.groups.messages.list(group.id, limit=2, order="asc"))
+    first = next(m for m in said if m.message_type == "assistant_message")
+    client.groups.messages.update(first.id, group_id=group.id, content="Ada, edited.",
+                                  message_type="assistant_message")  # fmt: skip
+    client.groups.messages.reset(group.id)
+    assert list(client.groups.messages.list(group.id)) == []
+    client.groups.delete(group.id)
+
+
+def test_message_batches(stack: Stack, client: Letta) -> None:
+    ada, bob = (client.agents.create(llm_config=LLM).id for _ in range(2))  # type: ignore[arg-type]
+    stack.fake.reply("slow", delay=1.0)
+    stack.fake.reply("slow", delay=1.0)
+    first = client.batches.create(requests=[{"agent_id": ada, "input": "one"}])
+    second = client.batches.create(requests=[{"agent_id": bob, "input": "two"}])
+    assert {b.id for b in walk_pages(client.batches.list(limit=1))} == {first.id, second.id}
+    client.batches.cancel(second.id)
+    while client.batches.retrieve(first.id).status == "running":
+        time.sleep(0.05)
+    said = list(client.batches.messages.list(first.id, limit=1).iter_pages())
+    assert len(said) >= 2 and {m.agent_id for p in said for m in p.messages} == {ada}
 
 
 def test_every_sdk_method_is_exercised_or_listed_as_not_served(stack: Stack) -> None:

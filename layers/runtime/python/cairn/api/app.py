@@ -18,7 +18,17 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from cairn.api import http
 from cairn.api.openapi import with_letta_responses
-from cairn.api.routes import agents, archives, groups, health, memory, messages, runs, tools
+from cairn.api.routes import (
+    agents,
+    archives,
+    batches,
+    groups,
+    health,
+    memory,
+    messages,
+    runs,
+    tools,
+)
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.domain.tenancy import hash_api_key
 from cairn.errors import CairnError, PendingApprovalError
@@ -41,7 +51,7 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
-    for module in (health, agents, messages, memory, archives, runs, tools, groups):
+    for module in (health, agents, messages, batches, memory, archives, runs, tools, groups):
         app.include_router(module.router, prefix="/v1")
 
     def limit_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:

@@ -55,6 +55,14 @@ def json_reply(status: int, payload: Any) -> Response[Any]:
     )
 
 
+def sse_reply(result: dict[str, Any]) -> Response[Any]:
+    """A LettaResponse as one SSE body (its messages, stop reason, usage, then [DONE]):
+    API Gateway HTTP APIs do not stream responses."""
+    events = [*result["messages"], result["stop_reason"], result["usage"]]
+    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    return Response(status_code=200, content_type="text/event-stream; charset=utf-8", body=text)
+
+
 def sdk_1x() -> bool:
     """The 1.x SDKs announce themselves; Letta then leaves relationships out unless asked."""
     headers = current().headers or {}

@@ -12,15 +12,17 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from cairn.domain.agents import Agent
+from cairn.domain.batches import Batch
 from cairn.domain.blocks import Block
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
 from cairn.domain.passages import Archive, Passage
-from cairn.domain.runs import Run, Step
+from cairn.domain.runs import Run, Step, Usage
 from cairn.domain.tools import Tool
 from cairn.engine.prompt import CHARS_PER_TOKEN
 from cairn.services.agents import AgentView, ContextOverview
+from cairn.services.requests import LettaRequest
 from cairn.tools.sandbox import SandboxResult
 
 ASSISTANT_TOOL = "send_message"
@@ -178,6 +180,12 @@ def hides_return(message: Message, send_message_calls: set[str]) -> bool:
     )
 
 
+def edited_json(message: Message, message_type: str) -> dict[str, Any]:
+    """The LettaMessage a message PATCH answers: the edited one of the message's kinds."""
+    shown = letta_messages(message)
+    return next((m for m in shown if m["message_type"] == message_type), shown[0])
+
+
 def expand(messages: list[Message], *, use_assistant_message: bool = True) -> list[dict[str, Any]]:
     send_calls = {
         c.id for m in messages for c in m.tool_calls or () if c.function.name == ASSISTANT_TOOL
@@ -315,8 +323,53 @@ def run_json(run: Run) -> dict[str, Any]:
     }
 
 
-def usage_json(run: Run) -> dict[str, Any]:
-    usage = run.usage
+def batch_json(batch: Batch) -> dict[str, Any]:
+    """Letta's BatchJob."""
+    return {
+        "id": batch.id,
+        "status": batch.status,
+        "job_type": "batch",
+        "metadata": {"job_type": "batch_messages", "run_ids": batch.run_ids},
+        "created_at": iso(batch.created_at),
+        "updated_at": iso(batch.updated_at),
+        "completed_at": iso(batch.cancelled_at or batch.completed_at)
+        if batch.status != "running" else None,
+        "stop_reason": None,
+        "background": None,
+        "agent_id": None,
+        "callback_url": batch.callback_url,
+        "callback_sent_at": None,
+        "callback_status_code": None,
+        "callback_error": None,
+        "ttft_ns": None,
+        "total_duration_ns": None,
+        "user_id": batch.created_by_id,
+        "created_by_id": batch.created_by_id,
+        "last_updated_by_id": batch.created_by_id,
+    }  # fmt: skip
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """Letta's Message (the stored form, not a LettaMessage)."""
+    return message.model_dump(mode="json", exclude={"organization_id", "sequence_id"})
+
+
+def response_json(
+    made: list[Message], stop_reason: str | None, usage: dict[str, Any], req: LettaRequest
+) -> dict[str, Any]:
+    """Letta's LettaResponse for what a send produced, shown as the request asks."""
+    shown = expand(made, use_assistant_message=req.use_assistant_message)
+    if req.include_return_message_types:
+        shown = [m for m in shown if m["message_type"] in req.include_return_message_types]
+    return {
+        "messages": shown,
+        "stop_reason": {"message_type": "stop_reason", "stop_reason": stop_reason},
+        "usage": usage,
+    }
+
+
+def usage_json(run: Run, usage: Usage | None = None) -> dict[str, Any]:
+    usage = usage or run.usage
     return {
         "message_type": "usage_statistics",
         "completion_tokens": usage.completion_tokens,

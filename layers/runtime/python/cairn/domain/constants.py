@@ -35,3 +35,7 @@ MAX_MESSAGE_CHARS = 2_000_000  # the text of one message (all its parts)
 MAX_BLOCK_CHARS = 1_000_000  # a block's `limit`, so its value too
 MAX_PASSAGE_CHARS = 100_000  # one archival passage (embedded whole)
 MAX_CAPTURE_MESSAGES = 1_000  # messages in one capture call
+MAX_BATCH_REQUESTS = 500  # agents' messages in one batch (its runs start in one transaction)
+MAX_GROUP_MEMBERS = 100  # agents (and shared blocks) of one group
+MAX_GROUP_TURNS = 100  # turns one message to a round-robin group runs
+MAX_DESCRIPTION_CHARS = 10_000  # a group's description

@@ -1,4 +1,4 @@
-"""Groups of agents; Cairn uses the sleeptime kind (reference §10)."""
+"""Groups of agents: sleeptime groups (reference §10) and Letta's multi-agent groups."""
 
 from __future__ import annotations
 
@@ -28,5 +28,14 @@ class Group(DomainModel):
     max_turns: int | None = None
     termination_token: str | None = None
     shared_block_ids: list[str] = Field(default_factory=list)
+    max_message_buffer_length: int | None = None
+    min_message_buffer_length: int | None = None
+    hidden: bool | None = None
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now)
+
+
+def round_robin_turns(group: Group) -> int:
+    """How many turns one message to a round-robin group runs (Letta: max_turns, else one
+    per member)."""
+    return group.max_turns or len(group.agent_ids)

@@ -22,6 +22,7 @@ PREFIXES = (
     "run",
     "step",
     "group",
+    "job",
 )
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

@@ -41,6 +41,11 @@ class Usage(BaseModel):
         added = {k: getattr(self, k) + int(counts.get(k, 0)) for k in type(self).model_fields}
         return Usage.model_validate(added | {"step_count": self.step_count + 1})
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage.model_validate(
+            {k: getattr(self, k) + getattr(other, k) for k in type(self).model_fields}
+        )
+
 
 class Run(DomainModel):
     id: RunId = Field(default_factory=lambda: new_id("run"))
@@ -110,9 +115,9 @@ class JournalEntry(DomainModel):
     created_at: datetime = Field(default_factory=utc_now)
 
 
-# step/embed go to the step queue; approval_wait and sleeptime start workflows; task_result
-# sends a workflow item's token back when its background run ends.
-OutboxKind = Literal["step", "approval_wait", "sleeptime", "embed", "task_result"]
+# step/embed/group_turn go to the step queue; approval_wait and sleeptime start workflows;
+# task_result sends a workflow item's token back when its background run ends.
+OutboxKind = Literal["step", "approval_wait", "sleeptime", "embed", "task_result", "group_turn"]
 
 
 class OutboxCommand(DomainModel):
@@ -168,6 +173,24 @@ def approval_wait_command(run: Run) -> OutboxCommand:
     """Start the approval workflow of a run that stopped at `requires_approval`."""
     payload = {"organization_id": run.organization_id, "agent_id": run.agent_id, "run_id": run.id}
     return _run_command(run, "approval_wait", "approval", payload)
+
+
+def group_turn_command(run: Run) -> OutboxCommand | None:
+    """The next speaker's turn of a round-robin group message, started by the end of this
+    one (None after the last turn). The chain (its first run's id), the turn and the number
+    of turns ride in the run's metadata, fixed when the message was sent."""
+    chain = run.metadata.get("group_chain")
+    if not isinstance(chain, dict) or chain["turn"] + 1 >= chain["turns"]:
+        return None
+    payload = {
+        "kind": "group_turn",
+        "organization_id": run.organization_id,
+        "group_id": run.metadata["group_id"],
+        "chain": chain["chain"],
+        "turn": chain["turn"] + 1,
+        "turns": chain["turns"],
+    }
+    return _run_command(run, "group_turn", "group_turn", payload)
 
 
 def task_result(run: Run, token: str) -> dict[str, Any]:

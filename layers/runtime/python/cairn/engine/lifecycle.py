@@ -3,6 +3,7 @@ first step command and the agent's lease."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -12,7 +13,7 @@ from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, step_co
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, PendingApprovalError
 from cairn.store import agents, messages, runs
 from cairn.store.claim import Claim
-from cairn.store.db import Database
+from cairn.store.db import Connection, Database
 
 # How long a run holds its agent without renewing (renewed by every step).
 LEASE_SECONDS = 900.0
@@ -40,11 +41,13 @@ def start_run(
     task_token: str | None = None,
     compact_only: bool = False,
     run_id: str | None = None,
+    conn: Connection | None = None,
 ) -> StartedRun:
     """Record the run and its first step command together; the caller publishes it.
 
     With `run_here` the caller runs the first step itself: the command is stored as
     published, and goes back to the outbox only if that step cannot run (busy, crash).
+    With `conn`, inside the caller's transaction (a batch starts all its runs or none).
     """
     if not inputs and not compact_only:
         raise InvalidArgumentError("messages: at least one message is required")
@@ -70,9 +73,9 @@ def start_run(
         **({"compact_only": True} if compact_only else {}),
     }
     first = step_command(run, 0)
-    with db.connection() as conn:
+    with nullcontext(conn) if conn is not None else db.connection() as on:
         row, first_claim = runs.start_run(
-            conn,
+            on,
             run,
             first,
             answering=answering,

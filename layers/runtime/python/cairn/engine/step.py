@@ -33,6 +33,7 @@ from cairn.domain.runs import (
     StepKind,
     approval_wait_command,
     embed_command,
+    group_turn_command,
     step_command,
     task_result_command,
 )
@@ -53,7 +54,7 @@ from cairn.store import claim as claims
 from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
 from cairn.store.claim import Claim
-from cairn.store.db import Database
+from cairn.store.db import Connection, Database
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
 logger = logging.getLogger(__name__)
@@ -129,6 +130,7 @@ class Engine:
         task_token: str | None = None,
         compact_only: bool = False,
         run_id: str | None = None,
+        conn: Connection | None = None,
     ) -> StartedRun:
         """`lifecycle.start_run` on this engine's database."""
         return lifecycle.start_run(
@@ -143,6 +145,7 @@ class Engine:
             task_token=task_token,
             compact_only=compact_only,
             run_id=run_id,
+            conn=conn,
         )
 
     # -- one step ---------------------------------------------------------------------
@@ -292,6 +295,8 @@ def _add_commands(cp: Checkpoint, org_id: str, run_id: str, step_index: int) -> 
         cp.commands.append(task_result_command(cp.run))
     ended_turn = cp.run.status == "completed" and cp.run.stop_reason != "requires_approval"
     cp.sleeptime_turn = ended_turn and cp.agent.enable_sleeptime
+    if ended_turn and (next_turn := group_turn_command(cp.run)) is not None:
+        cp.commands.append(next_turn)
 
 
 def _embed_job(cp: Checkpoint, org_id: str, run_id: str, now: datetime) -> list[OutboxCommand]:

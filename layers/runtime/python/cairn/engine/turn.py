@@ -92,6 +92,9 @@ class Turn:
         self.new: list[Message] = list(self.inputs)
         self.max_steps = int(state.run.request_config.get("max_steps") or DEFAULT_MAX_STEPS)
         self.trace: tuple[dict[str, Any], dict[str, Any]] | None = None
+        # A turn of a multi-agent group's message: what it says belongs to the group.
+        self.group_id = state.run.metadata.get("group_id") if "group_chain" in (
+            state.run.metadata) else None  # fmt: skip
 
     def _inputs(self) -> list[Message]:
         if self.state.step_index != 0:
@@ -108,6 +111,7 @@ class Turn:
             run_id=self.state.run.id,
             step_id=self.step.id,
             created_at=self.now,
+            group_id=self.group_id,
             **fields,
         )
 

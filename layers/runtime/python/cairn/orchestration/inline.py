@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
 from cairn.engine.step import Engine
-from cairn.orchestration import worker
+from cairn.orchestration import group_turns, worker
 from cairn.orchestration.dispatch import after_step
 from cairn.orchestration.ports import StepQueue
 
@@ -82,6 +82,10 @@ class InlineStepQueue:
         p = command.payload
         if p.get("kind") == "embed":
             embed_agent(self.engine, p["organization_id"], p["agent_id"])
+            return
+        if p.get("kind") == "group_turn":
+            assert self.rt is not None, "group turns need the runtime (attach)"
+            group_turns.start_turn(self.rt, p)
             return
         outcome = self.engine.step(p["organization_id"], p["run_id"], p["step_index"])
         after_step(self.engine.db, self.outlet, command, outcome)

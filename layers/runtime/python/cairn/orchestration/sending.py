@@ -44,6 +44,7 @@ def send(
     wait: bool,
     metadata: dict[str, object] | None = None,
     compact_only: bool = False,
+    run_id: str | None = None,
 ) -> Sent:
     """Start a run; with `wait`, run its first step here and wait (within the budget) for it.
 
@@ -59,16 +60,14 @@ def send(
         metadata=metadata,
         run_here=wait,
         compact_only=compact_only,
+        run_id=run_id,
     )
     if not wait:
         handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})
         if not handed_over:
             publish_and_mark(rt.db, rt.queue, command)
         return Sent(run)
-    # The budget, or less if the invocation itself ends sooner (the api handler's deadline).
-    left = deadline.seconds_left()
-    budget = rt.settings.sync_budget_seconds if left is None else min(
-        rt.settings.sync_budget_seconds, max(left, 0.0))  # fmt: skip
+    budget = sync_budget(rt)
     waited_from = time.monotonic()
     if token is not None:
         rt.workflows.succeed(token, {"run_id": run.id})
@@ -95,6 +94,15 @@ def send(
         # The turn ended here: nothing to wait for, nothing more to read.
         return Sent(outcome.run, stored)
     return Sent(wait_for(rt, org_id, run.id, budget - (time.monotonic() - waited_from)))
+
+
+def sync_budget(rt: Runtime) -> float:
+    """The sync budget, or less if the invocation itself ends sooner (the api handler's
+    deadline)."""
+    left = deadline.seconds_left()
+    if left is None:
+        return rt.settings.sync_budget_seconds
+    return min(rt.settings.sync_budget_seconds, max(left, 0.0))
 
 
 def _step_here(

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
+from cairn.orchestration import group_turns
 from cairn.orchestration.dispatch import after_step
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.watchdog import end_failed_run
@@ -30,14 +31,26 @@ class EmbedMessage(BaseModel):
     agent_id: str
 
 
+class GroupTurnMessage(BaseModel):
+    kind: Literal["group_turn"]
+    organization_id: str
+    group_id: str
+    chain: str
+    turn: int = Field(ge=1)
+    turns: int = Field(ge=2)
+
+
+SHAPES: dict[object, type[BaseModel]] = {"embed": EmbedMessage, "group_turn": GroupTurnMessage}
+
+
 def parse(body: str) -> dict[str, Any]:
     """The queue message's command; ValueError (naming what is wrong) for any other shape."""
     try:
         raw = json.loads(body)
     except ValueError:
         raise ValueError("not a step or embedding command (the body is not JSON)") from None
-    is_embed = isinstance(raw, dict) and raw.get("kind") == "embed"
-    shape: type[BaseModel] = EmbedMessage if is_embed else StepMessage
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    shape = SHAPES.get(kind, StepMessage)
     try:
         return shape.model_validate(raw).model_dump()
     except ValidationError as err:
@@ -51,6 +64,8 @@ def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
     if payload.get("kind") == "embed":
         written = embed_agent(rt.engine, payload["organization_id"], payload["agent_id"])
         return f"embedded {written}"
+    if payload.get("kind") == "group_turn":
+        return group_turns.start_turn(rt, payload)
     org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
     command = _command(rt, org, run_id, index)
     outcome = rt.engine.step(org, run_id, index)
@@ -78,6 +93,9 @@ def dead_letter(rt: Runtime, body: str, receives: int) -> str:
     if payload.get("kind") == "embed":
         # Nothing waits on it: the sweeper's backfill embeds whatever is still missing.
         return poison(rt, "step-dlq", body, "embedding job failed on each delivery", receives)
+    if payload.get("kind") == "group_turn":
+        # The turns before it are kept; the group's message ends short of its last turns.
+        return poison(rt, "step-dlq", body, "group turn failed to start", receives)
     org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
     reason = f"step {index} failed on each of {receives} deliveries; see the step function logs"
     ended = end_failed_run(rt, org, run_id, "error", reason)

@@ -1,15 +1,44 @@
-"""Groups: the sleeptime groups Cairn builds, to read and to tune (contract §10)."""
+"""Groups (contract §10): the sleeptime groups Cairn builds, and Letta's multi-agent groups.
+
+A message to a round-robin group is a chain of turns (engine/group_chat.py); one to a
+sleeptime group goes to its primary agent, whose turns start the sleeptime agents.
+"""
 
 from __future__ import annotations
 
-from cairn.domain.groups import Group
-from cairn.errors import NotFoundError, UnprocessableError
+import time
+from dataclasses import dataclass
+
+from cairn.domain.groups import Group, round_robin_turns
+from cairn.domain.ids import new_id
+from cairn.domain.messages import Message
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.engine import group_chat
+from cairn.errors import ConflictError, NotFoundError, UnprocessableError
+from cairn.orchestration import sending
 from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
-from cairn.services.requests import GroupUpdate
-from cairn.store import groups
+from cairn.services import messages as message_service
+from cairn.services.requests import (
+    GroupCreate,
+    GroupUpdate,
+    LettaRequest,
+    ManagerConfig,
+    MessageUpdate,
+)
+from cairn.store import agents, blocks, groups, messages, runs
 from cairn.store.db import Connection
 from cairn.store.rows import Order
+
+# Letta 0.16.1 has these kinds but cannot run a message through them: every multi-agent
+# class's constructor calls the new agent base class with the old arguments (TypeError),
+# and the supervisor's step is commented out. Cairn stores them and says so on send.
+NOT_RUN = {
+    "supervisor": "supervisor groups do not run messages (Letta 0.16.1's supervisor has no step)",
+    "dynamic": "dynamic groups do not run messages in Cairn: send to round_robin groups",
+    "voice_sleeptime": "voice_sleeptime groups do not run messages in Cairn",
+    "swarm": "swarm groups do not run messages",
+}
 
 
 def _fetch(conn: Connection, org: str, group_id: str) -> Group:
@@ -24,18 +53,242 @@ def retrieve(rt: Runtime, org: str, group_id: str) -> Group:
         return _fetch(conn, org, group_id)
 
 
+def create(rt: Runtime, org: str, req: GroupCreate) -> Group:
+    config = req.manager_config
+    if config.manager_type != "round_robin" and config.manager_agent_id is None:
+        raise UnprocessableError(
+            f"manager_config.manager_agent_id: a {config.manager_type} group needs a manager"
+        )
+    _check_buffers(config.max_message_buffer_length, config.min_message_buffer_length)
+    group = Group(
+        organization_id=org,
+        manager_type=config.manager_type,
+        manager_agent_id=config.manager_agent_id,
+        agent_ids=list(req.agent_ids),
+        description=req.description,
+        max_turns=config.max_turns if config.manager_type in ("round_robin", "dynamic") else None,
+        termination_token=(config.termination_token or "DONE!")
+        if config.manager_type == "dynamic" else None,
+        sleeptime_agent_frequency=config.sleeptime_agent_frequency
+        if config.manager_type == "sleeptime" else None,
+        max_message_buffer_length=config.max_message_buffer_length,
+        min_message_buffer_length=config.min_message_buffer_length,
+        shared_block_ids=list(dict.fromkeys(req.shared_block_ids)),
+        hidden=req.hidden,
+    )  # fmt: skip
+    with rt.db.transaction() as conn:
+        _check_members(conn, org, group.agent_ids, group.manager_agent_id)
+        for block_id in group.shared_block_ids:
+            _block(conn, org, block_id)
+        return groups.create(conn, group)
+
+
 def modify(rt: Runtime, org: str, group_id: str, req: GroupUpdate) -> Group:
+    """Letta's modify_group: the kind cannot change; fields left out (or empty) are kept."""
     with rt.db.transaction() as conn:
         group = _fetch(conn, org, group_id)
-        config = req.manager_config
-        if config is not None and config.manager_type != group.manager_type:
-            raise UnprocessableError(f"manager_config: this group is {group.manager_type}")
-        if config is not None and config.sleeptime_agent_frequency is not None:
-            group = group.model_copy(
-                update={"sleeptime_agent_frequency": config.sleeptime_agent_frequency}
-            )
-        groups.save_progress(conn, group)
-        return _fetch(conn, org, group_id)
+        changes: dict[str, object] = {}
+        if (config := req.manager_config) is not None:
+            changes = _config_changes(group, config)
+        if req.description:
+            changes["description"] = req.description
+        if req.agent_ids:
+            changes["agent_ids"] = list(req.agent_ids)
+        if req.shared_block_ids is not None:
+            for block_id in req.shared_block_ids:
+                _block(conn, org, block_id)
+            changes["shared_block_ids"] = list(dict.fromkeys(req.shared_block_ids))
+        edited = group.model_copy(update=changes)
+        _check_buffers(edited.max_message_buffer_length, edited.min_message_buffer_length)
+        if "agent_ids" in changes or "manager_agent_id" in changes:
+            _check_members(conn, org, edited.agent_ids, edited.manager_agent_id)
+        return groups.update(conn, edited, members="agent_ids" in changes)
+
+
+def _config_changes(group: Group, config: ManagerConfig) -> dict[str, object]:
+    if config.manager_type != group.manager_type:
+        raise UnprocessableError(
+            f"manager_config.manager_type: this group is {group.manager_type} "
+            "(a group's kind cannot change after creation)"
+        )
+    fields = {
+        "round_robin": ("max_turns",),
+        "supervisor": ("manager_agent_id",),
+        "dynamic": ("manager_agent_id", "max_turns", "termination_token"),
+        "sleeptime": ("manager_agent_id", "sleeptime_agent_frequency"),
+        "voice_sleeptime": (
+            "manager_agent_id", "max_message_buffer_length", "min_message_buffer_length"),
+    }.get(group.manager_type, ())  # fmt: skip
+    return {f: getattr(config, f) for f in fields if getattr(config, f) is not None}
+
+
+def _check_members(conn: Connection, org: str, agent_ids: list[str], manager: str | None) -> None:
+    if len(set(agent_ids)) != len(agent_ids):
+        raise UnprocessableError("agent_ids: an agent is listed twice")
+    wanted = [*agent_ids, *([manager] if manager else [])]
+    missing = [a for a in wanted if a not in agents.names(conn, org, wanted)]
+    if missing:
+        raise NotFoundError(f"Agent(s) not found: {', '.join(sorted(set(missing)))}")
+
+
+def _check_buffers(longest: int | None, shortest: int | None) -> None:
+    """Letta's voice_sleeptime rule: both or neither, each over 4, max above min."""
+    if (longest is None) != (shortest is None):
+        raise UnprocessableError(
+            "max_message_buffer_length, min_message_buffer_length: give both or neither"
+        )
+    if longest is not None and shortest is not None and longest <= shortest:
+        raise UnprocessableError(
+            "max_message_buffer_length: must be greater than min_message_buffer_length"
+        )
+
+
+def _block(conn: Connection, org: str, block_id: str) -> None:
+    if blocks.get(conn, org, block_id) is None:
+        raise NotFoundError(f"Block with id '{block_id}' not found")
+
+
+def delete(rt: Runtime, org: str, group_id: str) -> None:
+    """The group goes; its agents and their messages stay (Letta's delete_group)."""
+    with rt.db.transaction() as conn:
+        if not groups.delete(conn, org, group_id):
+            raise NotFoundError(f"Group with id '{group_id}' not found")
+
+
+def share_block(rt: Runtime, org: str, group_id: str, block_id: str, *, attach: bool) -> None:
+    """Add a block to (or take it from) the group's shared blocks; attaching twice is a
+    no-op, as in Letta."""
+    with rt.db.transaction() as conn:
+        group = _fetch(conn, org, group_id)
+        _block(conn, org, block_id)
+        kept = [b for b in group.shared_block_ids if b != block_id]
+        shared = [*kept, block_id] if attach else kept
+        if shared != group.shared_block_ids:
+            groups.update(conn, group.model_copy(update={"shared_block_ids": shared}))
+
+
+def history(
+    rt: Runtime,
+    org: str,
+    group_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Message]:
+    """What was said in the group, shown oldest first (as an agent's history is): a group
+    with a manager lists the manager's messages, as Letta 0.16.1 does."""
+    with rt.db.connection() as conn:
+        group = _fetch(conn, org, group_id)
+        rows = messages.list_for_agent(
+            conn, org, group.manager_agent_id, group_id=group.id, after=after, before=before,
+            limit=limit, order=order,
+        )  # fmt: skip
+    if order == "desc":
+        rows.reverse()
+    return [m for m in rows if not m.is_err]
+
+
+def edit_message(
+    rt: Runtime, org: str, group_id: str, message_id: str, req: MessageUpdate
+) -> Message:
+    """Letta's modify_group_message: the message must be one of the group's agents'."""
+    with rt.db.connection() as conn:
+        group = _fetch(conn, org, group_id)
+        message = messages.get(conn, org, message_id)
+    members = {*group.agent_ids, *([group.manager_agent_id] if group.manager_agent_id else [])}
+    if message is None or message.agent_id not in members:
+        raise NotFoundError(f"Message with id '{message_id}' not found")
+    return message_service.edit(rt, org, message.agent_id, message_id, req)
+
+
+def reset_messages(rt: Runtime, org: str, group_id: str) -> None:
+    """Delete what was said in the group, from its agents' histories and context windows."""
+    with rt.db.transaction() as conn:
+        group = _fetch(conn, org, group_id)
+        members = [*group.agent_ids, *([group.manager_agent_id] if group.manager_agent_id else [])]
+        if not all(agents.lease_free(conn, org, a) for a in members):
+            raise ConflictError("An agent of the group is running: reset when its run ends")
+        groups.delete_messages(conn, org, group.id)
+
+
+@dataclass
+class GroupSent:
+    runs: list[Run]  # the runs of the message's turns so far, in order
+    messages: list[Message]  # what they said (their inputs left out)
+    done: bool  # whether every turn has ended
+
+
+def send(rt: Runtime, org: str, group_id: str, req: LettaRequest, *, wait: bool) -> GroupSent:
+    """A message to the group. With `wait`, its turns run (or are waited for) within the
+    sync budget; the turns left then go on in the background."""
+    with rt.db.connection() as conn:
+        group = _fetch(conn, org, group_id)
+    if group.manager_type in NOT_RUN:
+        raise UnprocessableError(f"manager_config.manager_type: {NOT_RUN[group.manager_type]}")
+    metadata: dict[str, object] = {"group_id": group.id}
+    run_id: str | None = None
+    if group.manager_type == "sleeptime":
+        first, turns = group.manager_agent_id, 1
+    else:
+        if not group.agent_ids:
+            raise UnprocessableError("agent_ids: the group has no agents to speak")
+        first, turns, run_id = group.agent_ids[0], round_robin_turns(group), new_id("run")
+        metadata = group_chat.chain_metadata(group, run_id, 0, turns)
+    assert first is not None
+    inputs = message_service.inputs(rt, org, first, req)
+    if any(m.role == "approval" for m in inputs):
+        raise UnprocessableError("messages: answer an approval on the agent that asked for it")
+    inputs = [m.model_copy(update={"group_id": group.id}) for m in inputs]
+    started = time.monotonic()
+    sent = sending.send(
+        rt, org, first, inputs, max_steps=req.max_steps, wait=wait,
+        metadata={"run_type": "send_message", **metadata}, run_id=run_id,
+    )  # fmt: skip
+    chain = [sent.run]
+    if wait and run_id is not None:
+        left = sending.sync_budget(rt) - (time.monotonic() - started)
+        chain = _follow(rt, group, run_id, turns, sent.run, left)
+    last = chain[-1]
+    ended = last.status != "completed" or last.stop_reason == "requires_approval"
+    done = last.status in TERMINAL_RUN_STATUSES and (ended or len(chain) == turns or (
+        group_chat.next_turn(rt.db, org, group.id, run_id or "", len(chain)) is None))  # fmt: skip
+    said = [m for run in chain for m in message_service.produced(rt, sending.Sent(run))]
+    return GroupSent(chain, said if wait else [], done)
+
+
+def _follow(
+    rt: Runtime, group: Group, chain: str, turns: int, first: Run, budget: float
+) -> list[Run]:
+    """The chain's runs, waiting (within `budget`) for each turn's run to be started by
+    the end of the one before and to end in turn."""
+    org, ends_at = group.organization_id, time.monotonic() + budget
+    followed = [first]
+    while followed[-1].status == "completed" and followed[-1].stop_reason != "requires_approval":
+        turn = len(followed)
+        if turn == turns or time.monotonic() >= ends_at:
+            break
+        if group_chat.next_turn(rt.db, org, group.id, chain, turn) is None:
+            break  # the worker ends the chain here too
+        run = _appeared(rt, org, group_chat.turn_run_id(chain, turn), ends_at)
+        if run is None:
+            break
+        followed.append(sending.wait_for(rt, org, run.id, max(ends_at - time.monotonic(), 0)))
+    return followed
+
+
+def _appeared(rt: Runtime, org: str, run_id: str, ends_at: float) -> Run | None:
+    """The run once it exists (the worker starts it after the turn before ends)."""
+    interval = sending.FIRST_POLL_SECONDS
+    while True:
+        with rt.db.connection() as conn:
+            run = runs.get_run(conn, org, run_id)
+        if run is not None or time.monotonic() >= ends_at:
+            return run
+        with sending.yielding():
+            time.sleep(interval)
+        interval = min(interval * 1.5, sending.MAX_POLL_SECONDS)
 
 
 def list_groups(

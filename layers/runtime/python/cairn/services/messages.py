@@ -38,7 +38,7 @@ def send(
         rt,
         org,
         agent_id,
-        _inputs(rt, org, agent_id, req),
+        inputs(rt, org, agent_id, req),
         max_steps=req.max_steps,
         wait=wait,
         metadata={"run_type": run_type},
@@ -56,7 +56,7 @@ def summarize(rt: Runtime, org: str, agent_id: str) -> Sent:
 
 def preview(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> dict[str, Any]:
     """The provider request the agent's next step would send for this request's messages."""
-    return rt.engine.preview(org, agent_id, _inputs(rt, org, agent_id, req))
+    return rt.engine.preview(org, agent_id, inputs(rt, org, agent_id, req))
 
 
 def produced(rt: Runtime, sent: Sent) -> list[Message]:
@@ -71,7 +71,7 @@ def produced(rt: Runtime, sent: Sent) -> list[Message]:
     return [m for m in made if m.id not in inputs]
 
 
-def _inputs(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> list[Message]:
+def inputs(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> list[Message]:
     """The request's messages; the agent is read only for an approval (starting the run
     finds a missing agent in the same statement)."""
     if (req.messages is None) == (req.input is None):

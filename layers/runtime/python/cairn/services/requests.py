@@ -16,12 +16,17 @@ from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig
 from cairn.domain.constants import (
     CORE_MEMORY_BLOCK_CHAR_LIMIT,
     DEFAULT_MAX_STEPS,
+    MAX_BATCH_REQUESTS,
     MAX_BLOCK_CHARS,
     MAX_CAPTURE_MESSAGES,
+    MAX_DESCRIPTION_CHARS,
+    MAX_GROUP_MEMBERS,
+    MAX_GROUP_TURNS,
     MAX_MESSAGE_CHARS,
     MAX_PASSAGE_CHARS,
     MIN_CONTEXT_WINDOW,
 )
+from cairn.domain.groups import ManagerType
 from cairn.domain.ids import AgentId, ArchiveId, BlockId, MessageId, ToolId
 from cairn.domain.messages import ApprovalDecision
 from cairn.domain.tool_rules import ToolRule
@@ -161,6 +166,15 @@ class LettaRequest(_Body):
     callback_url: str | None = None
 
 
+class LettaBatchRequest(LettaRequest):
+    agent_id: AgentId
+
+
+class CreateBatch(_Body):
+    requests: list[LettaBatchRequest] = Field(min_length=1, max_length=MAX_BATCH_REQUESTS)
+    callback_url: str | None = Field(default=None, min_length=1, max_length=2083)
+
+
 class CreatePassage(_Body):
     text: str = Field(min_length=1, max_length=MAX_PASSAGE_CHARS)
     tags: list[str] | None = None
@@ -204,14 +218,35 @@ class CaptureRequest(_Body):
     add_to_context: bool = False
 
 
-class SleeptimeConfig(_Body):
-    manager_type: str = "sleeptime"
+class ManagerConfig(_Body):
+    """Letta's manager configs (RoundRobinManager, SupervisorManager, ... and their Update
+    forms) in one shape: each kind reads the fields it has; services/groups checks that
+    the kinds with a manager name one."""
+
+    manager_type: ManagerType = "round_robin"
+    manager_agent_id: AgentId | None = None
+    max_turns: int | None = Field(default=None, ge=1, le=MAX_GROUP_TURNS)
+    termination_token: str | None = None
     sleeptime_agent_frequency: int | None = Field(default=None, ge=1)
+    max_message_buffer_length: int | None = Field(default=None, gt=4)
+    min_message_buffer_length: int | None = Field(default=None, gt=4)
+
+
+class GroupCreate(_Body):
+    agent_ids: list[AgentId] = Field(max_length=MAX_GROUP_MEMBERS)
+    description: str = Field(max_length=MAX_DESCRIPTION_CHARS)
+    manager_config: ManagerConfig = Field(default_factory=ManagerConfig)
+    project_id: str | None = None
+    shared_block_ids: list[BlockId] = Field(default_factory=list, max_length=MAX_GROUP_MEMBERS)
+    hidden: bool | None = None
 
 
 class GroupUpdate(_Body):
-    manager_config: SleeptimeConfig | None = None
-    description: str | None = None
+    agent_ids: list[AgentId] | None = Field(default=None, max_length=MAX_GROUP_MEMBERS)
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
+    manager_config: ManagerConfig | None = None
+    project_id: str | None = None
+    shared_block_ids: list[BlockId] | None = Field(default=None, max_length=MAX_GROUP_MEMBERS)
 
 
 class ResetMessages(_Body):

@@ -105,6 +105,17 @@ def release_lease(conn: Connection, org_id: str, agent_id: str, run_id: str) -> 
     conn.execute(RELEASE_LEASE, {"org": org_id, "id": agent_id, "run": run_id})
 
 
+SELECT_NAMES = """
+SELECT id, name FROM agents WHERE organization_id = %(org)s AND id = ANY(%(ids)s)
+"""
+
+
+def names(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, str]:
+    """The names of these agents (those that exist), by id."""
+    rows = conn.execute(SELECT_NAMES, {"org": org_id, "ids": agent_ids}).fetchall()
+    return {r["id"]: r["name"] for r in rows}
+
+
 def delete(conn: Connection, org_id: str, agent_id: str) -> bool:
     return conn.execute(DELETE_AGENT, {"org": org_id, "id": agent_id}).rowcount == 1
 

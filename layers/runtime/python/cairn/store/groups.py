@@ -1,4 +1,4 @@
-"""Groups (sleeptime): a manager agent and its member agents."""
+"""Groups: a manager agent (sleeptime, supervisor, dynamic) or none, and member agents."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ _GROUP_COLUMNS = """g.*, COALESCE(
 INSERT_GROUP = """
 INSERT INTO groups (id, organization_id, manager_type, manager_agent_id, description,
                     sleeptime_agent_frequency, turns_counter, last_processed_message_id,
-                    max_turns, termination_token, shared_block_ids, created_at, updated_at)
+                    max_turns, termination_token, shared_block_ids, max_message_buffer_length,
+                    min_message_buffer_length, hidden, created_at, updated_at)
 VALUES (%(id)s, %(organization_id)s, %(manager_type)s, %(manager_agent_id)s, %(description)s,
         %(sleeptime_agent_frequency)s, %(turns_counter)s, %(last_processed_message_id)s,
-        %(max_turns)s, %(termination_token)s, %(shared_block_ids)s, %(created_at)s,
-        %(updated_at)s)
+        %(max_turns)s, %(termination_token)s, %(shared_block_ids)s,
+        %(max_message_buffer_length)s, %(min_message_buffer_length)s, %(hidden)s,
+        %(created_at)s, %(updated_at)s)
 """
 INSERT_MEMBERS = """
 INSERT INTO groups_agents (group_id, agent_id, organization_id, position)
@@ -51,10 +53,37 @@ WHERE g.organization_id = %(org)s AND g.id = %(id)s
       < (SELECT sequence_id FROM messages WHERE id = %(message_id)s)
 """
 DELETE_GROUP = "DELETE FROM groups WHERE organization_id = %(org)s AND id = %(id)s"
+UPDATE_GROUP = """
+UPDATE groups SET description = %(description)s, manager_agent_id = %(manager_agent_id)s,
+    max_turns = %(max_turns)s, termination_token = %(termination_token)s,
+    sleeptime_agent_frequency = %(sleeptime_agent_frequency)s,
+    max_message_buffer_length = %(max_message_buffer_length)s,
+    min_message_buffer_length = %(min_message_buffer_length)s,
+    shared_block_ids = %(shared_block_ids)s, updated_at = now()
+WHERE organization_id = %(organization_id)s AND id = %(id)s
+"""
+DROP_MEMBERS = "DELETE FROM groups_agents WHERE group_id = %(group_id)s"
+# The group's messages leave the history and the context windows of its agents together;
+# each agent's version moves, so a step that read the old window cannot write it back.
+DELETE_GROUP_MESSAGES = """
+WITH gone AS (
+    DELETE FROM messages WHERE organization_id = %(org)s AND group_id = %(id)s
+    RETURNING id, agent_id
+)
+UPDATE agents a SET version = a.version + 1, updated_at = now(),
+    message_ids = ARRAY(SELECT kept FROM unnest(a.message_ids) WITH ORDINALITY AS m (kept, n)
+                        WHERE kept NOT IN (SELECT id FROM gone) ORDER BY n)
+WHERE a.organization_id = %(org)s AND a.id IN (SELECT agent_id FROM gone)
+"""
 
 
 def create(conn: Connection, group: Group) -> Group:
     conn.execute(INSERT_GROUP, to_params(group))
+    return _with_members(conn, group)
+
+
+def _with_members(conn: Connection, group: Group) -> Group:
+    """Write the group's agent list (in its order) and read the group back."""
     conn.execute(
         INSERT_MEMBERS,
         {"group_id": group.id, "agent_ids": group.agent_ids, "org": group.organization_id},
@@ -71,6 +100,18 @@ def get(conn: Connection, org_id: str, group_id: str) -> Group | None:
 def managed_by(conn: Connection, org_id: str, agent_id: str) -> Group | None:
     row = conn.execute(SELECT_MANAGED_GROUP, {"org": org_id, "agent_id": agent_id}).fetchone()
     return from_row(Group, row)
+
+
+def update(conn: Connection, group: Group, *, members: bool = False) -> Group:
+    """Write the group's settings; with `members`, its agent list too."""
+    conn.execute(UPDATE_GROUP, to_params(group))
+    if members:
+        conn.execute(DROP_MEMBERS, {"group_id": group.id})
+    return _with_members(conn, group)
+
+
+def delete_messages(conn: Connection, org_id: str, group_id: str) -> None:
+    conn.execute(DELETE_GROUP_MESSAGES, {"org": org_id, "id": group_id})
 
 
 def save_progress(conn: Connection, group: Group) -> None:

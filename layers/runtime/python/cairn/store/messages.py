@@ -68,6 +68,7 @@ SELECT {columns} FROM messages
 WHERE organization_id = {org}
   AND ({agent_id}::text IS NULL OR agent_id = {agent_id})
   AND ({run_id}::text IS NULL OR run_id = {run_id})
+  AND ({group_id}::text IS NULL OR group_id = {group_id})
   AND ({after}::text IS NULL OR sequence_id >
        (SELECT sequence_id FROM messages WHERE organization_id = {org} AND id = {after}))
   AND ({before}::text IS NULL OR sequence_id <
@@ -124,24 +125,40 @@ def list_for_agent(
     agent_id: str | None,
     *,
     run_id: str | None = None,
+    group_id: str | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 100,
     order: Literal["asc", "desc"] = "desc",
 ) -> list[Message]:
     """Stored history in sequence order; `after`/`before` are message ids, chronological.
-    Without an agent: every agent's messages in the organization (one global sequence)."""
+    Without an agent: every agent's messages in the organization (one global sequence);
+    with `group_id`, only those said in that group."""
     query = sql.SQL(LIST_MESSAGES).format(
         columns=sql.SQL(_RETURNED),
         org=sql.Literal(org_id),
         agent_id=sql.Literal(agent_id),
         run_id=sql.Literal(run_id),
+        group_id=sql.Literal(group_id),
         after=sql.Literal(after),
         before=sql.Literal(before),
         direction=sql.SQL("ASC" if order == "asc" else "DESC"),
         limit=sql.Literal(limit),
     )
     return [Message.model_validate(r) for r in conn.execute(query).fetchall()]
+
+
+SELECT_RUNS_MESSAGES = f"""
+SELECT {_RETURNED} FROM messages
+WHERE organization_id = %(org)s AND run_id = ANY(%(run_ids)s)
+ORDER BY sequence_id
+"""
+
+
+def for_runs(conn: Connection, org_id: str, run_ids: list[str]) -> list[Message]:
+    """Every message of these runs (of any agents), in the order they were stored."""
+    rows = conn.execute(SELECT_RUNS_MESSAGES, {"org": org_id, "run_ids": run_ids}).fetchall()
+    return [Message.model_validate(r) for r in rows]
 
 
 def count_for_agent(conn: Connection, org_id: str, agent_id: str) -> int:

@@ -1,4 +1,4 @@
-"""Groups: the sleeptime groups Cairn builds, to read and to tune (contract §10)."""
+"""Groups (contract §10): sleeptime groups and Letta's multi-agent groups."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, AgentId, Before, GroupId, Limit, Order
+from cairn.api.params import After, AgentId, Before, BlockId, GroupId, Limit, MessageId, Order
+from cairn.domain.groups import ManagerType
+from cairn.domain.runs import Usage
 from cairn.services import groups
-from cairn.services.requests import GroupUpdate
+from cairn.services.requests import GroupCreate, GroupUpdate, LettaRequest, MessageUpdate
 
 router = APIGatewayHttpRouter()
 
 
 @router.get("/groups/")
 def list_groups(
-    manager_type: str | None = None,
+    manager_type: ManagerType | None = None,
     after: After = None,
     before: Before = None,
     limit: Limit = 50,
@@ -44,7 +46,7 @@ def count_groups() -> Response[Any]:
 @router.get("/agents/<agent_id>/groups")
 def agent_groups(
     agent_id: AgentId,
-    manager_type: str | None = None,
+    manager_type: ManagerType | None = None,
     after: After = None,
     before: Before = None,
     limit: Limit = 50,
@@ -74,3 +76,79 @@ def get_group(group_id: GroupId) -> Response[Any]:
 def update_group(group_id: GroupId, req: Annotated[GroupUpdate, Body()]) -> Response[Any]:
     group = groups.modify(http.rt(), http.org_id(), group_id, req)
     return http.json_reply(200, letta.group_json(group))
+
+
+@router.post("/groups/")
+def create_group(req: Annotated[GroupCreate, Body()]) -> Response[Any]:
+    return http.json_reply(200, letta.group_json(groups.create(http.rt(), http.org_id(), req)))
+
+
+@router.delete("/groups/<group_id>")
+def delete_group(group_id: GroupId) -> Response[Any]:
+    groups.delete(http.rt(), http.org_id(), group_id)
+    return http.json_reply(200, {"message": f"Group id={group_id} successfully deleted"})
+
+
+@router.patch("/groups/<group_id>/blocks/attach/<block_id>")
+def attach_block(group_id: GroupId, block_id: BlockId) -> Response[Any]:
+    groups.share_block(http.rt(), http.org_id(), group_id, block_id, attach=True)
+    return http.json_reply(200, None)
+
+
+@router.patch("/groups/<group_id>/blocks/detach/<block_id>")
+def detach_block(group_id: GroupId, block_id: BlockId) -> Response[Any]:
+    groups.share_block(http.rt(), http.org_id(), group_id, block_id, attach=False)
+    return http.json_reply(200, None)
+
+
+def _sent(group_id: str, req: LettaRequest) -> tuple[groups.GroupSent, dict[str, Any]]:
+    sent = groups.send(http.rt(), http.org_id(), group_id, req, wait=True)
+    usage = sum((r.usage for r in sent.runs), Usage())
+    last = sent.runs[-1]
+    return sent, letta.response_json(
+        sent.messages, last.stop_reason, letta.usage_json(last, usage), req
+    )
+
+
+@router.post("/groups/<group_id>/messages")
+def send_group_message(group_id: GroupId, req: Annotated[LettaRequest, Body()]) -> Response[Any]:
+    """Every turn's messages; past the sync budget, 202 and the run of the turn under way
+    (the turns left go on in the background), as an agent's send does."""
+    sent, reply = _sent(group_id, req)
+    if not sent.done:
+        return http.json_reply(202, letta.run_json(sent.runs[-1]))
+    return http.json_reply(200, reply)
+
+
+@router.post("/groups/<group_id>/messages/stream")
+def stream_group_message(group_id: GroupId, req: Annotated[LettaRequest, Body()]) -> Response[Any]:
+    return http.sse_reply(_sent(group_id, req)[1])
+
+
+@router.get("/groups/<group_id>/messages")
+def list_group_messages(
+    group_id: GroupId,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 10,
+    order: Order = "desc",
+    use_assistant_message: bool = True,
+) -> Response[Any]:
+    rows = groups.history(
+        http.rt(), http.org_id(), group_id, after=after, before=before, limit=limit, order=order
+    )
+    return http.json_reply(200, letta.expand(rows, use_assistant_message=use_assistant_message))
+
+
+@router.patch("/groups/<group_id>/messages/<message_id>")
+def edit_group_message(
+    group_id: GroupId, message_id: MessageId, req: Annotated[MessageUpdate, Body()]
+) -> Response[Any]:
+    edited = groups.edit_message(http.rt(), http.org_id(), group_id, message_id, req)
+    return http.json_reply(200, letta.edited_json(edited, req.message_type))
+
+
+@router.patch("/groups/<group_id>/reset-messages")
+def reset_group_messages(group_id: GroupId) -> Response[Any]:
+    groups.reset_messages(http.rt(), http.org_id(), group_id)
+    return http.json_reply(200, None)

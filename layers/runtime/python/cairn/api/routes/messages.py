@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -26,17 +25,8 @@ router = APIGatewayHttpRouter()
 
 
 def _reply(sent: messages.Sent, req: LettaRequest) -> dict[str, Any]:
-    run = sent.run
-    shown = letta.expand(
-        messages.produced(http.rt(), sent), use_assistant_message=req.use_assistant_message
-    )
-    if req.include_return_message_types:
-        shown = [m for m in shown if m["message_type"] in req.include_return_message_types]
-    return {
-        "messages": shown,
-        "stop_reason": {"message_type": "stop_reason", "stop_reason": run.stop_reason},
-        "usage": letta.usage_json(run),
-    }
+    made = messages.produced(http.rt(), sent)
+    return letta.response_json(made, sent.run.stop_reason, letta.usage_json(sent.run), req)
 
 
 @router.post("/agents/<agent_id>/messages")
@@ -76,11 +66,7 @@ def stream_message(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) -> R
 
 
 def _sse(sent: messages.Sent, req: LettaRequest) -> Response[Any]:
-    """The whole turn as one SSE body: API Gateway HTTP APIs do not stream responses."""
-    result = _reply(sent, req)
-    events = [*result["messages"], result["stop_reason"], result["usage"]]
-    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
-    return Response(status_code=200, content_type="text/event-stream; charset=utf-8", body=text)
+    return http.sse_reply(_reply(sent, req))
 
 
 @router.post("/agents/<agent_id>/messages/async")
@@ -149,8 +135,7 @@ def edit_message(
     agent_id: AgentId, message_id: MessageId, req: Annotated[MessageUpdate, Body()]
 ) -> Response[Any]:
     edited = messages.edit(http.rt(), http.org_id(), agent_id, message_id, req)
-    shown = [m for m in letta.letta_messages(edited) if m["message_type"] == req.message_type]
-    return http.json_reply(200, shown[0] if shown else letta.letta_messages(edited)[0])
+    return http.json_reply(200, letta.edited_json(edited, req.message_type))
 
 
 @router.post("/agents/messages/search")
@@ -161,7 +146,7 @@ def search_messages(req: Annotated[MessageSearch, Body()]) -> Response[Any]:
         [
             {
                 "embedded_text": f.message.search_text(),
-                "message": f.message.model_dump(mode="json", exclude={"organization_id"}),
+                "message": letta.message_json(f.message),
                 "fts_rank": f.fts_rank,
                 "vector_rank": f.vector_rank,
                 "rrf_score": f.rrf_score,

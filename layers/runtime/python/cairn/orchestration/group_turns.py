@@ -1,0 +1,36 @@
+"""Round-robin groups, the next turn: started from the queue when the last turn's run ended
+(engine/group_chat.py says how a chain goes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn.engine import group_chat
+from cairn.orchestration.dispatch import publish_and_mark
+from cairn.orchestration.parts import Runtime
+from cairn.store import runs
+
+
+def start_turn(rt: Runtime, payload: dict[str, Any]) -> str:
+    """Start turn `turn` of a chain, once: a redelivery finds the run it started (whose
+    first step, if its publish was lost, the sweeper delivers from the outbox)."""
+    org, chain, turn = payload["organization_id"], payload["chain"], payload["turn"]
+    run_id = group_chat.turn_run_id(chain, turn)
+    with rt.db.connection() as conn:
+        existing = runs.get_run(conn, org, run_id)
+    if existing is not None:
+        return "already started"
+    found = group_chat.next_turn(rt.db, org, payload["group_id"], chain, turn)
+    if found is None:
+        return "chain ended"
+    group, inputs = found
+    started = rt.engine.start_run(
+        org,
+        group_chat.speaker(group, turn),
+        inputs,
+        background=True,
+        metadata=group_chat.chain_metadata(group, chain, turn, payload["turns"]),
+        run_id=run_id,
+    )
+    publish_and_mark(rt.db, rt.queue, started.command)
+    return "started"

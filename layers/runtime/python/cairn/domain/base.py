@@ -14,4 +14,4 @@ def utc_now() -> datetime:
 class DomainModel(BaseModel):
     """A row of Cairn's state. Validation here matches the database's constraints."""
 
-    model_config = ConfigDict(validate_assignment=True, extra="ignore")
+    model_config = ConfigDict(validate_assignment=True, extra="ignore", defer_build=True)

@@ -11,7 +11,7 @@ from cairn.domain.constants import DEFAULT_CONTEXT_WINDOW, MAX_EMBEDDING_DIM, MI
 
 class _Config(BaseModel):
     # Letta clients send fields we do not use yet; keep them so a round trip loses nothing.
-    model_config = ConfigDict(extra="allow", protected_namespaces=())
+    model_config = ConfigDict(extra="allow", protected_namespaces=(), defer_build=True)
 
 
 class LLMConfig(_Config):

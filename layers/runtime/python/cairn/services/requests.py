@@ -33,7 +33,7 @@ from cairn.domain.tool_rules import ToolRule
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+    model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
 
 
 class CreateBlock(_Body):

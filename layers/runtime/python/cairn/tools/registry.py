@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,22 +58,38 @@ def tool_spec(fn: Callable[..., Any], tool_type: ToolType, **settings: Any) -> T
 
 
 # Searches only read, so several in one step may run at once; edits stay in call order.
-BUILTIN_TOOLS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        tool_spec(core.send_message, "letta_core"),
-        tool_spec(core.conversation_search, "letta_core", enable_parallel_execution=True),
-        tool_spec(core.archival_memory_insert, "letta_core"),
-        tool_spec(core.archival_memory_search, "letta_core", enable_parallel_execution=True),
-        tool_spec(memory.core_memory_append, "letta_memory_core"),
-        tool_spec(memory.core_memory_replace, "letta_memory_core"),
-        tool_spec(memory.memory, "letta_memory_core"),
-        tool_spec(memory.memory_replace, "letta_sleeptime_core"),
-        tool_spec(memory.memory_insert, "letta_sleeptime_core"),
-        tool_spec(memory.memory_rethink, "letta_sleeptime_core"),
-        tool_spec(memory.memory_finish_edits, "letta_sleeptime_core"),
-    )
-}
+class _Builtins(Mapping[str, ToolSpec]):
+    """The built-in tools by name, made on first use: each one's argument model and JSON
+    schema take ~2 ms to build, and most API requests never touch a tool (cold start)."""
+
+    @functools.cached_property
+    def _specs(self) -> dict[str, ToolSpec]:
+        made = (
+            tool_spec(core.send_message, "letta_core"),
+            tool_spec(core.conversation_search, "letta_core", enable_parallel_execution=True),
+            tool_spec(core.archival_memory_insert, "letta_core"),
+            tool_spec(core.archival_memory_search, "letta_core", enable_parallel_execution=True),
+            tool_spec(memory.core_memory_append, "letta_memory_core"),
+            tool_spec(memory.core_memory_replace, "letta_memory_core"),
+            tool_spec(memory.memory, "letta_memory_core"),
+            tool_spec(memory.memory_replace, "letta_sleeptime_core"),
+            tool_spec(memory.memory_insert, "letta_sleeptime_core"),
+            tool_spec(memory.memory_rethink, "letta_sleeptime_core"),
+            tool_spec(memory.memory_finish_edits, "letta_sleeptime_core"),
+        )
+        return {spec.name: spec for spec in made}
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        return self._specs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+
+BUILTIN_TOOLS: Mapping[str, ToolSpec] = _Builtins()
 
 BASE_TOOLS = (
     "send_message",

@@ -126,11 +126,11 @@ def test_agent_update_is_version_checked(db: Database, org: Organization) -> Non
     with db.transaction() as conn:
         agent = agents.create(conn, make_agent(org.id))
         moved = agents.update(
-            conn, agent.model_copy(update={"message_ids": ["m1"]}), expected_version=1
+            conn, agent.model_copy(update={"description": "moved"}), expected_version=1
         )
-    assert moved.version == 2 and moved.message_ids == ["m1"]
+    assert moved.version == 2 and moved.description == "moved"
     with pytest.raises(VersionConflictError), db.transaction() as conn:
-        agents.update(conn, agent.model_copy(update={"message_ids": ["lost"]}), expected_version=1)
+        agents.update(conn, agent.model_copy(update={"description": "lost"}), expected_version=1)
 
 
 def test_agent_round_trips_every_config_document(db: Database, org: Organization) -> None:

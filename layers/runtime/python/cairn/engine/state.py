@@ -10,7 +10,7 @@ from cairn.domain.messages import Message
 from cairn.domain.passages import Archive
 from cairn.domain.runs import Run
 from cairn.domain.tools import Tool
-from cairn.store import agents, archives, blocks, messages, tools
+from cairn.store import agents, archives, blocks, context, messages, tools
 from cairn.store.db import Connection
 
 
@@ -26,6 +26,9 @@ class StepState:
     recall_count: int
     archival_count: int
     archival_tags: list[str] = field(default_factory=list)
+    # Where the context's entries stand (store/context.py): the checkpoint writes only the
+    # entries that change.
+    context_positions: list[int] = field(default_factory=list)
 
     @property
     def org_id(self) -> str:
@@ -57,13 +60,15 @@ def load(conn: Connection, run: Run, step_index: int) -> StepState | None:
     if agent is None:
         return None
     archive = archives.archive_for_agent(conn, org, agent_id)
+    entries = context.read(conn, agent_id)
     return StepState(
         run=run,
         step_index=step_index,
         agent=agent,
         blocks=blocks.for_agent(conn, org, agent_id),
         tools=tools.for_agent(conn, org, agent_id),
-        context=messages.get_many(conn, org, agent.message_ids),
+        context=messages.get_many(conn, org, [i for _, i in entries]),
+        context_positions=[p for p, _ in entries],
         archive=archive,
         recall_count=messages.count_for_agent(conn, org, agent_id),
         archival_count=archives.count_passages(conn, org, archive.id) if archive else 0,

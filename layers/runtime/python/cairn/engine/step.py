@@ -189,6 +189,7 @@ class Engine:
             blocks=got.blocks,
             tools=got.tools,
             context=got.context,
+            context_positions=got.context_positions,
             archive=got.archive,
             recall_count=got.recall_count,
             archival_count=got.archival_count,

@@ -531,6 +531,7 @@ class Turn:
             run=updated_run,
             step=step,
             new_messages=new,
+            context_positions=state.context_positions,
             message_ids=message_ids
             if message_ids is not None
             else [*(m.id for m in state.context), *(m.id for m in new)],

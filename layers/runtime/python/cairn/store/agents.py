@@ -6,19 +6,20 @@ from psycopg import sql
 
 from cairn.domain.agents import Agent
 from cairn.errors import VersionConflictError
+from cairn.store import context
 from cairn.store.db import Connection
 from cairn.store.rows import Order, from_row, keyset, to_params
 
 AGENT_JSON = ("llm_config", "embedding_config", "compaction_settings", "tool_rules", "metadata")
 
 INSERT_AGENT = """
-INSERT INTO agents (id, organization_id, name, description, agent_type, system, message_ids,
-                    llm_config, embedding_config, compaction_settings, tool_rules, tags, metadata,
-                    timezone, max_files_open, per_file_view_window_char_limit, enable_sleeptime,
+INSERT INTO agents (id, organization_id, name, description, agent_type, system, llm_config,
+                    embedding_config, compaction_settings, tool_rules, tags, metadata, timezone,
+                    max_files_open, per_file_view_window_char_limit, enable_sleeptime,
                     message_buffer_autoclear, hidden, project_id, created_by_id,
                     last_updated_by_id, version, created_at, updated_at)
 VALUES (%(id)s, %(organization_id)s, %(name)s, %(description)s, %(agent_type)s, %(system)s,
-        %(message_ids)s, %(llm_config)s, %(embedding_config)s, %(compaction_settings)s,
+        %(llm_config)s, %(embedding_config)s, %(compaction_settings)s,
         %(tool_rules)s, %(tags)s, %(metadata)s, %(timezone)s, %(max_files_open)s,
         %(per_file_view_window_char_limit)s, %(enable_sleeptime)s, %(message_buffer_autoclear)s,
         %(hidden)s, %(project_id)s, %(created_by_id)s, %(last_updated_by_id)s, 1,
@@ -29,7 +30,7 @@ RETURNING *
 UPDATE_AGENT = """
 UPDATE agents SET
     name = %(name)s, description = %(description)s, agent_type = %(agent_type)s,
-    system = %(system)s, message_ids = %(message_ids)s, llm_config = %(llm_config)s,
+    system = %(system)s, llm_config = %(llm_config)s,
     embedding_config = %(embedding_config)s, compaction_settings = %(compaction_settings)s,
     tool_rules = %(tool_rules)s, tags = %(tags)s, metadata = %(metadata)s,
     timezone = %(timezone)s, max_files_open = %(max_files_open)s,
@@ -44,30 +45,42 @@ WHERE organization_id = %(organization_id)s AND id = %(id)s AND version = %(expe
 RETURNING *
 """
 
-SELECT_AGENT = "SELECT * FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
+SELECT_AGENT = f"""
+SELECT a.*, {context.MESSAGE_IDS} FROM agents a
+WHERE a.organization_id = %(org)s AND a.id = %(id)s
+"""
 # Serialises writers of one agent inside a transaction (history capture, checkpoints).
-LOCK_AGENT = SELECT_AGENT + " FOR UPDATE"
+LOCK_AGENT = SELECT_AGENT + " FOR UPDATE OF a"
 RELEASE_LEASE = """
 UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
 WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
 """
 DELETE_AGENT = "DELETE FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
 
-LIST_AGENTS = """
-SELECT * FROM agents
-WHERE organization_id = {org} AND NOT hidden
-  AND ({name}::text IS NULL OR name = {name})
-  AND ({query_text}::text IS NULL OR name ILIKE '%' || {query_text} || '%')
-  AND ({tags}::text[] IS NULL
-       OR (CASE WHEN {match_all} THEN tags @> {tags} ELSE tags && {tags} END))
-  AND {cursor}
-ORDER BY {order_by} LIMIT {limit}
+LIST_AGENTS = f"""
+SELECT a.*, {context.MESSAGE_IDS} FROM agents a
+WHERE organization_id = {{org}} AND NOT hidden
+  AND ({{name}}::text IS NULL OR name = {{name}})
+  AND ({{query_text}}::text IS NULL OR name ILIKE '%' || {{query_text}} || '%')
+  AND ({{tags}}::text[] IS NULL
+       OR (CASE WHEN {{match_all}} THEN tags @> {{tags}} ELSE tags && {{tags}} END))
+  AND {{cursor}}
+ORDER BY {{order_by}} LIMIT {{limit}}
 """
 
 
 def create(conn: Connection, agent: Agent) -> Agent:
-    row = conn.execute(INSERT_AGENT, to_params(agent, json_fields=AGENT_JSON)).fetchone()
-    return Agent.model_validate(row)
+    row = conn.execute(INSERT_AGENT, _params(agent)).fetchone()
+    assert row is not None
+    if agent.message_ids:
+        context.replace(conn, agent.organization_id, agent.id, agent.message_ids)
+    return Agent.model_validate({**row, "message_ids": agent.message_ids})
+
+
+def _params(agent: Agent) -> dict[str, object]:
+    params = to_params(agent, json_fields=AGENT_JSON)
+    del params["message_ids"]  # context_entries hold the window (store/context.py)
+    return params
 
 
 def get(conn: Connection, org_id: str, agent_id: str, *, for_update: bool = False) -> Agent | None:
@@ -77,13 +90,14 @@ def get(conn: Connection, org_id: str, agent_id: str, *, for_update: bool = Fals
 
 def update(conn: Connection, agent: Agent, *, expected_version: int) -> Agent:
     """Write every mutable field of `agent` if the stored version is still `expected_version`."""
-    params = {**to_params(agent, json_fields=AGENT_JSON), "expected_version": expected_version}
+    params = {**_params(agent), "expected_version": expected_version}
     row = conn.execute(UPDATE_AGENT, params).fetchone()
     if row is None:
         raise VersionConflictError(
             f"Agent {agent.id} changed since version {expected_version} was read"
         )
-    return Agent.model_validate(row)
+    context.replace(conn, agent.organization_id, agent.id, agent.message_ids)
+    return Agent.model_validate({**row, "message_ids": agent.message_ids})
 
 
 LEASE_FREE = """

@@ -16,7 +16,7 @@ from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
 from cairn.errors import VersionConflictError
-from cairn.store import agents, archives, blocks, messages, outbox, runs
+from cairn.store import agents, archives, blocks, context, messages, outbox, runs
 from cairn.store.db import Connection, Database, pipeline
 from cairn.store.rows import to_params
 
@@ -31,6 +31,9 @@ class Checkpoint:
     run: Run  # with status, stop reason and usage as they stand after this step
     step: Step
     new_messages: list[Message] = field(default_factory=list)
+    # The context window: where its entries stood when the step read them (with
+    # agent.message_ids), and the window the step leaves.
+    context_positions: list[int] = field(default_factory=list)
     message_ids: list[str] = field(default_factory=list)
     system_rewrite: Message | None = None
     created_blocks: list[Block] = field(default_factory=list)
@@ -212,6 +215,14 @@ def _write(
         )
     for passage in cp.passages:
         conn.execute(archives.INSERT_PASSAGE, archives.passage_params(passage))
+    window = context.plan(list(zip(cp.context_positions, cp.agent.message_ids, strict=True)),
+                          cp.message_ids)  # fmt: skip
+    if window.removed:
+        conn.execute(context.DELETE_ENTRIES, {"agent_id": agent_id, "positions": window.removed})
+    entry_rows = None
+    if window.added:
+        entry_rows = conn.execute(context.INSERT_ENTRIES, context.entry_params(
+            org, agent_id, window.added))  # fmt: skip
     run_row = conn.execute(FINISH_RUN, {**to_params(run, ("usage", "error")), "now": now})
     agent_row = conn.execute(
         agents.UPDATE_AGENT,
@@ -243,6 +254,9 @@ def _write(
                 raise VersionConflictError(f"Block {block.id} changed since it was read")
         if agent_row.fetchone() is None:
             raise VersionConflictError(f"Agent {agent_id} changed since it was read")
+        if entry_rows is not None and len(entry_rows.fetchall()) != len(window.added):
+            # A message of the window is gone (deleted since the step read it): start over.
+            raise VersionConflictError(f"Agent {agent_id}'s context changed since it was read")
         final = run_row.fetchone()
         found = next_row.fetchone() if next_row is not None else None
         written = [got for rows in command_rows if (got := rows.fetchone()) is not None]

@@ -53,16 +53,21 @@ SELECT
     EXISTS (SELECT 1 FROM done) AS done,
     (SELECT to_jsonb(o) FROM outbox o
      WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s) AS next_command,
-    (SELECT to_jsonb(l) FROM lease l) AS agent,
+    (SELECT to_jsonb(l) || jsonb_build_object('message_ids', coalesce(
+         (SELECT jsonb_agg(e.message_id ORDER BY e.position) FROM context_entries e
+          WHERE e.agent_id = l.id), '[]'))
+     FROM lease l) AS agent,
+    (SELECT coalesce(array_agg(e.position ORDER BY e.position), '{{}}') FROM lease l
+     JOIN context_entries e ON e.agent_id = l.id) AS context_positions,
     (SELECT coalesce(json_agg(b ORDER BY ab.attached_at, b.id), '[]')
      FROM lease l JOIN agents_blocks ab ON ab.agent_id = l.id
      JOIN blocks b ON b.id = ab.block_id) AS blocks,
     (SELECT coalesce(json_agg(t ORDER BY at.attached_at, t.name), '[]')
      FROM lease l JOIN agents_tools at ON at.agent_id = l.id
      JOIN tools t ON t.id = at.tool_id) AS tools,
-    (SELECT coalesce(json_agg(m ORDER BY w.position), '[]')::text
-     FROM lease l, unnest(l.message_ids) WITH ORDINALITY AS w (id, position),
-     LATERAL (SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = w.id) m) AS context,
+    (SELECT coalesce(json_agg(m ORDER BY e.position), '[]')::text
+     FROM lease l JOIN context_entries e ON e.agent_id = l.id,
+     LATERAL (SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = e.message_id) m) AS context,
     -- Sizes kept by the writes (migration 0010), not counted over the history each step.
     coalesce((SELECT l.message_count FROM lease l), 0) AS recall_count,
     (SELECT to_jsonb(archive) FROM archive) AS archive,
@@ -90,6 +95,7 @@ class Claim:
     blocks: list[Block]
     tools: list[Tool]
     context: list[Message]
+    context_positions: list[int]  # of the context's entries (store/context.py)
     recall_count: int
     archive: Archive | None
     archival_count: int
@@ -128,6 +134,7 @@ def read(cursor: Cursor[dict[str, Any]]) -> Claim:
         blocks=[Block.model_validate(b) for b in row["blocks"]],
         tools=[Tool.model_validate(t) for t in row["tools"]],
         context=_CONTEXT.validate_json(row["context"]),
+        context_positions=list(row["context_positions"] or ()),
         recall_count=int(row["recall_count"]),
         archive=Archive.model_validate(row["archive"]) if row["archive"] else None,
         archival_count=int(row["archival_count"]),

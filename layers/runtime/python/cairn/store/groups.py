@@ -63,16 +63,15 @@ UPDATE groups SET description = %(description)s, manager_agent_id = %(manager_ag
 WHERE organization_id = %(organization_id)s AND id = %(id)s
 """
 DROP_MEMBERS = "DELETE FROM groups_agents WHERE group_id = %(group_id)s"
-# The group's messages leave the history and the context windows of its agents together;
-# each agent's version moves, so a step that read the old window cannot write it back.
+# The group's messages leave the history and, with them, the context windows of its agents
+# (context_entries cascade); each agent's version moves, so a step that read the old
+# window cannot write it back.
 DELETE_GROUP_MESSAGES = """
 WITH gone AS (
     DELETE FROM messages WHERE organization_id = %(org)s AND group_id = %(id)s
-    RETURNING id, agent_id
+    RETURNING agent_id
 )
-UPDATE agents a SET version = a.version + 1, updated_at = now(),
-    message_ids = ARRAY(SELECT kept FROM unnest(a.message_ids) WITH ORDINALITY AS m (kept, n)
-                        WHERE kept NOT IN (SELECT id FROM gone) ORDER BY n)
+UPDATE agents a SET version = a.version + 1, updated_at = now()
 WHERE a.organization_id = %(org)s AND a.id IN (SELECT agent_id FROM gone)
 """
 

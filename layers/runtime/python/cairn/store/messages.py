@@ -1,4 +1,4 @@
-"""Messages: immutable, every one kept (recall memory); `agents.message_ids` picks the context."""
+"""Messages: immutable, every one kept (recall memory); `context_entries` pick the context."""
 
 from __future__ import annotations
 

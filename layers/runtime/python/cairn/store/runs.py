@@ -27,7 +27,9 @@ RETURNING *
 # step itself. Returns nothing for an unknown agent.
 START_RUN = """
 WITH agent AS (
-    SELECT a.id, a.message_ids[cardinality(a.message_ids)] AS last_id FROM agents a
+    SELECT a.id, (SELECT e.message_id FROM context_entries e WHERE e.agent_id = a.id
+                  ORDER BY e.position DESC LIMIT 1) AS last_id
+    FROM agents a
     WHERE a.organization_id = %(organization_id)s AND a.id = %(agent_id)s
     FOR UPDATE
 ), last AS (

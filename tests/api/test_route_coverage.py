@@ -80,7 +80,9 @@ def test_served_routes_take_letta_parameters_and_bodies(ours: dict[str, Any]) ->
         assert path_params <= _query_names(op), (key, path_params - _query_names(op))
         if "requestBody" in theirs and key[0] != "GET":
             assert "requestBody" in op, key
-            schema = op["requestBody"]["content"]["application/json"]["schema"]
+            # The same media type as Letta's (JSON, or a multipart form for uploads).
+            assert set(op["requestBody"]["content"]) == set(theirs["requestBody"]["content"]), key
+            schema = next(iter(op["requestBody"]["content"].values()))["schema"]
             assert schema.get("$ref") or schema.get("anyOf") or schema.get("type"), key
 
 

@@ -19,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from cairn.api import http
 from cairn.api.openapi import with_letta_responses
 from cairn.api.routes import (
+    agent_files,
     agents,
     archives,
     batches,
@@ -51,7 +52,9 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
-    for module in (health, agents, messages, batches, memory, archives, runs, tools, groups):
+    modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
+               groups)  # fmt: skip
+    for module in modules:
         app.include_router(module.router, prefix="/v1")
 
     def limit_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:

@@ -1,0 +1,447 @@
+"""Agent files (.af), Letta 0.16.1's format both ways (its fixtures in `shared/`).
+
+An export holds the agent (with its sleeptime agents and their group, when it is a
+primary), the blocks and tools they have, and their messages: the context window and the
+latest `RECENT_MESSAGES` before it, as Letta's exporter takes them. Ids are renumbered per
+file (`agent-0`, `block-0`, `message-0`, ...). Archival passages are not in the file (nor
+in Letta's).
+
+An import does what Letta's `import_file` does, in one transaction: tools upserted by
+name (a custom tool's source replaced when `override_existing_tools`; built-ins never),
+blocks created anew, agents created with the file's settings and no messages, then their
+messages with new ids and the context window in the file's order, then the groups.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cairn.domain.agents import Agent
+from cairn.domain.base import utc_now
+from cairn.domain.blocks import Block
+from cairn.domain.configs import EmbeddingConfig, LLMConfig
+from cairn.domain.groups import Group
+from cairn.domain.messages import Message
+from cairn.domain.tools import Tool
+from cairn.errors import InvalidArgumentError, UnprocessableError
+from cairn.llm.catalog import resolve_embedding
+from cairn.orchestration.parts import Runtime
+from cairn.services import agents as agent_service
+from cairn.store import agents, blocks, groups, messages, tools
+from cairn.store.db import Connection
+from cairn.tools.registry import BUILTIN_TOOLS
+
+# Letta 0.16.1's alembic head: the only version mark its files carry.
+REVISION = "39577145c45d"
+# Letta's exporter takes the agent's latest messages (and then any of the context window
+# not among them).
+RECENT_MESSAGES = 50
+
+_AGENT_DEFAULTS: dict[str, Any] = {
+    "memory_blocks": [], "tools": [], "source_ids": [], "folder_ids": None,
+    "initial_message_sequence": None, "include_base_tools": False,
+    "include_multi_agent_tools": False, "include_base_tool_rules": False,
+    "include_default_source": False, "model": None, "embedding": None,
+    "model_settings": None, "context_window_limit": None, "embedding_chunk_size": None,
+    "max_tokens": None, "max_reasoning_tokens": None, "enable_reasoner": False,
+    "reasoning": None, "from_template": None, "template": False, "project": None,
+    "tool_exec_environment_variables": {}, "secrets": None, "memory_variables": None,
+    "template_id": None, "base_template_id": None, "identity_ids": None,
+    "response_format": None, "parallel_tool_calls": None, "files_agents": [],
+}  # fmt: skip
+_BLOCK_DEFAULTS: dict[str, Any] = {
+    "template_name": None, "is_template": False, "template_id": None,
+    "base_template_id": None, "deployment_id": None, "entity_id": None,
+    "preserve_on_migration": False, "hidden": None,
+}  # fmt: skip
+
+
+class _Ids:
+    """Per-file ids, `<prefix>-<n>` in the order things are met."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, real: str) -> str:
+        if real not in self.seen:
+            prefix = real.split("-", 1)[0]
+            n = self.counts.get(prefix, 0)
+            self.counts[prefix] = n + 1
+            self.seen[real] = f"{prefix}-{n}"
+        return self.seen[real]
+
+
+def export(rt: Runtime, org: str, agent_id: str) -> dict[str, Any]:
+    ids = _Ids()
+    with rt.db.connection() as conn:
+        agent = agent_service.fetch(conn, org, agent_id)
+        group = groups.managed_by(conn, org, agent.id)
+        members = [agent]
+        if group is not None:
+            members += [a for a in (agents.get(conn, org, i) for i in group.agent_ids) if a]
+        ids(agent.id)
+        for member in members[1:]:
+            ids(member.id)
+        entries: list[dict[str, Any]] = []
+        all_blocks: dict[str, Block] = {}
+        all_tools: dict[str, Tool] = {}
+        for member in members:
+            held_blocks = blocks.for_agent(conn, org, member.id)
+            held_tools = tools.for_agent(conn, org, member.id)
+            all_blocks.update({b.id: b for b in held_blocks})
+            all_tools.update({t.id: t for t in held_tools})
+            entries.append(_agent_entry(conn, member, held_blocks, held_tools, group, ids))
+    return {
+        "agents": entries,
+        "groups": [_group_entry(group, ids)] if group is not None else [],
+        "blocks": [_block_entry(b, ids) for b in all_blocks.values()],
+        "files": [],
+        "sources": [],
+        "tools": [_tool_entry(t, ids) for t in all_tools.values()],
+        "mcp_servers": [],
+        "metadata": {"revision_id": REVISION},
+        "created_at": utc_now().isoformat(),
+    }
+
+
+def _agent_entry(
+    conn: Connection, agent: Agent, held_blocks: list[Block], held_tools: list[Tool],
+    group: Group | None, ids: _Ids,
+) -> dict[str, Any]:  # fmt: skip
+    recent = messages.list_for_agent(
+        conn, agent.organization_id, agent.id, limit=RECENT_MESSAGES, order="desc"
+    )
+    known = {m.id for m in recent}
+    missing = [i for i in agent.message_ids if i not in known]
+    shown = sorted([*recent, *messages.get_many(conn, agent.organization_id, missing)],
+                   key=lambda m: m.sequence_id or 0)  # fmt: skip
+    own = ids(agent.id)
+    return {
+        **_AGENT_DEFAULTS,
+        "name": agent.name,
+        "tool_ids": [ids(t.id) for t in held_tools],
+        "block_ids": [ids(b.id) for b in held_blocks],
+        "tool_rules": [r.model_dump(mode="json") for r in agent.tool_rules],
+        "tags": agent.tags,
+        "agent_type": agent.agent_type,
+        "description": agent.description,
+        "metadata": agent.metadata,
+        "compaction_settings": agent.compaction_settings.model_dump(mode="json")
+        if agent.compaction_settings else None,
+        "project_id": agent.project_id,
+        "message_buffer_autoclear": agent.message_buffer_autoclear,
+        "enable_sleeptime": agent.enable_sleeptime,
+        "timezone": agent.timezone,
+        "max_files_open": agent.max_files_open,
+        "per_file_view_window_char_limit": agent.per_file_view_window_char_limit,
+        "hidden": agent.hidden or None,
+        "id": own,
+        "in_context_message_ids": [ids(i) for i in agent.message_ids],
+        "messages": [_message_entry(m, own, ids) for m in shown],
+        "group_ids": [ids(group.id)] if group is not None and agent.id == group.manager_agent_id
+        else [],
+        "llm_config": agent.llm_config.model_dump(mode="json"),
+        "embedding_config": agent.embedding_config.model_dump(mode="json")
+        if agent.embedding_config else None,
+        "system": agent.system,
+    }  # fmt: skip
+
+
+def _message_entry(message: Message, agent_file_id: str, ids: _Ids) -> dict[str, Any]:
+    data = message.model_dump(
+        mode="json",
+        exclude={"organization_id", "sequence_id", "step_id", "run_id", "created_by_id",
+                 "is_err"},
+    )  # fmt: skip
+    return {"type": "message", **data, "id": ids(message.id), "agent_id": agent_file_id}
+
+
+def _block_entry(block: Block, ids: _Ids) -> dict[str, Any]:
+    return {
+        **_BLOCK_DEFAULTS,
+        "value": block.value,
+        "limit": block.limit,
+        "project_id": block.project_id,
+        "label": block.label,
+        "read_only": block.read_only,
+        "description": block.description,
+        "metadata": block.metadata,
+        "id": ids(block.id),
+    }
+
+
+def _tool_entry(tool: Tool, ids: _Ids) -> dict[str, Any]:
+    data = tool.model_dump(
+        mode="json", exclude={"organization_id", "created_at", "updated_at", "metadata"}
+    )
+    # Letta's ToolSchema names the tool's metadata by its column, `metadata_`.
+    return {**data, "metadata_": tool.metadata, "id": ids(tool.id)}
+
+
+def _group_entry(group: Group, ids: _Ids) -> dict[str, Any]:
+    config: dict[str, Any] = {"manager_type": group.manager_type}
+    if group.manager_agent_id is not None:
+        config["manager_agent_id"] = ids(group.manager_agent_id)
+    if group.manager_type == "sleeptime":
+        config["sleeptime_agent_frequency"] = group.sleeptime_agent_frequency
+    if group.manager_type in ("round_robin", "dynamic"):
+        config["max_turns"] = group.max_turns
+    return {
+        "agent_ids": [ids(a) for a in group.agent_ids],
+        "description": group.description,
+        "manager_config": config,
+        "project_id": None,
+        "shared_block_ids": [ids(b) for b in group.shared_block_ids],
+        "hidden": group.hidden,
+        "id": ids(group.id),
+    }
+
+
+# -- import --------------------------------------------------------------------------------
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+
+
+class _FileAgent(_Lenient):
+    id: str
+    name: str
+    agent_type: str = "letta_v1_agent"
+    system: str | None = None
+    description: str | None = None
+    llm_config: LLMConfig
+    embedding_config: EmbeddingConfig | None = None
+    tool_ids: list[str] = Field(default_factory=list)
+    block_ids: list[str] = Field(default_factory=list)
+    tool_rules: list[dict[str, Any]] | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    timezone: str | None = None
+    enable_sleeptime: bool | None = None
+    message_buffer_autoclear: bool = False
+    max_files_open: int | None = None
+    per_file_view_window_char_limit: int | None = None
+    compaction_settings: dict[str, Any] | None = None
+    in_context_message_ids: list[str] = Field(default_factory=list)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class _FileGroup(_Lenient):
+    id: str
+    agent_ids: list[str] = Field(default_factory=list)
+    description: str = ""
+    manager_config: dict[str, Any] = Field(default_factory=dict)
+    shared_block_ids: list[str] = Field(default_factory=list)
+
+
+class AgentFile(_Lenient):
+    agents: list[_FileAgent] = Field(min_length=1)
+    groups: list[_FileGroup] = Field(default_factory=list)
+    blocks: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@dataclass
+class ImportOptions:
+    """Letta's import form, its deprecated names folded in as Letta folds them."""
+
+    override_existing_tools: bool = True
+    append_copy_suffix: bool = True
+    name: str | None = None
+    embedding: str | None = None
+    # Letta 0.16.1 takes `strip_messages` and never passes it on: messages are imported.
+    strip_messages: bool = False
+
+
+def parse(raw: bytes) -> AgentFile:
+    """The file's JSON as Letta reads it (a double-encoded string is decoded again)."""
+    try:
+        data = json.loads(raw)
+        if isinstance(data, str):
+            data = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidArgumentError("Corrupted agent file format.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("agents"), list):
+        raise InvalidArgumentError(
+            "Legacy AgentSchema format is deprecated. Please use the new AgentFileSchema "
+            "format with 'agents' field."
+        )
+    try:
+        return AgentFile.model_validate(data)
+    except ValidationError as err:
+        raise _invalid("", err) from None
+
+
+def _invalid(where: str, err: ValidationError) -> UnprocessableError:
+    """A 422 naming the file's entry and the field in it that is wrong."""
+    first = err.errors()[0]
+    path = ".".join(str(p) for p in (*([where] if where else []), *first["loc"]))
+    return UnprocessableError(f"agent file: {path}: {first['msg']}")
+
+
+def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) -> list[str]:
+    """Create what the file holds; the new agents' ids, in the file's order."""
+    embedding = resolve_embedding(options.embedding, rt.settings) if options.embedding else None
+    _check_references(file)
+    mapped: dict[str, str] = {}
+    with rt.db.transaction() as conn:
+        for tool_entry in file.tools:
+            mapped[str(tool_entry["id"])] = _import_tool(conn, org, tool_entry, options).id
+        for block_entry in file.blocks:
+            mapped[str(block_entry["id"])] = blocks.create(conn, _block(org, block_entry)).id
+        # Letta's exporter writes enable_sleeptime false even for a primary whose sleeptime
+        # group is in the file: the group says it, so the primary keeps its helper going.
+        primaries = {g.manager_config.get("manager_agent_id") for g in file.groups
+                     if g.manager_config.get("manager_type") == "sleeptime"}  # fmt: skip
+        created: list[Agent] = []
+        for entry in file.agents:
+            if entry.id in primaries:
+                entry = entry.model_copy(update={"enable_sleeptime": True})
+            agent = _agent(org, entry, options, embedding)
+            stored = agents.create(conn, agent)
+            for file_id in entry.block_ids:
+                blocks.attach(conn, org, stored.id, mapped[file_id])
+            for file_id in entry.tool_ids:
+                tools.attach(conn, org, stored.id, mapped[file_id])
+            mapped[entry.id] = stored.id
+            created.append(stored)
+        for entry, agent in zip(file.agents, created, strict=True):
+            _import_messages(conn, agent, entry)
+        for group_entry in file.groups:
+            groups.create(conn, _group(org, group_entry, mapped))
+    return [mapped[a.id] for a in file.agents]
+
+
+def _check_references(file: AgentFile) -> None:
+    """Every id an agent or group names is in the file (before anything is written)."""
+    tool_ids = {str(t.get("id")) for t in file.tools}
+    block_ids = {str(b.get("id")) for b in file.blocks}
+    agent_ids = {a.id for a in file.agents}
+    for agent in file.agents:
+        message_ids = {str(m.get("id")) for m in agent.messages}
+        for what, wanted, known in (
+            ("tool_ids", agent.tool_ids, tool_ids),
+            ("block_ids", agent.block_ids, block_ids),
+            ("in_context_message_ids", agent.in_context_message_ids, message_ids),
+        ):
+            unknown = [i for i in wanted if i not in known]
+            if unknown:
+                raise UnprocessableError(
+                    f"agent file: agents.{agent.id}.{what}: not in the file: {', '.join(unknown)}"
+                )
+    for group in file.groups:
+        manager = group.manager_config.get("manager_agent_id")
+        unknown = [a for a in [*group.agent_ids, *([manager] if manager else [])]
+                   if a not in agent_ids]  # fmt: skip
+        if unknown:
+            raise UnprocessableError(
+                f"agent file: groups.{group.id}: agents not in the file: {', '.join(unknown)}"
+            )
+
+
+def _import_tool(conn: Connection, org: str, entry: dict[str, Any], options: ImportOptions) -> Tool:
+    name = str(entry.get("name") or "")
+    existing = tools.get_by_name(conn, org, name)
+    if entry.get("tool_type", "custom") != "custom" or name in BUILTIN_TOOLS:
+        if existing is not None:
+            return existing  # a built-in is never replaced from a file
+        if name in BUILTIN_TOOLS:
+            return tools.upsert(conn, BUILTIN_TOOLS[name].as_tool(org))
+    if existing is not None and not options.override_existing_tools:
+        return existing
+    # Letta writes null for settings left at their default: Cairn's defaults then apply.
+    entry = {"metadata": entry.get("metadata_"), **entry}
+    fields = {k: v for k, v in entry.items()
+              if k in Tool.model_fields and k not in ("id", "created_by_id",
+              "last_updated_by_id", "project_id") and v is not None}  # fmt: skip
+    try:
+        tool = Tool.model_validate({
+            **fields, "organization_id": org, **({"id": existing.id} if existing else {}),
+        })  # fmt: skip
+    except ValidationError as err:
+        raise _invalid(f"tools.{entry.get('id')}", err) from None
+    return tools.upsert(conn, tool)
+
+
+def _block(org: str, entry: dict[str, Any]) -> Block:
+    fields = {k: v for k, v in entry.items()
+              if k in Block.model_fields and k != "id" and v is not None}  # fmt: skip
+    fields["metadata"] = fields.get("metadata") or {}
+    fields["hidden"] = bool(fields.get("hidden"))
+    try:
+        return Block.model_validate({**fields, "organization_id": org})
+    except ValidationError as err:
+        raise _invalid(f"blocks.{entry.get('id')}", err) from None
+
+
+def _agent(
+    org: str, entry: _FileAgent, options: ImportOptions, embedding: EmbeddingConfig | None
+) -> Agent:
+    name = options.name or (f"{entry.name}_copy" if options.append_copy_suffix else entry.name)
+    try:
+        return Agent.model_validate({
+            "organization_id": org,
+            "name": name,
+            "agent_type": entry.agent_type,
+            "system": entry.system or "",
+            "description": entry.description,
+            "llm_config": entry.llm_config,
+            "embedding_config": embedding or entry.embedding_config,
+            "compaction_settings": entry.compaction_settings,
+            "tool_rules": entry.tool_rules or [],
+            "tags": entry.tags or [],
+            "metadata": entry.metadata or {},
+            "timezone": entry.timezone or "UTC",
+            "enable_sleeptime": bool(entry.enable_sleeptime),
+            "message_buffer_autoclear": entry.message_buffer_autoclear,
+            "max_files_open": entry.max_files_open,
+            "per_file_view_window_char_limit": entry.per_file_view_window_char_limit,
+        })  # fmt: skip
+    except ValidationError as err:
+        raise _invalid(f"agents.{entry.id}", err) from None
+
+
+def _import_messages(conn: Connection, agent: Agent, entry: _FileAgent) -> None:
+    made: dict[str, str] = {}
+    rows: list[Message] = []
+    for item in entry.messages:
+        fields = {k: v for k, v in item.items() if k in Message.model_fields}
+        for dropped in ("id", "organization_id", "agent_id", "sequence_id", "run_id", "step_id"):
+            fields.pop(dropped, None)
+        try:
+            message = Message.model_validate(
+                {**fields, "organization_id": agent.organization_id, "agent_id": agent.id}
+            )
+        except ValidationError as err:
+            raise UnprocessableError(
+                f"agent file: agents.{entry.id}.messages.{item.get('id')}: {err.errors()[0]['msg']}"
+            ) from None
+        made[str(item.get("id"))] = message.id
+        rows.append(message)
+    messages.insert(conn, rows)
+    window = [made[i] for i in entry.in_context_message_ids]
+    if window:
+        agents.update(conn, agent.model_copy(update={"message_ids": window}),
+                      expected_version=agent.version)  # fmt: skip
+
+
+def _group(org: str, entry: _FileGroup, mapped: dict[str, str]) -> Group:
+    config = entry.manager_config
+    manager = config.get("manager_agent_id")
+    return Group(
+        organization_id=org,
+        manager_type=config.get("manager_type", "round_robin"),
+        manager_agent_id=mapped[manager] if manager else None,
+        agent_ids=[mapped[a] for a in entry.agent_ids],
+        description=entry.description,
+        sleeptime_agent_frequency=config.get("sleeptime_agent_frequency"),
+        max_turns=config.get("max_turns"),
+        termination_token=config.get("termination_token"),
+        shared_block_ids=[mapped.get(b, b) for b in entry.shared_block_ids],
+    )

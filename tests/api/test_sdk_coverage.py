@@ -45,7 +45,6 @@ NOT_SERVED = {
     "agents.folders.list": "files and folders (data sources) are not part of Cairn",
     "agents.identities.attach": "identities are not part of Cairn",
     "agents.identities.detach": "identities are not part of Cairn",
-    "runs.messages.stream": "resuming a background stream: API Gateway cannot stream",
 }
 
 called: set[str] = set()
@@ -386,6 +385,14 @@ def test_agent_files(stack: Stack, client: Letta) -> None:
     text = client.agents.export_file(agent.id)
     (copy,) = client.agents.import_file(file=("filed.af", text.encode())).agent_ids
     assert client.agents.retrieve(copy).name == "filed_copy"
+
+
+def test_a_background_run_is_streamed_again(stack: Stack, client: Letta) -> None:
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    stack.fake.reply("Streamed once.")
+    run = client.agents.messages.create_async(agent.id, input="hi")
+    events = list(client.runs.messages.stream(run.id))
+    assert [e.message_type for e in events][-2:] == ["stop_reason", "usage_statistics"]
 
 
 def test_every_sdk_method_is_exercised_or_listed_as_not_served(stack: Stack) -> None:

@@ -58,8 +58,13 @@ def json_reply(status: int, payload: Any) -> Response[Any]:
 def sse_reply(result: dict[str, Any]) -> Response[Any]:
     """A LettaResponse as one SSE body (its messages, stop reason, usage, then [DONE]):
     API Gateway HTTP APIs do not stream responses."""
-    events = [*result["messages"], result["stop_reason"], result["usage"]]
-    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    return sse_events([*result["messages"], result["stop_reason"], result["usage"]], done=True)
+
+
+def sse_events(events: list[dict[str, Any]], *, done: bool) -> Response[Any]:
+    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+    if done:
+        text += "data: [DONE]\n\n"
     return Response(status_code=200, content_type="text/event-stream; charset=utf-8", body=text)
 
 

@@ -45,6 +45,7 @@ def send(
     metadata: dict[str, object] | None = None,
     compact_only: bool = False,
     run_id: str | None = None,
+    background: bool | None = None,
 ) -> Sent:
     """Start a run; with `wait`, run its first step here and wait (within the budget) for it.
 
@@ -56,7 +57,7 @@ def send(
         agent_id,
         inputs,
         max_steps=max_steps,
-        background=not wait,
+        background=not wait if background is None else background,
         metadata=metadata,
         run_here=wait,
         compact_only=compact_only,

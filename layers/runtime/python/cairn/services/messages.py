@@ -42,6 +42,8 @@ def send(
         max_steps=req.max_steps,
         wait=wait,
         metadata={"run_type": run_type},
+        # A background stream's run outlives its client: its events can be read again.
+        background=req.background or not wait,
     )
 
 

@@ -166,6 +166,13 @@ class LettaRequest(_Body):
     callback_url: str | None = None
 
 
+class RetrieveStream(_Body):
+    starting_after: int = Field(default=0, ge=0)
+    include_pings: bool | None = True
+    poll_interval: float | None = Field(default=0.1, ge=0)
+    batch_size: int | None = Field(default=100, ge=1)
+
+
 class LettaBatchRequest(LettaRequest):
     agent_id: AgentId
 

@@ -8,6 +8,7 @@ from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
+from cairn.orchestration import sending
 from cairn.orchestration.parts import Runtime
 from cairn.services.pages import window
 from cairn.store import messages, runs
@@ -90,6 +91,19 @@ def messages_of(
             limit=limit,
             order=order,
         )
+
+
+def followed(rt: Runtime, org: str, run_id: str) -> sending.Sent:
+    """A background run and what it produced, once it ended or the sync budget did: its
+    events are read from the database (a stream resumes from Postgres, not Redis)."""
+    with rt.db.connection() as conn:
+        run = _fetch(conn, org, run_id)
+    if not run.background:
+        raise InvalidArgumentError(
+            "Run was not created in background mode, so it cannot be retrieved."
+        )
+    run = sending.wait_for(rt, org, run.id, sending.sync_budget(rt))
+    return sending.Sent(run)
 
 
 def steps_of(

@@ -72,25 +72,11 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_local(command: dict[str, Any]) -> Any:
+    from cairn.local.postgres import local_database
     from cairn.services.tenants import operate
-    from cairn.store import Database, apply_migrations
 
-    settings = Settings.from_env()
-    dsn, handle = settings.database_url, None
-    if dsn is None:
-        from cairn.local.postgres import start_embedded
-
-        dsn, handle = start_embedded(settings.data_dir / "pgdata", cleanup="stop")
-    try:
-        apply_migrations(dsn)
-        db = Database(dsn)
-        try:
-            return operate(db, command)
-        finally:
-            db.close()
-    finally:
-        if handle is not None:
-            handle.cleanup()  # type: ignore[attr-defined]
+    with local_database(Settings.from_env()) as db:
+        return operate(db, command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+
+if TYPE_CHECKING:
+    from cairn.config import Settings
+    from cairn.store.db import Database
 
 logger = logging.getLogger(__name__)
 # Every connection, local socket or TCP, proves the password (SCRAM).
@@ -62,3 +68,24 @@ def require_password(dsn: str, pgdata: Path) -> str:
             hba.write_text(PG_HBA)
             conn.execute("SELECT pg_reload_conf()")
     return dsn
+
+
+@contextmanager
+def local_database(settings: Settings) -> Iterator[Database]:
+    """The local stack's database for a command-line tool: DATABASE_URL, or the embedded
+    server under CAIRN_DATA_DIR (joined if `make dev` runs), migrated."""
+    from cairn.store import Database, apply_migrations
+
+    dsn, handle = settings.database_url, None
+    if dsn is None:
+        dsn, handle = start_embedded(settings.data_dir / "pgdata", cleanup="stop")
+    try:
+        apply_migrations(dsn)
+        db = Database(dsn)
+        try:
+            yield db
+        finally:
+            db.close()
+    finally:
+        if handle is not None:
+            handle.cleanup()  # type: ignore[attr-defined]

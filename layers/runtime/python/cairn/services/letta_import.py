@@ -1,0 +1,304 @@
+"""Importing a whole Letta 0.16.x database (`cairn-import-letta postgresql://...`).
+
+Phases, per organization: the organization, tools, blocks, agents (with their blocks,
+tools and tags), messages (recall memory, in Letta's order), context windows, archives and
+their passages, groups. Letta's ids are kept, so every phase writes only what is not there
+yet: running the import twice changes nothing, and an import killed at any point goes on
+where it stopped when run again. Embeddings are copied (Letta pads them to 4096; the
+agent's `embedding_dim` says how many are real), not recomputed, since each imported agent
+keeps its embedding model. The Letta database is only read (a read-only session).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from cairn.domain.agents import Agent
+from cairn.domain.blocks import Block
+from cairn.domain.groups import Group
+from cairn.domain.messages import Message
+from cairn.domain.passages import Archive, Passage
+from cairn.domain.tenancy import Organization
+from cairn.domain.tool_rules import ToolRule
+from cairn.domain.tools import Tool
+from cairn.store import agents, archives, blocks, context, groups, letta_source, messages, tools
+from cairn.store import tenancy as tenancy_rows
+from cairn.store.db import Database
+from cairn.tools.registry import BUILTIN_TOOLS
+
+_RULE: TypeAdapter[Any] = TypeAdapter(ToolRule)
+PAGE = 500  # messages or passages read and written per transaction
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+@dataclass
+class Report:
+    imported: dict[str, int] = field(default_factory=dict)
+    already: dict[str, int] = field(default_factory=dict)  # there from an earlier run
+    skipped: list[str] = field(default_factory=list)  # what did not come over, and why
+
+    def count(self, phase: str, new: bool) -> None:
+        into = self.imported if new else self.already
+        into[phase] = into.get(phase, 0) + 1
+
+    def add(self, phase: str, new: int, old: int) -> None:
+        self.imported[phase] = self.imported.get(phase, 0) + new
+        self.already[phase] = self.already.get(phase, 0) + old
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"imported": self.imported, "already_there": self.already,
+                "skipped": self.skipped}  # fmt: skip
+
+
+def import_letta(db: Database, source_url: str, progress: Progress | None = None) -> Report:
+    report = Report()
+    tick = progress or (lambda phase, done, total: None)
+    with letta_source.connect(source_url) as source:
+        if (found := letta_source.revision(source)) is None:
+            raise ValueError("not a Letta database: it has no alembic_version table")
+        if found != "39577145c45d":
+            report.skipped.append(f"schema revision {found} is not 0.16.1's: read as 0.16.1's")
+        for org in letta_source.organizations(source):
+            _organization(db, org, report)
+            _Org(db, source, org["id"], report, tick).run()
+    return report
+
+
+def _known(row: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """The row's values the model has a field for; Letta's nulls leave Cairn's defaults."""
+    return {k: v for k, v in row.items() if k in model.model_fields and v is not None}
+
+
+def _organization(db: Database, org: dict[str, Any], report: Report) -> None:
+    with db.transaction() as conn:
+        new = tenancy_rows.get_organization(conn, org["id"]) is None
+        if new:
+            tenancy_rows.create_organization(
+                conn, Organization(id=org["id"], name=org["name"], created_at=org["created_at"])
+            )
+    report.count("organizations", new)
+
+
+class _Org:
+    def __init__(self, db: Database, source: Any, org: str, report: Report, tick: Progress):
+        self.db, self.source, self.org, self.report, self.tick = db, source, org, report, tick
+        self.tool_ids: dict[str, str] = {}  # Letta tool id -> Cairn tool id
+
+    def run(self) -> None:
+        self.tools()
+        self.blocks()
+        agent_rows = letta_source.agents(self.source, self.org)
+        self.agents(agent_rows)
+        self.messages(agent_rows)
+        self.windows(agent_rows)
+        self.archives()
+        self.groups()
+
+    def tools(self) -> None:
+        rows = letta_source.tools(self.source, self.org)
+        for n, row in enumerate(rows, 1):
+            name = row["name"]
+            with self.db.transaction() as conn:
+                existing = tools.get_by_name(conn, self.org, name)
+                if row["tool_type"] != "custom" or name in BUILTIN_TOOLS:
+                    if name in BUILTIN_TOOLS:  # Cairn's own built-in stands in for Letta's
+                        tool = existing or tools.upsert(conn, BUILTIN_TOOLS[name].as_tool(self.org))
+                        self.tool_ids[row["id"]] = tool.id
+                        self.report.count("tools", existing is None)
+                    else:
+                        self.report.skipped.append(
+                            f"tool {name} ({row['tool_type']}): not a tool Cairn has"
+                        )
+                elif existing is not None:
+                    self.tool_ids[row["id"]] = existing.id
+                    self.report.count("tools", False)
+                else:
+                    made = Tool.model_validate({**_known(row, Tool), "organization_id": self.org})
+                    tool = tools.upsert(conn, made)
+                    self.tool_ids[row["id"]] = tool.id
+                    self.report.count("tools", True)
+            self.tick("tools", n, len(rows))
+
+    def blocks(self) -> None:
+        rows = letta_source.blocks(self.source, self.org)
+        for n, row in enumerate(rows, 1):
+            with self.db.transaction() as conn:
+                new = blocks.get(conn, self.org, row["id"]) is None
+                if new:
+                    made = Block.model_validate({**_known(row, Block), "organization_id": self.org})
+                    blocks.create(conn, made)
+            self.report.count("blocks", new)
+            self.tick("blocks", n, len(rows))
+
+    def agents(self, rows: list[dict[str, Any]]) -> None:
+        for n, row in enumerate(rows, 1):
+            with self.db.transaction() as conn:
+                new = agents.get(conn, self.org, row["id"]) is None
+                if new:
+                    agent = self._agent(row)
+                    if agent is not None:
+                        agents.create(conn, agent)
+                        for block_id in row["block_ids"]:
+                            blocks.attach(conn, self.org, agent.id, block_id)
+                        for tool_id in row["tool_ids"]:
+                            if tool_id in self.tool_ids:
+                                tools.attach(conn, self.org, agent.id, self.tool_ids[tool_id])
+            self.report.count("agents", new)
+            self.tick("agents", n, len(rows))
+
+    def _agent(self, row: dict[str, Any]) -> Agent | None:
+        rules = []
+        for rule in row["tool_rules"] or ():
+            try:
+                rules.append(_RULE.validate_python(rule))
+            except ValidationError:
+                self.report.skipped.append(
+                    f"agent {row['id']}: tool rule {rule.get('type')} on "
+                    f"{rule.get('tool_name')}: not a rule Cairn has"
+                )
+        data = {
+            **_known(row, Agent),
+            "organization_id": self.org,
+            "tool_rules": rules,
+            "tags": list(row["tags"]),
+            "message_ids": [],
+        }
+        try:
+            return Agent.model_validate(data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            self.report.skipped.append(
+                f"agent {row['id']} ({row['name']}): {where}: {first['msg']}"
+            )
+            return None
+
+    def messages(self, rows: list[dict[str, Any]]) -> None:
+        total = len(rows)
+        for n, row in enumerate(rows, 1):
+            after = -1
+            while True:
+                page = letta_source.messages(
+                    self.source, row["id"], after_sequence=after, limit=PAGE
+                )
+                if not page:
+                    break
+                converted = [m for m in (self._message(row["id"], r) for r in page) if m]
+                with self.db.transaction() as conn:
+                    if agents.get(conn, self.org, row["id"]) is None:
+                        break  # the agent was skipped: so are its messages
+                    before = {
+                        m.id for m in messages.get_many(conn, self.org, [m.id for m in converted])
+                    }
+                    messages.insert(conn, converted)
+                self.report.add("messages", len(converted) - len(before), len(before))
+                after = page[-1]["sequence_id"]
+            self.tick("messages", n, total)
+
+    def _message(self, agent_id: str, row: dict[str, Any]) -> Message | None:
+        content = row["content"]
+        if not content and row["text"]:
+            content = [{"type": "text", "text": row["text"]}]  # the legacy text column
+        data = _known(row, Message)
+        data.update(organization_id=self.org, agent_id=agent_id, content=content or [])
+        data.pop("sequence_id", None)
+        data.pop("step_id", None)  # Letta's steps are not imported
+        try:
+            return Message.model_validate(data)
+        except ValidationError as err:
+            self.report.skipped.append(f"message {row['id']}: {err.errors()[0]['msg']}")
+            return None
+
+    def windows(self, rows: list[dict[str, Any]]) -> None:
+        for n, row in enumerate(rows, 1):
+            wanted = list(row["message_ids"] or ())
+            with self.db.transaction() as conn:
+                agent = agents.get(conn, self.org, row["id"])
+                if agent is not None:
+                    present = {m.id for m in messages.get_many(conn, self.org, wanted)}
+                    missing = [i for i in wanted if i not in present]
+                    if missing:
+                        self.report.skipped.append(
+                            f"agent {row['id']}: {len(missing)} context ids name no message"
+                        )
+                    window = [i for i in wanted if i in present]
+                    changed = agent.message_ids != window
+                    if changed:
+                        context.replace(conn, self.org, agent.id, window)
+                    self.report.count("context windows", changed)
+            self.tick("context windows", n, len(rows))
+
+    def archives(self) -> None:
+        rows = letta_source.archives(self.source, self.org)
+        for n, row in enumerate(rows, 1):
+            attached = [a for a in row["agents"] or ()]
+            with self.db.transaction() as conn:
+                new = archives.get_archive(conn, self.org, row["id"]) is None
+                if new:
+                    archives.create_archive(conn, Archive.model_validate({
+                        **_known(row, Archive),
+                        "organization_id": self.org}))  # fmt: skip
+                    for link in attached:
+                        if agents.get(conn, self.org, link["agent_id"]) is not None:
+                            archives.attach_archive(conn, self.org, row["id"], link["agent_id"],
+                                                    is_owner=link["is_owner"])  # fmt: skip
+            self.report.count("archives", new)
+            self._passages(row)
+            self.tick("archives", n, len(rows))
+        runs = letta_source.run_count(self.source, self.org)
+        if runs:
+            self.report.skipped.append(
+                f"{runs} runs and their steps: Letta's run records are not imported "
+                "(the messages they produced are)"
+            )
+
+    def _passages(self, archive: dict[str, Any]) -> None:
+        after = ""
+        while True:
+            page = letta_source.passages(self.source, archive["id"], after_id=after, limit=PAGE)
+            if not page:
+                break
+            new = old = 0
+            with self.db.transaction() as conn:
+                for row in page:
+                    passage = self._passage(archive, row)
+                    if passage is not None:
+                        _, made = archives.insert_passage(conn, passage)
+                        new, old = new + made, old + (not made)
+            self.report.add("passages", new, old)
+            after = page[-1]["id"]
+
+    def _passage(self, archive: dict[str, Any], row: dict[str, Any]) -> Passage | None:
+        config = row["embedding_config"] or archive["embedding_config"] or {}
+        vector = json.loads(row["embedding"]) if row["embedding"] else None
+        if vector is not None:
+            vector = vector[: int(config.get("embedding_dim") or len(vector))]
+        try:
+            return Passage.model_validate({
+                "id": row["id"], "organization_id": self.org, "archive_id": archive["id"],
+                "text": row["text"], "embedding": vector, "embedding_config": config or None,
+                "tags": list(row["tags"] or ()), "metadata": row["metadata"] or {},
+                "created_at": row["created_at"],
+            })  # fmt: skip
+        except ValidationError as err:
+            self.report.skipped.append(f"passage {row['id']}: {err.errors()[0]['msg']}")
+            return None
+
+    def groups(self) -> None:
+        rows = letta_source.groups(self.source, self.org)
+        for n, row in enumerate(rows, 1):
+            with self.db.transaction() as conn:
+                new = groups.get(conn, self.org, row["id"]) is None
+                members = list(row["member_ids"] or row["agent_ids"] or ())
+                if new:
+                    fields = {**_known(row, Group), "agent_ids": members}
+                    groups.create(
+                        conn, Group.model_validate({**fields, "organization_id": self.org})
+                    )
+            self.report.count("groups", new)
+            self.tick("groups", n, len(rows))

@@ -1,0 +1,144 @@
+"""Reading a Letta 0.16.x database (schema head 39577145c45d), never writing to it.
+
+The connection is opened read-only (`default_transaction_read_only`), so no statement of
+the import could change the Letta database even by mistake. Soft-deleted rows
+(`is_deleted`) are left out. Table and column names are Letta's (`block`, `metadata_`,
+`archival_passages`; see the fixtures' README).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+Row = dict[str, Any]
+
+
+def connect(url: str) -> psycopg.Connection[Row]:
+    return psycopg.connect(
+        url, row_factory=dict_row, autocommit=True,
+        options="-c default_transaction_read_only=on",
+    )  # fmt: skip
+
+
+def revision(conn: psycopg.Connection[Row]) -> str | None:
+    try:
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except psycopg.Error:
+        return None
+    return row["version_num"] if row else None
+
+
+def organizations(conn: psycopg.Connection[Row]) -> list[Row]:
+    return conn.execute(
+        "SELECT id, name, created_at FROM organizations WHERE NOT is_deleted"
+        " ORDER BY created_at, id"
+    ).fetchall()
+
+
+def tools(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    return conn.execute(
+        """SELECT id, name, description, tool_type, source_type, source_code, json_schema,
+                  args_json_schema, return_char_limit, tags, pip_requirements, npm_requirements,
+                  default_requires_approval, enable_parallel_execution, metadata_ AS metadata,
+                  created_at
+           FROM tools WHERE organization_id = %s AND NOT is_deleted ORDER BY created_at, id""",
+        (org,),
+    ).fetchall()
+
+
+def blocks(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    return conn.execute(
+        """SELECT id, label, value, "limit", description, metadata_ AS metadata, read_only,
+                  coalesce(hidden, false) AS hidden, created_at
+           FROM block WHERE organization_id = %s AND NOT is_deleted ORDER BY created_at, id""",
+        (org,),
+    ).fetchall()
+
+
+def agents(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    """Each agent with its tags, blocks (in attachment order) and tools."""
+    return conn.execute(
+        """SELECT a.id, a.name, a.description, a.agent_type, a.system, a.message_ids,
+                  a.llm_config, a.embedding_config, a.tool_rules, a.metadata_ AS metadata,
+                  a.timezone, a.max_files_open, a.per_file_view_window_char_limit,
+                  a.enable_sleeptime, a.message_buffer_autoclear,
+                  coalesce(a.hidden, false) AS hidden, a.compaction_settings, a.created_at,
+                  coalesce((SELECT array_agg(t.tag ORDER BY t.tag) FROM agents_tags t
+                            WHERE t.agent_id = a.id), '{}') AS tags,
+                  coalesce((SELECT array_agg(b.block_id ORDER BY b.ctid)
+                            FROM blocks_agents b WHERE b.agent_id = a.id), '{}') AS block_ids,
+                  coalesce((SELECT array_agg(t.tool_id ORDER BY t.tool_id)
+                            FROM tools_agents t WHERE t.agent_id = a.id), '{}') AS tool_ids
+           FROM agents a WHERE a.organization_id = %s AND NOT a.is_deleted
+           ORDER BY a.created_at, a.id""",
+        (org,),
+    ).fetchall()
+
+
+def messages(
+    conn: psycopg.Connection[Row], agent_id: str, *, after_sequence: int, limit: int
+) -> list[Row]:
+    """An agent's messages in their order (Letta's global sequence), a page at a time."""
+    return conn.execute(
+        """SELECT id, role, text, content, name, tool_calls, tool_call_id, tool_returns,
+                  step_id, otid, group_id, sender_id, batch_item_id, is_err, model,
+                  approvals, approve, approval_request_id, denial_reason, created_at,
+                  sequence_id
+           FROM messages WHERE agent_id = %s AND NOT is_deleted AND sequence_id > %s
+           ORDER BY sequence_id LIMIT %s""",
+        (agent_id, after_sequence, limit),
+    ).fetchall()
+
+
+def archives(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    """Each archive with the agents it is attached to (owner first)."""
+    return conn.execute(
+        """SELECT ar.id, ar.name, ar.description, ar.metadata_ AS metadata,
+                  ar.embedding_config, ar.created_at,
+                  coalesce((SELECT json_agg(json_build_object('agent_id', aa.agent_id,
+                                                              'is_owner', aa.is_owner)
+                                            ORDER BY aa.is_owner DESC, aa.agent_id)
+                            FROM archives_agents aa WHERE aa.archive_id = ar.id), '[]') AS agents
+           FROM archives ar WHERE ar.organization_id = %s AND NOT ar.is_deleted
+           ORDER BY ar.created_at, ar.id""",
+        (org,),
+    ).fetchall()
+
+
+def passages(
+    conn: psycopg.Connection[Row], archive_id: str, *, after_id: str, limit: int
+) -> list[Row]:
+    """An archive's passages a page at a time; the embedding as text (no vector type needed
+    on this side), zero-padded to 4096 by Letta."""
+    return conn.execute(
+        """SELECT id, text, embedding::text AS embedding, embedding_config, tags,
+                  metadata_ AS metadata, created_at
+           FROM archival_passages WHERE archive_id = %s AND NOT is_deleted AND id > %s
+           ORDER BY id LIMIT %s""",
+        (archive_id, after_id, limit),
+    ).fetchall()
+
+
+def groups(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    return conn.execute(
+        """SELECT g.id, g.manager_type, g.manager_agent_id, g.description,
+                  g.sleeptime_agent_frequency, g.turns_counter, g.last_processed_message_id,
+                  g.max_turns, g.termination_token, g.max_message_buffer_length,
+                  g.min_message_buffer_length, g.hidden, g.created_at,
+                  coalesce((SELECT array_agg(ga.agent_id ORDER BY ga.agent_id)
+                            FROM groups_agents ga WHERE ga.group_id = g.id), '{}') AS member_ids,
+                  g.agent_ids
+           FROM groups g WHERE g.organization_id = %s AND NOT g.is_deleted
+           ORDER BY g.created_at, g.id""",
+        (org,),
+    ).fetchall()
+
+
+def run_count(conn: psycopg.Connection[Row], org: str) -> int:
+    row = conn.execute(
+        "SELECT count(*) AS n FROM runs WHERE organization_id = %s", (org,)
+    ).fetchone()
+    return int(row["n"]) if row else 0

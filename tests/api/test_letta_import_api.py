@@ -1,0 +1,43 @@
+"""An agent imported from a Letta database answers through the API, with its memory."""
+
+from __future__ import annotations
+
+from letta_client import Letta
+
+from cairn.domain import User
+from cairn.services.letta_import import import_letta
+from cairn.store import tenancy
+from tests.api.conftest import Stack
+from tests.integration.test_letta_import import IDS, ORG, letta_url  # noqa: F401 (fixture)
+
+
+def test_an_imported_agent_goes_on_talking_through_the_api(stack: Stack, letta_url: str) -> None:  # noqa: F811
+    import_letta(stack.runtime.db, letta_url)
+    with stack.runtime.db.transaction() as conn:
+        user = tenancy.create_user(conn, User(organization_id=ORG, name="migrated"))
+        _, key = tenancy.create_api_key(conn, ORG, user.id, name="after import")
+    client = Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
+    agent = client.agents.retrieve(IDS["A"], include=["agent.blocks"])
+    assert {b.label for b in agent.memory.blocks} >= {"human", "persona", "preferences"}
+
+    # The fixture's server talked to a mock model on another port: point the agent at ours,
+    # as an operator would when the model's address changes.
+    config = agent.llm_config.model_dump(exclude_none=True)
+    config["model_endpoint"] = f"{stack.fake.base_url}/v1"
+    embedding = agent.embedding_config.model_dump(exclude_none=True)  # type: ignore[union-attr]
+    embedding["embedding_endpoint"] = f"{stack.fake.base_url}/v1"
+    client.agents.update(agent.id, llm_config=config, embedding_config=embedding)  # type: ignore[arg-type]
+
+    stack.fake.reply("Welcome back, Dana.")
+    reply = client.agents.messages.create(agent.id, input="Do you remember me?")
+    assert [m.content for m in reply.messages if m.message_type == "assistant_message"] == [
+        "Welcome back, Dana."
+    ]
+    sent = stack.fake.requests[-1].body["messages"]
+    system = sent[0]["content"]
+    system_text = system if isinstance(system, str) else str(system)
+    assert "Name: Dana. Likes hiking in the Alps." in system_text  # the imported memory
+    assert len(sent) >= 28  # Letta's 27-message window, then the new message
+    found = client.messages.search(query="hiking")  # recall memory came over, searchable
+    assert found
+    assert client.agents.passages.search(agent.id, query="hiking").results  # and the archive

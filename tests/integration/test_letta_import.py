@@ -193,3 +193,30 @@ def test_the_command_shows_each_phase_and_ends_with_the_report(
         assert f"{phase:<16} [{'#' * 24}]" in out.err, phase  # each phase's bar, full
     assert command.main(["import-letta", make_conninfo(pg_dsn, dbname="postgres")]) == 1
     assert "not a Letta database" in capsys.readouterr().err
+
+
+def test_on_aws_the_migrate_function_imports_in_as_many_invocations_as_it_takes(
+    db: Database, letta_url: str, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each invocation leaves off 30 s before its deadline; `cairn-admin --stack` invokes
+    again until the report says finished, and the result is a whole import."""
+    from cairn.local.lambdas import LocalContext, load_handler
+
+    class Ending(LocalContext):  # an invocation whose time runs out after a few units
+        def get_remaining_time_in_millis(self) -> int:
+            self.asked = getattr(self, "asked", 0) + 1
+            return 60_000 if self.asked < 4 else 10_000
+
+    monkeypatch.setenv("DATABASE_URL", pg_dsn)
+    handler = load_handler("migrate")
+    answers = []
+    while not answers or not answers[-1]["finished"]:
+        answers.append(handler({"action": "import_letta", "source": letta_url},
+                               Ending(function_name="migrate")))  # fmt: skip
+        assert len(answers) < 40
+    assert len(answers) > 2 and not answers[0]["finished"]
+    whole = cairn_state(db)
+    with db.connection() as conn:
+        conn.execute("TRUNCATE organizations CASCADE")
+    import_letta(db, letta_url)
+    assert cairn_state(db) == whole

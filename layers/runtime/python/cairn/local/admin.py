@@ -13,6 +13,7 @@ answer of the command that made it.
     cairn-admin rotate-key ORG_ID KEY_ID        # a new key; the old one stops at once
     cairn-admin revoke-key ORG_ID KEY_ID
     cairn-admin tool-hosts ORG_ID api.github.com '*.wikipedia.org'   # none: no network
+    cairn-admin --stack cairn import-letta postgresql://...   # a Letta database, on AWS
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     hosts = commands.add_parser("tool-hosts", help="the hosts an organization's tools may reach")
     hosts.add_argument("org")
     hosts.add_argument("hosts", nargs="*")
+    letta = commands.add_parser("import-letta", help="import a Letta 0.16.x database")
+    letta.add_argument("source", help="the Letta database's URL (read only)")
     return parser.parse_args(argv)
 
 
@@ -66,6 +69,7 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
                                "key_id": args.key_id},
         "rotate-key": lambda: {"action": "rotate_key", "organization_id": org,
                                "key_id": args.key_id},
+        "import-letta": lambda: {"action": "import_letta", "source": args.source},
         "tool-hosts": lambda: {"action": "set_tool_hosts", "organization_id": org,
                                "hosts": args.hosts},
     }[args.command]()  # fmt: skip
@@ -88,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
 
             target = args.function or admin.migrate_function(args.stack)
             answer = admin.run_remote(target, command)
+            # An import leaves off before the function's deadline: invoke again until done
+            # (each invocation goes on where the last stopped).
+            while isinstance(answer, dict) and answer.get("finished") is False:
+                print(f"cairn-admin: imported so far {answer['imported']}", file=sys.stderr)
+                answer = admin.run_remote(target, command)
         else:
             answer = run_local(command)
     except Exception as err:  # an operator reads one line, not a traceback

@@ -36,28 +36,60 @@ PAGE = 500  # messages or passages read and written per transaction
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
+class _Paused(Exception):
+    """Out of time (a Lambda invocation ending): the next run goes on from here."""
+
+
 @dataclass
 class Report:
+    finished: bool = True  # False: stopped for time; run again to go on
+    wrote: bool = False  # this run has written something (so it has made progress)
     imported: dict[str, int] = field(default_factory=dict)
     already: dict[str, int] = field(default_factory=dict)  # there from an earlier run
     skipped: list[str] = field(default_factory=list)  # what did not come over, and why
 
     def count(self, phase: str, new: bool) -> None:
-        into = self.imported if new else self.already
-        into[phase] = into.get(phase, 0) + 1
+        self.add(phase, int(new), int(not new))
 
     def add(self, phase: str, new: int, old: int) -> None:
         self.imported[phase] = self.imported.get(phase, 0) + new
         self.already[phase] = self.already.get(phase, 0) + old
+        self.wrote = self.wrote or new > 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"imported": self.imported, "already_there": self.already,
-                "skipped": self.skipped}  # fmt: skip
+        return {"finished": self.finished, "imported": self.imported,
+                "already_there": self.already, "skipped": self.skipped}  # fmt: skip
 
 
-def import_letta(db: Database, source_url: str, progress: Progress | None = None) -> Report:
+def import_letta(
+    db: Database,
+    source_url: str,
+    progress: Progress | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+) -> Report:
+    """Import everything; with `stop`, end early (`finished` false) between two units of
+    work once it says so: a run in a Lambda invocation leaves before its deadline and the
+    next invocation goes on (nothing is done twice)."""
     report = Report()
-    tick = progress or (lambda phase, done, total: None)
+    shown = progress or (lambda phase, done, total: None)
+
+    def tick(phase: str, done: int, total: int) -> None:
+        # Called between units (no transaction open). Only once this run has written
+        # something: walking past what is already there is quick, and must not use up a
+        # run that then leaves off having done nothing.
+        shown(phase, done, total)
+        if stop is not None and report.wrote and stop():
+            raise _Paused
+
+    try:
+        _import(db, source_url, report, tick)
+    except _Paused:
+        report.finished = False
+    return report
+
+
+def _import(db: Database, source_url: str, report: Report, tick: Progress) -> None:
     with letta_source.connect(source_url) as source:
         if (found := letta_source.revision(source)) is None:
             raise ValueError("not a Letta database: it has no alembic_version table")
@@ -66,7 +98,6 @@ def import_letta(db: Database, source_url: str, progress: Progress | None = None
         for org in letta_source.organizations(source):
             _organization(db, org, report)
             _Org(db, source, org["id"], report, tick).run()
-    return report
 
 
 def _known(row: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cairn.domain import Organization, User
@@ -107,9 +108,16 @@ def rotate_key(db: Database, org_id: str, key_id: str) -> dict[str, Any]:
     return {"organization_id": org_id, "revoked": key_id, "key_id": key.id, "api_key": plain}
 
 
-def operate(db: Database, event: dict[str, Any]) -> dict[str, Any]:
-    """An operator's action by name (the migrate function's payload, `cairn-admin`)."""
+def operate(
+    db: Database, event: dict[str, Any], *, stop: Callable[[], bool] | None = None
+) -> dict[str, Any]:
+    """An operator's action by name (the migrate function's payload, `cairn-admin`); `stop`
+    says when a long one (import_letta) must leave off, to be run again."""
     action, org = event.get("action"), str(event.get("organization_id") or "")
+    if action == "import_letta":
+        from cairn.services.letta_import import import_letta
+
+        return import_letta(db, str(event.get("source") or ""), stop=stop).as_dict()
     if action == "create_tenant":
         return create_tenant(
             db, event.get("organization") or "default", event.get("user") or "admin"
@@ -130,7 +138,7 @@ def operate(db: Database, event: dict[str, Any]) -> dict[str, Any]:
 
 
 ACTIONS = ("create_tenant", "list_tenants", "set_tool_hosts", "list_keys", "create_key",
-           "revoke_key", "rotate_key")  # fmt: skip
+           "revoke_key", "rotate_key", "import_letta")  # fmt: skip
 
 
 def _organization(conn: Any, org_id: str) -> Organization:

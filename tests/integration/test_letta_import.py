@@ -18,13 +18,13 @@ from psycopg.conninfo import make_conninfo
 
 from cairn.faults import SimulatedCrash
 from cairn.services.letta_import import import_letta
-from cairn.store import agents, archives, blocks, groups, messages, tools
+from cairn.store import agents, archives, blocks, groups, messages, runs, tools
 from cairn.store.db import Database
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "letta-0.16.1"
 IDS = json.loads((FIXTURES / "ids.json").read_text())
 ORG = "org-00000000-0000-4000-8000-000000000000"
-PHASES = ("tools", "blocks", "agents", "messages", "context windows", "archives", "groups")
+PHASES = ("tools", "blocks", "agents", "messages", "context windows", "archives", "groups", "runs")
 
 
 def psql() -> str:
@@ -108,6 +108,11 @@ def cairn_state(db: Database) -> dict[str, Any]:
             (p.text, tuple(sorted(p.tags)), len(p.embedding or ()))
             for p in archives.list_passages(conn, ORG, archive.id, limit=100)
         )
+        imported_runs = runs.list_runs(conn, ORG, agent_ids=[IDS["B"]], limit=100)
+        state["runs"] = sorted((r.id, r.status) for r in imported_runs)
+        state["run messages"] = sorted(
+            len(messages.list_for_agent(conn, ORG, IDS["B"], run_id=r.id)) for r in imported_runs
+        )
         group = groups.managed_by(conn, ORG, IDS["C"])
         state["group"] = group and (
             group.manager_type,
@@ -131,7 +136,7 @@ def test_a_letta_database_comes_over_whole_and_only_once(db: Database, letta_url
     assert fingerprint(letta_url) == before  # read only
     assert report.imported["agents"] == 4 and report.imported["messages"] == 53
     assert report.imported["passages"] == 6 and report.imported["groups"] == 1
-    assert any("20 runs" in reason for reason in report.skipped)
+    assert report.imported["runs"] == 20
 
     state = cairn_state(db)
     for key, counts in (("A", 27), ("B", 16), ("C", 7), ("C-sleeptime", 3)):
@@ -148,6 +153,8 @@ def test_a_letta_database_comes_over_whole_and_only_once(db: Database, letta_url
     assert [p[0] for p in state["passages"]] == sorted(p["text"] for p in letta_passages)
     assert {p[2] for p in state["passages"]} == {1536}  # Letta's padding to 4096 dropped
     assert state["group"] == ("sleeptime", [IDS["C-sleeptime"]], 5)
+    assert state["runs"] and {s for _, s in state["runs"]} <= {"completed", "failed", "cancelled"}
+    assert sum(state["run messages"]) >= 12  # B's messages reached through their runs
     with db.connection() as conn:
         custom = tools.get_by_name(conn, ORG, "word_stats")
     assert custom is not None and "def word_stats" in (custom.source_code or "")

@@ -84,7 +84,7 @@ def messages(
     """An agent's messages in their order (Letta's global sequence), a page at a time."""
     return conn.execute(
         """SELECT id, role, text, content, name, tool_calls, tool_call_id, tool_returns,
-                  step_id, otid, group_id, sender_id, batch_item_id, is_err, model,
+                  step_id, run_id, otid, group_id, sender_id, batch_item_id, is_err, model,
                   approvals, approve, approval_request_id, denial_reason, created_at,
                   sequence_id
            FROM messages WHERE agent_id = %s AND NOT is_deleted AND sequence_id > %s
@@ -137,8 +137,11 @@ def groups(conn: psycopg.Connection[Row], org: str) -> list[Row]:
     ).fetchall()
 
 
-def run_count(conn: psycopg.Connection[Row], org: str) -> int:
-    row = conn.execute(
-        "SELECT count(*) AS n FROM runs WHERE organization_id = %s", (org,)
-    ).fetchone()
-    return int(row["n"]) if row else 0
+def runs(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    return conn.execute(
+        """SELECT id, agent_id, status, stop_reason, coalesce(background, false) AS background,
+                  metadata_ AS metadata, request_config, callback_url, ttft_ns,
+                  total_duration_ns, created_at, completed_at
+           FROM runs WHERE organization_id = %s AND NOT is_deleted ORDER BY created_at, id""",
+        (org,),
+    ).fetchall()

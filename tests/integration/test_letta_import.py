@@ -227,3 +227,35 @@ def test_on_aws_the_migrate_function_imports_in_as_many_invocations_as_it_takes(
         conn.execute("TRUNCATE organizations CASCADE")
     import_letta(db, letta_url)
     assert cairn_state(db) == whole
+
+
+@pytest.mark.parametrize("phase", ["blocks", "agents", "messages"])
+def test_an_import_killed_with_sigkill_finishes_when_run_again(
+    db: Database, letta_url: str, pg_dsn: str, phase: str
+) -> None:
+    """The command as an operator runs it, killed (SIGKILL) as soon as it shows the phase,
+    then run again: the result is the same as an import never killed."""
+    import os
+    import signal
+    import sys
+
+    env = {**os.environ, "DATABASE_URL": pg_dsn}
+    command = [sys.executable, "-m", "cairn.local.import_letta", "import-letta", letta_url]
+    first = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert first.stderr is not None
+    seen = b""
+    while phase.encode() not in seen:
+        chunk = first.stderr.read1(4096)  # type: ignore[attr-defined]
+        if not chunk:
+            break
+        seen += chunk
+    first.send_signal(signal.SIGKILL)
+    assert first.wait(timeout=30) == -signal.SIGKILL  # killed while it was still importing
+    assert phase.encode() in seen, seen[-500:]
+    again = subprocess.run(command, env=env, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    resumed = cairn_state(db)
+    with db.connection() as conn:
+        conn.execute("TRUNCATE organizations CASCADE")
+    import_letta(db, letta_url)
+    assert cairn_state(db) == resumed

@@ -259,3 +259,36 @@ def test_an_import_killed_with_sigkill_finishes_when_run_again(
         conn.execute("TRUNCATE organizations CASCADE")
     import_letta(db, letta_url)
     assert cairn_state(db) == resumed
+
+
+def test_a_blocks_earlier_versions_come_over_before_its_present_one(
+    db: Database, pg_dsn: str
+) -> None:
+    """The fixture's server made no block history, so this test writes two earlier versions
+    into its own restored copy (never into the shared one) the way Letta stores them."""
+    restored = letta_url.__wrapped__(pg_dsn)  # type: ignore[attr-defined]
+    copy = next(restored)
+    with psycopg.connect(copy, autocommit=True) as conn:
+        block = conn.execute(
+            "SELECT b.id FROM block b JOIN blocks_agents ba ON ba.block_id = b.id "
+            "WHERE ba.agent_id = %s AND b.label = 'human'",
+            (IDS["A"],),
+        ).fetchone()[0]
+        for n, value in enumerate(["First draft.", "Second draft."], 1):
+            conn.execute(
+                """INSERT INTO block_history (id, block_id, sequence_number, organization_id,
+                       label, value, "limit", actor_type, actor_id, metadata_)
+                   VALUES (%s, %s, %s, %s, 'human', %s, 20000, 'letta_agent', %s, NULL)""",
+                (f"block_history-{uuid.uuid4()}", block, n, ORG, value, IDS["A"]),
+            )
+    import_letta(db, copy)
+    with db.connection() as conn:
+        versions = blocks.history(conn, ORG, block)
+        current = blocks.get(conn, ORG, block)
+    assert [v.value for v in versions][:2] == ["First draft.", "Second draft."]
+    assert [v.version for v in versions] == [1, 2, 3] and versions[0].actor_type == "agent"
+    assert current is not None and current.version == 3 and versions[-1].value == current.value
+    import_letta(db, copy)  # again: nothing doubles
+    with db.connection() as conn:
+        assert len(blocks.history(conn, ORG, block)) == 3
+    next(restored, None)  # the copy is dropped

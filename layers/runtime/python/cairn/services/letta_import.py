@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from cairn.domain.agents import Agent
-from cairn.domain.blocks import Block
+from cairn.domain.blocks import Block, BlockHistoryEntry
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
@@ -168,14 +168,27 @@ class _Org:
 
     def blocks(self) -> None:
         rows = letta_source.blocks(self.source, self.org)
+        earlier: dict[str, list[BlockHistoryEntry]] = {}
+        for entry in letta_source.block_history(self.source, self.org):
+            earlier.setdefault(entry["block_id"], []).append(self._version(entry))
         for n, row in enumerate(rows, 1):
             with self.db.transaction() as conn:
                 new = blocks.get(conn, self.org, row["id"]) is None
                 if new:
                     made = Block.model_validate({**_known(row, Block), "organization_id": self.org})
-                    blocks.create(conn, made)
+                    created = blocks.create(conn, made)
+                    blocks.prepend_history(conn, created, earlier.get(created.id, []))
             self.report.count("blocks", new)
             self.tick("blocks", n, len(rows))
+
+    def _version(self, row: dict[str, Any]) -> BlockHistoryEntry:
+        """A Letta block_history row; its actor (`letta_agent`, ...) as Cairn names them."""
+        actor = str(row["actor_type"] or "")
+        kind = "agent" if "agent" in actor else "system" if "system" in actor else "user"
+        return BlockHistoryEntry.model_validate({
+            **_known(row, BlockHistoryEntry), "organization_id": self.org, "version": 0,
+            "actor_type": kind,
+        })  # fmt: skip
 
     def agents(self, rows: list[dict[str, Any]]) -> None:
         for n, row in enumerate(rows, 1):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from psycopg.types.json import Jsonb
+
 from cairn.domain.blocks import Block, BlockHistoryEntry
 from cairn.errors import VersionConflictError
 from cairn.store.db import Connection
@@ -49,6 +51,24 @@ WITH updated AS (
 SELECT * FROM updated
 """
 
+# Earlier versions from elsewhere (a Letta import), put before a new block's own: its entries
+# and version move up by their number first (one statement each: a unique index is checked
+# row by row, and in one statement the insert would meet the rows not moved yet).
+SHIFT_HISTORY = """
+UPDATE block_history SET version = version + %(n)s
+WHERE organization_id = %(org)s AND block_id = %(id)s
+"""
+SHIFT_VERSION = """
+UPDATE blocks SET version = version + %(n)s WHERE organization_id = %(org)s AND id = %(id)s
+"""
+INSERT_HISTORY = f"""
+INSERT INTO block_history ({_HISTORY_COLUMNS})
+SELECT %(id)s, e.version, %(org)s, e.label, e.value, e."limit", e.description, e.read_only,
+       coalesce(e.metadata, '{{}}'), e.actor_type, e.actor_id, e.created_at
+FROM jsonb_to_recordset(%(entries)s) AS e (version bigint, label text, value text,
+     "limit" integer, description text, read_only boolean, metadata jsonb, actor_type text,
+     actor_id text, created_at timestamptz)
+"""
 SELECT_BLOCK = "SELECT * FROM blocks WHERE organization_id = %(org)s AND id = %(id)s"
 DELETE_BLOCK = "DELETE FROM blocks WHERE organization_id = %(org)s AND id = %(id)s"
 SELECT_HISTORY = """
@@ -133,6 +153,17 @@ def update(
 
 def delete(conn: Connection, org_id: str, block_id: str) -> bool:
     return conn.execute(DELETE_BLOCK, {"org": org_id, "id": block_id}).rowcount == 1
+
+
+def prepend_history(conn: Connection, block: Block, earlier: list[BlockHistoryEntry]) -> None:
+    """Give a block just created the versions it had before (oldest first)."""
+    if not earlier:
+        return
+    entries = [e.model_dump(mode="json") | {"version": n} for n, e in enumerate(earlier, 1)]
+    params = {"org": block.organization_id, "id": block.id, "n": len(earlier)}
+    conn.execute(SHIFT_HISTORY, params)
+    conn.execute(SHIFT_VERSION, params)
+    conn.execute(INSERT_HISTORY, {**params, "entries": Jsonb(entries)})
 
 
 def history(conn: Connection, org_id: str, block_id: str) -> list[BlockHistoryEntry]:

@@ -145,3 +145,14 @@ def runs(conn: psycopg.Connection[Row], org: str) -> list[Row]:
            FROM runs WHERE organization_id = %s AND NOT is_deleted ORDER BY created_at, id""",
         (org,),
     ).fetchall()
+
+
+def block_history(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    """Earlier versions of the organization's blocks, oldest first per block."""
+    return conn.execute(
+        """SELECT block_id, label, value, "limit", description, metadata_ AS metadata,
+                  actor_type, actor_id, created_at
+           FROM block_history WHERE organization_id = %s AND NOT is_deleted
+           ORDER BY block_id, sequence_number""",
+        (org,),
+    ).fetchall()

@@ -292,3 +292,37 @@ def test_a_blocks_earlier_versions_come_over_before_its_present_one(
     with db.connection() as conn:
         assert len(blocks.history(conn, ORG, block)) == 3
     next(restored, None)  # the copy is dropped
+
+
+def test_passages_of_another_embedding_model_are_embedded_again_in_one_request(
+    db: Database, pg_dsn: str
+) -> None:
+    """In its own restored copy, two of A's passages say another model made them: those two
+    are embedded again with the archive's model (one request), the other four keep
+    Letta's vectors."""
+    from cairn.config import Settings
+    from tests.fakes.llm_server import FakeLLM
+
+    restored = letta_url.__wrapped__(pg_dsn)  # type: ignore[attr-defined]
+    copy = next(restored)
+    with FakeLLM() as fake, psycopg.connect(copy, autocommit=True) as conn:
+        endpoint = json.dumps(f"{fake.base_url}/v1")
+        conn.execute("UPDATE archives SET embedding_config = jsonb_set("
+                     "embedding_config::jsonb, '{embedding_endpoint}', %s::jsonb)::json",
+                     (endpoint,))  # fmt: skip
+        older = [r[0] for r in conn.execute(
+            "SELECT id FROM archival_passages ORDER BY id LIMIT 2").fetchall()]  # fmt: skip
+        other = json.dumps("text-embedding-ada-002")
+        conn.execute("UPDATE archival_passages SET embedding_config = jsonb_set("
+                     "embedding_config::jsonb, '{embedding_model}', %s::jsonb)::json "
+                     "WHERE id = ANY(%s)", (other, older))  # fmt: skip
+        report = import_letta(db, copy, settings=Settings(openai_api_key="sk-test"))
+        assert report.imported["passages embedded again"] == 2
+        assert len(fake.embedding_requests) == 1 and len(fake.embedding_requests[0]["input"]) == 2
+    with db.connection() as conn:
+        stored = {p.id: p for p in archives.list_passages(
+            conn, ORG, archives.archive_for_agent(conn, ORG, IDS["A"]).id, limit=10)}  # type: ignore[union-attr]  # fmt: skip
+    assert {i for i, p in stored.items()
+            if p.embedding_config and p.embedding_config.embedding_model == "text-embedding-3-small"
+            } == set(stored)  # fmt: skip
+    next(restored, None)

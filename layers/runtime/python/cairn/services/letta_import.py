@@ -18,8 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block, BlockHistoryEntry
+from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
@@ -27,6 +29,7 @@ from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.domain.tenancy import Organization
 from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
+from cairn.embeddings.providers import embedder_for
 from cairn.store import (
     agents,
     archives,
@@ -78,6 +81,7 @@ def import_letta(
     progress: Progress | None = None,
     *,
     stop: Callable[[], bool] | None = None,
+    settings: Settings | None = None,
 ) -> Report:
     """Import everything; with `stop`, end early (`finished` false) between two units of
     work once it says so: a run in a Lambda invocation leaves before its deadline and the
@@ -94,13 +98,15 @@ def import_letta(
             raise _Paused
 
     try:
-        _import(db, source_url, report, tick)
+        _import(db, source_url, report, tick, settings or Settings.from_env())
     except _Paused:
         report.finished = False
     return report
 
 
-def _import(db: Database, source_url: str, report: Report, tick: Progress) -> None:
+def _import(
+    db: Database, source_url: str, report: Report, tick: Progress, settings: Settings
+) -> None:
     with letta_source.connect(source_url) as source:
         if (found := letta_source.revision(source)) is None:
             raise ValueError("not a Letta database: it has no alembic_version table")
@@ -108,12 +114,17 @@ def _import(db: Database, source_url: str, report: Report, tick: Progress) -> No
             report.skipped.append(f"schema revision {found} is not 0.16.1's: read as 0.16.1's")
         for org in letta_source.organizations(source):
             _organization(db, org, report)
-            _Org(db, source, org["id"], report, tick).run()
+            _Org(db, source, org["id"], report, tick, settings).run()
 
 
 def _known(row: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     """The row's values the model has a field for; Letta's nulls leave Cairn's defaults."""
     return {k: v for k, v in row.items() if k in model.model_fields and v is not None}
+
+
+def _same_model(have: EmbeddingConfig | None, wanted: EmbeddingConfig) -> bool:
+    return have is not None and (have.embedding_model, have.embedding_dim) == (
+        wanted.embedding_model, wanted.embedding_dim)  # fmt: skip
 
 
 def _organization(db: Database, org: dict[str, Any], report: Report) -> None:
@@ -127,8 +138,12 @@ def _organization(db: Database, org: dict[str, Any], report: Report) -> None:
 
 
 class _Org:
-    def __init__(self, db: Database, source: Any, org: str, report: Report, tick: Progress):
+    def __init__(
+        self, db: Database, source: Any, org: str, report: Report, tick: Progress,
+        settings: Settings,
+    ) -> None:  # fmt: skip
         self.db, self.source, self.org, self.report, self.tick = db, source, org, report, tick
+        self.settings = settings
         self.tool_ids: dict[str, str] = {}  # Letta tool id -> Cairn tool id
 
     def run(self) -> None:
@@ -346,13 +361,12 @@ class _Org:
             page = letta_source.passages(self.source, archive["id"], after_id=after, limit=PAGE)
             if not page:
                 break
+            made = self._embedded([p for p in (self._passage(archive, r) for r in page) if p])
             new = old = 0
             with self.db.transaction() as conn:
-                for row in page:
-                    passage = self._passage(archive, row)
-                    if passage is not None:
-                        _, made = archives.insert_passage(conn, passage)
-                        new, old = new + made, old + (not made)
+                for passage in made:
+                    _, fresh = archives.insert_passage(conn, passage)
+                    new, old = new + fresh, old + (not fresh)
             self.report.add("passages", new, old)
             after = page[-1]["id"]
 
@@ -371,6 +385,36 @@ class _Org:
         except ValidationError as err:
             self.report.skipped.append(f"passage {row['id']}: {err.errors()[0]['msg']}")
             return None
+
+    def _embedded(self, page: list[Passage]) -> list[Passage]:
+        """The page with the passages Letta embedded by another model or dimension than
+        their archive's (its agents search with that one) embedded again, in one request
+        per model; the rest keep Letta's vectors."""
+        wanted = self._archive_config(page[0].archive_id) if page else None
+        stale = [
+            p for p in page if wanted is not None and not _same_model(p.embedding_config, wanted)
+        ]
+        if not stale or wanted is None:
+            return page
+        try:
+            with self.db.connection() as conn:
+                exists = {p.id for p in stale if archives.get_passage(conn, self.org, p.id)}
+            todo = [p for p in stale if p.id not in exists]  # embedded by an earlier run
+            vectors = embedder_for(wanted, self.settings).embed([p.text for p in todo])
+        except Exception as err:  # no key or no provider here: keep them, searchable by text
+            self.report.skipped.append(
+                f"{len(stale)} passages of archive {stale[0].archive_id} not embedded again "
+                f"with {wanted.embedding_model}: {err}")  # fmt: skip
+            return page
+        again = {p.id: v for p, v in zip(todo, vectors, strict=True)}
+        self.report.add("passages embedded again", len(again), 0)
+        return [p.model_copy(update={"embedding": again[p.id], "embedding_config": wanted})
+                if p.id in again else p for p in page]  # fmt: skip
+
+    def _archive_config(self, archive_id: str) -> EmbeddingConfig | None:
+        with self.db.connection() as conn:
+            archive = archives.get_archive(conn, self.org, archive_id)
+        return archive.embedding_config if archive else None
 
     def groups(self) -> None:
         rows = letta_source.groups(self.source, self.org)

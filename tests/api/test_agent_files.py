@@ -13,7 +13,8 @@ from letta_client import BadRequestError, Letta, UnprocessableEntityError
 
 from tests.api.conftest import Stack
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "letta-0.16.1"
+# Real material from a Letta 0.16.1 server, copied unchanged (its README says how it was made).
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "letta-0.16.1"
 EVERYTHING: Any = ["agent.blocks", "agent.tags", "agent.tools", "agent.managed_group"]
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 

@@ -21,7 +21,8 @@ from cairn.services.letta_import import import_letta
 from cairn.store import agents, archives, blocks, groups, messages, runs, tools
 from cairn.store.db import Database
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "letta-0.16.1"
+# Real material from a Letta 0.16.1 server, copied unchanged (its README says how it was made).
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "letta-0.16.1"
 IDS = json.loads((FIXTURES / "ids.json").read_text())
 ORG = "org-00000000-0000-4000-8000-000000000000"
 PHASES = ("tools", "blocks", "agents", "messages", "context windows", "archives", "groups", "runs")

@@ -37,6 +37,11 @@ def build_app(app: cdk.App) -> CairnStack:
         tool_network=flag(app, "tool_network"),
         sweep_minutes=int(app.node.try_get_context("sweep_minutes") or 0) or None,
         api_rate_limit=int(app.node.try_get_context("api_rate_limit") or 100),
+        bedrock_models=tuple(
+            m.strip()
+            for m in str(app.node.try_get_context("bedrock_models") or "").split(",")
+            if m.strip()
+        ),
         timings=WorkflowTimings(approval_timeout=round(hours * 3600)),
         description="Cairn: stateful memory agents (Letta-compatible) on AWS serverless",
     )

@@ -41,6 +41,7 @@ class CairnStack(Stack):
         tool_network: bool = False,
         sweep_minutes: int | None = None,
         api_rate_limit: int = 100,
+        bedrock_models: tuple[str, ...] = (),
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -132,6 +133,13 @@ class CairnStack(Stack):
             )
         for key in ("api", "step"):  # the ones that run steps, and so custom tools
             sandbox.grant_invoke(by[key])
+            if bedrock_models:  # and call the models; on Bedrock, with no key to keep
+                by[key].add_to_role_policy(iam.PolicyStatement(
+                    actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                    resources=[self.format_arn(service="bedrock", account="",
+                                               resource="foundation-model", resource_name=model)
+                               for model in bedrock_models],
+                ))  # fmt: skip
             if egress is not None:  # and sign their passes
                 egress.key.grant_read(by[key])
 

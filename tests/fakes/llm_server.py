@@ -56,6 +56,8 @@ class Recorded:
 
     @property
     def tool_names(self) -> list[str]:
+        if self.provider == "bedrock":
+            return [t["toolSpec"]["name"] for t in (self.body.get("toolConfig") or {})["tools"]]
         tools = self.body.get("tools") or []
         return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
 
@@ -209,6 +211,33 @@ def anthropic_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[st
     }
 
 
+def bedrock_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """Bedrock Converse's answer (boto3's `converse` output, as it travels)."""
+    prompt, completion = _estimate(body, reply)
+    content: list[dict[str, Any]] = []
+    if reply.reasoning:
+        content.append({"reasoningContent": {"reasoningText": {
+            "text": reply.reasoning, "signature": f"sig-{len(reply.reasoning)}"}}})  # fmt: skip
+    if reply.text:
+        content.append({"text": reply.text})
+    for name, args in reply.tool_calls:
+        content.append({"toolUse": {"toolUseId": fake.next_id("tooluse_"), "name": name,
+                                    "input": args}})  # fmt: skip
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": "tool_use" if reply.tool_calls else "end_turn",
+        "usage": {"inputTokens": prompt, "outputTokens": completion,
+                  "totalTokens": prompt + completion},
+        "metrics": {"latencyMs": 1},
+    }  # fmt: skip
+
+
+# Bedrock's error codes by status, as botocore reads them from `x-amzn-ErrorType`.
+BEDROCK_ERRORS = {400: "ValidationException", 403: "AccessDeniedException",
+                  429: "ThrottlingException", 500: "InternalServerException",
+                  503: "ServiceUnavailableException"}  # fmt: skip
+
+
 def embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
     """OpenAI's embeddings answer, with deterministic vectors (word hashing, unit length)."""
     from cairn.embeddings.base import HashEmbedder
@@ -339,11 +368,18 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 fake.embedding_requests.append(body)
                 self._send_json(200, embeddings_body(body))
                 return
-            provider = "anthropic" if self.path.rstrip("/").endswith("/messages") else "openai"
+            path = self.path.rstrip("/")
+            provider = ("anthropic" if path.endswith("/messages")
+                        else "bedrock" if path.endswith("/converse") else "openai")  # fmt: skip
             recorded = Recorded(provider, self.path, body, dict(self.headers.items()))
             reply = fake._answer(recorded)
             if reply.delay:
                 threading.Event().wait(reply.delay)
+            if reply.status >= 400 and provider == "bedrock":
+                code = BEDROCK_ERRORS.get(reply.status, "InternalServerException")
+                error_type = {"x-amzn-ErrorType": f"{code}:http://internal.amazon.com/"}
+                self._send_json(reply.status, {"message": reply.error or "error"}, error_type)
+                return
             if reply.status >= 400:
                 detail = {"type": "api_error", "message": reply.error or "error"}
                 error = {"type": "error", "error": detail}
@@ -357,16 +393,22 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 self.wfile.write(data)
                 return
-            maker = anthropic_body if provider == "anthropic" else openai_body
+            maker = {"anthropic": anthropic_body, "bedrock": bedrock_body}.get(
+                provider, openai_body
+            )
             full = maker(fake, body, reply)
             if body.get("stream"):
                 self._stream(provider, full)
             else:
                 self._send_json(200, full)
 
-        def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        def _send_json(
+            self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -430,3 +430,26 @@ def test_secret_rotation_runs_where_the_cluster_admits_it(template: dict[str, An
     admitted = [r["Properties"] for r in resources(template, "AWS::EC2::SecurityGroupIngress")
                 .values() if r["Properties"]["GroupId"] == cluster_sg]  # fmt: skip
     assert any(r["SourceSecurityGroupId"] == rotation_sg for r in admitted)
+
+
+def test_bedrock_models_named_in_the_context_are_the_only_ones_the_steps_may_call() -> None:
+    models = "anthropic.claude-sonnet-4-20250514-v1:0,amazon.titan-embed-text-v2:0"
+    app = cdk.App(context={**project_context(), "skip_bundling": "true",
+                           "bedrock_models": models})  # fmt: skip
+    stack = build_app(app)
+    app.synth()  # cdk-nag's AwsSolutions checks pass with the grants in the stack
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+    callers: dict[str, list[Any]] = {}
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "bedrock:InvokeModel" in as_list(statement["Action"]):
+                for role in policy["Properties"]["Roles"]:
+                    callers[role["Ref"]] = as_list(statement["Resource"])
+    roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
+             for name in ("api", "step", "sandbox", "sweeper", "migrate")}  # fmt: skip
+    assert set(callers) == {roles["api"], roles["step"]}
+    arns = json.dumps(callers[roles["step"]])
+    assert "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0" in arns
+    assert "foundation-model/amazon.titan-embed-text-v2:0" in arns and "*" not in arns
+    _, plain = synth()
+    assert "bedrock:" not in json.dumps(plain.to_json())  # no flag, no grant

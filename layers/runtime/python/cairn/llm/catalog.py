@@ -51,12 +51,16 @@ def resolve_model(
         raise InvalidArgumentError(
             f"model: `{handle}` is not a handle; use provider/model, e.g. openai/gpt-4o-mini"
         )
-    if provider not in ("openai", "anthropic"):
+    if provider not in ("openai", "anthropic", "bedrock"):
         raise InvalidArgumentError(
             f"model: unknown provider `{provider}` "
             f"(configured: {', '.join(providers(settings)) or 'none'})"
         )
-    if provider == "anthropic":
+    endpoint: str | None
+    if provider == "bedrock":  # the model id as Bedrock names it; the region's endpoint
+        window = context_window or 200_000
+        endpoint = None
+    elif provider == "anthropic":
         window = context_window or 200_000
         endpoint = settings.anthropic_base_url or ANTHROPIC_URL
     else:

@@ -27,6 +27,10 @@ def client_for(config: LLMConfig, settings: Settings) -> LLMClient:
             config.model_endpoint or settings.anthropic_base_url,
             settings.anthropic_api_key, settings.llm_timeout_seconds, settings.llm_max_retries,
         )  # fmt: skip
+    if kind == "bedrock":
+        return _bedrock(
+            config.model_endpoint, settings.llm_timeout_seconds, settings.llm_max_retries
+        )
     if kind in OPENAI_COMPATIBLE:
         return _openai(
             config.model_endpoint or settings.openai_base_url,
@@ -87,3 +91,24 @@ def wire_body(request: LLMRequest) -> dict[str, Any]:
     from cairn.llm import openai_chat
 
     return openai_chat.request_body(request)
+
+
+@lru_cache(maxsize=16)
+def _bedrock(endpoint: str | None, timeout: float, retries: int) -> LLMClient:
+    """Bedrock's runtime client in the function's region, signed by its IAM role; an
+    `llm_config.model_endpoint` names another endpoint (a VPC endpoint, a test server)."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError
+
+    from cairn.llm.bedrock_converse import BedrockConverse
+
+    retry = {"max_attempts": retries + 1, "mode": "standard"}
+    try:
+        client = boto3.client(
+            "bedrock-runtime", endpoint_url=endpoint,
+            config=Config(read_timeout=timeout, connect_timeout=min(timeout, 10), retries=retry),
+        )  # fmt: skip
+    except BotoCoreError as err:  # no region configured
+        raise LLMError("bad_request", f"Bedrock: {err}") from err
+    return BedrockConverse(client)

@@ -1,0 +1,187 @@
+"""Amazon Bedrock through the Converse API (boto3 `bedrock-runtime`): one request shape for
+every model Bedrock serves, tools as `toolSpec`, results as `toolResult` blocks, reasoning
+as `reasoningContent`. No key: the function's IAM role signs the call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
+from cairn.llm.transcript import turns
+from cairn.llm.types import ErrorKind, FinishReason, LLMError, LLMRequest, LLMResponse, LLMUsage
+
+DEFAULT_MAX_TOKENS = 4096
+MIN_THINKING_BUDGET = 1024
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
+    "max_tokens": "length", "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+}  # fmt: skip
+# Bedrock's error codes (botocore puts them in `Error.Code`); throttling and the 5xx kinds
+# are retried by botocore first, then by a later delivery of the step.
+_ERRORS: dict[str, ErrorKind] = {
+    "ThrottlingException": "rate_limit", "ServiceQuotaExceededException": "rate_limit",
+    "AccessDeniedException": "auth", "UnrecognizedClientException": "auth",
+    "ExpiredTokenException": "auth", "ResourceNotFoundException": "bad_request",
+    "ValidationException": "bad_request", "ModelErrorException": "server",
+    "ModelTimeoutException": "timeout", "ModelNotReadyException": "server",
+    "InternalServerException": "server", "ServiceUnavailableException": "server",
+}  # fmt: skip
+
+
+class BedrockConverse:
+    def __init__(self, client: Any) -> None:  # boto3's bedrock-runtime client
+        self._client = client
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            ConnectTimeoutError,
+            ReadTimeoutError,
+        )
+
+        try:
+            answer = self._client.converse(**request_body(request))
+        except ClientError as err:
+            code = err.response.get("Error", {}).get("Code", "")
+            status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            kind = _ERRORS.get(code) or ("server" if (status or 500) >= 500 else "bad_request")
+            raise LLMError(kind, f"{code}: {err}", status=status) from err
+        except (ReadTimeoutError, ConnectTimeoutError) as err:
+            raise LLMError("timeout", f"{type(err).__name__}: {err}") from err
+        except BotoCoreError as err:  # no route, no credentials, a broken answer
+            raise LLMError("connection", f"{type(err).__name__}: {err}") from err
+        return parse(answer)
+
+
+def _assistant_blocks(
+    text: str, reasoning: list[ReasoningContent], calls: list[ToolCall]
+) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [
+        # Reasoning goes back signed, or Anthropic's models on Bedrock refuse the tool turn.
+        {"reasoningContent": {"reasoningText": {"text": r.reasoning, "signature": r.signature}}}
+        for r in reasoning
+        if r.signature
+    ]
+    if text:
+        blocks.append({"text": text})
+    for call in calls:
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+        except ValueError:
+            arguments = {}
+        blocks.append({"toolUse": {
+            "toolUseId": call.id, "name": call.function.name,
+            "input": arguments if isinstance(arguments, dict) else {},
+        }})  # fmt: skip
+    return blocks
+
+
+def _messages(request: LLMRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for turn in turns(request.messages):
+        if turn.role == "system":
+            system.append({"text": turn.text})
+            continue
+        if turn.role == "assistant":
+            role = "assistant"
+            blocks = _assistant_blocks(turn.text, turn.reasoning, turn.tool_calls)
+        elif turn.role == "tool":
+            role = "user"
+            blocks = [{"toolResult": {"toolUseId": turn.tool_call_id,
+                                      "content": [{"text": turn.text}]}}]  # fmt: skip
+        else:
+            role, blocks = "user", [{"text": turn.text}] if turn.text else []
+        if not blocks:
+            continue
+        # Converse wants turns to alternate: results of parallel calls share one user turn.
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    if out and out[0]["role"] != "user":
+        out.insert(0, {"role": "user", "content": [{"text": "(session start)"}]})
+    return system, out
+
+
+def request_body(request: LLMRequest) -> dict[str, Any]:
+    config = request.config
+    system, messages = _messages(request)
+    body: dict[str, Any] = {
+        "modelId": config.model,
+        "messages": messages,
+        "system": system,
+        "inferenceConfig": {"maxTokens": config.max_tokens or DEFAULT_MAX_TOKENS},
+    }
+    if config.enable_reasoner:
+        budget = max(config.max_reasoning_tokens, MIN_THINKING_BUDGET)
+        body["additionalModelRequestFields"] = {
+            "thinking": {"type": "enabled", "budget_tokens": budget}
+        }
+        body["inferenceConfig"]["maxTokens"] = max(
+            body["inferenceConfig"]["maxTokens"], budget + MIN_THINKING_BUDGET
+        )
+    elif config.temperature is not None:
+        body["inferenceConfig"]["temperature"] = config.temperature
+    if request.tools:
+        specs = [
+            {"name": t["name"], "description": t.get("description") or t["name"],
+             "inputSchema": {"json": t["parameters"]}}
+            for t in request.tools
+        ]  # fmt: skip
+        body["toolConfig"] = {"tools": [{"toolSpec": spec} for spec in specs]}
+        choice = _tool_choice(request.tool_choice, thinking=config.enable_reasoner)
+        if choice is not None:
+            body["toolConfig"]["toolChoice"] = choice
+    return body
+
+
+def _tool_choice(choice: str, *, thinking: bool) -> dict[str, Any] | None:
+    """Converse has auto, any and one tool; `none` is left to the model (Converse needs the
+    tools declared whenever the history holds tool turns)."""
+    if choice in ("auto", "none") or thinking:
+        return {"auto": {}}
+    if choice == "required":
+        return {"any": {}}
+    return {"tool": {"name": choice}}
+
+
+def parse(answer: dict[str, Any]) -> LLMResponse:
+    text: list[str] = []
+    reasoning: list[ReasoningContent] = []
+    calls: list[ToolCall] = []
+    message = (answer.get("output") or {}).get("message") or {}
+    for block in message.get("content") or ():
+        if "text" in block:
+            text.append(block["text"] or "")
+        elif "reasoningContent" in block:
+            said = block["reasoningContent"].get("reasoningText") or {}
+            reasoning.append(ReasoningContent(
+                reasoning=said.get("text") or "", is_native=True, signature=said.get("signature"),
+            ))  # fmt: skip
+        elif "toolUse" in block:
+            use = block["toolUse"]
+            calls.append(ToolCall(id=use["toolUseId"], function=FunctionCall(
+                name=use["name"], arguments=json.dumps(use.get("input") or {}, ensure_ascii=False),
+            )))  # fmt: skip
+    usage = answer.get("usage") or {}
+    cached = usage.get("cacheReadInputTokens") or 0
+    written = usage.get("cacheWriteInputTokens") or 0
+    prompt = (usage.get("inputTokens") or 0) + cached + written
+    completion = usage.get("outputTokens") or 0
+    return LLMResponse(
+        text="".join(text),
+        reasoning=reasoning,
+        tool_calls=calls,
+        usage=LLMUsage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=prompt + completion,
+            cached_input_tokens=cached,
+            cache_write_tokens=written,
+        ),
+        finish_reason=_FINISH.get(answer.get("stopReason") or "", "other"),
+    )

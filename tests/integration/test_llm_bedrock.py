@@ -1,0 +1,110 @@
+"""Amazon Bedrock through boto3's Converse client, signed and sent over HTTP to the fake
+server speaking Converse's wire form (nothing patched)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from cairn.domain import Organization
+from cairn.llm.catalog import resolve_model
+from cairn.llm.clients import client_for
+from cairn.llm.types import LLMError, LLMRequest
+from cairn.store import agents
+from cairn.store.db import Database
+from tests.fakes.llm_server import FakeLLM, call
+from tests.integration.engine_harness import engine_for, make_agent, send
+from tests.integration.test_llm_providers import TOOL, history, settings
+
+MODEL = "anthropic.claude-sonnet-4-20250514-v1:0"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
+    # The function's role signs Bedrock calls; here any credentials sign them.
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):  # fmt: skip
+        monkeypatch.setenv(name, value)
+    with FakeLLM() as server:
+        yield server
+
+
+def request(fake: FakeLLM, **config: object) -> LLMRequest:
+    llm = resolve_model(f"bedrock/{MODEL}", settings(fake)).model_copy(
+        update={"model_endpoint": fake.base_url, **config}
+    )
+    return LLMRequest(config=llm, messages=history(), tools=[TOOL], tool_choice="required")
+
+
+def test_tool_calls_reasoning_usage_and_the_converse_request(fake: FakeLLM) -> None:
+    fake.reply("", call("lookup", q="tea"), call("lookup", q="milk"), reasoning="think",
+               usage=(120, 8))  # fmt: skip
+    req = request(fake, enable_reasoner=True, max_reasoning_tokens=2048)
+    answer = client_for(req.config, settings(fake)).complete(req)
+    assert [json.loads(c.function.arguments) for c in answer.tool_calls] == [
+        {"q": "tea"}, {"q": "milk"}]  # parallel calls  # fmt: skip
+    assert answer.reasoning[0].reasoning == "think" and answer.reasoning[0].signature == "sig-5"
+    assert answer.finish_reason == "tool_calls"
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (120, 8)
+
+    sent = fake.requests[0]
+    assert sent.path.startswith("/model/") and sent.path.endswith("/converse")
+    assert MODEL.replace(":", "%3A") in sent.path or MODEL in sent.path
+    assert "Credential=testing/" in sent.headers.get("Authorization", "")  # SigV4-signed
+    body = sent.body
+    assert body["system"] == [{"text": "SYSTEM"}]
+    user, assistant, results = body["messages"]
+    assert user == {"role": "user", "content": [{"text": "hi"}]}
+    assert assistant["content"][0] == {"reasoningContent": {"reasoningText": {
+        "text": "thought", "signature": "sig-7"}}}  # fmt: skip
+    assert assistant["content"][2]["toolUse"]["input"] == {"q": "x"}
+    result = results["content"][0]["toolResult"]
+    assert result["toolUseId"] == "call_1" and len(result["content"][0]["text"]) < 6000
+    assert body["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"] == TOOL["parameters"]
+    assert body["toolConfig"]["toolChoice"] == {"auto": {}}  # thinking allows only auto
+    assert body["additionalModelRequestFields"]["thinking"]["budget_tokens"] == 2048
+
+
+def test_a_forced_tool_and_plain_text(fake: FakeLLM) -> None:
+    fake.reply("plain answer")
+    req = request(fake)
+    answer = client_for(req.config, settings(fake)).complete(req)
+    assert answer.text == "plain answer" and answer.finish_reason == "stop"
+    assert fake.requests[0].body["toolConfig"]["toolChoice"] == {"any": {}}
+
+
+def test_throttling_is_retried_and_denied_access_fails_with_the_reason(fake: FakeLLM) -> None:
+    fake.fail(429).fail(503).reply("third time lucky")
+    req = request(fake)
+    assert client_for(req.config, settings(fake)).complete(req).text == "third time lucky"
+    assert len(fake.requests) == 3
+    fake.fail(403, "not authorized to invoke this model", times=3)
+    with pytest.raises(LLMError) as denied:
+        client_for(req.config, settings(fake)).complete(req)
+    assert denied.value.kind == "auth" and not denied.value.transient
+    assert "AccessDeniedException" in str(denied.value)
+    assert len(fake.requests) == 4  # access denied is not retried
+    fake.clear()
+    fake.fail(429, times=5)
+    with pytest.raises(LLMError) as throttled:
+        client_for(req.config, settings(fake)).complete(req)
+    assert throttled.value.kind == "rate_limit" and throttled.value.transient
+
+
+def test_a_bedrock_agent_runs_a_tool_turn(db: Database, org: Organization, fake: FakeLLM) -> None:
+    config = resolve_model(f"bedrock/{MODEL}", settings(fake)).model_copy(
+        update={"model_endpoint": fake.base_url}
+    )
+    agent = make_agent(db, org)
+    with db.transaction() as conn:
+        agent = agents.update(conn, agent.model_copy(update={"llm_config": config}),
+                              expected_version=agent.version)  # fmt: skip
+    fake.reply("", call("conversation_search", query="tea"))
+    fake.reply("Nothing about tea yet.")
+    turn = send(engine_for(db, fake), agent, "what about tea?")
+    assert turn.run.status == "completed" and turn.roles[-1] == "assistant"
+    assert all(r.provider == "bedrock" for r in fake.requests) and len(fake.requests) == 2
+    second = fake.requests[1].body["messages"]
+    assert any("toolResult" in block for m in second for block in m["content"])

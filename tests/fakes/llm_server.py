@@ -238,6 +238,17 @@ BEDROCK_ERRORS = {400: "ValidationException", 403: "AccessDeniedException",
                   503: "ServiceUnavailableException"}  # fmt: skip
 
 
+def bedrock_embeddings(body: dict[str, Any]) -> dict[str, Any]:
+    """Titan's answer (one text) or Cohere's (a list, by embedding type), hashed vectors."""
+    from cairn.embeddings.base import HashEmbedder
+
+    if "texts" in body:
+        vectors = HashEmbedder(1024).embed(body["texts"])
+        return {"embeddings": {"float": vectors}, "texts": body["texts"]}
+    vector = HashEmbedder(int(body.get("dimensions") or 1536)).embed([body["inputText"]])[0]
+    return {"embedding": vector, "inputTextTokenCount": len(body["inputText"].split())}
+
+
 def embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
     """OpenAI's embeddings answer, with deterministic vectors (word hashing, unit length)."""
     from cairn.embeddings.base import HashEmbedder
@@ -367,6 +378,10 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/").endswith("/embeddings"):
                 fake.embedding_requests.append(body)
                 self._send_json(200, embeddings_body(body))
+                return
+            if self.path.rstrip("/").endswith("/invoke"):  # Bedrock's embedding models
+                fake.embedding_requests.append({"path": self.path, **body})
+                self._send_json(200, bedrock_embeddings(body))
                 return
             path = self.path.rstrip("/")
             provider = ("anthropic" if path.endswith("/messages")

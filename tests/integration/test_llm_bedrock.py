@@ -108,3 +108,24 @@ def test_a_bedrock_agent_runs_a_tool_turn(db: Database, org: Organization, fake:
     assert all(r.provider == "bedrock" for r in fake.requests) and len(fake.requests) == 2
     second = fake.requests[1].body["messages"]
     assert any("toolResult" in block for m in second for block in m["content"])
+
+
+@pytest.mark.parametrize(("model", "requests"), [
+    ("amazon.titan-embed-text-v2:0", 3),  # one text a request
+    ("cohere.embed-english-v3", 1),  # all three in one
+])  # fmt: skip
+def test_bedrock_embeddings(fake: FakeLLM, model: str, requests: int) -> None:
+    from cairn.embeddings.providers import embedder_for
+    from cairn.llm.catalog import resolve_embedding
+
+    config = resolve_embedding(f"bedrock/{model}", settings(fake)).model_copy(
+        update={"embedding_endpoint": fake.base_url}
+    )
+    vectors = embedder_for(config, settings(fake)).embed(["tea at four", "a bike", "tea"])
+    assert len(vectors) == 3 and {len(v) for v in vectors} == {1024}
+    assert len(fake.embedding_requests) == requests
+    assert all(model.replace(":", "%3A") in r["path"] or model in r["path"]
+               for r in fake.embedding_requests)  # fmt: skip
+    close = sum(a * b for a, b in zip(vectors[0], vectors[2], strict=True))
+    far = sum(a * b for a, b in zip(vectors[0], vectors[1], strict=True))
+    assert close > far  # the vectors are the model's, in order

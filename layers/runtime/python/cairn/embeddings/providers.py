@@ -33,6 +33,42 @@ class OpenAIEmbedder:
         return out
 
 
+class BedrockEmbedder:
+    """Embeddings on Amazon Bedrock (InvokeModel, signed by the function's role): Cohere's
+    models take up to 96 texts a request; Titan's take one text a request."""
+
+    COHERE_BATCH = 96
+
+    def __init__(self, client: Any, model: str, dim: int) -> None:
+        self._client, self.model, self.dim = client, model, dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.model.startswith("cohere."):
+            out: list[list[float]] = []
+            for chunk in batched(texts, self.COHERE_BATCH):
+                answer = self._invoke({"texts": list(chunk), "input_type": "search_document",
+                                       "embedding_types": ["float"]})  # fmt: skip
+                vectors = answer["embeddings"]
+                out += vectors["float"] if isinstance(vectors, dict) else vectors
+            return out
+        # Titan v2 returns the size asked for; v1 has one size.
+        sized = {"dimensions": self.dim, "normalize": True} if "-v2" in self.model else {}
+        return [self._invoke({"inputText": t, **sized})["embedding"] for t in texts]
+
+    def _invoke(self, body: dict[str, Any]) -> dict[str, Any]:
+        import json
+
+        from cairn.llm.bedrock_converse import bedrock_errors
+
+        with bedrock_errors():
+            answer = self._client.invoke_model(
+                modelId=self.model, body=json.dumps(body),
+                contentType="application/json", accept="application/json",
+            )  # fmt: skip
+        parsed: dict[str, Any] = json.loads(answer["body"].read())
+        return parsed
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 on CPU (the `local` extra: sentence-transformers + packaged weights)."""
 
@@ -98,6 +134,13 @@ def embedder_for(config: EmbeddingConfig, settings: Settings) -> Embedder:
         return HashEmbedder(config.embedding_dim)
     if kind == "local" or (kind == LOCAL_TYPE and model == LOCAL_MODEL):
         return _local()
+    if kind == "bedrock":
+        from cairn.llm.clients import bedrock_runtime
+
+        client = bedrock_runtime(
+            config.embedding_endpoint, settings.llm_timeout_seconds, settings.llm_max_retries
+        )
+        return BedrockEmbedder(client, model, config.embedding_dim)
     return _openai(
         config.embedding_endpoint or settings.openai_base_url,
         settings.openai_api_key or "unused",

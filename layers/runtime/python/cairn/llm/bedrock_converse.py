@@ -5,6 +5,8 @@ as `reasoningContent`. No key: the function's IAM role signs the call."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
@@ -35,25 +37,32 @@ class BedrockConverse:
         self._client = client
 
     def complete(self, request: LLMRequest) -> LLMResponse:
-        from botocore.exceptions import (
-            BotoCoreError,
-            ClientError,
-            ConnectTimeoutError,
-            ReadTimeoutError,
-        )
-
-        try:
+        with bedrock_errors():
             answer = self._client.converse(**request_body(request))
-        except ClientError as err:
-            code = err.response.get("Error", {}).get("Code", "")
-            status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            kind = _ERRORS.get(code) or ("server" if (status or 500) >= 500 else "bad_request")
-            raise LLMError(kind, f"{code}: {err}", status=status) from err
-        except (ReadTimeoutError, ConnectTimeoutError) as err:
-            raise LLMError("timeout", f"{type(err).__name__}: {err}") from err
-        except BotoCoreError as err:  # no route, no credentials, a broken answer
-            raise LLMError("connection", f"{type(err).__name__}: {err}") from err
         return parse(answer)
+
+
+@contextmanager
+def bedrock_errors() -> Iterator[None]:
+    """botocore's exceptions as one LLMError (after botocore's own retries)."""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        ConnectTimeoutError,
+        ReadTimeoutError,
+    )
+
+    try:
+        yield
+    except ClientError as err:
+        code = err.response.get("Error", {}).get("Code", "")
+        status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        kind = _ERRORS.get(code) or ("server" if (status or 500) >= 500 else "bad_request")
+        raise LLMError(kind, f"{code}: {err}", status=status) from err
+    except (ReadTimeoutError, ConnectTimeoutError) as err:
+        raise LLMError("timeout", f"{type(err).__name__}: {err}") from err
+    except BotoCoreError as err:  # no route, no credentials, a broken answer
+        raise LLMError("connection", f"{type(err).__name__}: {err}") from err
 
 
 def _assistant_blocks(

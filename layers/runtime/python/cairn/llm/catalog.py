@@ -76,11 +76,24 @@ def resolve_model(
     )
 
 
+# Bedrock's embedding models Cairn knows the size of (Titan v2 can be asked for less).
+BEDROCK_EMBEDDING_DIMS = {
+    "amazon.titan-embed-text-v2:0": 1024, "amazon.titan-embed-text-v1": 1536,
+    "cohere.embed-english-v3": 1024, "cohere.embed-multilingual-v3": 1024,
+}  # fmt: skip
+
+
 def resolve_embedding(handle: str, settings: Settings) -> EmbeddingConfig:
     provider, sep, model = handle.partition("/")
+    if provider == "bedrock" and model in BEDROCK_EMBEDDING_DIMS:
+        return EmbeddingConfig(
+            embedding_model=model, embedding_endpoint_type="bedrock", embedding_endpoint=None,
+            embedding_dim=BEDROCK_EMBEDDING_DIMS[model], embedding_chunk_size=300, handle=handle,
+        )  # fmt: skip
     if provider != "openai" or not sep or not model:
         raise InvalidArgumentError(
-            f"embedding: `{handle}` is not a known embedding handle; use openai/<model>"
+            f"embedding: `{handle}` is not a known embedding handle; use openai/<model> or "
+            f"bedrock/<one of {', '.join(BEDROCK_EMBEDDING_DIMS)}>"
         )
     return EmbeddingConfig(
         embedding_model=model,

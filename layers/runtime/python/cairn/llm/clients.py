@@ -93,22 +93,25 @@ def wire_body(request: LLMRequest) -> dict[str, Any]:
     return openai_chat.request_body(request)
 
 
-@lru_cache(maxsize=16)
 def _bedrock(endpoint: str | None, timeout: float, retries: int) -> LLMClient:
+    from cairn.llm.bedrock_converse import BedrockConverse
+
+    return BedrockConverse(bedrock_runtime(endpoint, timeout, retries))
+
+
+@lru_cache(maxsize=16)
+def bedrock_runtime(endpoint: str | None, timeout: float, retries: int) -> Any:
     """Bedrock's runtime client in the function's region, signed by its IAM role; an
-    `llm_config.model_endpoint` names another endpoint (a VPC endpoint, a test server)."""
+    `endpoint` names another (a VPC endpoint, a test server). One per endpoint: it pools."""
     import boto3
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError
 
-    from cairn.llm.bedrock_converse import BedrockConverse
-
     retry = {"max_attempts": retries + 1, "mode": "standard"}
     try:
-        client = boto3.client(
+        return boto3.client(
             "bedrock-runtime", endpoint_url=endpoint,
             config=Config(read_timeout=timeout, connect_timeout=min(timeout, 10), retries=retry),
         )  # fmt: skip
     except BotoCoreError as err:  # no region configured
         raise LLMError("bad_request", f"Bedrock: {err}") from err
-    return BedrockConverse(client)

@@ -23,6 +23,7 @@ class Reply:
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     reasoning: str | None = None
     usage: tuple[int, int] | None = None  # (prompt, completion); estimated when None
+    cache: tuple[int, int] | None = None  # Anthropic's (cache read, cache write) input tokens
     status: int = 200
     error: str | None = None  # with a status >= 400
     delay: float = 0.0
@@ -207,8 +208,13 @@ def anthropic_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[st
         "content": content,
         "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": completion},
-    }
+        "usage": {
+            "input_tokens": prompt,
+            "output_tokens": completion,
+            **({"cache_read_input_tokens": reply.cache[0],
+                "cache_creation_input_tokens": reply.cache[1]} if reply.cache else {}),
+        },
+    }  # fmt: skip
 
 
 def bedrock_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:

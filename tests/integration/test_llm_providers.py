@@ -112,7 +112,10 @@ def test_anthropic_system_blocks_thinking_signature_and_tool_choice(fake: FakeLL
     req = request("anthropic", model="claude-fake-1")
     response = client_for(req.config, settings(fake)).complete(req)
     body = fake.requests[0].body
-    assert body["system"] == "SYSTEM" and body["tool_choice"]["type"] == "any"
+    assert body["system"] == [
+        {"type": "text", "text": "SYSTEM", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert body["tool_choice"]["type"] == "any"
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assistant = body["messages"][1]["content"]
     assert assistant[0] == {"type": "thinking", "thinking": "thought", "signature": "sig-7"}
@@ -122,6 +125,23 @@ def test_anthropic_system_blocks_thinking_signature_and_tool_choice(fake: FakeLL
     assert body["tools"][0]["input_schema"] == TOOL["parameters"]
     assert response.reasoning[0].signature == "sig-13"  # kept for the next request
     assert response.tool_calls[0].id.startswith("toolu_") and response.usage.prompt_tokens == 50
+
+
+def test_anthropic_prompt_caching_marks_the_stable_prefixes_and_counts_what_it_saved(
+    fake: FakeLLM,
+) -> None:
+    fake.reply("ok", usage=(40, 5), cache=(9000, 300))
+    req = request("anthropic", model="claude-fake-1")
+    usage = client_for(req.config, settings(fake)).complete(req).usage
+    body = fake.requests[0].body
+    marked = [
+        ("system", body["system"][-1]), ("tools", body["tools"][-1]),
+        ("history", body["messages"][-1]["content"][-1]),
+    ]  # fmt: skip
+    assert all(block.get("cache_control") == {"type": "ephemeral"} for _, block in marked)
+    assert json.dumps(body).count("cache_control") == 3  # Anthropic allows four marks
+    assert (usage.cached_input_tokens, usage.cache_write_tokens) == (9000, 300)
+    assert usage.prompt_tokens == 40 + 9000 + 300  # every input token, however billed
 
 
 def test_anthropic_extended_thinking_allows_only_auto_tool_choice(fake: FakeLLM) -> None:

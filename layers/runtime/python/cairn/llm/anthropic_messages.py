@@ -91,12 +91,24 @@ def _messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
     return "\n\n".join(system), out
 
 
+# Prompt caching: a step sends the whole context again, and Anthropic caches a prompt's
+# prefix up to each marked block. Three marks: the tools (they change with the rules' choice
+# of tools), the system message (rewritten only when memory changes), and the end of the
+# history, so the next step of the turn, and the next turn within the cache's five minutes,
+# reads everything before its own new messages at a tenth of the input price.
+CACHE = {"type": "ephemeral"}
+
+
 def request_body(request: LLMRequest) -> dict[str, Any]:
     config = request.config
     system, messages = _messages(request)
+    if messages and messages[-1]["content"]:
+        last = messages[-1]["content"][-1]
+        if last.get("type") in ("text", "tool_result"):  # not thinking: it takes no mark
+            messages[-1]["content"][-1] = {**last, "cache_control": CACHE}
     body: dict[str, Any] = {
         "model": config.model,
-        "system": system,
+        "system": [{"type": "text", "text": system, "cache_control": CACHE}] if system else [],
         "messages": messages,
         "max_tokens": config.max_tokens or DEFAULT_MAX_TOKENS,
     }
@@ -113,6 +125,7 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
              "input_schema": t["parameters"]}
             for t in request.tools
         ]  # fmt: skip
+        body["tools"][-1]["cache_control"] = CACHE
         body["tool_choice"] = _tool_choice(request.tool_choice, thinking=thinking)
         if body["tool_choice"]["type"] != "none":
             body["tool_choice"]["disable_parallel_tool_use"] = not config.parallel_tool_calls

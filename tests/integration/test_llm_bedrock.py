@@ -129,3 +129,24 @@ def test_bedrock_embeddings(fake: FakeLLM, model: str, requests: int) -> None:
     close = sum(a * b for a, b in zip(vectors[0], vectors[2], strict=True))
     far = sum(a * b for a, b in zip(vectors[0], vectors[1], strict=True))
     assert close > far  # the vectors are the model's, in order
+
+
+def test_under_a_sync_sends_deadline_a_slow_model_hands_the_step_back_in_time(
+    fake: FakeLLM,
+) -> None:
+    """botocore takes no per-call timeout: under a deadline the call goes through a client
+    whose read timeout is the time left, and running out is the caller's DeadlineReached
+    (the step goes to the queue), not a provider failure."""
+    import time
+
+    from cairn.llm import deadline
+
+    fake.reply("slow", delay=3.0)
+    req = request(fake)
+    client = client_for(req.config, settings(fake))
+    started = time.monotonic()
+    with deadline.within(1.5), pytest.raises(deadline.DeadlineReached):
+        client.complete(req)
+    assert time.monotonic() - started < 2.8 and len(fake.requests) == 1  # no retry
+    fake.reply("in time", delay=0.2)
+    assert client.complete(req).text == "in time"  # without a deadline: the usual client

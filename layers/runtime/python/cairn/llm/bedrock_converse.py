@@ -5,11 +5,12 @@ as `reasoningContent`. No key: the function's IAM role signs the call."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
+from cairn.llm import deadline
 from cairn.llm.transcript import turns
 from cairn.llm.types import ErrorKind, FinishReason, LLMError, LLMRequest, LLMResponse, LLMUsage
 
@@ -33,13 +34,22 @@ _ERRORS: dict[str, ErrorKind] = {
 
 
 class BedrockConverse:
-    def __init__(self, client: Any) -> None:  # boto3's bedrock-runtime client
-        self._client = client
+    def __init__(self, client: Any, under_deadline: Callable[[float], Any]) -> None:
+        # boto3's bedrock-runtime client, and how to get one that answers within n seconds
+        self._client, self._under_deadline = client, under_deadline
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         with bedrock_errors():
-            answer = self._client.converse(**request_body(request))
+            answer = self._client_now().converse(**request_body(request))
         return parse(answer)
+
+    def _client_now(self) -> Any:
+        """Under a deadline (a sync send), botocore takes no per-call timeout: a client
+        whose read timeout is the time left, whole seconds down, and no retries."""
+        if deadline.request_options() == {}:
+            return self._client
+        left = deadline.seconds_left() or 0.0
+        return self._under_deadline(max(1.0, float(int(left))))
 
 
 @contextmanager
@@ -60,6 +70,10 @@ def bedrock_errors() -> Iterator[None]:
         kind = _ERRORS.get(code) or ("server" if (status or 500) >= 500 else "bad_request")
         raise LLMError(kind, f"{code}: {err}", status=status) from err
     except (ReadTimeoutError, ConnectTimeoutError) as err:
+        if deadline.seconds_left() is not None:
+            # The read timeout was the caller's time left (whole seconds down): the step
+            # goes to the queue, which calls with the full timeout, instead of failing.
+            raise deadline.DeadlineReached() from err
         raise LLMError("timeout", f"{type(err).__name__}: {err}") from err
     except BotoCoreError as err:  # no route, no credentials, a broken answer
         raise LLMError("connection", f"{type(err).__name__}: {err}") from err

@@ -96,10 +96,13 @@ def wire_body(request: LLMRequest) -> dict[str, Any]:
 def _bedrock(endpoint: str | None, timeout: float, retries: int) -> LLMClient:
     from cairn.llm.bedrock_converse import BedrockConverse
 
-    return BedrockConverse(bedrock_runtime(endpoint, timeout, retries))
+    return BedrockConverse(
+        bedrock_runtime(endpoint, timeout, retries),
+        lambda seconds: bedrock_runtime(endpoint, min(seconds, timeout), 0),
+    )
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)  # whole-second deadlines: a few dozen clients at most
 def bedrock_runtime(endpoint: str | None, timeout: float, retries: int) -> Any:
     """Bedrock's runtime client in the function's region, signed by its IAM role; an
     `endpoint` names another (a VPC endpoint, a test server). One per endpoint: it pools."""
@@ -107,7 +110,7 @@ def bedrock_runtime(endpoint: str | None, timeout: float, retries: int) -> Any:
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError
 
-    retry = {"max_attempts": retries + 1, "mode": "standard"}
+    retry = {"total_max_attempts": retries + 1, "mode": "standard"}  # the first call included
     try:
         return boto3.client(
             "bedrock-runtime", endpoint_url=endpoint,

@@ -12,6 +12,7 @@ from cairn.domain import Organization
 from cairn.llm.catalog import resolve_model
 from cairn.llm.clients import client_for
 from cairn.llm.types import LLMError, LLMRequest
+from cairn.orchestration import bedrock
 from cairn.store import agents
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
@@ -27,6 +28,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                         ("AWS_DEFAULT_REGION", "us-east-1")):  # fmt: skip
         monkeypatch.setenv(name, value)
+    bedrock.install()  # as the runtime does when a process starts
     with FakeLLM() as server:
         yield server
 
@@ -52,7 +54,8 @@ def test_tool_calls_reasoning_usage_and_the_converse_request(fake: FakeLLM) -> N
     sent = fake.requests[0]
     assert sent.path.startswith("/model/") and sent.path.endswith("/converse")
     assert MODEL.replace(":", "%3A") in sent.path or MODEL in sent.path
-    assert "Credential=testing/" in sent.headers.get("Authorization", "")  # SigV4-signed
+    signed = sent.headers.get("Authorization", "")
+    assert signed.startswith("AWS4-HMAC-SHA256 Credential=") and "/bedrock/aws4_request" in signed
     body = sent.body
     assert body["system"] == [{"text": "SYSTEM"}]
     user, assistant, results = body["messages"]

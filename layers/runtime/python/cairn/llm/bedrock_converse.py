@@ -54,29 +54,30 @@ class BedrockConverse:
 
 @contextmanager
 def bedrock_errors() -> Iterator[None]:
-    """botocore's exceptions as one LLMError (after botocore's own retries)."""
-    from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
-        ConnectTimeoutError,
-        ReadTimeoutError,
-    )
-
+    """botocore's exceptions as one LLMError (after botocore's own retries), told apart by
+    their class names, so this module needs no botocore import (boto3 stays in
+    orchestration's adapters)."""
     try:
         yield
-    except ClientError as err:
-        code = err.response.get("Error", {}).get("Code", "")
-        status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        kind = _ERRORS.get(code) or ("server" if (status or 500) >= 500 else "bad_request")
-        raise LLMError(kind, f"{code}: {err}", status=status) from err
-    except (ReadTimeoutError, ConnectTimeoutError) as err:
-        if deadline.seconds_left() is not None:
-            # The read timeout was the caller's time left (whole seconds down): the step
-            # goes to the queue, which calls with the full timeout, instead of failing.
-            raise deadline.DeadlineReached() from err
-        raise LLMError("timeout", f"{type(err).__name__}: {err}") from err
-    except BotoCoreError as err:  # no route, no credentials, a broken answer
-        raise LLMError("connection", f"{type(err).__name__}: {err}") from err
+    except LLMError:
+        raise
+    except Exception as err:
+        names = {cls.__name__ for cls in type(err).__mro__}
+        if "ClientError" in names:
+            response = getattr(err, "response", {}) or {}
+            code = response.get("Error", {}).get("Code", "")
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            kind = _ERRORS.get(code) or ("server" if (status or 500) >= 500 else "bad_request")
+            raise LLMError(kind, f"{code}: {err}", status=status) from err
+        if names & {"ReadTimeoutError", "ConnectTimeoutError"}:
+            if deadline.seconds_left() is not None:
+                # The read timeout was the caller's time left (whole seconds down): the step
+                # goes to the queue, which calls with the full timeout, instead of failing.
+                raise deadline.DeadlineReached() from err
+            raise LLMError("timeout", f"{type(err).__name__}: {err}") from err
+        if "BotoCoreError" in names:  # no route, no credentials, a broken answer
+            raise LLMError("connection", f"{type(err).__name__}: {err}") from err
+        raise
 
 
 def _assistant_blocks(

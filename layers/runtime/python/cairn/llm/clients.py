@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -102,19 +103,17 @@ def _bedrock(endpoint: str | None, timeout: float, retries: int) -> LLMClient:
     )
 
 
-@lru_cache(maxsize=64)  # whole-second deadlines: a few dozen clients at most
-def bedrock_runtime(endpoint: str | None, timeout: float, retries: int) -> Any:
-    """Bedrock's runtime client in the function's region, signed by its IAM role; an
-    `endpoint` names another (a VPC endpoint, a test server). One per endpoint: it pools."""
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import BotoCoreError
+# Bedrock's runtime client is made by an orchestration adapter (boto3 lives there only);
+# the runtime installs its factory (orchestration/bedrock.py).
+_bedrock_factory: Callable[[str | None, float, int], Any] | None = None
 
-    retry = {"total_max_attempts": retries + 1, "mode": "standard"}  # the first call included
-    try:
-        return boto3.client(
-            "bedrock-runtime", endpoint_url=endpoint,
-            config=Config(read_timeout=timeout, connect_timeout=min(timeout, 10), retries=retry),
-        )  # fmt: skip
-    except BotoCoreError as err:  # no region configured
-        raise LLMError("bad_request", f"Bedrock: {err}") from err
+
+def use_bedrock(factory: Callable[[str | None, float, int], Any]) -> None:
+    global _bedrock_factory
+    _bedrock_factory = factory
+
+
+def bedrock_runtime(endpoint: str | None, timeout: float, retries: int) -> Any:
+    if _bedrock_factory is None:
+        raise LLMError("bad_request", "Bedrock is not set up in this process")
+    return _bedrock_factory(endpoint, timeout, retries)

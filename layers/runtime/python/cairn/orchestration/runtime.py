@@ -11,6 +11,7 @@ import threading
 from cairn import heap
 from cairn.config import Settings
 from cairn.engine.step import Engine
+from cairn.orchestration import bedrock
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
@@ -29,6 +30,7 @@ def build_runtime(
     queue: StepQueue | None = None,
     workflows: Workflows | None = None,
 ) -> Runtime:
+    bedrock.install()  # model and embedding calls to Bedrock get their boto3 client here
     database = db or Database(
         database_conninfo(settings),
         max_size=settings.db_pool_size,

@@ -30,6 +30,7 @@ from cairn.domain.tenancy import Organization
 from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
 from cairn.embeddings.providers import embedder_for
+from cairn.orchestration import bedrock
 from cairn.store import (
     agents,
     archives,
@@ -86,6 +87,7 @@ def import_letta(
     """Import everything; with `stop`, end early (`finished` false) between two units of
     work once it says so: a run in a Lambda invocation leaves before its deadline and the
     next invocation goes on (nothing is done twice)."""
+    bedrock.install()  # passages embedded again may go to Bedrock
     report = Report()
     shown = progress or (lambda phase, done, total: None)
 

@@ -65,9 +65,13 @@ SELECT
     (SELECT coalesce(json_agg(t ORDER BY at.attached_at, t.name), '[]')
      FROM lease l JOIN agents_tools at ON at.agent_id = l.id
      JOIN tools t ON t.id = at.tool_id) AS tools,
-    (SELECT coalesce(json_agg(m ORDER BY e.position), '[]')::text
-     FROM lease l JOIN context_entries e ON e.agent_id = l.id,
-     LATERAL (SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = e.message_id) m) AS context,
+    -- Each message by its key in a subquery per entry: a join would let the planner pick a
+    -- scan of the whole history when it misjudges the window's size.
+    (SELECT coalesce(json_agg(
+         (SELECT to_json(m) FROM (SELECT {MESSAGE_COLUMNS} FROM messages
+                                  WHERE id = e.message_id) m)
+         ORDER BY e.position), '[]')::text
+     FROM lease l JOIN context_entries e ON e.agent_id = l.id) AS context,
     -- Sizes kept by the writes (migration 0010), not counted over the history each step.
     coalesce((SELECT l.message_count FROM lease l), 0) AS recall_count,
     (SELECT to_jsonb(archive) FROM archive) AS archive,

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)  # uncached, output, cache read, cache write
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
     "max_tokens": "length", "refusal": "content_filter",
@@ -164,22 +170,13 @@ def parse(message: dict[str, Any]) -> LLMResponse:
                     arguments=json.dumps(block.get("input") or {}, ensure_ascii=False),
                 ),
             ))  # fmt: skip
-    usage = message.get("usage") or {}
-    cached = usage.get("cache_read_input_tokens") or 0
-    written = usage.get("cache_creation_input_tokens") or 0
-    prompt = (usage.get("input_tokens") or 0) + cached + written
-    completion = usage.get("output_tokens") or 0
+    counts = message.get("usage") or {}
+    usage = LLMUsage.with_cache(*(counts.get(k) or 0 for k in _USAGE_KEYS))
     return LLMResponse(
         text="".join(text),
         reasoning=reasoning,
         tool_calls=calls,
-        usage=LLMUsage(
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            total_tokens=prompt + completion,
-            cached_input_tokens=cached,
-            cache_write_tokens=written,
-        ),
+        usage=usage,
         finish_reason=_FINISH.get(message.get("stop_reason") or "", "other"),
         model=message.get("model"),
     )

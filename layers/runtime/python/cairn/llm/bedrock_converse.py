@@ -16,6 +16,7 @@ from cairn.llm.types import ErrorKind, FinishReason, LLMError, LLMRequest, LLMRe
 
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
+_USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
     "max_tokens": "length", "guardrail_intervened": "content_filter",
@@ -191,21 +192,12 @@ def parse(answer: dict[str, Any]) -> LLMResponse:
             calls.append(ToolCall(id=use["toolUseId"], function=FunctionCall(
                 name=use["name"], arguments=json.dumps(use.get("input") or {}, ensure_ascii=False),
             )))  # fmt: skip
-    usage = answer.get("usage") or {}
-    cached = usage.get("cacheReadInputTokens") or 0
-    written = usage.get("cacheWriteInputTokens") or 0
-    prompt = (usage.get("inputTokens") or 0) + cached + written
-    completion = usage.get("outputTokens") or 0
+    counts = answer.get("usage") or {}
+    usage = LLMUsage.with_cache(*(counts.get(k) or 0 for k in _USAGE_KEYS))
     return LLMResponse(
         text="".join(text),
         reasoning=reasoning,
         tool_calls=calls,
-        usage=LLMUsage(
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            total_tokens=prompt + completion,
-            cached_input_tokens=cached,
-            cache_write_tokens=written,
-        ),
+        usage=usage,
         finish_reason=_FINISH.get(answer.get("stopReason") or "", "other"),
     )

@@ -32,6 +32,14 @@ class LLMUsage(BaseModel):
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
 
+    @classmethod
+    def with_cache(cls, uncached: int, output: int, cache_read: int, cache_write: int) -> LLMUsage:
+        """Usage of a provider that counts cache reads and writes apart from the other input
+        tokens (Anthropic, Bedrock): the prompt is all three."""
+        prompt = uncached + cache_read + cache_write
+        return cls(prompt_tokens=prompt, completion_tokens=output, total_tokens=prompt + output,
+                   cached_input_tokens=cache_read, cache_write_tokens=cache_write)  # fmt: skip
+
 
 class LLMResponse(BaseModel):
     text: str = ""

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cairn.api.app import build_app
+from cairn.api.app import buffered, build_app
 from cairn.llm import deadline
 from cairn.orchestration.runtime import preload_for_snapshot
 
@@ -23,4 +23,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A sync send waits within CAIRN_SYNC_BUDGET_SECONDS and within what is left of this
     # invocation, whichever ends first (a cold start has eaten some of it).
     with deadline.within(context.get_remaining_time_in_millis() / 1000 - ANSWER_SECONDS):
-        return app.resolve(event, context)
+        return buffered(app, event, context)

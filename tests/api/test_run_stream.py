@@ -37,10 +37,10 @@ def test_a_run_still_going_answers_what_it_has_and_is_resumed_after_it(stack: St
     stack.fake.reply("", call("conversation_search", query="tea"))
     stack.fake.reply("", call("send_message", message="Found it."), delay=1.5)
     run = client.agents.messages.create_async(agent.id, input="what about tea?")
-    stack.runtime.settings.sync_budget_seconds = 0.8
+    stack.runtime.settings.stream_budget_seconds = 0.8
     first = list(client.runs.messages.stream(run.id))
     assert first and "stop_reason" not in [e.message_type for e in first]
-    stack.runtime.settings.sync_budget_seconds = 20
+    stack.runtime.settings.stream_budget_seconds = 20
     last = max(e.seq_id for e in first if hasattr(e, "seq_id"))
     rest = list(client.runs.messages.stream(run.id, starting_after=last))
     assert [e.message_type for e in rest][-2:] == ["stop_reason", "usage_statistics"]

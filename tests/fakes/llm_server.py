@@ -30,6 +30,11 @@ class Reply:
     raw_arguments: str | None = None  # sent verbatim as every call's arguments (OpenAI)
     raw_body: str | None = None  # sent verbatim as a 200 answer (a broken proxy)
     raw_content_type: str = "text/html"
+    # Streamed answers: text and arguments go out in pieces of this many characters, one
+    # event every `chunk_delay` seconds, and the stream is cut after `cut_after` events.
+    piece_chars: int = 4
+    chunk_delay: float = 0.0
+    cut_after: int | None = None
 
 
 Answer = Callable[["Recorded"], Reply]
@@ -274,37 +279,35 @@ def embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def openai_stream(full: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def openai_stream(full: dict[str, Any], size: int = 4) -> Iterator[dict[str, Any]]:
     message = full["choices"][0]["message"]
     base = {k: full[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-    yield base | {
-        "choices": [
-            {
-                "index": 0,
-                "delta": {"role": "assistant", "content": message["content"] or ""},
-                "finish_reason": None,
-            }
-        ]
-    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    if message.get("reasoning_content"):
+        for piece in pieces(message["reasoning_content"], size):
+            yield chunk({"reasoning_content": piece})
+    if message["content"]:
+        for piece in pieces(message["content"], size):
+            yield chunk({"content": piece})
     for i, tool_call in enumerate(message.get("tool_calls") or ()):
-        yield base | {
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": {"tool_calls": [{"index": i, **tool_call}]},
-                    "finish_reason": None,
-                }
-            ]
-        }
-    yield base | {
-        "choices": [
-            {"index": 0, "delta": {}, "finish_reason": full["choices"][0]["finish_reason"]}
-        ],
-        "usage": full["usage"],
-    }
+        function = tool_call["function"]
+        head = {"index": i, "id": tool_call["id"], "type": "function"}
+        yield chunk({"tool_calls": [head | {"function": {"name": function["name"]}}]})
+        for piece in pieces(function["arguments"], size):
+            yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+    yield chunk({}, full["choices"][0]["finish_reason"])
+    yield base | {"choices": [], "usage": full["usage"]}
 
 
-def anthropic_stream(full: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def anthropic_stream(full: dict[str, Any], size: int = 4) -> Iterator[tuple[str, dict[str, Any]]]:
     start = dict(full, content=[], stop_reason=None)
     yield "message_start", {"type": "message_start", "message": start}
     for i, block in enumerate(full["content"]):
@@ -319,15 +322,18 @@ def anthropic_stream(full: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
             {"type": "content_block_start", "index": i, "content_block": empty},
         )
         deltas = {
-            "text": [{"type": "text_delta", "text": block.get("text", "")}],
+            "text": [{"type": "text_delta", "text": p}
+                     for p in pieces(block.get("text", ""), size)],
             "thinking": [
-                {"type": "thinking_delta", "thinking": block.get("thinking", "")},
+                *({"type": "thinking_delta", "thinking": p}
+                  for p in pieces(block.get("thinking", ""), size)),
                 {"type": "signature_delta", "signature": block.get("signature")},
             ],
             "tool_use": [
-                {"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}
+                {"type": "input_json_delta", "partial_json": p}
+                for p in pieces(json.dumps(block.get("input")), size)
             ],
-        }[kind]
+        }[kind]  # fmt: skip
         for delta in deltas:
             yield "content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": i}
@@ -419,7 +425,7 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             )
             full = maker(fake, body, reply)
             if body.get("stream"):
-                self._stream(provider, full)
+                self._stream(provider, full, reply)
             else:
                 self._send_json(200, full)
 
@@ -435,19 +441,28 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, provider: str, full: dict[str, Any]) -> None:
-            lines: list[str] = []
+        def _stream(self, provider: str, full: dict[str, Any], reply: Reply) -> None:
+            """Event by event, each written as it is made (no length: the connection closes
+            at the end), `reply.chunk_delay` apart: a model that streams at a set pace."""
+            events: list[str] = []
             if provider == "anthropic":
-                for event, data in anthropic_stream(full):
-                    lines.append(f"event: {event}\ndata: {json.dumps(data)}\n\n")
+                for event, data in anthropic_stream(full, reply.piece_chars):
+                    events.append(f"event: {event}\ndata: {json.dumps(data)}\n\n")
             else:
-                lines += [f"data: {json.dumps(chunk)}\n\n" for chunk in openai_stream(full)]
-                lines.append("data: [DONE]\n\n")
-            data = "".join(lines).encode()
+                events += [f"data: {json.dumps(chunk)}\n\n"
+                           for chunk in openai_stream(full, reply.piece_chars)]  # fmt: skip
+                events.append("data: [DONE]\n\n")
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(data)
+            self.close_connection = True
+            for n, event in enumerate(events):
+                if reply.cut_after is not None and n >= reply.cut_after:
+                    return  # the connection drops mid-stream
+                if n and reply.chunk_delay:
+                    threading.Event().wait(reply.chunk_delay)
+                self.wfile.write(event.encode())
+                self.wfile.flush()
 
     return Handler

@@ -41,6 +41,11 @@ class Settings(BaseModel):
     # How long a synchronous send waits for its run before answering with the run to poll;
     # API Gateway cuts HTTP API integrations at 30 s.
     sync_budget_seconds: float = Field(default=25.0, gt=0)
+    # How long a stream runs its turn's steps itself (within its invocation's time); what is
+    # left then runs on the queue and the stream follows it from the database.
+    stream_budget_seconds: float = Field(default=840.0, gt=0)
+    # A ping on a stream this long after its last event (Letta's keepalive_interval).
+    stream_ping_seconds: float = Field(default=50.0, gt=0)
     # Sent outbox rows are history nobody reads; the sweeper deletes them after this long.
     outbox_retention_days: float = Field(default=7.0, gt=0)
     # The sweeper's watchdog re-sends the step of a run that made no progress for this long
@@ -109,6 +114,8 @@ class Settings(BaseModel):
             "tool_egress_secret_arn": "CAIRN_TOOL_EGRESS_SECRET_ARN",
             "tool_private_networks": "CAIRN_TOOL_PRIVATE_NETWORKS",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
+            "stream_budget_seconds": "CAIRN_STREAM_BUDGET_SECONDS",
+            "stream_ping_seconds": "CAIRN_STREAM_PING_SECONDS",
             "run_stall_seconds": "CAIRN_RUN_STALL_SECONDS",
             "outbox_retention_days": "CAIRN_OUTBOX_RETENTION_DAYS",
             "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",

@@ -5,10 +5,12 @@ Letta's contract: every error body is `{"detail": ...}`; see `shared/api/letta-a
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import psycopg
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -167,6 +169,39 @@ def build_app() -> APIGatewayHttpResolver:
         return _detail(500, "An unknown error occurred")
 
     return app
+
+
+class Streaming(NamedTuple):
+    """A response as a streaming function sends it: the head (status, headers, cookies)
+    first, then the body piece by piece; `streamed` when the route streams its body."""
+
+    head: dict[str, Any]
+    body: Iterator[bytes]
+    streamed: bool
+
+
+def respond(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> Streaming:
+    """Resolve the request; a streaming route's body is read as it is sent."""
+    http.take_stream()  # nothing left from an earlier request served on this thread
+    result = app.resolve(event, context)
+    frames = http.take_stream()
+    head = {k: v for k, v in result.items() if k not in ("body", "isBase64Encoded")}
+    if frames is not None:
+        return Streaming(head, frames, True)
+    payload = result.get("body") or ""
+    data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+    return Streaming(head, iter((data,)), False)
+
+
+def buffered(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Resolve the request whole, as API Gateway's HTTP API takes responses: a streaming
+    route's events are all read before the response leaves."""
+    http.take_stream()
+    result = app.resolve(event, context)
+    frames = http.take_stream()
+    if frames is not None:
+        result["body"], result["isBase64Encoded"] = b"".join(frames).decode(), False
+    return result
 
 
 # Keys seen lately, by hash: a warm Lambda skips the lookup (one round trip per request).

@@ -8,6 +8,7 @@ on threads), so reading the request through a module-level router would mix them
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -18,6 +19,10 @@ from cairn.errors import UnauthorizedError
 from cairn.orchestration.runtime import Runtime, runtime
 
 _request: ContextVar[tuple[APIGatewayProxyEventV2, str | None]] = ContextVar("cairn_request")
+# A route's streamed body, handed from the route to whoever sends the response (app.respond):
+# the resolver only carries whole bodies.
+_stream: ContextVar[Iterator[bytes] | None] = ContextVar("cairn_stream", default=None)
+SSE = "text/event-stream; charset=utf-8"
 
 
 def bind(event: APIGatewayProxyEventV2, organization_id: str | None) -> None:
@@ -55,17 +60,20 @@ def json_reply(status: int, payload: Any) -> Response[Any]:
     )
 
 
-def sse_reply(result: dict[str, Any]) -> Response[Any]:
-    """A LettaResponse as one SSE body (its messages, stop reason, usage, then [DONE]):
-    API Gateway HTTP APIs do not stream responses."""
-    return sse_events([*result["messages"], result["stop_reason"], result["usage"]], done=True)
+def stream_reply(frames: Iterable[bytes]) -> Response[Any]:
+    """A 200 SSE response whose body is sent frame by frame as `frames` makes them, where
+    the function streams (functions/stream), and whole where it cannot (API Gateway's
+    HTTP API in front of functions/api)."""
+    _stream.set(iter(frames))
+    headers = {"Cache-Control": "no-cache"}
+    return Response(status_code=200, content_type=SSE, body="", headers=headers)
 
 
-def sse_events(events: list[dict[str, Any]], *, done: bool) -> Response[Any]:
-    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
-    if done:
-        text += "data: [DONE]\n\n"
-    return Response(status_code=200, content_type="text/event-stream; charset=utf-8", body=text)
+def take_stream() -> Iterator[bytes] | None:
+    """The streamed body the route just left, if any (once)."""
+    frames = _stream.get()
+    _stream.set(None)
+    return frames
 
 
 def sdk_1x() -> bool:

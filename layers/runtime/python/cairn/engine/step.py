@@ -42,14 +42,14 @@ from cairn.embeddings.base import Embedder
 from cairn.engine import lifecycle
 from cairn.engine.lifecycle import LEASE_SECONDS, StartedRun
 from cairn.engine.state import StepState, load
-from cairn.engine.turn import Turn
+from cairn.engine.turn import MessageDelta, Turn
 from cairn.errors import (
     ConflictError,
     NotFoundError,
     VersionConflictError,
 )
 from cairn.llm.clients import LLMClient, client_for, wire_body
-from cairn.llm.types import LLMRequest, LLMResponse
+from cairn.llm.types import LLMRequest, LLMResponse, OnDelta
 from cairn.store import claim as claims
 from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
@@ -151,21 +151,34 @@ class Engine:
     # -- one step ---------------------------------------------------------------------
 
     def step(
-        self, org_id: str, run_id: str, step_index: int, *, claimed: Claim | None = None
+        self,
+        org_id: str,
+        run_id: str,
+        step_index: int,
+        *,
+        claimed: Claim | None = None,
+        on_delta: MessageDelta | None = None,
     ) -> StepOutcome:
-        """Run the step; `claimed` is its claim if the caller took it already (start_run)."""
+        """Run the step; `claimed` is its claim if the caller took it already (start_run).
+        With `on_delta`, the model's answer is streamed and each piece handed on with the
+        id its message will be stored under (a stream's reader sees it as it is made)."""
         for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
             try:
-                return self._step(org_id, run_id, step_index, claimed)
+                return self._step(org_id, run_id, step_index, claimed, on_delta)
             except VersionConflictError as err:
                 logger.info(
                     "step %s/%s conflicted (%s), attempt %d", run_id, step_index, err, attempt
                 )
             claimed = None  # a retry reads fresh state
-        return self._step(org_id, run_id, step_index, None)
+        return self._step(org_id, run_id, step_index, None, on_delta)
 
     def _step(
-        self, org_id: str, run_id: str, step_index: int, claimed: Claim | None
+        self,
+        org_id: str,
+        run_id: str,
+        step_index: int,
+        claimed: Claim | None,
+        on_delta: MessageDelta | None,
     ) -> StepOutcome:
         got = claimed
         if got is None:
@@ -198,7 +211,7 @@ class Engine:
         journal = got.journal
         previous_kind = got.previous_kind
         now = self._clock()
-        turn = Turn(self, state, journal, now)
+        turn = Turn(self, state, journal, now, on_delta)
         if run.request_config.get("compact_only"):
             cp = turn.compaction_step() or turn.finish("end_turn")
         elif turn.inputs and turn.inputs[-1].role == "approval":
@@ -249,7 +262,11 @@ class Engine:
     # -- the model --------------------------------------------------------------------
 
     def call_llm(
-        self, state: StepState, request: LLMRequest, journal: dict[str, dict[str, Any]]
+        self,
+        state: StepState,
+        request: LLMRequest,
+        journal: dict[str, dict[str, Any]],
+        on_delta: OnDelta | None = None,
     ) -> LLMResponse:
         """The journaled response if there is one; else call, then journal before returning.
 
@@ -260,7 +277,7 @@ class Engine:
         if LLM_JOURNAL_KEY in journal:
             return LLMResponse.model_validate(journal[LLM_JOURNAL_KEY])
         faults.reached("before_llm")
-        response = self._llm_for(request.config).complete(request)
+        response = self._llm_for(request.config).complete(request, on_delta)
         if not response.tool_calls:
             return response
         entry = JournalEntry(

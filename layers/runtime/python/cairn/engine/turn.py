@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.constants import DEFAULT_MAX_STEPS
+from cairn.domain.ids import new_id
 from cairn.domain.messages import ContentPart, Message, TextContent
 from cairn.domain.runs import (
     TERMINAL_RUN_STATUSES,
@@ -28,7 +29,7 @@ from cairn.engine.prompt import context_estimate, refreshed_system, tool_schemas
 from cairn.engine.state import StepState
 from cairn.llm.clients import wire_body
 from cairn.llm.deadline import DeadlineReached
-from cairn.llm.types import LLMError, LLMRequest, LLMResponse
+from cairn.llm.types import Delta, LLMError, LLMRequest, LLMResponse, OnDelta
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.store.checkpoints import Checkpoint
@@ -37,6 +38,10 @@ from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
 from cairn.tools.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
+
+
+# A piece of the model's answer, with the id of the message it will be stored in.
+MessageDelta = Callable[[str, Delta], None]
 
 
 class StepEngine(Protocol):
@@ -49,7 +54,11 @@ class StepEngine(Protocol):
     _clock: Callable[[], datetime]
 
     def call_llm(
-        self, state: StepState, request: LLMRequest, journal: dict[str, dict[str, Any]]
+        self,
+        state: StepState,
+        request: LLMRequest,
+        journal: dict[str, dict[str, Any]],
+        on_delta: OnDelta | None = None,
     ) -> LLMResponse: ...
 
     def embedder_of(self, agent: Agent) -> Embedder: ...
@@ -72,8 +81,13 @@ class Turn:
         state: StepState,
         journal: dict[str, dict[str, Any]],
         now: datetime,
+        on_delta: MessageDelta | None = None,
     ) -> None:
         self.engine, self.state, self.journal, self.now = engine, state, journal, now
+        self.on_delta = on_delta
+        # The id the model's answer is stored under, known before it is asked: the pieces
+        # a stream's reader gets while it answers carry it.
+        self.reply_id = new_id("message")
         self.agent = state.agent
         self.policy = policy_for(self.agent.agent_type)
         self.solver = ToolRulesSolver.of(self.agent.tool_rules)
@@ -119,14 +133,30 @@ class Turn:
         text = packaging.heartbeat(now=self.now, timezone=self.agent.timezone, reason=reason)
         return self.message("user", [TextContent(text=text)])
 
-    def ask(self, request: LLMRequest) -> LLMResponse:
-        """The model's response, timed for the step's metrics and traced if configured."""
+    def ask(self, request: LLMRequest, *, streamed: bool = False) -> LLMResponse:
+        """The model's response, timed for the step's metrics and traced if configured;
+        `streamed`: its pieces go to the turn's listener as they arrive."""
         started = time.monotonic_ns()
-        response = self.engine.call_llm(self.state, request, self.journal)
+        relay = self._relay if streamed and self.on_delta is not None else None
+        response = self.engine.call_llm(self.state, request, self.journal, relay)
         self.step.llm_request_ns = time.monotonic_ns() - started
         if self.engine.settings.provider_traces:
             self.trace = (wire_body(request), response.model_dump(mode="json"))
         return response
+
+    def _relay(self, delta: Delta) -> None:
+        """A piece of the answer to the listener; a call that will wait for approval is
+        told apart, as the request for approval it becomes."""
+        assert self.on_delta is not None
+        if delta.kind == "tool_call" and self._needs_approval(delta.name):
+            delta = delta._replace(kind="approval")
+        self.on_delta(self.reply_id, delta)
+
+    def _needs_approval(self, name: str | None) -> bool:
+        tool = next((t for t in self.state.tools if t.name == name), None)
+        return tool is not None and self.solver.requires_approval(
+            tool.name, default=tool.default_requires_approval
+        )
 
     # -- kinds of step ----------------------------------------------------------------
 
@@ -166,7 +196,7 @@ class Turn:
         if request is None:
             return self.finish("tool_rule", system=system)
         try:
-            response = self.ask(request)
+            response = self.ask(request, streamed=True)
         except DeadlineReached:
             raise  # the caller's time ran out, not the provider: the queue runs it again
         except LLMError as err:
@@ -186,7 +216,11 @@ class Turn:
         if response.text:
             parts.append(TextContent(text=response.text))
         assistant = self.message(
-            "assistant", parts, tool_calls=response.tool_calls or None, model=response.model
+            "assistant",
+            parts,
+            tool_calls=response.tool_calls or None,
+            model=response.model,
+            id=self.reply_id,
         )
         covered = len(state.context) + len(self.inputs) + 1
         tokens = (response.usage.total_tokens, covered)

@@ -9,7 +9,15 @@ from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
 from cairn.llm.transcript import turns
-from cairn.llm.types import FinishReason, LLMRequest, LLMResponse, LLMUsage
+from cairn.llm.types import (
+    Delta,
+    FinishReason,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    LLMUsage,
+    OnDelta,
+)
 
 if TYPE_CHECKING:
     import anthropic
@@ -32,7 +40,9 @@ class AnthropicMessages:
     def __init__(self, client: anthropic.Anthropic) -> None:
         self._client = client
 
-    def complete(self, request: LLMRequest) -> LLMResponse:
+    def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
+        if on_delta is not None:
+            return self._streamed(request, on_delta)
         # Wire-form body through the SDK's request method, as for OpenAI (openai_chat.py).
         with translate_errors():
             answer = self._client.post(  # type: ignore[call-overload]
@@ -40,6 +50,77 @@ class AnthropicMessages:
                 options=deadline.request_options(),
             )  # fmt: skip
         return parse(json_object(answer))
+
+    def _streamed(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
+        """The same call streamed: each event's piece handed on as it arrives, and the
+        events assembled into the message the unstreamed call returns (`parse` reads it)."""
+        import anthropic
+
+        assembled = Assembled()
+        with translate_errors():
+            events = self._client.post(  # type: ignore[call-overload]
+                "/v1/messages", body=request_body(request) | {"stream": True}, cast_to=object,
+                stream=True, stream_cls=anthropic.Stream[object],
+                options=deadline.request_options(),
+            )  # fmt: skip
+            with events:
+                for event in events:
+                    delta = assembled.add(json_object(event))
+                    if delta is not None:
+                        on_delta(delta)
+        if assembled.message is None or not assembled.stopped:
+            raise LLMError("server", "The model's stream ended before its message did")
+        return parse(assembled.message)
+
+
+class Assembled:
+    """Messages stream events put back together into one message."""
+
+    def __init__(self) -> None:
+        self.message: dict[str, Any] | None = None
+        self.raw: dict[int, list[str]] = {}  # each tool_use block's input JSON, as sent
+        self.stopped = False
+
+    def add(self, event: dict[str, Any]) -> Delta | None:
+        kind = event.get("type")
+        if kind == "message_start":
+            self.message = dict(event.get("message") or {}, content=[])
+            return None
+        message = self.message
+        if message is None:
+            return None
+        blocks: list[dict[str, Any]] = message["content"]
+        if kind == "content_block_start":
+            blocks.append(dict(event.get("content_block") or {}))
+        elif kind == "content_block_delta" and blocks:
+            return self._delta(blocks[-1], len(blocks) - 1, event.get("delta") or {})
+        elif kind == "content_block_stop" and blocks and blocks[-1].get("type") == "tool_use":
+            raw = "".join(self.raw.pop(len(blocks) - 1, []))
+            blocks[-1]["input"] = json.loads(raw) if raw else {}
+            # The call's arguments as streamed, so the pieces a client got add up to them.
+            blocks[-1]["arguments"] = raw or "{}"
+        elif kind == "message_delta":
+            message.update(event.get("delta") or {})
+            message["usage"] = (message.get("usage") or {}) | (event.get("usage") or {})
+        elif kind == "message_stop":
+            self.stopped = True
+        return None
+
+    def _delta(self, block: dict[str, Any], index: int, delta: dict[str, Any]) -> Delta | None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta.get("text", "")
+            return Delta("text", delta.get("text", ""))
+        if kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+            return Delta("reasoning", delta.get("thinking", ""))
+        if kind == "signature_delta":
+            block["signature"] = delta.get("signature")
+        elif kind == "input_json_delta":
+            piece = delta.get("partial_json", "")
+            self.raw.setdefault(index, []).append(piece)
+            return Delta("tool_call", piece, block.get("id"), block.get("name")) if piece else None
+        return None
 
 
 def _assistant_blocks(
@@ -167,7 +248,8 @@ def parse(message: dict[str, Any]) -> LLMResponse:
                 id=block["id"],
                 function=FunctionCall(
                     name=block["name"],
-                    arguments=json.dumps(block.get("input") or {}, ensure_ascii=False),
+                    arguments=block.get("arguments")
+                    or json.dumps(block.get("input") or {}, ensure_ascii=False),
                 ),
             ))  # fmt: skip
     counts = message.get("usage") or {}

@@ -12,7 +12,15 @@ from typing import Any
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.transcript import turns
-from cairn.llm.types import ErrorKind, FinishReason, LLMError, LLMRequest, LLMResponse, LLMUsage
+from cairn.llm.types import (
+    ErrorKind,
+    FinishReason,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    LLMUsage,
+    OnDelta,
+)
 
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
@@ -39,7 +47,9 @@ class BedrockConverse:
         # boto3's bedrock-runtime client, and how to get one that answers within n seconds
         self._client, self._under_deadline = client, under_deadline
 
-    def complete(self, request: LLMRequest) -> LLMResponse:
+    def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
+        # Answers whole even when asked to stream (ConverseStream is not used yet): the
+        # stream then carries the message when its step ends.
         with bedrock_errors():
             answer = self._client_now().converse(**request_body(request))
         return parse(answer)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from cairn.config import Settings
 from cairn.domain.configs import LLMConfig
-from cairn.llm.types import LLMError, LLMRequest, LLMResponse
+from cairn.llm.types import LLMError, LLMRequest, LLMResponse, OnDelta
 
 # Endpoint types that speak OpenAI's Chat Completions at their own base URL.
 OPENAI_COMPATIBLE = frozenset(
@@ -18,7 +18,10 @@ OPENAI_COMPATIBLE = frozenset(
 
 
 class LLMClient(Protocol):
-    def complete(self, request: LLMRequest) -> LLMResponse: ...
+    def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
+        """The model's response; with `on_delta`, streamed from the provider and handed on
+        piece by piece as it arrives (a provider that cannot stream answers whole)."""
+        ...
 
 
 def client_for(config: LLMConfig, settings: Settings) -> LLMClient:

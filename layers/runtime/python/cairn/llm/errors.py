@@ -31,9 +31,11 @@ def _kind(err: Exception) -> ErrorKind | None:
     names = {cls.__name__ for cls in type(err).__mro__}
     if "JSONDecodeError" in names:  # a JSON content type over a body that is not
         return "server"
-    if "APITimeoutError" in names:
+    # httpx's own errors reach us from a stream being read (the SDKs wrap them only
+    # until the response starts).
+    if names & {"APITimeoutError", "TimeoutException"}:
         return "timeout"
-    if "APIConnectionError" in names:
+    if names & {"APIConnectionError", "TransportError"}:
         return "connection"
     if names & {"AuthenticationError", "PermissionDeniedError"}:
         return "auth"

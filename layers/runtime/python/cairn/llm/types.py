@@ -6,7 +6,8 @@ model that round-trips through JSON exactly.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -48,6 +49,21 @@ class LLMResponse(BaseModel):
     usage: LLMUsage = Field(default_factory=LLMUsage)
     finish_reason: FinishReason = "stop"
     model: str | None = None
+
+
+class Delta(NamedTuple):
+    """A piece of a response as the provider streams it: text, reasoning, or the arguments
+    of a tool call (`call_id` and `name` on every piece of one call; kind `approval` when
+    the step will wait for a person's approval of that call)."""
+
+    kind: Literal["text", "reasoning", "tool_call", "approval"]
+    text: str
+    call_id: str | None = None
+    name: str | None = None
+
+
+# Called with each piece while the model answers; the assembled LLMResponse still comes back.
+OnDelta = Callable[[Delta], None]
 
 
 ErrorKind = Literal["auth", "rate_limit", "bad_request", "server", "timeout", "connection"]

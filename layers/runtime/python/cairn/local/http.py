@@ -1,4 +1,5 @@
-"""HTTP on 127.0.0.1 -> API Gateway HTTP API (payload v2) events for `functions/api`."""
+"""HTTP on 127.0.0.1 -> payload v2 events for `functions/stream`, the API as its function URL
+serves it: every route, and streams sent piece by piece (chunked, unbuffered)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import logging
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.local.lambdas import invoke
+
+if TYPE_CHECKING:
+    from cairn.api.app import Streaming
 
 logger = logging.getLogger(__name__)
 
@@ -90,18 +94,43 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         event = to_event(self.command, self.path, dict(self.headers.items()), body)
         try:
-            result = invoke("api", event)
+            reply: Streaming = invoke("stream", event)
         except Exception:
             logger.exception("api handler failed")
-            result = {
-                "statusCode": 500,
-                "body": json.dumps({"detail": "An unknown error occurred"}),
-            }
-        self._reply(result)
+            self._reply({"statusCode": 500,
+                         "body": json.dumps({"detail": "An unknown error occurred"})})  # fmt: skip
+            return
+        self._head(reply.head)
+        if not reply.streamed:
+            data = b"".join(reply.body)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        try:
+            for piece in reply.body:  # each piece leaves as it is made
+                if piece:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client went away; closing the body hands its run to the queue
+            self.close_connection = True
+        finally:
+            close = getattr(reply.body, "close", None)
+            if close is not None:
+                close()
 
     def _reply(self, result: dict[str, Any]) -> None:
         payload = result.get("body") or ""
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+        self._head(result)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _head(self, result: dict[str, Any]) -> None:
         self.send_response(int(result.get("statusCode", 200)))
         headers = {k.lower(): v for k, v in (result.get("headers") or {}).items()}
         headers.setdefault("content-type", "application/json")
@@ -109,9 +138,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         for cookie in result.get("cookies") or ():
             self.send_header("set-cookie", cookie)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 

@@ -38,7 +38,8 @@ def functions_dir() -> Path:
 
 # Each function's timeout as the CDK app sets it (infra/cairn_infra/functions.py): handlers
 # plan within the time left, so the local stack counts it down as Lambda does.
-TIMEOUT_MS = {"api": 29_000, "step": 300_000, "sweeper": 120_000, "migrate": 300_000}
+TIMEOUT_MS = {"api": 29_000, "stream": 900_000, "step": 300_000, "sweeper": 120_000,
+              "migrate": 300_000}  # fmt: skip
 
 
 @dataclass

@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run
+from cairn.engine.lifecycle import StartedRun
 from cairn.engine.step import StepOutcome
+from cairn.engine.turn import MessageDelta
 from cairn.llm import deadline
 from cairn.llm.deadline import DeadlineReached
-from cairn.llm.types import LLMError
+from cairn.llm.types import Delta, LLMError
 from cairn.orchestration.dispatch import after_step, defer, publish_and_mark, wake
 from cairn.orchestration.parts import Runtime
 from cairn.store import outbox, runs
@@ -34,6 +36,20 @@ class Sent(NamedTuple):
     messages: list[Message] | None = None
 
 
+class Listener(Protocol):
+    """Who reads a turn as it runs (a stream): the model's answer piece by piece (if it
+    wants `tokens`), each step's stored messages once committed, and whether it is still
+    there to read."""
+
+    tokens: bool
+
+    def delta(self, message_id: str, delta: Delta) -> None: ...
+
+    def stored(self, messages: Sequence[Message]) -> None: ...
+
+    def present(self) -> bool: ...
+
+
 def send(
     rt: Runtime,
     org_id: str,
@@ -47,12 +63,41 @@ def send(
     run_id: str | None = None,
     background: bool | None = None,
 ) -> Sent:
-    """Start a run; with `wait`, run its first step here and wait (within the budget) for it.
+    """Start a run; with `wait`, run its steps here and wait (within the budget) for it."""
+    started = begin(
+        rt, org_id, agent_id, inputs, max_steps=max_steps, wait=wait, metadata=metadata,
+        compact_only=compact_only, run_id=run_id, background=background,
+    )  # fmt: skip
+    if not wait:
+        return Sent(started.run)
+    budget = sync_budget(rt)
+    waited_from = time.monotonic()
+    sent = drive(rt, org_id, agent_id, started, budget)
+    if sent.run.status in TERMINAL_RUN_STATUSES:
+        return sent  # the turn ended here: nothing to wait for, nothing more to read
+    return Sent(wait_for(rt, org_id, sent.run.id, budget - (time.monotonic() - waited_from)))
+
+
+def begin(
+    rt: Runtime,
+    org_id: str,
+    agent_id: str,
+    inputs: list[Message],
+    *,
+    max_steps: int,
+    wait: bool,
+    metadata: dict[str, object] | None = None,
+    compact_only: bool = False,
+    run_id: str | None = None,
+    background: bool | None = None,
+) -> StartedRun:
+    """Start a run: with `wait` its first step is claimed for the caller to `drive`, else
+    it goes on the queue.
 
     An answer to an approval also ends the workflow waiting for it; that workflow queues
     the answer's first step (unless it runs here), so a lost answer still times out cleanly.
     """
-    run, command, token, first_claim = rt.engine.start_run(
+    started = rt.engine.start_run(
         org_id,
         agent_id,
         inputs,
@@ -63,38 +108,52 @@ def send(
         compact_only=compact_only,
         run_id=run_id,
     )
+    token, run = started.approval_token, started.run
     if not wait:
         handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})
         if not handed_over:
-            publish_and_mark(rt.db, rt.queue, command)
-        return Sent(run)
-    budget = sync_budget(rt)
-    waited_from = time.monotonic()
-    if token is not None:
+            publish_and_mark(rt.db, rt.queue, started.command)
+    elif token is not None:
         rt.workflows.succeed(token, {"run_id": run.id})
-    # The turn's steps run here, one after another, while the budget lasts: no queue hop
-    # and no polling between them. The run holds its agent from here (claimed with the run).
+    return started
+
+
+def drive(
+    rt: Runtime,
+    org_id: str,
+    agent_id: str,
+    started: StartedRun,
+    budget: float,
+    listener: Listener | None = None,
+) -> Sent:
+    """Run a started run's steps here, one after another, while the budget lasts (and the
+    listener, if any, is there): no queue hop and no polling between them. The run holds
+    its agent from its start. What is left when this stops goes on the queue; the run is
+    returned as the last step here left it."""
     stored: list[Message] = []
-    step, claimed = command, first_claim
+    run, step, claimed = started.run, started.command, started.first_claim
+    on_delta = listener.delta if listener is not None and listener.tokens else None
     with deadline.within(budget):
         while True:
             with yielding():
-                outcome = _step_here(rt, org_id, agent_id, run.id, step, claimed)
-            if outcome is None:  # out of time: a worker takes the step, the caller the run
+                outcome = _step_here(rt, org_id, agent_id, run.id, step, claimed, on_delta)
+            if outcome is None:  # out of time: a worker takes the step
                 return Sent(wait_for(rt, org_id, run.id, 0))
-            if step is not command:
+            if step is not started.command:
                 _taken(rt, step)
             stored.extend(outcome.messages)
+            if listener is not None:
+                listener.stored(outcome.messages)
             following = outcome.next_command
-            if outcome.status != "committed" or following is None or deadline.passed():
+            here = listener is None or listener.present()
+            if outcome.status != "committed" or following is None or deadline.passed() or not here:
                 after_step(rt.db, rt.queue, step, outcome)  # the rest goes on the queue
                 break
             after_step(rt.db, rt.queue, step, outcome, continue_here=True)
             step, claimed = following, None
-    if outcome.run is not None and outcome.run.status in TERMINAL_RUN_STATUSES:
-        # The turn ended here: nothing to wait for, nothing more to read.
-        return Sent(outcome.run, stored)
-    return Sent(wait_for(rt, org_id, run.id, budget - (time.monotonic() - waited_from)))
+    if outcome.run is not None:
+        return Sent(outcome.run, stored if outcome.run.status in TERMINAL_RUN_STATUSES else None)
+    return Sent(wait_for(rt, org_id, run.id, 0))
 
 
 def sync_budget(rt: Runtime) -> float:
@@ -108,12 +167,14 @@ def sync_budget(rt: Runtime) -> float:
 
 def _step_here(
     rt: Runtime, org_id: str, agent_id: str, run_id: str, command: OutboxCommand,
-    claimed: Claim | None,
+    claimed: Claim | None, on_delta: MessageDelta | None,
 ) -> StepOutcome | None:  # fmt: skip
     """One step of a sync send, in the caller; None when the model ran out of time and the
     step went to the queue instead."""
     try:
-        return rt.engine.step(org_id, run_id, command.payload["step_index"], claimed=claimed)
+        return rt.engine.step(
+            org_id, run_id, command.payload["step_index"], claimed=claimed, on_delta=on_delta
+        )
     except DeadlineReached:
         defer(rt.db, command)
         publish_and_mark(rt.db, rt.queue, command)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
-from cairn.orchestration import sending
 from cairn.orchestration.parts import Runtime
+from cairn.services import streams
 from cairn.services.pages import window
 from cairn.store import messages, runs
 from cairn.store.db import Connection
@@ -93,17 +94,17 @@ def messages_of(
         )
 
 
-def followed(rt: Runtime, org: str, run_id: str) -> sending.Sent:
-    """A background run and what it produced, once it ended or the sync budget did: its
-    events are read from the database (a stream resumes from Postgres, not Redis)."""
+def follow(rt: Runtime, org: str, run_id: str, *, ping: bool) -> Iterator[streams.Event]:
+    """A background run's events from its start, read from the database and followed until
+    it ends or the stream's time does (a stream resumes from Postgres, not Redis)."""
     with rt.db.connection() as conn:
         run = _fetch(conn, org, run_id)
     if not run.background:
         raise InvalidArgumentError(
             "Run was not created in background mode, so it cannot be retrieved."
         )
-    run = sending.wait_for(rt, org, run.id, sending.sync_budget(rt))
-    return sending.Sent(run)
+    inputs = {m["id"] for m in run.request_config.get("input") or ()}
+    return streams.follow(rt, org, run.id, inputs, streams.stream_budget(rt), ping=ping)
 
 
 def steps_of(

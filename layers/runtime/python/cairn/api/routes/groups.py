@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from cairn.api import http, letta
+from cairn.api import http, letta, streaming
 from cairn.api.params import After, AgentId, Before, BlockId, GroupId, Limit, MessageId, Order
 from cairn.domain.groups import ManagerType
 from cairn.domain.runs import Usage
@@ -122,7 +122,7 @@ def send_group_message(group_id: GroupId, req: Annotated[LettaRequest, Body()]) 
 
 @router.post("/groups/<group_id>/messages/stream")
 def stream_group_message(group_id: GroupId, req: Annotated[LettaRequest, Body()]) -> Response[Any]:
-    return http.sse_reply(_sent(group_id, req)[1])
+    return http.stream_reply(streaming.whole(_sent(group_id, req)[1]))
 
 
 @router.get("/groups/<group_id>/messages")

@@ -8,11 +8,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from cairn.api import http, letta
+from cairn.api import http, letta, streaming
 from cairn.api.params import After, AgentId, Before, Limit, MessageId, Order
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.errors import UnprocessableError
-from cairn.services import messages
+from cairn.services import messages, streams
 from cairn.services.requests import (
     CancelRequest,
     CaptureRequest,
@@ -36,6 +36,8 @@ def send_message(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) -> Res
             "Streaming options set without streaming enabled. Set streaming=true or use the "
             "/messages/stream endpoint."
         )
+    if req.streaming:
+        return _stream(agent_id, req, "send_message")
     sent = messages.send(
         http.rt(), http.org_id(), agent_id, req, wait=True, run_type="send_message"
     )
@@ -45,8 +47,6 @@ def send_message(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) -> Res
         return http.json_reply(202, letta.run_json(run))
     if run.stop_reason == "llm_api_error":
         return _llm_error(run)
-    if req.streaming:
-        return _sse(sent, req)
     return http.json_reply(200, _reply(sent, req))
 
 
@@ -59,14 +59,20 @@ def _llm_error(run: Run) -> Response[Any]:
 
 @router.post("/agents/<agent_id>/messages/stream")
 def stream_message(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) -> Response[Any]:
-    sent = messages.send(
-        http.rt(), http.org_id(), agent_id, req, wait=True, run_type="send_message_streaming"
+    return _stream(agent_id, req, "send_message_streaming")
+
+
+def _stream(agent_id: AgentId, req: LettaRequest, run_type: str) -> Response[Any]:
+    """The run starts here (a bad request or a busy agent answers as JSON); its events
+    are sent as its steps make them."""
+    run, events = streams.send(http.rt(), http.org_id(), agent_id, req, run_type=run_type)
+    letta_sse = streaming.Letta(
+        run.id,
+        use_assistant_message=req.use_assistant_message,
+        only=req.include_return_message_types,
+        numbered=req.background,
     )
-    return _sse(sent, req)
-
-
-def _sse(sent: messages.Sent, req: LettaRequest) -> Response[Any]:
-    return http.sse_reply(_reply(sent, req))
+    return http.stream_reply(letta_sse.frames(events))
 
 
 @router.post("/agents/<agent_id>/messages/async")

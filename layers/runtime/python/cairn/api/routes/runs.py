@@ -8,10 +8,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from cairn.api import http, letta
+from cairn.api import http, letta, streaming
 from cairn.api.params import After, Before, Limit, OptionalLimit, Order, RunId, StepId
-from cairn.domain.runs import TERMINAL_RUN_STATUSES
-from cairn.services import messages, runs
+from cairn.services import runs
 from cairn.services.requests import RetrieveStream, StepFeedback
 
 router = APIGatewayHttpRouter()
@@ -67,21 +66,13 @@ def delete_run(run_id: RunId) -> Response[Any]:
 def stream_run(
     run_id: RunId, req: Annotated[RetrieveStream | None, Body()] = None
 ) -> Response[Any]:
-    """A background run's events after `starting_after`, each with its `seq_id`, as SSE.
-    The run is followed until it ends (within the sync budget); a run still going then
-    answers with the events so far and no stop reason: ask again from the last `seq_id`."""
+    """A background run's events after `starting_after`, each with its `seq_id`, read from
+    the database and followed live until the run ends (or the stream's time does: then it
+    ends without [DONE], and is asked again from the last `seq_id`)."""
     req = req or RetrieveStream()
-    sent = runs.followed(http.rt(), http.org_id(), run_id)
-    made = messages.produced(http.rt(), sent)
-    events = letta.expand(made)
-    if sent.run.status in TERMINAL_RUN_STATUSES:
-        events += [
-            {"message_type": "stop_reason", "stop_reason": sent.run.stop_reason},
-            letta.usage_json(sent.run),
-        ]
-    numbered = [{**e, "seq_id": n, "run_id": e.get("run_id") or run_id}
-                for n, e in enumerate(events, start=1) if n > req.starting_after]  # fmt: skip
-    return http.sse_events(numbered, done=sent.run.status in TERMINAL_RUN_STATUSES)
+    events = runs.follow(http.rt(), http.org_id(), run_id, ping=req.include_pings is not False)
+    letta_sse = streaming.Letta(run_id, numbered=True, starting_after=req.starting_after)
+    return http.stream_reply(letta_sse.frames(events))
 
 
 @router.get("/runs/<run_id>/messages")

@@ -24,10 +24,16 @@ class Spec:
     subnets: str = "functions"
     # SnapStart where a step may call a model: the providers' SDKs import slowly.
     snap_start: bool = False
+    # AWS_LAMBDA_EXEC_WRAPPER: a script run in place of the runtime's own start.
+    wrapper: str | None = None
 
 
 SPECS = {
     "api": Spec("api", Duration.seconds(29), snap_start=True),  # API Gateway's own limit
+    # The same API behind a function URL that streams: a turn's steps run inline while the
+    # stream is open, up to Lambda's limit. Its own runtime loop (the exec wrapper) streams
+    # the response; SnapStart is left off, as it restores the runtime's own loop.
+    "stream": Spec("stream", Duration.minutes(15), wrapper="/var/task/bootstrap"),
     "step": Spec("step", Duration.minutes(5), snap_start=True),
     "step-dead-letter": Spec("step", Duration.minutes(1), handler="handler.dead_letter_handler"),
     "approval": Spec("approval", Duration.seconds(30), memory_mb=512),
@@ -81,6 +87,7 @@ class Functions(Construct):
                 environment={
                     "POWERTOOLS_SERVICE_NAME": f"cairn-{key}",
                     **({} if key == "sandbox" else environment),
+                    **({"AWS_LAMBDA_EXEC_WRAPPER": spec.wrapper} if spec.wrapper else {}),
                 },
                 vpc=vpc,
                 vpc_subnets=ec2.SubnetSelection(

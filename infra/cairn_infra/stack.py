@@ -10,6 +10,7 @@ from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
@@ -25,7 +26,7 @@ from cairn_infra.workers import StepQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
 
 # Who may send to and answer the workflows: every function that publishes the outbox.
-PUBLISHERS = ("api", "step", "step-dead-letter", "approval", "sleeptime", "sweeper")
+PUBLISHERS = ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper")
 
 
 class CairnStack(Stack):
@@ -131,7 +132,7 @@ class CairnStack(Stack):
                     resources=list(arns.values()),
                 )
             )
-        for key in ("api", "step"):  # the ones that run steps, and so custom tools
+        for key in ("api", "stream", "step"):  # the ones that run steps, and so custom tools
             sandbox.grant_invoke(by[key])
             if bedrock_models:  # and call the models; on Bedrock, with no key to keep
                 by[key].add_to_role_policy(iam.PolicyStatement(
@@ -215,6 +216,14 @@ class CairnStack(Stack):
             '"latency":"$context.integrationLatency"}',
         )
         CfnOutput(self, "ApiUrl", value=self.http_api.api_endpoint)
+        # The same API, streaming: the function checks the API key itself (as behind API
+        # Gateway); Lambda's own IAM auth would need clients to sign requests, which Letta's
+        # SDKs do not. Use it as the base URL where streams should stream.
+        stream_url = by["stream"].add_function_url(
+            auth_type=lambda_.FunctionUrlAuthType.NONE,
+            invoke_mode=lambda_.InvokeMode.RESPONSE_STREAM,
+        )
+        CfnOutput(self, "StreamUrl", value=stream_url.url)
         CfnOutput(
             self,
             "MigrateFunction",

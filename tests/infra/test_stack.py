@@ -18,6 +18,7 @@ from aws_cdk.assertions import Match, Template
 
 from cairn.local.stepfunctions import definitions, function_arn, state_machine_definitions
 from cairn_infra.app import build_app, project_context
+from cairn_infra.packaging import ROOT
 from cairn_infra.stack import CairnStack
 from cairn_infra.workflows import WorkflowTimings
 
@@ -117,7 +118,8 @@ def test_migrations_run_on_deploy_through_the_migrate_function(template: dict[st
 
 def test_functions_layers_and_snapstart(template: dict[str, Any]) -> None:
     assert len(resources(template, "AWS::Lambda::LayerVersion")) == 2
-    for key in ("api", "step", "step-dead-letter", "approval", "sleeptime", "sweeper", "migrate"):
+    for key in ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper",
+                "migrate"):  # fmt: skip
         props = function(template, key)["Properties"]
         assert props["Runtime"] == "python3.12" and props["Architectures"] == ["arm64"]
         assert len(props["Layers"]) == 2 and "VpcConfig" in props
@@ -204,7 +206,7 @@ def test_alarms_cover_errors_throttles_p99_and_database_capacity(template: dict[
     for a in alarms:
         key = a.get("ExtendedStatistic") or a.get("MetricName")
         by_metric[key] = by_metric.get(key, 0) + 1
-    assert by_metric["Errors"] == by_metric["Throttles"] == by_metric["p99"] == 8
+    assert by_metric["Errors"] == by_metric["Throttles"] == by_metric["p99"] == 9
     assert by_metric["ServerlessDatabaseCapacity"] == 1
     assert by_metric["ApproximateAgeOfOldestMessage"] == 1
     assert by_metric["ExecutionsFailed"] == by_metric["ExecutionsTimedOut"] == 2
@@ -229,6 +231,43 @@ def test_http_api_sweeper_schedule_and_provider_secret(prod: tuple[CairnStack, T
     t.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
     wanted = Match.object_like({"CAIRN_PROVIDER_SECRET_ARN": Match.any_value()})
     t.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": wanted}})
+
+
+def test_streams_go_through_a_function_url_in_response_stream_mode(
+    template: dict[str, Any],
+) -> None:
+    """The API's streaming twin: the same handler code behind a function URL that streams,
+    its runtime loop started by the exec wrapper, with the API's grants and Lambda's
+    longest timeout (the turn's steps run while the stream is open)."""
+    stream = function(template, "stream")
+    props = stream["Properties"]
+    assert props["Timeout"] == 900 and props["Handler"] == "handler.handler"
+    env = props["Environment"]["Variables"]
+    assert env["AWS_LAMBDA_EXEC_WRAPPER"] == "/var/task/bootstrap"
+    assert "SnapStart" not in props
+    (url,) = resources(template, "AWS::Lambda::Url").values()
+    name = logical_id(template, "AWS::Lambda::Function", "Functionsstream")
+    assert url["Properties"] == {
+        "AuthType": "NONE",
+        "InvokeMode": "RESPONSE_STREAM",
+        "TargetFunctionArn": {"Fn::GetAtt": [name, "Arn"]},
+    }
+    assert "StreamUrl" in template["Outputs"]
+    # What it may do is what the buffered API may do: same statements on its role.
+    api_role = function(template, "api")["Properties"]["Role"]["Fn::GetAtt"][0]
+    stream_role = props["Role"]["Fn::GetAtt"][0]
+
+    def actions(role: str) -> set[str]:
+        return {action for policy in resources(template, "AWS::IAM::Policy").values()
+                if {"Ref": role} in policy["Properties"]["Roles"]
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+                for action in as_list(statement["Action"])}  # fmt: skip
+
+    assert actions(stream_role) == actions(api_role) and "lambda:InvokeFunction" in actions(
+        stream_role
+    )
+    executable = (ROOT / "functions" / "stream" / "bootstrap").stat().st_mode & 0o111
+    assert executable == 0o111  # the zip keeps the mode Lambda needs to run the wrapper
 
 
 def test_the_deployed_state_machines_are_the_ones_the_workflow_tests_run(
@@ -446,8 +485,8 @@ def test_bedrock_models_named_in_the_context_are_the_only_ones_the_steps_may_cal
                 for role in policy["Properties"]["Roles"]:
                     callers[role["Ref"]] = as_list(statement["Resource"])
     roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
-             for name in ("api", "step", "sandbox", "sweeper", "migrate")}  # fmt: skip
-    assert set(callers) == {roles["api"], roles["step"]}
+             for name in ("api", "stream", "step", "sandbox", "sweeper", "migrate")}  # fmt: skip
+    assert set(callers) == {roles["api"], roles["stream"], roles["step"]}
     arns = json.dumps(callers[roles["step"]])
     assert "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0" in arns
     assert "foundation-model/amazon.titan-embed-text-v2:0" in arns and "*" not in arns

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cairn.api import letta
-from cairn.domain.runs import TERMINAL_RUN_STATUSES
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.services.streams import Ended, Event, Failed, Piece, Ping, Stored
 
 DONE = b"data: [DONE]\n\n"
@@ -39,6 +39,15 @@ def whole(response: dict[str, Any]) -> list[bytes]:
     then [DONE])."""
     items = [*response["messages"], response["stop_reason"], response["usage"]]
     return [*(frame(item) for item in items), DONE]
+
+
+def _failure(run: Run) -> Failed | None:
+    """A run that failed in a step (the provider's error, a broken stream) ends its stream
+    with Letta's error event."""
+    if run.status != "failed":
+        return None
+    message = str((run.error or {}).get("message") or run.stop_reason or "the run failed")
+    return Failed("llm_error" if run.stop_reason == "llm_api_error" else "internal_error", message)
 
 
 def otid(message_id: str, index: int) -> str:
@@ -99,12 +108,13 @@ class Letta:
 
     def _end(self, ended: Ended) -> Iterator[bytes]:
         run = ended.run
-        if self.failed is not None:
+        failed = self.failed or _failure(run)
+        if failed is not None:
             reason = run.stop_reason if run.stop_reason not in (None, "end_turn") else "error"
             yield from self._numbered({"message_type": "stop_reason", "stop_reason": reason})
             error = {"message_type": "error_message", "run_id": self.run_id,
-                     "error_type": self.failed.kind, "message": self.failed.message,
-                     "detail": self.failed.message}  # fmt: skip
+                     "error_type": failed.kind, "message": failed.message,
+                     "detail": failed.message}  # fmt: skip
             yield frame(error, "error")
             yield DONE
             return

@@ -69,7 +69,7 @@ class AnthropicMessages:
                     if delta is not None:
                         on_delta(delta)
         if assembled.message is None or not assembled.stopped:
-            raise LLMError("server", "The model's stream ended before its message did")
+            raise LLMError("connection", "The model's stream ended before its message did")
         return parse(assembled.message)
 
 

@@ -74,8 +74,8 @@ class OpenAIChat:
                 for chunk in chunks:
                     for delta in assembled.add(json_object(chunk)):
                         on_delta(delta)
-        if not assembled.started:
-            raise LLMError("server", "The model's stream ended before any choice")
+        if assembled.finish is None:  # the connection closed before the answer was whole
+            raise LLMError("connection", "The model's stream ended before its answer did")
         return parse(assembled.completion())
 
 
@@ -89,14 +89,12 @@ class Assembled:
         self.head: dict[str, Any] = {}
         self.finish: str | None = None
         self.usage: dict[str, Any] | None = None
-        self.started = False
 
     def add(self, chunk: dict[str, Any]) -> list[Delta]:
         self.head = self.head or {k: chunk.get(k) for k in ("id", "model", "created")}
         self.usage = chunk.get("usage") or self.usage
         out: list[Delta] = []
         for choice in chunk.get("choices") or ():
-            self.started = True
             self.finish = choice.get("finish_reason") or self.finish
             delta = choice.get("delta") or {}
             thought = delta.get("reasoning_content") or delta.get("reasoning")

@@ -221,3 +221,45 @@ def test_a_whole_reply_is_one_event_per_message_without_tokens(stack: Stack) -> 
     got = events(raw_stream(stack, agent.id, {"input": "hi"}))
     said = [e for e in got if e["message_type"] == "assistant_message"]
     assert [e["content"] for e in said] == ["One whole answer."]
+
+
+def test_letta_client_yields_the_first_token_long_before_the_turn_ends(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=GPT)  # type: ignore[arg-type]
+    text = "A slow model writes this answer four characters at a time."
+    stack.fake.reply(text, chunk_delay=0.05)
+    started = time.monotonic()
+    arrived: list[tuple[float, Any]] = []
+    for event in client.agents.messages.stream(agent.id, input="hi", stream_tokens=True):
+        arrived.append((time.monotonic() - started, event))
+    tokens = [(t, e) for t, e in arrived if e.message_type == "assistant_message"]
+    assert "".join(e.content for _, e in tokens) == text
+    end = arrived[-1][0]
+    assert end - tokens[0][0] > 0.5  # the first words were on screen half a second early
+
+
+def test_a_background_stream_left_midway_is_resumed_from_its_last_seq_id(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=GPT)  # type: ignore[arg-type]
+    stack.fake.reply("", call("conversation_search", query="tea"))
+    stack.fake.reply("", call("conversation_search", query="more"), delay=0.6)
+    stack.fake.reply("All found.", delay=0.6)
+    with (
+        httpx.Client(timeout=30) as http,
+        http.stream(
+            "POST",
+            f"{stack.url}/v1/agents/{agent.id}/messages/stream",
+            headers={"Authorization": f"Bearer {stack.key}"},
+            json={"input": "tea?", "background": True},
+        ) as answer,
+    ):
+        first = json.loads(next(line for line in answer.iter_lines() if line)[6:])
+    assert first["seq_id"] == 1
+    rest = list(client.runs.messages.stream(first["run_id"], starting_after=first["seq_id"]))
+    assert rest[0].seq_id == 2
+    assert [e.message_type for e in rest][-2:] == ["stop_reason", "usage_statistics"]
+    assert "All found." in [getattr(e, "content", None) for e in rest]
+    # The whole replay is the live stream's events, numbered the same.
+    whole = list(client.runs.messages.stream(first["run_id"]))
+    assert [e.seq_id for e in whole] == list(range(1, len(whole) + 1))
+    assert whole[0].id == first["id"] and whole[1:] == rest

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import sys
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -155,6 +156,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     # Many clients connect at once (SDK pools, load tests); the default backlog of 5 resets them.
     request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # a client that left (a stream closed midway): nothing to report
+        super().handle_error(request, client_address)
 
 
 def make_server(host: str, port: int) -> ThreadingHTTPServer:

@@ -59,10 +59,17 @@ def main(argv: list[str] | None = None) -> int:
         values = {"ORG_ID": organization_of(db, key) or "", **os.environ, "CAIRN_API_KEY": key}
         event = substitute(args.event.read_text(), values)
         result = lambdas.invoke(args.function, event, attribute=args.attribute)
+        if args.function == "stream":  # its head, then its body as it comes
+            print(json.dumps(result.head, indent=2))
+            for piece in result.body:
+                sys.stdout.write(piece.decode())
+                sys.stdout.flush()
+            result = None
         queue = rt.queue.steps
         while isinstance(queue, InlineStepQueue) and not queue.idle():
             time.sleep(0.05)  # let continuation steps finish before the database stops
-        print(json.dumps(result, indent=2, default=str))
+        if result is not None:
+            print(json.dumps(result, indent=2, default=str))
         db.close()
     finally:
         if handle is not None:

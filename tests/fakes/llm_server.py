@@ -33,6 +33,7 @@ class Reply:
     # Streamed answers: text and arguments go out in pieces of this many characters, one
     # event every `chunk_delay` seconds, and the stream is cut after `cut_after` events.
     piece_chars: int = 4
+    signature: str | None = None  # Gemini's thoughtSignature on the answer's first part
     chunk_delay: float = 0.0
     cut_after: int | None = None
 
@@ -53,6 +54,10 @@ class Recorded:
 
     def last_text(self) -> str:
         """The text of the last message, whatever the wire format."""
+        if self.provider == "gemini":
+            parts = self.body["contents"][-1]["parts"]
+            return "".join(p.get("text", "") or json.dumps(p.get("functionResponse", ""))
+                           for p in parts)  # fmt: skip
         content = self.body["messages"][-1]["content"]
         if isinstance(content, str):
             return content
@@ -64,6 +69,9 @@ class Recorded:
     def tool_names(self) -> list[str]:
         if self.provider == "bedrock":
             return [t["toolSpec"]["name"] for t in (self.body.get("toolConfig") or {})["tools"]]
+        if self.provider == "gemini":
+            return [f["name"] for t in self.body.get("tools") or ()
+                    for f in t.get("functionDeclarations") or ()]  # fmt: skip
         tools = self.body.get("tools") or []
         return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
 
@@ -222,6 +230,62 @@ def anthropic_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[st
     }  # fmt: skip
 
 
+def gemini_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    prompt, completion = _estimate(body, reply)
+    parts: list[dict[str, Any]] = []
+    if reply.reasoning:
+        parts.append({"text": reply.reasoning, "thought": True})
+    if reply.text:
+        parts.append({"text": reply.text})
+    parts += [{"functionCall": {"name": name, "args": args}} for name, args in reply.tool_calls]
+    if reply.signature:  # on the first call, else the first part
+        first = next((p for p in parts if "functionCall" in p), parts[0] if parts else None)
+        if first is not None:
+            first["thoughtSignature"] = reply.signature
+    thoughts = len(reply.reasoning or "") // 4
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                        "index": 0}],
+        "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": completion,
+                          "thoughtsTokenCount": thoughts,
+                          "totalTokenCount": prompt + completion + thoughts},
+        "modelVersion": "gemini-fake-001",
+        "responseId": fake.next_id("gm"),
+    }  # fmt: skip
+
+
+def gemini_stream(full: dict[str, Any], size: int = 4) -> Iterator[dict[str, Any]]:
+    """Text and thoughts in pieces, each call whole, usage and the finish on the last."""
+    head = {"modelVersion": full["modelVersion"], "responseId": full["responseId"]}
+    parts = full["candidates"][0]["content"]["parts"]
+    for part in parts:
+        if "text" in part:
+            for n, piece in enumerate(pieces(part["text"], size)):
+                one = {**part, "text": piece}
+                if n and "thoughtSignature" in one:
+                    del one["thoughtSignature"]
+                yield head | {"candidates": [{"content": {"role": "model", "parts": [one]},
+                                              "index": 0}]}  # fmt: skip
+        else:
+            yield head | {"candidates": [{"content": {"role": "model", "parts": [part]},
+                                          "index": 0}]}  # fmt: skip
+    yield head | {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
+                                  "finishReason": "STOP", "index": 0}],
+                  "usageMetadata": full["usageMetadata"]}  # fmt: skip
+
+
+def gemini_embeddings(body: dict[str, Any]) -> dict[str, Any]:
+    """batchEmbedContents' answer: one hashed vector a request, in order."""
+    from cairn.embeddings.base import HashEmbedder
+
+    out = []
+    for request in body.get("requests") or ():
+        text = "".join(p.get("text", "") for p in request["content"]["parts"])
+        dim = int(request.get("outputDimensionality") or 3072)
+        out.append({"values": HashEmbedder(dim).embed([text])[0]})
+    return {"embeddings": out}
+
+
 def bedrock_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     """Bedrock Converse's answer (boto3's `converse` output, as it travels)."""
     prompt, completion = _estimate(body, reply)
@@ -357,8 +421,16 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            # OpenAI's and Anthropic's model lists, for GET /v1/models/ of the API
-            if self.path.rstrip("/").endswith("/models"):
+            # OpenAI's, Anthropic's and Gemini's model lists, for GET /v1/models/ of the API
+            if self.headers.get("x-goog-api-key"):  # Gemini's SDK asks /v1/models too
+                self._send_json(200, {"models": [
+                    {"name": "models/gemini-fake-flash", "displayName": "Gemini Fake Flash",
+                     "inputTokenLimit": 1048576,
+                     "supportedGenerationMethods": ["generateContent", "countTokens"]},
+                    {"name": "models/gemini-embedding-001", "inputTokenLimit": 2048,
+                     "supportedGenerationMethods": ["embedContent"]},
+                ]})  # fmt: skip
+            elif self.path.rstrip("/").endswith("/models"):
                 models = [
                     {
                         "id": m,
@@ -395,9 +467,15 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 fake.embedding_requests.append({"path": self.path, **body})
                 self._send_json(200, bedrock_embeddings(body))
                 return
-            path = self.path.rstrip("/")
+            if ":batchEmbedContents" in self.path:  # Gemini's embedding models
+                fake.embedding_requests.append({"path": self.path, **body})
+                self._send_json(200, gemini_embeddings(body))
+                return
+            path = self.path.split("?")[0].rstrip("/")
             provider = ("anthropic" if path.endswith("/messages")
-                        else "bedrock" if path.endswith("/converse") else "openai")  # fmt: skip
+                        else "bedrock" if path.endswith("/converse")
+                        else "gemini" if "GenerateContent" in path or ":generateContent" in path
+                        else "openai")  # fmt: skip
             recorded = Recorded(provider, self.path, body, dict(self.headers.items()))
             reply = fake._answer(recorded)
             if reply.delay:
@@ -406,6 +484,20 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 code = BEDROCK_ERRORS.get(reply.status, "InternalServerException")
                 error_type = {"x-amzn-ErrorType": f"{code}:http://internal.amazon.com/"}
                 self._send_json(reply.status, {"message": reply.error or "error"}, error_type)
+                return
+            if reply.status >= 400 and provider == "gemini":
+                status = {429: "RESOURCE_EXHAUSTED", 403: "PERMISSION_DENIED",
+                          400: "INVALID_ARGUMENT"}.get(reply.status, "INTERNAL")  # fmt: skip
+                self._send_json(
+                    reply.status,
+                    {
+                        "error": {
+                            "code": reply.status,
+                            "message": reply.error or "error",
+                            "status": status,
+                        }
+                    },
+                )
                 return
             if reply.status >= 400:
                 detail = {"type": "api_error", "message": reply.error or "error"}
@@ -420,11 +512,10 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 self.wfile.write(data)
                 return
-            maker = {"anthropic": anthropic_body, "bedrock": bedrock_body}.get(
-                provider, openai_body
-            )
+            maker = {"anthropic": anthropic_body, "bedrock": bedrock_body,
+                     "gemini": gemini_body}.get(provider, openai_body)  # fmt: skip
             full = maker(fake, body, reply)
-            if body.get("stream"):
+            if body.get("stream") or ":streamGenerateContent" in path:
                 self._stream(provider, full, reply)
             else:
                 self._send_json(200, full)
@@ -448,6 +539,9 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if provider == "anthropic":
                 for event, data in anthropic_stream(full, reply.piece_chars):
                     events.append(f"event: {event}\ndata: {json.dumps(data)}\n\n")
+            elif provider == "gemini":
+                events += [f"data: {json.dumps(chunk)}\r\n\r\n"
+                           for chunk in gemini_stream(full, reply.piece_chars)]  # fmt: skip
             else:
                 events += [f"data: {json.dumps(chunk)}\n\n"
                            for chunk in openai_stream(full, reply.piece_chars)]  # fmt: skip

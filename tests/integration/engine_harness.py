@@ -27,6 +27,8 @@ def engine_for(db: Database, fake: FakeLLM, *, fixed_clock: bool = False) -> Eng
         openai_base_url=f"{fake.base_url}/v1",
         anthropic_api_key="ant-test",
         anthropic_base_url=fake.base_url,
+        gemini_api_key="gm-test",
+        gemini_base_url=fake.base_url,
         llm_max_retries=0,
         llm_timeout_seconds=10,
     )

@@ -74,6 +74,8 @@ class Settings(BaseModel):
     openai_base_url: str | None = None
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
+    gemini_api_key: str | None = None
+    gemini_base_url: str | None = None
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
     llm_max_retries: int = Field(default=3, ge=0)
@@ -123,6 +125,8 @@ class Settings(BaseModel):
             "openai_base_url": "OPENAI_BASE_URL",
             "anthropic_api_key": "ANTHROPIC_API_KEY",
             "anthropic_base_url": "ANTHROPIC_BASE_URL",
+            "gemini_api_key": "GEMINI_API_KEY",
+            "gemini_base_url": "GEMINI_BASE_URL",
             "llm_timeout_seconds": "CAIRN_LLM_TIMEOUT_SECONDS",
             "llm_max_retries": "CAIRN_LLM_MAX_RETRIES",
             "provider_traces": "CAIRN_PROVIDER_TRACES",

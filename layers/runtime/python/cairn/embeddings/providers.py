@@ -69,6 +69,29 @@ class BedrockEmbedder:
         return parsed
 
 
+class GeminiEmbedder:
+    """Gemini's embedding models through google-genai (batchEmbedContents, 100 texts a
+    request); gemini-embedding-001 returns the size asked for."""
+
+    BATCH = 100
+
+    def __init__(self, client: Any, model: str, dim: int) -> None:
+        self._client, self.model, self.dim = client, model, dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        from cairn.llm.gemini import gemini_errors
+
+        out: list[list[float]] = []
+        for chunk in batched(texts, self.BATCH):
+            with translate_errors(), gemini_errors():
+                answer = self._client.models.embed_content(
+                    model=self.model, contents=list(chunk),
+                    config={"output_dimensionality": self.dim},
+                )  # fmt: skip
+            out += [list(e.values or ()) for e in answer.embeddings or ()]
+        return out
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 on CPU (the `local` extra: sentence-transformers + packaged weights)."""
 
@@ -134,6 +157,12 @@ def embedder_for(config: EmbeddingConfig, settings: Settings) -> Embedder:
         return HashEmbedder(config.embedding_dim)
     if kind == "local" or (kind == LOCAL_TYPE and model == LOCAL_MODEL):
         return _local()
+    if kind == "google_ai":
+        from cairn.llm.clients import gemini_sdk
+
+        client = gemini_sdk(config.embedding_endpoint or settings.gemini_base_url,
+                            settings.gemini_api_key, settings.llm_timeout_seconds)  # fmt: skip
+        return GeminiEmbedder(client, model, config.embedding_dim)
     if kind == "bedrock":
         from cairn.llm.clients import bedrock_runtime
 

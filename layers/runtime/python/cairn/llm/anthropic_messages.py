@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
-from cairn.llm.transcript import turns
+from cairn.llm.transcript import call_arguments, merged, turns
 from cairn.llm.types import (
     Delta,
     FinishReason,
@@ -135,46 +135,30 @@ def _assistant_blocks(
     if text:
         blocks.append({"type": "text", "text": text})
     for call in calls:
-        try:
-            arguments = json.loads(call.function.arguments or "{}")
-        except ValueError:
-            arguments = {}
+        arguments = call_arguments(call)
         blocks.append({
             "type": "tool_use", "id": call.id, "name": call.function.name,
-            "input": arguments if isinstance(arguments, dict) else {},
+            "input": arguments,
         })  # fmt: skip
     return blocks
 
 
 def _messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
     system: list[str] = []
-    out: list[dict[str, Any]] = []
+    pairs: list[tuple[str, list[dict[str, Any]]]] = []
     for turn in turns(request.messages):
         if turn.role == "system":
             system.append(turn.text)
-            continue
-        if turn.role == "assistant":
-            role, blocks = (
-                "assistant",
-                _assistant_blocks(turn.text, turn.reasoning, turn.tool_calls),
-            )
+        elif turn.role == "assistant":
+            pairs.append(("assistant", _assistant_blocks(turn.text, turn.reasoning,
+                                                         turn.tool_calls)))  # fmt: skip
         elif turn.role == "tool":
-            role = "user"
-            blocks = [
-                {"type": "tool_result", "tool_use_id": turn.tool_call_id, "content": turn.text}
-            ]
-        else:
-            role, blocks = "user", [{"type": "text", "text": turn.text}] if turn.text else []
-        if not blocks:
-            continue
-        # Anthropic wants turns to alternate; consecutive ones of a role become one turn.
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    if out and out[0]["role"] != "user":
-        # A chat agent's history opens with its startup call; the API wants a user turn first.
-        out.insert(0, {"role": "user", "content": [{"type": "text", "text": "(session start)"}]})
+            pairs.append(("user", [{"type": "tool_result", "tool_use_id": turn.tool_call_id,
+                                    "content": turn.text}]))  # fmt: skip
+        elif turn.text:
+            pairs.append(("user", [{"type": "text", "text": turn.text}]))
+    opener = {"type": "text", "text": "(session start)"}
+    out = [{"role": role, "content": blocks} for role, blocks in merged(pairs, opener)]
     return "\n\n".join(system), out
 
 

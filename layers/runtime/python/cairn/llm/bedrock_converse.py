@@ -11,7 +11,7 @@ from typing import Any
 
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
-from cairn.llm.transcript import turns
+from cairn.llm.transcript import call_arguments, merged, turns
 from cairn.llm.types import (
     ErrorKind,
     FinishReason,
@@ -103,42 +103,30 @@ def _assistant_blocks(
     if text:
         blocks.append({"text": text})
     for call in calls:
-        try:
-            arguments = json.loads(call.function.arguments or "{}")
-        except ValueError:
-            arguments = {}
+        arguments = call_arguments(call)
         blocks.append({"toolUse": {
             "toolUseId": call.id, "name": call.function.name,
-            "input": arguments if isinstance(arguments, dict) else {},
+            "input": arguments,
         }})  # fmt: skip
     return blocks
 
 
 def _messages(request: LLMRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
+    pairs: list[tuple[str, list[dict[str, Any]]]] = []
     for turn in turns(request.messages):
         if turn.role == "system":
             system.append({"text": turn.text})
-            continue
-        if turn.role == "assistant":
-            role = "assistant"
-            blocks = _assistant_blocks(turn.text, turn.reasoning, turn.tool_calls)
+        elif turn.role == "assistant":
+            pairs.append(("assistant", _assistant_blocks(turn.text, turn.reasoning,
+                                                         turn.tool_calls)))  # fmt: skip
         elif turn.role == "tool":
-            role = "user"
-            blocks = [{"toolResult": {"toolUseId": turn.tool_call_id,
-                                      "content": [{"text": turn.text}]}}]  # fmt: skip
-        else:
-            role, blocks = "user", [{"text": turn.text}] if turn.text else []
-        if not blocks:
-            continue
-        # Converse wants turns to alternate: results of parallel calls share one user turn.
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    if out and out[0]["role"] != "user":
-        out.insert(0, {"role": "user", "content": [{"text": "(session start)"}]})
+            result = {"toolUseId": turn.tool_call_id, "content": [{"text": turn.text}]}
+            pairs.append(("user", [{"toolResult": result}]))
+        elif turn.text:
+            pairs.append(("user", [{"text": turn.text}]))
+    out = [{"role": role, "content": blocks}
+           for role, blocks in merged(pairs, {"text": "(session start)"})]  # fmt: skip
     return system, out
 
 

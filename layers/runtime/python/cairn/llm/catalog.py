@@ -13,6 +13,9 @@ from cairn.errors import InvalidArgumentError
 
 OPENAI_URL = "https://api.openai.com/v1"
 ANTHROPIC_URL = "https://api.anthropic.com"
+GEMINI_URL = "https://generativelanguage.googleapis.com"
+# Gemini's embedding models, by their full size (gemini-embedding-001 can be asked for less).
+GEMINI_EMBEDDING_DIMS = {"gemini-embedding-001": 3072, "text-embedding-004": 768}
 EMBEDDING_DIMS = {
     "text-embedding-3-small": 1536,
     "text-embedding-3-large": 3072,
@@ -36,6 +39,8 @@ def providers(settings: Settings) -> list[str]:
         found.append("openai")
     if settings.anthropic_api_key:
         found.append("anthropic")
+    if settings.gemini_api_key:
+        found.append("google_ai")
     return found
 
 
@@ -51,7 +56,7 @@ def resolve_model(
         raise InvalidArgumentError(
             f"model: `{handle}` is not a handle; use provider/model, e.g. openai/gpt-4o-mini"
         )
-    if provider not in ("openai", "anthropic", "bedrock"):
+    if provider not in ("openai", "anthropic", "bedrock", "google_ai"):
         raise InvalidArgumentError(
             f"model: unknown provider `{provider}` "
             f"(configured: {', '.join(providers(settings)) or 'none'})"
@@ -63,6 +68,9 @@ def resolve_model(
     elif provider == "anthropic":
         window = context_window or 200_000
         endpoint = settings.anthropic_base_url or ANTHROPIC_URL
+    elif provider == "google_ai":  # Letta's name for the Gemini API
+        window = context_window or CONTEXT_WINDOWS.get(model, 1_048_576)
+        endpoint = settings.gemini_base_url or GEMINI_URL
     else:
         window = context_window or CONTEXT_WINDOWS.get(model, DEFAULT_CONTEXT_WINDOW)
         endpoint = settings.openai_base_url or OPENAI_URL
@@ -90,10 +98,17 @@ def resolve_embedding(handle: str, settings: Settings) -> EmbeddingConfig:
             embedding_model=model, embedding_endpoint_type="bedrock", embedding_endpoint=None,
             embedding_dim=BEDROCK_EMBEDDING_DIMS[model], embedding_chunk_size=300, handle=handle,
         )  # fmt: skip
+    if provider == "google_ai" and model in GEMINI_EMBEDDING_DIMS:
+        return EmbeddingConfig(
+            embedding_model=model, embedding_endpoint_type="google_ai",
+            embedding_endpoint=settings.gemini_base_url or GEMINI_URL,
+            embedding_dim=GEMINI_EMBEDDING_DIMS[model], embedding_chunk_size=300, handle=handle,
+        )  # fmt: skip
     if provider != "openai" or not sep or not model:
         raise InvalidArgumentError(
-            f"embedding: `{handle}` is not a known embedding handle; use openai/<model> or "
-            f"bedrock/<one of {', '.join(BEDROCK_EMBEDDING_DIMS)}>"
+            f"embedding: `{handle}` is not a known embedding handle; use openai/<model>, "
+            f"bedrock/<one of {', '.join(BEDROCK_EMBEDDING_DIMS)}> or "
+            f"google_ai/<one of {', '.join(GEMINI_EMBEDDING_DIMS)}>"
         )
     return EmbeddingConfig(
         embedding_model=model,
@@ -116,6 +131,15 @@ def listed_models(settings: Settings) -> list[LLMConfig]:
 
 def _remote_models(provider: str, settings: Settings) -> list[str]:
     try:
+        if provider == "google_ai":
+            from cairn.llm.clients import gemini_sdk
+
+            sdk = gemini_sdk(settings.gemini_base_url, settings.gemini_api_key, 5.0)
+            return sorted(
+                (m.name or "").removeprefix("models/")
+                for m in sdk.models.list()
+                if "generateContent" in (m.supported_actions or ())
+            )
         if provider == "openai":
             import openai
 
@@ -140,10 +164,12 @@ def _remote_models(provider: str, settings: Settings) -> list[str]:
 
 
 def embedding_models(settings: Settings) -> list[EmbeddingConfig]:
-    """The embedding models a new agent can name: OpenAI's, when a key is set."""
-    if "openai" not in providers(settings):
-        return []
+    """The embedding models a new agent can name: OpenAI's and Gemini's, with their keys."""
+    found = providers(settings)
+    openai_models = ("text-embedding-3-small", "text-embedding-3-large")
     return [
-        resolve_embedding(f"openai/{m}", settings)
-        for m in ("text-embedding-3-small", "text-embedding-3-large")
-    ]
+        *(resolve_embedding(f"openai/{m}", settings) for m in openai_models
+          if "openai" in found),
+        *(resolve_embedding(f"google_ai/{m}", settings) for m in GEMINI_EMBEDDING_DIMS
+          if "google_ai" in found),
+    ]  # fmt: skip

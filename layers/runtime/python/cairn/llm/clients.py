@@ -31,6 +31,11 @@ def client_for(config: LLMConfig, settings: Settings) -> LLMClient:
             config.model_endpoint or settings.anthropic_base_url,
             settings.anthropic_api_key, settings.llm_timeout_seconds, settings.llm_max_retries,
         )  # fmt: skip
+    if kind == "google_ai":
+        return _gemini(
+            config.model_endpoint or settings.gemini_base_url, settings.gemini_api_key,
+            settings.llm_timeout_seconds, settings.llm_max_retries,
+        )  # fmt: skip
     if kind == "bedrock":
         return _bedrock(
             config.model_endpoint, settings.llm_timeout_seconds, settings.llm_max_retries
@@ -86,8 +91,34 @@ def _anthropic(
     )
 
 
+def _gemini(base_url: str | None, api_key: str | None, timeout: float, retries: int) -> LLMClient:
+    from cairn.llm.gemini import Gemini
+
+    return Gemini(gemini_sdk(base_url, api_key, timeout), retries)
+
+
+# One client per endpoint and key, for calls and embeddings: each holds its own connections.
+@lru_cache(maxsize=16)
+def gemini_sdk(base_url: str | None, api_key: str | None, timeout: float) -> Any:
+    if api_key is None:
+        raise LLMError("auth", "no Gemini API key: set GEMINI_API_KEY")
+    from google import genai
+
+    from cairn import heap
+
+    heap.settle("google.genai")
+    options = genai.types.HttpOptions(timeout=int(timeout * 1000), base_url=base_url)
+    return genai.Client(api_key=api_key, http_options=options)
+
+
 def wire_body(request: LLMRequest) -> dict[str, Any]:
-    """The body the request's provider is sent (OpenAI's chat or Anthropic's messages)."""
+    """The body the request's provider is sent (OpenAI's chat, Anthropic's messages,
+    Gemini's contents and config)."""
+    if request.config.model_endpoint_type == "google_ai":
+        from cairn.llm import gemini
+
+        contents, config = gemini.request_body(request)
+        return {"contents": contents, "config": config}
     if request.config.model_endpoint_type == "anthropic":
         from cairn.llm import anthropic_messages
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cairn.domain.constants import TOOL_RETURN_PER_REQUEST_CHAR_LIMIT
 from cairn.domain.messages import Message, ReasoningContent, ToolCall
@@ -23,6 +25,34 @@ def clip(text: str, limit: int = TOOL_RETURN_PER_REQUEST_CHAR_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... [cut: {len(text) - limit} more characters]"
+
+
+def call_arguments(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as the object providers take back (the model's own JSON; anything
+    that is not an object, as none)."""
+    try:
+        arguments = json.loads(call.function.arguments or "{}")
+    except ValueError:
+        return {}
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def merged(pairs: Iterable[tuple[str, list[Any]]], opener: Any) -> list[tuple[str, list[Any]]]:
+    """(role, parts) turns as providers that want `user` and the model's turns to alternate
+    take them: consecutive turns of one role are one turn (the results of parallel calls
+    share a user turn), empty ones are dropped, and a history that opens with the model's
+    turn (a chat agent's startup call) gets `opener` as a user turn before it."""
+    out: list[tuple[str, list[Any]]] = []
+    for role, parts in pairs:
+        if not parts:
+            continue
+        if out and out[-1][0] == role:
+            out[-1][1].extend(parts)
+        else:
+            out.append((role, list(parts)))
+    if out and out[0][0] != "user":
+        out.insert(0, ("user", [opener]))
+    return out
 
 
 def turns(messages: Sequence[Message]) -> Iterator[Turn]:

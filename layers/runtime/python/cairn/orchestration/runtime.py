@@ -100,6 +100,7 @@ def preload_for_snapshot() -> None:
         return
     import anthropic  # noqa: F401
     import openai  # noqa: F401
+    from google import genai  # noqa: F401
 
     try:  # the Lambda Python runtime ships this module for SnapStart hooks
         from snapshot_restore_py import register_after_restore

@@ -100,6 +100,8 @@ PROVIDER_KEYS = {
     "OPENAI_BASE_URL": "openai_base_url",
     "ANTHROPIC_API_KEY": "anthropic_api_key",
     "ANTHROPIC_BASE_URL": "anthropic_base_url",
+    "GEMINI_API_KEY": "gemini_api_key",
+    "GEMINI_BASE_URL": "gemini_base_url",
 }
 
 

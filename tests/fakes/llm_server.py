@@ -65,6 +65,17 @@ class Recorded:
             b.get("text", "") or str(b.get("content", "")) for b in content if isinstance(b, dict)
         )
 
+    def system_text(self) -> str:
+        """The system prompt, wherever the provider's wire form puts it."""
+        if self.provider == "gemini":
+            parts = (self.body.get("systemInstruction") or {}).get("parts") or []
+            return "".join(p.get("text", "") for p in parts)
+        if self.provider in ("anthropic", "bedrock"):
+            system = self.body.get("system") or []
+            return system if isinstance(system, str) else "".join(b.get("text", "") for b in system)
+        first = self.body["messages"][0]
+        return str(first["content"]) if first.get("role") == "system" else ""
+
     @property
     def tool_names(self) -> list[str]:
         if self.provider == "bedrock":

@@ -82,6 +82,8 @@ class CairnStack(Stack):
             "CAIRN_APPROVAL_STATE_MACHINE_ARN": arns["approval"],
             "CAIRN_SLEEPTIME_STATE_MACHINE_ARN": arns["sleeptime"],
             "CAIRN_PROVIDER_SECRET_ARN": providers.secret_arn,
+            # Organizations' own provider keys (the providers API): a secret each, here.
+            "CAIRN_PROVIDER_SECRET_PREFIX": f"{self.stack_name}/providers",
             "CAIRN_SANDBOX_FUNCTION": f"{self.stack_name}-sandbox",
             # The watchdog re-sends a stalled step only after the queue had its own chance: a
             # step whose function died comes back after the visibility timeout, then runs.
@@ -132,6 +134,17 @@ class CairnStack(Stack):
                     resources=list(arns.values()),
                 )
             )
+        # Organizations' own provider keys: the API functions keep them (create, rotate,
+        # delete, read to list models); steps read them. Only secrets under the prefix.
+        own_keys = self.format_arn(service="secretsmanager", resource="secret",
+                                   resource_name=f"{self.stack_name}/providers/*",
+                                   arn_format=ArnFormat.COLON_RESOURCE_NAME)  # fmt: skip
+        keeping = ["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
+                   "secretsmanager:DeleteSecret", "secretsmanager:TagResource"]  # fmt: skip
+        for key in ("api", "stream", "step"):
+            reading = ["secretsmanager:GetSecretValue"]
+            allowed = reading + (keeping if key != "step" else [])
+            by[key].add_to_role_policy(iam.PolicyStatement(actions=allowed, resources=[own_keys]))
         for key in ("api", "stream", "step"):  # the ones that run steps, and so custom tools
             sandbox.grant_invoke(by[key])
             if bedrock_models:  # and call the models; on Bedrock, with no key to keep

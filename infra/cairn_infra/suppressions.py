@@ -42,6 +42,19 @@ REASONS = {
 }
 
 
+# Organizations' own provider keys are one secret each, made at run time under the stack's
+# prefix: the API functions may make, rotate, read and delete those, and nothing else.
+OWN_KEYS_REASON = (
+    "Each organization's own model provider key (the providers API) is a secret made at run "
+    "time, named <stack>/providers/<organization>/<provider id>: the grant is on that prefix "
+    "only, which holds nothing else; steps may only read."
+)
+
+
 def acknowledge(stack: Stack) -> None:
-    for rule, reason in REASONS.items():
+    own_keys = (
+        "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:"
+        f"<AWS::Region>:<AWS::AccountId>:secret:{stack.stack_name}/providers/*]"
+    )
+    for rule, reason in {**REASONS, own_keys: OWN_KEYS_REASON}.items():
         Validations.of(stack).acknowledge(Acknowledgment(id=rule, reason=reason))

@@ -432,6 +432,22 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
+            keys = (
+                f"{self.headers.get('Authorization')} {self.headers.get('x-api-key')} "
+                f"{self.headers.get('x-goog-api-key')}"
+            )
+            if "rejected" in keys:  # a key the provider does not know
+                self._send_json(
+                    401,
+                    {
+                        "error": {
+                            "type": "authentication_error",
+                            "code": 401,
+                            "message": "Incorrect API key provided",
+                        }
+                    },
+                )
+                return
             # OpenAI's, Anthropic's and Gemini's model lists, for GET /v1/models/ of the API
             if self.headers.get("x-goog-api-key"):  # Gemini's SDK asks /v1/models too
                 self._send_json(200, {"models": [

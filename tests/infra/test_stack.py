@@ -492,3 +492,26 @@ def test_bedrock_models_named_in_the_context_are_the_only_ones_the_steps_may_cal
     assert "foundation-model/amazon.titan-embed-text-v2:0" in arns and "*" not in arns
     _, plain = synth()
     assert "bedrock:" not in json.dumps(plain.to_json())  # no flag, no grant
+
+
+def test_organizations_own_keys_are_secrets_under_the_stacks_prefix(
+    template: dict[str, Any],
+) -> None:
+    """The providers API keeps each key as a secret under `<stack>/providers/`: the API
+    functions may make, rotate, read and delete those; steps only read them; nothing else."""
+    env = function(template, "api")["Properties"]["Environment"]["Variables"]
+    assert env["CAIRN_PROVIDER_SECRET_PREFIX"] == "Cairn/providers"
+    granted: dict[str, set[str]] = {}
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "secret:Cairn/providers/*" in json.dumps(statement["Resource"]):
+                for role in policy["Properties"]["Roles"]:
+                    granted.setdefault(role["Ref"], set()).update(as_list(statement["Action"]))
+    roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
+             for name in ("api", "stream", "step")}  # fmt: skip
+    assert set(granted) == set(roles.values())
+    assert granted[roles["step"]] == {"secretsmanager:GetSecretValue"}
+    assert granted[roles["api"]] == granted[roles["stream"]] == {
+        "secretsmanager:GetSecretValue", "secretsmanager:CreateSecret",
+        "secretsmanager:PutSecretValue", "secretsmanager:DeleteSecret",
+        "secretsmanager:TagResource"}  # fmt: skip

@@ -75,6 +75,10 @@ class Settings(BaseModel):
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     gemini_api_key: str | None = None
+    # Organizations' own provider keys (the providers API): a Secrets Manager secret each
+    # under this prefix on AWS; else sealed in the database with the envelope key below.
+    provider_secret_prefix: str | None = None
+    provider_key: str | None = None  # base64 of 32 bytes; default: a key file in data_dir
     gemini_base_url: str | None = None
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
@@ -126,6 +130,8 @@ class Settings(BaseModel):
             "anthropic_api_key": "ANTHROPIC_API_KEY",
             "anthropic_base_url": "ANTHROPIC_BASE_URL",
             "gemini_api_key": "GEMINI_API_KEY",
+            "provider_secret_prefix": "CAIRN_PROVIDER_SECRET_PREFIX",
+            "provider_key": "CAIRN_PROVIDER_KEY",
             "gemini_base_url": "GEMINI_BASE_URL",
             "llm_timeout_seconds": "CAIRN_LLM_TIMEOUT_SECONDS",
             "llm_max_retries": "CAIRN_LLM_MAX_RETRIES",

@@ -29,6 +29,7 @@ from cairn.api.routes import (
     health,
     memory,
     messages,
+    providers,
     runs,
     tools,
 )
@@ -55,7 +56,7 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
-               groups)  # fmt: skip
+               groups, providers)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 

@@ -18,6 +18,7 @@ from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
 from cairn.domain.passages import Archive, Passage
+from cairn.domain.providers import Provider
 from cairn.domain.runs import Run, Step, Usage
 from cairn.domain.tools import Tool
 from cairn.engine.prompt import CHARS_PER_TOKEN
@@ -221,7 +222,7 @@ def model_json(config: LLMConfig) -> dict[str, Any]:
         "provider_type": kind,
         "provider_name": config.provider_name or kind,
         "model_type": "llm",
-        "provider_category": "base",
+        "provider_category": config.provider_category or "base",
         "max_context_window": config.context_window,
         # Letta's Model has no null temperature: its default stands for "the provider's".
         "temperature": 0.7 if config.temperature is None else config.temperature,
@@ -320,6 +321,23 @@ def run_json(run: Run) -> dict[str, Any]:
         "created_at": iso(run.created_at),
         "completed_at": iso(run.completed_at),
         "request_config": {k: v for k, v in run.request_config.items() if k != "input"},
+    }
+
+
+def provider_json(provider: Provider) -> dict[str, Any]:
+    """Letta's Provider; the key is never sent back, only its last four characters."""
+    return {
+        "id": provider.id,
+        "name": provider.name,
+        "provider_type": provider.provider_type,
+        "provider_category": "byok",
+        "api_key": f"...{provider.key_hint}" if provider.key_hint else "...",
+        "base_url": provider.base_url,
+        "access_key": None,
+        "region": provider.region,
+        "api_version": provider.api_version,
+        "organization_id": provider.organization_id,
+        "updated_at": iso(provider.updated_at),
     }
 
 

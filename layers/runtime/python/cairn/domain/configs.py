@@ -19,6 +19,8 @@ class LLMConfig(_Config):
     model_endpoint_type: str = "openai"
     model_endpoint: str | None = None
     provider_name: str | None = None
+    # "byok": the organization's own provider (its key from the providers API), else "base".
+    provider_category: str | None = None
     handle: str | None = None
     context_window: int = Field(default=DEFAULT_CONTEXT_WINDOW, ge=MIN_CONTEXT_WINDOW)
     max_tokens: int | None = Field(default=None, ge=1)

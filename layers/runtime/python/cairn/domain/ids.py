@@ -23,6 +23,7 @@ PREFIXES = (
     "step",
     "group",
     "job",
+    "provider",
 )
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

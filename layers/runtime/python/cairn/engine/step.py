@@ -25,6 +25,7 @@ from cairn.domain.base import utc_now
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.messages import Message
+from cairn.domain.providers import Provider
 from cairn.domain.runs import (
     TERMINAL_RUN_STATUSES,
     JournalEntry,
@@ -48,8 +49,8 @@ from cairn.errors import (
     NotFoundError,
     VersionConflictError,
 )
-from cairn.llm.clients import LLMClient, client_for, wire_body
-from cairn.llm.types import LLMRequest, LLMResponse, OnDelta
+from cairn.llm.clients import LLMClient, client_for, wire_body, with_key
+from cairn.llm.types import LLMError, LLMRequest, LLMResponse, OnDelta
 from cairn.store import claim as claims
 from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
@@ -64,6 +65,9 @@ MAX_CONFLICT_RETRIES = 3
 # A busy agent's messages are embedded by one job per window, not one per step.
 EMBED_WINDOW_SECONDS = 30
 LLM_JOURNAL_KEY = "llm"
+
+# (organization, provider name) -> the provider and its key, or None if it has none by that name.
+ProviderKeyLookup = Callable[[str, str], "tuple[Provider, dict[str, str]] | None"]
 
 StepStatus = Literal["committed", "already_done", "busy", "run_finished", "missing"]
 
@@ -99,6 +103,7 @@ class Engine:
         clock: Callable[[], datetime] = utc_now,
         sandbox: Sandbox | None = None,
         embedder_for: Callable[[EmbeddingConfig], Embedder] | None = None,
+        provider_keys: ProviderKeyLookup | None = None,
     ) -> None:
         self.db = db
         self.settings = settings or Settings.from_env()
@@ -107,6 +112,8 @@ class Engine:
         # Custom tools run here: a subprocess locally, a locked-down Lambda on AWS.
         self.sandbox: Sandbox = sandbox or SubprocessSandbox()
         self._embedder_for = embedder_for or (lambda c: providers.embedder_for(c, self.settings))
+        # An organization's own providers (the providers API): its key, by provider name.
+        self._provider_keys = provider_keys
 
     def embedder_of(self, agent: Agent) -> Embedder:
         """The agent's embedder; agents created without a config get the server default."""
@@ -277,7 +284,7 @@ class Engine:
         if LLM_JOURNAL_KEY in journal:
             return LLMResponse.model_validate(journal[LLM_JOURNAL_KEY])
         faults.reached("before_llm")
-        response = self._llm_for(request.config).complete(request, on_delta)
+        response = self._client(state.org_id, request.config).complete(request, on_delta)
         if not response.tool_calls:
             return response
         entry = JournalEntry(
@@ -292,6 +299,20 @@ class Engine:
             stored = runs.journal_once(conn, entry)
         faults.reached("after_journal")
         return LLMResponse.model_validate(stored)
+
+    def _client(self, org_id: str, config: LLMConfig) -> LLMClient:
+        """The client for the model: the server's keys, or the organization's own key for a
+        model of one of its providers (`provider_category` byok)."""
+        if config.provider_category != "byok":
+            return self._llm_for(config)
+        found = (
+            self._provider_keys(org_id, config.provider_name or "") if self._provider_keys else None
+        )
+        if found is None:
+            raise LLMError("auth", f"The provider `{config.provider_name}` is not configured "
+                           "for this organization (the providers API)")  # fmt: skip
+        provider, secret = found
+        return client_for(config, with_key(self.settings, provider.provider_type, secret))
 
     def write_journal(self, state: StepState, key: str, payload: dict[str, Any]) -> None:
         entry = JournalEntry(

@@ -33,6 +33,10 @@ CONTEXT_WINDOWS = {
 }
 
 
+# Defaults only: the endpoints of a provider type when nothing is configured.
+NO_KEYS = Settings()
+
+
 def providers(settings: Settings) -> list[str]:
     found = []
     if settings.openai_api_key or settings.openai_base_url:
@@ -124,43 +128,55 @@ def listed_models(settings: Settings) -> list[LLMConfig]:
     """What GET /v1/models/ shows: the providers' own model lists, when they answer."""
     out: list[LLMConfig] = []
     for provider in providers(settings):
-        for model in _remote_models(provider, settings):
+        for model in remote_models(provider, settings):
             out.append(resolve_model(f"{provider}/{model}", settings))
     return out
 
 
-def _remote_models(provider: str, settings: Settings) -> list[str]:
+def remote_models(provider: str, settings: Settings, *, strict: bool = False) -> list[str]:
+    """The provider's own list of its models; [] if it cannot list them, or with `strict`
+    the provider's error (a key that does not work: `auth`)."""
+    from cairn.llm.errors import translate_errors
+    from cairn.llm.gemini import gemini_errors
+
     try:
-        if provider == "google_ai":
-            from cairn.llm.clients import gemini_sdk
-
-            sdk = gemini_sdk(settings.gemini_base_url, settings.gemini_api_key, 5.0)
-            return sorted(
-                (m.name or "").removeprefix("models/")
-                for m in sdk.models.list()
-                if "generateContent" in (m.supported_actions or ())
-            )
-        if provider == "openai":
-            import openai
-
-            client = openai.OpenAI(
-                api_key=settings.openai_api_key or "unused",
-                base_url=settings.openai_base_url,
-                timeout=5,
-                max_retries=0,
-            )
-        else:
-            import anthropic
-
-            client = anthropic.Anthropic(
-                api_key=settings.anthropic_api_key,  # type: ignore[assignment]
-                base_url=settings.anthropic_base_url,
-                timeout=5,
-                max_retries=0,
-            )
-        return sorted(m.id for m in client.models.list())
+        with translate_errors(), gemini_errors():
+            return _listed(provider, settings)
     except Exception:  # a provider that cannot list models still serves known handles
+        if strict:
+            raise
         return []
+
+
+def _listed(provider: str, settings: Settings) -> list[str]:
+    if provider == "google_ai":
+        from cairn.llm.clients import gemini_sdk
+
+        sdk = gemini_sdk(settings.gemini_base_url, settings.gemini_api_key, 5.0)
+        return sorted(
+            (m.name or "").removeprefix("models/")
+            for m in sdk.models.list()
+            if "generateContent" in (m.supported_actions or ())
+        )
+    if provider == "openai":
+        import openai
+
+        client = openai.OpenAI(
+            api_key=settings.openai_api_key or "unused",
+            base_url=settings.openai_base_url,
+            timeout=5,
+            max_retries=0,
+        )
+        return sorted(m.id for m in client.models.list())
+    import anthropic
+
+    maker = anthropic.Anthropic(
+        api_key=settings.anthropic_api_key,
+        base_url=settings.anthropic_base_url,
+        timeout=5,
+        max_retries=0,
+    )
+    return sorted(m.id for m in maker.models.list())
 
 
 def embedding_models(settings: Settings) -> list[EmbeddingConfig]:

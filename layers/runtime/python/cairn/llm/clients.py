@@ -111,6 +111,19 @@ def gemini_sdk(base_url: str | None, api_key: str | None, timeout: float) -> Any
     return genai.Client(api_key=api_key, http_options=options)
 
 
+# The settings field each provider type takes its key from.
+KEY_FIELDS = {"openai": "openai_api_key", "anthropic": "anthropic_api_key",
+              "google_ai": "gemini_api_key"}  # fmt: skip
+
+
+def with_key(settings: Settings, provider_type: str, secret: dict[str, str]) -> Settings:
+    """The settings a call with an organization's own key is made under."""
+    field = KEY_FIELDS.get(provider_type)
+    if field is None:
+        raise LLMError("bad_request", f"Cairn cannot call `{provider_type}` with a key of its own")
+    return settings.model_copy(update={field: secret.get("api_key")})
+
+
 def wire_body(request: LLMRequest) -> dict[str, Any]:
     """The body the request's provider is sent (OpenAI's chat, Anthropic's messages,
     Gemini's contents and config)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from cairn.config import Settings
 from cairn.engine.step import Engine
 from cairn.orchestration.ports import Workflows
+from cairn.orchestration.provider_vault import ProviderKeys, ProviderVault
 from cairn.orchestration.routing import Outlets
 from cairn.store.db import Database
 
@@ -22,3 +23,5 @@ class Runtime:
     engine: Engine
     queue: Outlets  # every outbox kind: steps to the queue, workflows to Step Functions
     workflows: Workflows
+    vault: ProviderVault | None = None  # organizations' own provider keys
+    provider_keys: ProviderKeys | None = None

@@ -14,6 +14,7 @@ from cairn.engine.step import Engine
 from cairn.orchestration import bedrock
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.ports import StepQueue, Workflows
+from cairn.orchestration.provider_vault import ProviderKeys, vault_for
 from cairn.orchestration.routing import Outlets
 from cairn.orchestration.secrets import database_conninfo, egress_key, with_provider_keys
 from cairn.store.db import Database
@@ -48,7 +49,9 @@ def build_runtime(
         sandbox = SubprocessSandbox(
             isolation=settings.sandbox_isolation, egress_private_networks=private
         )
-    engine = Engine(database, settings, sandbox=sandbox)
+    vault = vault_for(settings)
+    keys = ProviderKeys(database, vault)
+    engine = Engine(database, settings, sandbox=sandbox, provider_keys=keys)
     if queue is None:
         if settings.step_queue_url:
             from cairn.orchestration.sqs import SqsStepQueue
@@ -70,7 +73,7 @@ def build_runtime(
 
             workflows = InlineWorkflows()
     outlets = Outlets(queue, workflows)
-    rt = Runtime(settings, database, engine, outlets, workflows)
+    rt = Runtime(settings, database, engine, outlets, workflows, vault, keys)
     for part in (queue, workflows):
         if hasattr(part, "attach"):  # the in-process stand-ins publish through the outlets
             part.attach(rt)

@@ -19,9 +19,10 @@ from cairn.engine.agents import provision_agent
 from cairn.engine.sleeptime import delete_with_helpers, provision_sleeptime
 from cairn.engine.state import load
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
-from cairn.llm.catalog import resolve_embedding, resolve_model
+from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
 from cairn.orchestration.parts import Runtime
+from cairn.services import providers
 from cairn.services.requests import CreateAgent, UpdateAgent
 from cairn.store import agents, archives, blocks, groups, messages, runs, tools
 from cairn.store.db import Connection
@@ -74,11 +75,8 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
         if req.context_window_limit:
             llm = llm.model_copy(update={"context_window": req.context_window_limit})
     elif req.model:
-        llm = resolve_model(
-            req.model,
-            rt.settings,
-            context_window=req.context_window_limit,
-            max_tokens=req.max_tokens,
+        llm = providers.resolve_handle(
+            rt, org, req.model, context_window=req.context_window_limit, max_tokens=req.max_tokens
         )
     else:
         raise InvalidArgumentError("Must specify either model or llm_config in request")
@@ -199,8 +197,8 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
     if req.llm_config is not None:
         changes["llm_config"] = req.llm_config
     elif req.model:
-        changes["llm_config"] = resolve_model(
-            req.model, rt.settings, context_window=req.context_window_limit
+        changes["llm_config"] = providers.resolve_handle(
+            rt, org, req.model, context_window=req.context_window_limit
         )
     with rt.db.transaction() as conn:
         agent = fetch(conn, org, agent_id)

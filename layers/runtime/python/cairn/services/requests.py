@@ -29,6 +29,7 @@ from cairn.domain.constants import (
 from cairn.domain.groups import ManagerType
 from cairn.domain.ids import AgentId, ArchiveId, BlockId, MessageId, ToolId
 from cairn.domain.messages import ApprovalDecision
+from cairn.domain.providers import ProviderType
 from cairn.domain.tool_rules import ToolRule
 
 
@@ -359,3 +360,35 @@ class StepFeedback(_Body):
 class CodeInput(_Body):
     code: str = Field(max_length=100_000)
     source_type: str | None = None
+
+
+class _Strict(BaseModel):
+    # Letta's provider bodies admit no other keys (additionalProperties false).
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), defer_build=True)
+
+
+class ProviderCreate(_Strict):
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[^/\s]+$")
+    provider_type: ProviderType
+    api_key: str = Field(min_length=1, max_length=4096)
+    access_key: str | None = None
+    region: str | None = None
+    base_url: str | None = None
+    api_version: str | None = None
+
+
+class ProviderUpdate(_Strict):
+    api_key: str = Field(min_length=1, max_length=4096)
+    access_key: str | None = None
+    region: str | None = None
+    base_url: str | None = None
+    api_version: str | None = None
+
+
+class ProviderCheck(_Body):
+    provider_type: ProviderType
+    api_key: str = Field(min_length=1, max_length=4096)
+    access_key: str | None = None
+    region: str | None = None
+    base_url: str | None = None
+    api_version: str | None = None

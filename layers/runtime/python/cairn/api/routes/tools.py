@@ -10,8 +10,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, Limit, OptionalLimit, Order, ToolId
-from cairn.llm.catalog import embedding_models, listed_models
-from cairn.services import tools
+from cairn.llm.catalog import embedding_models
+from cairn.services import providers, tools
 from cairn.services.requests import (
     ApprovalToggle,
     CodeInput,
@@ -168,7 +168,7 @@ def tool_approval(
 
 @router.get("/models/")
 def list_models() -> Response[Any]:
-    found = listed_models(http.rt().settings)
+    found = providers.models(http.rt(), http.org_id())
     return http.json_reply(200, [letta.model_json(m) for m in found])
 
 

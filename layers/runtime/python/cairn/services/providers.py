@@ -1,0 +1,180 @@
+"""An organization's own model providers (Letta's BYOK providers): their keys kept by the
+runtime's vault, never returned; their models listed and named `<provider name>/<model>`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn.domain.configs import LLMConfig
+from cairn.domain.ids import is_id
+from cairn.domain.providers import CALLABLE, Provider, hint
+from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
+from cairn.llm import catalog
+from cairn.llm.clients import with_key
+from cairn.orchestration.parts import Runtime
+from cairn.orchestration.provider_vault import ProviderVault
+from cairn.services.requests import ProviderCheck, ProviderCreate, ProviderUpdate
+from cairn.store import providers as store
+from cairn.store.db import Connection
+from cairn.store.rows import Order
+
+# Handles are `<provider>/<model>`: a provider may not take a name the server's own use.
+RESERVED = frozenset({"openai", "anthropic", "google_ai", "bedrock", "letta", "hash", "local"})
+
+
+def _vault(rt: Runtime) -> ProviderVault:
+    if rt.vault is None:
+        raise ConflictError("This server keeps no provider keys")
+    return rt.vault
+
+
+def _fetch(conn: Connection, org: str, provider_id: str) -> Provider:
+    if not is_id(provider_id, "provider"):
+        raise InvalidArgumentError(f"Invalid provider ID format: {provider_id}")
+    found = store.get(conn, org, provider_id)
+    if found is None:
+        raise NotFoundError(f"Provider with id '{provider_id}' not found")
+    return found
+
+
+def _secret(req: ProviderCreate | ProviderUpdate) -> dict[str, str]:
+    return {"api_key": req.api_key, **({"access_key": req.access_key} if req.access_key else {})}
+
+
+def create(rt: Runtime, org: str, req: ProviderCreate, user_id: str | None = None) -> Provider:
+    if req.name in RESERVED:
+        raise InvalidArgumentError(
+            f"name: `{req.name}` is the server's own provider; choose another "
+            "(models are named `<provider name>/<model>`)"
+        )
+    provider = Provider(organization_id=org, name=req.name, provider_type=req.provider_type,
+                        base_url=req.base_url or None, region=req.region,
+                        api_version=req.api_version, key_hint=hint(req.api_key),
+                        created_by_id=user_id)  # fmt: skip
+    with rt.db.connection() as conn:
+        if store.by_name(conn, org, req.name) is not None:
+            raise ConflictError(f"A provider named `{req.name}` exists already")
+    # The key is put away first (on AWS its secret needs the provider's id); if the row
+    # cannot be written after all (a racing create of the same name), the secret goes.
+    sealed = _vault(rt).seal(provider, _secret(req))
+    try:
+        with rt.db.transaction() as conn:
+            return store.create(conn, sealed)
+    except Exception:
+        _vault(rt).drop(sealed)
+        raise
+
+
+def retrieve(rt: Runtime, org: str, provider_id: str) -> Provider:
+    with rt.db.connection() as conn:
+        return _fetch(conn, org, provider_id)
+
+
+def list_providers(
+    rt: Runtime, org: str, *, name: str | None, provider_type: str | None,
+    after: str | None, before: str | None, limit: int, order: Order,
+) -> list[Provider]:  # fmt: skip
+    with rt.db.connection() as conn:
+        return store.list_providers(
+            conn, org, name=name, provider_type=provider_type,
+            after=after, before=before, limit=limit, order=order,
+        )  # fmt: skip
+
+
+def modify(rt: Runtime, org: str, provider_id: str, req: ProviderUpdate) -> Provider:
+    with rt.db.connection() as conn:
+        current = _fetch(conn, org, provider_id)
+    changed = current.model_copy(update={
+        "base_url": req.base_url if req.base_url is not None else current.base_url,
+        "region": req.region if req.region is not None else current.region,
+        "api_version": req.api_version if req.api_version is not None else current.api_version,
+        "key_hint": hint(req.api_key),
+    })  # fmt: skip
+    sealed = _vault(rt).seal(changed, _secret(req))
+    with rt.db.transaction() as conn:
+        updated = store.update(conn, sealed)
+    if rt.provider_keys is not None:
+        rt.provider_keys.forget(org, current.name)
+    return updated
+
+
+def delete(rt: Runtime, org: str, provider_id: str) -> Provider:
+    with rt.db.transaction() as conn:
+        _fetch(conn, org, provider_id)
+        gone = store.delete(conn, org, provider_id)
+    assert gone is not None
+    _vault(rt).drop(gone)
+    if rt.provider_keys is not None:
+        rt.provider_keys.forget(org, gone.name)
+    return gone
+
+
+def check(rt: Runtime, req: ProviderCheck) -> None:
+    """The key works if the provider lists its models with it (raises LLMError if not)."""
+    _models_with(rt, req.provider_type, {"api_key": req.api_key}, req.base_url, strict=True)
+
+
+def check_existing(rt: Runtime, org: str, provider_id: str) -> Provider:
+    provider = retrieve(rt, org, provider_id)
+    secret = _vault(rt).open(provider)
+    _models_with(rt, provider.provider_type, secret, provider.base_url, strict=True)
+    return provider
+
+
+def _models_with(
+    rt: Runtime, provider_type: str, secret: dict[str, str], base_url: str | None,
+    *, strict: bool = False,
+) -> list[str]:  # fmt: skip
+    if provider_type not in CALLABLE or provider_type == "bedrock":
+        if strict:
+            raise InvalidArgumentError(f"Cairn cannot check a `{provider_type}` key")
+        return []
+    settings = with_key(rt.settings, provider_type, secret)
+    url_field = {"openai": "openai_base_url", "anthropic": "anthropic_base_url",
+                 "google_ai": "gemini_base_url"}[provider_type]  # fmt: skip
+    if base_url:
+        settings = settings.model_copy(update={url_field: base_url})
+    return catalog.remote_models(provider_type, settings, strict=strict)
+
+
+def models(rt: Runtime, org: str) -> list[LLMConfig]:
+    """GET /v1/models/: the server's providers' models, then each of the organization's own
+    providers', named `<provider name>/<model>`."""
+    found = catalog.listed_models(rt.settings)
+    with rt.db.connection() as conn:
+        own = store.list_providers(conn, org, limit=100, order="asc")
+    for provider in own:
+        try:
+            secret = _vault(rt).open(provider)
+        except Exception:  # a key that cannot be opened lists nothing, as a failing provider
+            continue
+        for model in _models_with(rt, provider.provider_type, secret, provider.base_url):
+            found.append(resolve(provider, model))
+    return found
+
+
+def resolve(provider: Provider, model: str, **limits: Any) -> LLMConfig:
+    """The llm_config of `<provider name>/<model>`: the type's defaults, this provider's
+    endpoint, and its name, which a step looks its key up by."""
+    base = catalog.resolve_model(f"{provider.provider_type}/{model}", catalog.NO_KEYS, **limits)
+    endpoint = provider.base_url or base.model_endpoint
+    return base.model_copy(update={"provider_name": provider.name, "provider_category": "byok",
+                                   "model_endpoint": endpoint,
+                                   "handle": f"{provider.name}/{model}"})  # fmt: skip
+
+
+def resolve_handle(rt: Runtime, org: str, handle: str, **limits: Any) -> LLMConfig:
+    """A model handle as an agent names it: the organization's own provider's if its prefix
+    is one of their names, else the server's."""
+    prefix, sep, model = handle.partition("/")
+    if sep and model and prefix not in RESERVED:
+        with rt.db.connection() as conn:
+            provider = store.by_name(conn, org, prefix)
+        if provider is not None:
+            if provider.provider_type not in CALLABLE or provider.provider_type == "bedrock":
+                raise InvalidArgumentError(
+                    f"model: Cairn cannot call `{provider.provider_type}` models (provider "
+                    f"`{prefix}`); it calls openai, anthropic and google_ai with your key"
+                )
+            return resolve(provider, model, **limits)
+    return catalog.resolve_model(handle, rt.settings, **limits)

@@ -1,0 +1,148 @@
+"""Providers (Letta's BYOK): an organization's own keys, kept sealed, never sent back, and
+used for its agents' models named `<provider name>/<model>`. letta-client 1.5 has no
+providers resource, so these go over HTTP as Letta's older clients and its UI send them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from cairn.domain import Organization, User
+from cairn.store import tenancy
+from tests.api.conftest import Stack
+
+KEY = "sk-org-own-key-7731"
+
+
+def api(stack: Stack, key: str | None = None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {key or stack.key}"}
+    return httpx.Client(base_url=f"{stack.url}/v1", headers=headers, timeout=30)
+
+
+def sent_key(stack: Stack) -> str:
+    headers = {k.lower(): v for k, v in stack.fake.requests[-1].headers.items()}
+    return headers["authorization"]
+
+
+def create(http: httpx.Client, stack: Stack, **extra: Any) -> dict[str, Any]:
+    body = {"name": "team-openai", "provider_type": "openai", "api_key": KEY,
+            "base_url": f"{stack.fake.base_url}/v1", **extra}  # fmt: skip
+    answer = http.post("/providers/", json=body)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_create_list_retrieve_modify_delete_and_the_key_never_comes_back(stack: Stack) -> None:
+    with api(stack) as http:
+        made = create(http, stack)
+        assert made["provider_category"] == "byok" and made["provider_type"] == "openai"
+        assert made["id"].startswith("provider-") and made["api_key"] == "...7731"
+        assert KEY not in str(made)
+        listed = http.get("/providers/").json()
+        assert [p["id"] for p in listed] == [made["id"]] and KEY not in str(listed)
+        assert http.get("/providers/", params={"provider_type": "anthropic"}).json() == []
+        assert http.get(f"/providers/{made['id']}").json()["name"] == "team-openai"
+        changed = http.patch(f"/providers/{made['id']}", json={"api_key": "sk-rotated-key-0042"})
+        assert changed.status_code == 200 and changed.json()["api_key"] == "...0042"
+        gone = http.delete(f"/providers/{made['id']}")
+        assert gone.json() == {"message": f"Provider id={made['id']} successfully deleted"}
+        assert http.get(f"/providers/{made['id']}").status_code == 404
+
+
+def test_the_key_is_sealed_in_the_database(stack: Stack) -> None:
+    with api(stack) as http:
+        made = create(http, stack)
+    with stack.runtime.db.connection() as conn:
+        row = conn.execute("SELECT key_ref, key_sealed, key_hint FROM providers WHERE id = %s",
+                           (made["id"],)).fetchone()  # fmt: skip
+    assert row["key_ref"] is None and row["key_hint"] == "7731"
+    assert KEY.encode() not in bytes(row["key_sealed"]) and len(row["key_sealed"]) > len(KEY)
+
+
+def test_an_agent_on_the_organizations_provider_calls_with_its_key(stack: Stack) -> None:
+    with api(stack) as http:
+        create(http, stack)
+        handles = {m["handle"]: m for m in http.get("/models/").json()}
+        own = handles["team-openai/gpt-fake-mini"]
+        assert own["provider_category"] == "byok" and own["provider_name"] == "team-openai"
+        assert "openai/gpt-fake-mini" in handles  # the server's own stay listed
+    client = stack.client()
+    agent = client.agents.create(model="team-openai/gpt-fake-mini")
+    assert agent.llm_config.provider_name == "team-openai"
+    stack.fake.reply("Hello on your own key.")
+    sent = client.agents.messages.create(agent.id, input="hi")
+    assert sent.messages[-1].content == "Hello on your own key."
+    assert sent_key(stack) == f"Bearer {KEY}"
+    with api(stack) as http:  # a rotated key is used from the next call on
+        provider = http.get("/providers/").json()[0]
+        http.patch(f"/providers/{provider['id']}", json={"api_key": "sk-rotated-key-0042"})
+    stack.fake.reply("Still here.")
+    client.agents.messages.create(agent.id, input="again")
+    assert sent_key(stack) == "Bearer sk-rotated-key-0042"
+
+
+def test_a_deleted_provider_fails_its_agents_runs_with_a_clear_reason(stack: Stack) -> None:
+    with api(stack) as http:
+        made = create(http, stack)
+        client = stack.client()
+        agent = client.agents.create(model="team-openai/gpt-fake-mini")
+        http.delete(f"/providers/{made['id']}")
+        answer = http.post(f"/agents/{agent.id}/messages", json={"input": "hi"})
+    assert answer.status_code == 401
+    assert "team-openai" in answer.json()["error"]["message"]
+
+
+def test_another_organization_sees_nothing_of_it(stack: Stack) -> None:
+    with api(stack) as http:
+        made = create(http, stack)
+    with stack.runtime.db.transaction() as conn:
+        other = tenancy.create_organization(conn, Organization(name="other"))
+        user = tenancy.create_user(conn, User(organization_id=other.id, name="bo"))
+        _, key = tenancy.create_api_key(conn, other.id, user.id, name="t")
+    with api(stack, key) as http:
+        assert http.get(f"/providers/{made['id']}").status_code == 404
+        assert http.get("/providers/").json() == []
+        assert "team-openai/gpt-fake-mini" not in [m["handle"] for m in http.get("/models/").json()]
+        refused = http.post("/agents/", json={"model": "team-openai/gpt-fake-mini"})
+        assert refused.status_code == 400 and "unknown provider" in refused.text
+
+
+@pytest.mark.parametrize(("body", "status", "says"), [
+    ({"name": "openai", "provider_type": "openai", "api_key": "k"}, 400, "server's own"),
+    ({"name": "a/b", "provider_type": "openai", "api_key": "k"}, 422, "name"),
+    ({"name": "x", "provider_type": "nonsense", "api_key": "k"}, 422, "provider_type"),
+    ({"name": "x", "provider_type": "openai"}, 422, "api_key"),
+    ({"name": "x", "provider_type": "openai", "api_key": "k", "extra": 1}, 422, "extra"),
+])  # fmt: skip
+def test_bad_providers_are_refused_naming_the_fault(
+    stack: Stack, body: dict[str, Any], status: int, says: str
+) -> None:
+    with api(stack) as http:
+        answer = http.post("/providers/", json=body)
+        assert answer.status_code == status and says in answer.text
+        assert http.get("/providers/").json() == []
+
+
+def test_a_second_provider_of_one_name_is_a_conflict(stack: Stack) -> None:
+    with api(stack) as http:
+        create(http, stack)
+        again = http.post("/providers/", json={"name": "team-openai", "provider_type": "openai",
+                                                "api_key": "sk-other"})  # fmt: skip
+        assert again.status_code == 409 and "team-openai" in again.text
+        assert len(http.get("/providers/").json()) == 1
+
+
+def test_check_a_key_before_and_after_storing_it(stack: Stack) -> None:
+    base = f"{stack.fake.base_url}/v1"
+    with api(stack) as http:
+        good = http.post("/providers/check", json={"provider_type": "openai", "api_key": KEY,
+                                                    "base_url": base})  # fmt: skip
+        assert good.status_code == 200
+        assert good.json() == {"message": "Valid api key for provider_type=openai"}
+        rejected = {"provider_type": "openai", "api_key": "sk-rejected", "base_url": base}
+        bad = http.post("/providers/check", json=rejected)
+        assert bad.status_code == 401
+        made = create(http, stack, api_key="sk-rejected-0001")
+        assert http.post(f"/providers/{made['id']}/check").status_code == 401

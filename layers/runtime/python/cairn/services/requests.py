@@ -367,13 +367,17 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), defer_build=True)
 
 
+# An endpoint a provider SDK can call: http(s), printable ASCII, no spaces.
+BaseUrl = Annotated[str, Field(max_length=2048, pattern=r"^https?://[!-~]+$")]
+
+
 class ProviderCreate(_Strict):
     name: str = Field(min_length=1, max_length=200, pattern=r"^[^/\s]+$")
     provider_type: ProviderType
     api_key: str = Field(min_length=1, max_length=4096)
     access_key: str | None = None
     region: str | None = None
-    base_url: str | None = None
+    base_url: BaseUrl | None = None
     api_version: str | None = None
 
 
@@ -381,7 +385,7 @@ class ProviderUpdate(_Strict):
     api_key: str = Field(min_length=1, max_length=4096)
     access_key: str | None = None
     region: str | None = None
-    base_url: str | None = None
+    base_url: BaseUrl | None = None
     api_version: str | None = None
 
 
@@ -390,5 +394,5 @@ class ProviderCheck(_Body):
     api_key: str = Field(min_length=1, max_length=4096)
     access_key: str | None = None
     region: str | None = None
-    base_url: str | None = None
+    base_url: BaseUrl | None = None
     api_version: str | None = None

@@ -26,6 +26,8 @@ from cairn_infra.workers import StepQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
 
 # Who may send to and answer the workflows: every function that publishes the outbox.
+# Prefixes of Bedrock's cross-region inference profile ids (`us.anthropic.claude-...`).
+INFERENCE_GEOS = frozenset({"us", "eu", "apac", "jp", "au", "ca", "us-gov", "global"})
 PUBLISHERS = ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper")
 
 
@@ -150,9 +152,8 @@ class CairnStack(Stack):
             if bedrock_models:  # and call the models; on Bedrock, with no key to keep
                 by[key].add_to_role_policy(iam.PolicyStatement(
                     actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-                    resources=[self.format_arn(service="bedrock", account="",
-                                               resource="foundation-model", resource_name=model)
-                               for model in bedrock_models],
+                    resources=[arn for model in bedrock_models
+                               for arn in self.bedrock_arns(model)],
                 ))  # fmt: skip
             if egress is not None:  # and sign their passes
                 egress.key.grant_read(by[key])
@@ -250,11 +251,26 @@ class CairnStack(Stack):
             cluster=database.cluster, proxy=database.proxy, max_capacity=db_max_capacity,
         ))  # fmt: skip
         CfnOutput(self, "AlarmTopic", value=alarms.topic.topic_arn)
+        self.bedrock_models = bedrock_models
         self.functions = fns
         self.queue = queue
         self.database = database
         self.providers = providers
         self.egress = egress
+
+    def bedrock_arns(self, model: str) -> list[str]:
+        """What calling a Bedrock model id needs: its foundation model here; for a
+        cross-region inference profile (`us.`, `eu.`, ... ids), the profile in this region and
+        its foundation model in whichever region the profile routes the call to."""
+        geo, _, base = model.partition(".")
+        if geo not in INFERENCE_GEOS or not base:
+            return [self.format_arn(service="bedrock", account="", resource="foundation-model",
+                                    resource_name=model)]  # fmt: skip
+        return [
+            self.format_arn(service="bedrock", resource="inference-profile", resource_name=model),
+            self.format_arn(service="bedrock", region="*", account="",
+                            resource="foundation-model", resource_name=base),
+        ]  # fmt: skip
 
 
 def _migrations_hash() -> str:

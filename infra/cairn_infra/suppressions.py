@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from aws_cdk import Acknowledgment, Stack, Validations
 
+from cairn_infra.stack import INFERENCE_GEOS
+
 REASONS = {
     "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
     "AWSLambdaBasicExecutionRole]": "The AWS-managed basic execution policy only lets a "
@@ -51,10 +53,23 @@ OWN_KEYS_REASON = (
 )
 
 
-def acknowledge(stack: Stack) -> None:
+PROFILE_REASON = (
+    "A cross-region inference profile routes each call to one of its regions, chosen by "
+    "Bedrock: the foundation model named in the bedrock_models context flag is allowed in any "
+    "region (only that model), as AWS documents for inference profiles."
+)
+
+
+def acknowledge(stack: Stack, bedrock_models: tuple[str, ...] = ()) -> None:
     own_keys = (
         "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:"
         f"<AWS::Region>:<AWS::AccountId>:secret:{stack.stack_name}/providers/*]"
     )
-    for rule, reason in {**REASONS, own_keys: OWN_KEYS_REASON}.items():
+    profiles = {
+        "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::"
+        f"foundation-model/{model.partition('.')[2]}]": PROFILE_REASON
+        for model in bedrock_models
+        if model.partition(".")[0] in INFERENCE_GEOS
+    }
+    for rule, reason in {**REASONS, own_keys: OWN_KEYS_REASON, **profiles}.items():
         Validations.of(stack).acknowledge(Acknowledgment(id=rule, reason=reason))

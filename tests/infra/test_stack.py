@@ -494,6 +494,24 @@ def test_bedrock_models_named_in_the_context_are_the_only_ones_the_steps_may_cal
     assert "bedrock:" not in json.dumps(plain.to_json())  # no flag, no grant
 
 
+def test_a_cross_region_inference_profile_is_granted_with_its_model_in_any_region() -> None:
+    profile = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    app = cdk.App(context={**project_context(), "skip_bundling": "true",
+                           "bedrock_models": profile})  # fmt: skip
+    stack = build_app(app)
+    app.synth()  # cdk-nag passes: the any-region model grant is acknowledged for it alone
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+    step_role = function(template, "step")["Properties"]["Role"]["Fn::GetAtt"][0]
+    arns = [json.dumps(statement["Resource"])
+            for policy in resources(template, "AWS::IAM::Policy").values()
+            if {"Ref": step_role} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            if "bedrock:InvokeModel" in as_list(statement["Action"])]  # fmt: skip
+    granted = " ".join(arns)
+    assert f"inference-profile/{profile}" in granted
+    assert ":bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0" in granted
+
+
 def test_organizations_own_keys_are_secrets_under_the_stacks_prefix(
     template: dict[str, Any],
 ) -> None:

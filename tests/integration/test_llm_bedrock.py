@@ -153,3 +153,14 @@ def test_under_a_sync_sends_deadline_a_slow_model_hands_the_step_back_in_time(
     assert time.monotonic() - started < 2.8 and len(fake.requests) == 1  # no retry
     fake.reply("in time", delay=0.2)
     assert client.complete(req).text == "in time"  # without a deadline: the usual client
+
+
+def test_a_cross_region_inference_profile_id_is_called_as_the_model(fake: FakeLLM) -> None:
+    profile = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    llm = resolve_model(f"bedrock/{profile}", settings(fake)).model_copy(
+        update={"model_endpoint": fake.base_url}
+    )
+    fake.reply("routed")
+    req = LLMRequest(config=llm, messages=history())
+    assert client_for(llm, settings(fake)).complete(req).text == "routed"
+    assert profile.replace(":", "%3A") in fake.requests[0].path or profile in fake.requests[0].path

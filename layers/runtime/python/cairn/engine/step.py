@@ -43,14 +43,13 @@ from cairn.embeddings.base import Embedder
 from cairn.engine import lifecycle
 from cairn.engine.lifecycle import LEASE_SECONDS, StartedRun
 from cairn.engine.state import StepState, load
-from cairn.engine.turn import MessageDelta, Turn
 from cairn.errors import (
     ConflictError,
     NotFoundError,
     VersionConflictError,
 )
 from cairn.llm.clients import LLMClient, client_for, wire_body, with_key
-from cairn.llm.types import LLMError, LLMRequest, LLMResponse, OnDelta
+from cairn.llm.types import LLMError, LLMRequest, LLMResponse, MessageDelta, OnDelta
 from cairn.store import claim as claims
 from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
@@ -218,6 +217,8 @@ class Engine:
         journal = got.journal
         previous_kind = got.previous_kind
         now = self._clock()
+        from cairn.engine.turn import Turn  # what only a step needs: not imported by requests
+
         turn = Turn(self, state, journal, now, on_delta)
         if run.request_config.get("compact_only"):
             cp = turn.compaction_step() or turn.finish("end_turn")
@@ -261,6 +262,8 @@ class Engine:
             state = load(conn, run, 0)
         if state is None:
             raise NotFoundError(f"Agent with ID {agent_id} not found")
+        from cairn.engine.turn import Turn
+
         request, *_ = Turn(self, state, {}, self._clock()).llm_request()
         if request is None:
             raise ConflictError("The tool rules leave the agent no tool to call")

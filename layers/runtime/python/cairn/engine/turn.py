@@ -29,7 +29,7 @@ from cairn.engine.prompt import context_estimate, refreshed_system, tool_schemas
 from cairn.engine.state import StepState
 from cairn.llm.clients import wire_body
 from cairn.llm.deadline import DeadlineReached
-from cairn.llm.types import Delta, LLMError, LLMRequest, LLMResponse, OnDelta
+from cairn.llm.types import Delta, LLMError, LLMRequest, LLMResponse, MessageDelta, OnDelta
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.store.checkpoints import Checkpoint
@@ -38,10 +38,6 @@ from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
 from cairn.tools.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
-
-
-# A piece of the model's answer, with the id of the message it will be stored in.
-MessageDelta = Callable[[str, Delta], None]
 
 
 class StepEngine(Protocol):

@@ -64,6 +64,8 @@ class Delta(NamedTuple):
 
 # Called with each piece while the model answers; the assembled LLMResponse still comes back.
 OnDelta = Callable[[Delta], None]
+# A piece of the model's answer, with the id of the message it will be stored in.
+MessageDelta = Callable[[str, Delta], None]
 
 
 ErrorKind = Literal["auth", "rate_limit", "bad_request", "server", "timeout", "connection"]

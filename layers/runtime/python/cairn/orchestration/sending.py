@@ -12,10 +12,9 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run
 from cairn.engine.lifecycle import StartedRun
 from cairn.engine.step import StepOutcome
-from cairn.engine.turn import MessageDelta
 from cairn.llm import deadline
 from cairn.llm.deadline import DeadlineReached
-from cairn.llm.types import Delta, LLMError
+from cairn.llm.types import Delta, LLMError, MessageDelta
 from cairn.orchestration.dispatch import after_step, defer, publish_and_mark, wake
 from cairn.orchestration.parts import Runtime
 from cairn.store import outbox, runs

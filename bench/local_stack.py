@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -68,6 +69,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_stack(data: str, port: int, fake: FakeLLM, log: IO[str]) -> subprocess.Popen[str]:
+    """`python -m cairn.local` as `make dev` runs it, on `fake`, once it listens."""
+    env = {**os.environ, "CAIRN_DATA_DIR": data, "CAIRN_PORT": str(port),
+           "CAIRN_API_KEY": "sk-cairn-bench", "OPENAI_API_KEY": "k",
+           "OPENAI_BASE_URL": f"{fake.base_url}/v1", "CAIRN_LLM_MAX_RETRIES": "0"}  # fmt: skip
+    env.pop("DATABASE_URL", None)
+    stack = subprocess.Popen([sys.executable, "-m", "cairn.local"], env=env, cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=log, text=True)  # fmt: skip
+    assert stack.stdout is not None
+    for line in stack.stdout:
+        if "listening on" in line:
+            break
+    return stack
+
+
+def stop_stack(stack: subprocess.Popen[str]) -> None:
+    stack.terminate()
+    try:
+        stack.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        stack.kill()  # its embedded server is stopped with the temporary folder
+        stack.wait()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=200, help="messages to send")
@@ -80,18 +105,8 @@ def main() -> int:
         open(Path(data) / "stack.log", "w") as log,
     ):
         fake.when(lambda r: True, Reply(text="ok", usage=(1, 1)))
-        env = {**os.environ, "CAIRN_DATA_DIR": data, "CAIRN_PORT": str(port),
-               "CAIRN_API_KEY": "sk-cairn-bench", "OPENAI_API_KEY": "k",
-               "OPENAI_BASE_URL": f"{fake.base_url}/v1", "CAIRN_LLM_MAX_RETRIES": "0"}  # fmt: skip
-        env.pop("DATABASE_URL", None)
-        command = [sys.executable, "-m", "cairn.local"]
-        stack = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                 stderr=log, text=True)  # fmt: skip
+        stack = start_stack(data, port, fake, log)
         try:
-            assert stack.stdout is not None
-            for line in stack.stdout:
-                if "listening on" in line:
-                    break
             headers = {"Authorization": "Bearer sk-cairn-bench"}
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
                               timeout=60) as c:  # fmt: skip
@@ -112,12 +127,7 @@ def main() -> int:
                 time.sleep(2)  # let the queued embedding jobs of the last messages run
                 cpu = (cpu_seconds(*roots) - cpu_before) * 1000 / args.n
         finally:
-            stack.terminate()
-            try:
-                stack.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                stack.kill()  # its embedded server is stopped with the temporary folder
-                stack.wait()
+            stop_stack(stack)
     ordered = sorted(latencies)
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"make dev's processes, {args.n} messages over {args.agents} agents (load {load})")

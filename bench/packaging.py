@@ -37,7 +37,7 @@ from cairn_infra.packaging import (  # noqa: E402
     target_python,
 )
 
-HANDLERS = ("api", "step", "approval", "sleeptime", "sweeper", "migrate", "sandbox")
+HANDLERS = ("api", "stream", "step", "approval", "sleeptime", "sweeper", "migrate", "sandbox")
 HOST_PLATFORM = {"x86_64": "manylinux2014_x86_64", "aarch64": "manylinux2014_aarch64"}
 
 

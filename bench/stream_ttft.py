@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from tests.fakes.llm_server import FakeLLM, Reply  # noqa: E402
 
-from local_stack import EMBEDDING, LLM, free_port  # noqa: E402
+from local_stack import EMBEDDING, LLM, free_port, start_stack, stop_stack  # noqa: E402
 
 TEXT = "Steeping now; the tea will be ready in three minutes."
 
@@ -90,18 +89,9 @@ def main() -> int:
         reply = Reply(text=TEXT, usage=(1, 1), delay=args.model_delay,
                       chunk_delay=args.piece_delay)  # fmt: skip
         fake.when(lambda r: True, reply)
-        env = {**os.environ, "CAIRN_DATA_DIR": data, "CAIRN_PORT": str(port),
-               "CAIRN_API_KEY": "sk-cairn-bench", "OPENAI_API_KEY": "k",
-               "OPENAI_BASE_URL": f"{fake.base_url}/v1", "CAIRN_LLM_MAX_RETRIES": "0"}  # fmt: skip
-        env.pop("DATABASE_URL", None)
-        stack = subprocess.Popen([sys.executable, "-m", "cairn.local"], env=env, cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=log, text=True)  # fmt: skip
+        stack = start_stack(data, port, fake, log)
         model = openai.OpenAI(api_key="k", base_url=f"{fake.base_url}/v1", max_retries=0)
         try:
-            assert stack.stdout is not None
-            for line in stack.stdout:
-                if "listening on" in line:
-                    break
             headers = {"Authorization": "Bearer sk-cairn-bench"}
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
                               timeout=60) as c:  # fmt: skip
@@ -126,12 +116,7 @@ def main() -> int:
                     rows["event"].append(event)
                     rows["event_over_model_end"].append(event - whole)
         finally:
-            stack.terminate()
-            try:
-                stack.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                stack.kill()
-                stack.wait()
+            stop_stack(stack)
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"make dev's processes, {args.n} rounds; model: first byte after "
           f"{args.model_delay * 1000:.0f} ms, a piece every {args.piece_delay * 1000:.0f} ms "

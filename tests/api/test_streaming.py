@@ -38,6 +38,21 @@ def raw_stream(stack: Stack, agent_id: str, body: dict[str, Any]) -> list[tuple[
     return lines
 
 
+def first_event_then_leave(stack: Stack, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The stream's first event; then the client closes the connection."""
+    with (
+        httpx.Client(timeout=30) as http,
+        http.stream(
+            "POST",
+            f"{stack.url}/v1/agents/{agent_id}/messages/stream",
+            headers={"Authorization": f"Bearer {stack.key}"},
+            json=body,
+        ) as answer,
+    ):
+        first: dict[str, Any] = json.loads(next(line for line in answer.iter_lines() if line)[6:])
+    return first
+
+
 def events(lines: list[tuple[float, str]]) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for _, line in lines if line.startswith("data: {")]
 
@@ -175,16 +190,7 @@ def test_a_client_that_leaves_midway_leaves_the_turn_to_finish_on_the_queue(
     stack.fake.reply("", call("conversation_search", query="tea"))
     stack.fake.reply("", call("conversation_search", query="more tea"), delay=0.5)
     stack.fake.reply("All found.", delay=0.5)
-    with (
-        httpx.Client(timeout=30) as http,
-        http.stream(
-            "POST",
-            f"{stack.url}/v1/agents/{agent.id}/messages/stream",
-            headers={"Authorization": f"Bearer {stack.key}"},
-            json={"input": "tea?"},
-        ) as answer,
-    ):
-        first = json.loads(next(line for line in answer.iter_lines() if line)[6:])
+    first = first_event_then_leave(stack, agent.id, {"input": "tea?"})
     run_id = first["run_id"]
     deadline = time.monotonic() + 15
     while (run := client.runs.retrieve(run_id)).status not in ("completed", "failed"):
@@ -244,16 +250,7 @@ def test_a_background_stream_left_midway_is_resumed_from_its_last_seq_id(stack: 
     stack.fake.reply("", call("conversation_search", query="tea"))
     stack.fake.reply("", call("conversation_search", query="more"), delay=0.6)
     stack.fake.reply("All found.", delay=0.6)
-    with (
-        httpx.Client(timeout=30) as http,
-        http.stream(
-            "POST",
-            f"{stack.url}/v1/agents/{agent.id}/messages/stream",
-            headers={"Authorization": f"Bearer {stack.key}"},
-            json={"input": "tea?", "background": True},
-        ) as answer,
-    ):
-        first = json.loads(next(line for line in answer.iter_lines() if line)[6:])
+    first = first_event_then_leave(stack, agent.id, {"input": "tea?", "background": True})
     assert first["seq_id"] == 1
     rest = list(client.runs.messages.stream(first["run_id"], starting_after=first["seq_id"]))
     assert rest[0].seq_id == 2

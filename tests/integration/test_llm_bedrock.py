@@ -13,10 +13,9 @@ from cairn.llm.catalog import resolve_model
 from cairn.llm.clients import client_for
 from cairn.llm.types import LLMError, LLMRequest
 from cairn.orchestration import bedrock
-from cairn.store import agents
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
-from tests.integration.engine_harness import engine_for, make_agent, send
+from tests.integration.engine_harness import engine_for, make_agent, on_model, send
 from tests.integration.test_llm_providers import TOOL, history, settings
 
 MODEL = "anthropic.claude-sonnet-4-20250514-v1:0"
@@ -100,10 +99,7 @@ def test_a_bedrock_agent_runs_a_tool_turn(db: Database, org: Organization, fake:
     config = resolve_model(f"bedrock/{MODEL}", settings(fake)).model_copy(
         update={"model_endpoint": fake.base_url}
     )
-    agent = make_agent(db, org)
-    with db.transaction() as conn:
-        agent = agents.update(conn, agent.model_copy(update={"llm_config": config}),
-                              expected_version=agent.version)  # fmt: skip
+    agent = on_model(db, make_agent(db, org), config)
     fake.reply("", call("conversation_search", query="tea"))
     fake.reply("Nothing about tea yet.")
     turn = send(engine_for(db, fake), agent, "what about tea?")

@@ -14,10 +14,9 @@ from cairn.domain import Organization
 from cairn.llm.catalog import resolve_embedding, resolve_model
 from cairn.llm.clients import client_for
 from cairn.llm.types import Delta, LLMError, LLMRequest
-from cairn.store import agents
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
-from tests.integration.engine_harness import engine_for, make_agent, send
+from tests.integration.engine_harness import engine_for, make_agent, on_model, send
 from tests.integration.test_llm_providers import TOOL, history
 
 MODEL = "gemini-2.5-flash"
@@ -152,10 +151,7 @@ def test_no_key_is_a_clear_error() -> None:
 
 def test_a_gemini_agent_runs_a_tool_turn(db: Database, org: Organization, fake: FakeLLM) -> None:
     config = resolve_model(f"google_ai/{MODEL}", settings(fake))
-    agent = make_agent(db, org)
-    with db.transaction() as conn:
-        agent = agents.update(conn, agent.model_copy(update={"llm_config": config}),
-                              expected_version=agent.version)  # fmt: skip
+    agent = on_model(db, make_agent(db, org), config)
     fake.reply("", call("conversation_search", query="tea"))
     fake.reply("Nothing about tea yet.")
     turn = send(engine_for(db, fake), agent, "what about tea?")
@@ -177,49 +173,3 @@ def test_gemini_embeddings(fake: FakeLLM) -> None:
     close = sum(a * b for a, b in zip(vectors[0], vectors[2], strict=True))
     far = sum(a * b for a, b in zip(vectors[0], vectors[1], strict=True))
     assert close > far  # the vectors are the model's, in order
-
-
-def test_letta_client_creates_and_talks_to_a_gemini_agent(db: Database, fake: FakeLLM) -> None:
-    """`google_ai/<model>` as Letta names it, through the API: listed, created, streamed."""
-    import threading
-
-    from letta_client import Letta
-
-    from cairn.local.http import make_server
-    from cairn.orchestration.inline import InlineStepQueue
-    from cairn.orchestration.runtime import build_runtime, use_runtime
-    from cairn.store import tenancy
-
-    with db.transaction() as conn:
-        org = tenancy.create_organization(conn, Organization(name="gemini"))
-        user = tenancy.create_user(conn, __import__("cairn.domain", fromlist=["User"]).User(
-            organization_id=org.id, name="ada"))  # fmt: skip
-        _, key = tenancy.create_api_key(conn, org.id, user.id, name="t")
-    rt = build_runtime(settings(fake, llm_max_retries=0), db=db)
-    use_runtime(rt)
-    server = make_server("127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        client = Letta(base_url=f"http://127.0.0.1:{server.server_address[1]}", api_key=key,
-                       max_retries=0, timeout=30)  # fmt: skip
-        handles = [m.handle for m in client.models.list()]
-        assert "google_ai/gemini-fake-flash" in handles
-        assert "google_ai/gemini-embedding-001" in [
-            m.handle for m in client.models.embeddings.list()
-        ]
-        agent = client.agents.create(model="google_ai/gemini-2.5-flash",
-                                     embedding="google_ai/gemini-embedding-001")  # fmt: skip
-        assert agent.llm_config.model_endpoint_type == "google_ai"
-        assert agent.llm_config.context_window == 1_048_576
-        fake.reply("Hello from Gemini, one piece at a time.", chunk_delay=0.01)
-        pieces = [e for e in client.agents.messages.stream(agent.id, input="hi", stream_tokens=True)
-                  if e.message_type == "assistant_message"]  # fmt: skip
-        assert len(pieces) > 3
-        assert "".join(p.content for p in pieces) == "Hello from Gemini, one piece at a time."
-        assert not any(c["role"] == "system" for c in fake.requests[-1].body["contents"])
-    finally:
-        server.shutdown()
-        server.server_close()
-        if isinstance(rt.queue.steps, InlineStepQueue):
-            rt.queue.steps.close()
-        use_runtime(None)

@@ -16,10 +16,9 @@ from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.engine.compaction import DEFAULT_PROMPT
 from cairn.engine.step import Engine
 from cairn.orchestration import bedrock
-from cairn.store import agents
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
-from tests.integration.engine_harness import engine_for, make_agent, send, state_of
+from tests.integration.engine_harness import engine_for, make_agent, on_model, send, state_of
 
 PROVIDERS = {
     "openai": ("gpt-4.1-mini", "openai"),
@@ -55,9 +54,7 @@ def agent_on(
         # Bedrock's endpoint is the agent's (the others come from the engine's settings).
         model_endpoint=fake.base_url if provider == "bedrock" else None,
     )  # fmt: skip
-    with db.transaction() as conn:
-        return agents.update(conn, agent.model_copy(update={"llm_config": config}),
-                             expected_version=agent.version)  # fmt: skip
+    return on_model(db, agent, config)
 
 
 def engine(db: Database, fake: FakeLLM, retries: int = 0) -> Engine:

@@ -371,28 +371,23 @@ class _Strict(BaseModel):
 BaseUrl = Annotated[str, Field(max_length=2048, pattern=r"^https?://[!-~]+$")]
 
 
-class ProviderCreate(_Strict):
+class _ProviderKey(_Strict):
+    api_key: str = Field(min_length=1, max_length=4096)
+    access_key: str | None = None
+    region: str | None = None
+    base_url: BaseUrl | None = None
+    api_version: str | None = None
+
+
+class ProviderCreate(_ProviderKey):
     name: str = Field(min_length=1, max_length=200, pattern=r"^[^/\s]+$")
     provider_type: ProviderType
-    api_key: str = Field(min_length=1, max_length=4096)
-    access_key: str | None = None
-    region: str | None = None
-    base_url: BaseUrl | None = None
-    api_version: str | None = None
 
 
-class ProviderUpdate(_Strict):
-    api_key: str = Field(min_length=1, max_length=4096)
-    access_key: str | None = None
-    region: str | None = None
-    base_url: BaseUrl | None = None
-    api_version: str | None = None
+class ProviderUpdate(_ProviderKey):
+    pass
 
 
-class ProviderCheck(_Body):
+class ProviderCheck(_ProviderKey):
+    model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
     provider_type: ProviderType
-    api_key: str = Field(min_length=1, max_length=4096)
-    access_key: str | None = None
-    region: str | None = None
-    base_url: BaseUrl | None = None
-    api_version: str | None = None

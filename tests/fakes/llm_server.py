@@ -318,6 +318,52 @@ def bedrock_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str,
     }  # fmt: skip
 
 
+def eventstream_frame(event_type: str, payload: dict[str, Any]) -> bytes:
+    """One frame of AWS's binary event stream (what ConverseStream answers with): prelude
+    (total and headers length, their CRC32), string headers, JSON payload, CRC32 of all."""
+    import struct
+    import zlib
+
+    headers = b""
+    for name, value in ((":event-type", event_type), (":content-type", "application/json"),
+                        (":message-type", "event")):  # fmt: skip
+        raw = value.encode()
+        headers += bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(raw)) + raw
+    body = json.dumps(payload).encode()
+    total = 12 + len(headers) + len(body) + 4
+    prelude = struct.pack(">II", total, len(headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    message = prelude + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def bedrock_stream(full: dict[str, Any], size: int = 4) -> Iterator[tuple[str, dict[str, Any]]]:
+    """ConverseStream's events for a Converse answer: text, reasoning and tool input in
+    pieces, usage in the closing metadata."""
+    yield "messageStart", {"role": "assistant"}
+    for i, block in enumerate(full["output"]["message"]["content"]):
+        if "toolUse" in block:
+            use = block["toolUse"]
+            yield "contentBlockStart", {"contentBlockIndex": i, "start": {"toolUse": {
+                "toolUseId": use["toolUseId"], "name": use["name"]}}}  # fmt: skip
+            for piece in pieces(json.dumps(use["input"]), size):
+                yield "contentBlockDelta", {"contentBlockIndex": i,
+                                            "delta": {"toolUse": {"input": piece}}}  # fmt: skip
+        elif "text" in block:
+            for piece in pieces(block["text"], size):
+                yield "contentBlockDelta", {"contentBlockIndex": i, "delta": {"text": piece}}
+        else:
+            said = block["reasoningContent"]["reasoningText"]
+            for piece in pieces(said["text"], size):
+                thought = {"reasoningContent": {"text": piece}}
+                yield "contentBlockDelta", {"contentBlockIndex": i, "delta": thought}
+            yield "contentBlockDelta", {"contentBlockIndex": i, "delta": {
+                "reasoningContent": {"signature": said["signature"]}}}  # fmt: skip
+        yield "contentBlockStop", {"contentBlockIndex": i}
+    yield "messageStop", {"stopReason": full["stopReason"]}
+    yield "metadata", {"usage": full["usage"], "metrics": full["metrics"]}
+
+
 # Bedrock's error codes by status, as botocore reads them from `x-amzn-ErrorType`.
 BEDROCK_ERRORS = {400: "ValidationException", 403: "AccessDeniedException",
                   429: "ThrottlingException", 500: "InternalServerException",
@@ -500,7 +546,7 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 return
             path = self.path.split("?")[0].rstrip("/")
             provider = ("anthropic" if path.endswith("/messages")
-                        else "bedrock" if path.endswith("/converse")
+                        else "bedrock" if path.endswith(("/converse", "/converse-stream"))
                         else "gemini" if "GenerateContent" in path or ":generateContent" in path
                         else "openai")  # fmt: skip
             recorded = Recorded(provider, self.path, body, dict(self.headers.items()))
@@ -542,7 +588,9 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             maker = {"anthropic": anthropic_body, "bedrock": bedrock_body,
                      "gemini": gemini_body}.get(provider, openai_body)  # fmt: skip
             full = maker(fake, body, reply)
-            if body.get("stream") or ":streamGenerateContent" in path:
+            if path.endswith("/converse-stream"):
+                self._eventstream(full, reply)
+            elif body.get("stream") or ":streamGenerateContent" in path:
                 self._stream(provider, full, reply)
             else:
                 self._send_json(200, full)
@@ -558,6 +606,23 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _eventstream(self, full: dict[str, Any], reply: Reply) -> None:
+            """Bedrock's ConverseStream: binary event-stream frames, chunked, paced."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.amazon.eventstream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for n, (kind, payload) in enumerate(bedrock_stream(full, reply.piece_chars)):
+                if reply.cut_after is not None and n >= reply.cut_after:
+                    self.close_connection = True
+                    return
+                if n and reply.chunk_delay:
+                    threading.Event().wait(reply.chunk_delay)
+                frame = eventstream_frame(kind, payload)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
 
         def _stream(self, provider: str, full: dict[str, Any], reply: Reply) -> None:
             """Event by event, each written as it is made (no length: the connection closes

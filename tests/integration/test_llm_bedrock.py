@@ -160,3 +160,31 @@ def test_a_cross_region_inference_profile_id_is_called_as_the_model(fake: FakeLL
     req = LLMRequest(config=llm, messages=history())
     assert client_for(llm, settings(fake)).complete(req).text == "routed"
     assert profile.replace(":", "%3A") in fake.requests[0].path or profile in fake.requests[0].path
+
+
+def test_converse_stream_pieces_add_up_to_the_answer(fake: FakeLLM) -> None:
+    """ConverseStream: boto3 decodes AWS's binary event stream from the fake; text,
+    reasoning and tool input arrive in pieces and assemble into what `converse` returns."""
+    from cairn.llm.types import Delta
+
+    fake.reply("Tea is on its way.", call("lookup", q="green tea"), reasoning="Tea first.",
+               chunk_delay=0.01)  # fmt: skip
+    req = request(fake)
+    got: list[Delta] = []
+    answer = client_for(req.config, settings(fake)).complete(req, got.append)
+    assert fake.requests[0].path.endswith("/converse-stream")
+    assert "".join(d.text for d in got if d.kind == "text") == answer.text == "Tea is on its way."
+    assert "".join(d.text for d in got if d.kind == "reasoning") == "Tea first."
+    assert answer.reasoning[0].signature == "sig-10"  # kept for the next tool turn
+    calls = [d for d in got if d.kind == "tool_call"]
+    assert len(calls) > 2 and {d.name for d in calls} == {"lookup"}
+    assert json.loads("".join(d.text for d in calls)) == {"q": "green tea"}
+    assert json.loads(answer.tool_calls[0].function.arguments) == {"q": "green tea"}
+    assert answer.finish_reason == "tool_calls" and answer.usage.total_tokens > 0
+
+
+def test_a_converse_stream_cut_midway_is_a_provider_failure(fake: FakeLLM) -> None:
+    fake.reply("This answer never ends.", cut_after=4)
+    req = request(fake)
+    with pytest.raises(LLMError):
+        client_for(req.config, settings(fake)).complete(req, lambda d: None)

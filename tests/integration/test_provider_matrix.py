@@ -18,7 +18,7 @@ from cairn.engine.step import Engine
 from cairn.orchestration import bedrock
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
-from tests.integration.engine_harness import engine_for, make_agent, on_model, send, state_of
+from tests.integration.engine_harness import engine_for, make_agent, on_model, send, state_of, user
 
 PROVIDERS = {
     "openai": ("gpt-4.1-mini", "openai"),
@@ -157,4 +157,21 @@ def test_a_server_error_is_retried_and_the_turn_goes_on(
     turn = send(engine(db, fake, retries=2), agent, "hello")
     assert turn.run.status == "completed" and turn.new[-1].text == "Back again."
     assert len(fake.requests) == 2  # the SDK asked again
+    spoke(fake, provider)
+
+
+def test_the_answer_streams_in_pieces_that_add_up_to_the_stored_message(
+    db: Database, org: Organization, fake: FakeLLM, provider: str
+) -> None:
+    agent = agent_on(db, org, fake, provider)
+    fake.reply("Steeping now; ready in three minutes.", chunk_delay=0.01)
+    eng = engine(db, fake)
+    run, *_ = eng.start_run(org.id, agent.id, [user(agent, "tea?")])
+    pieces: list[tuple[str, str]] = []
+    outcome = eng.step(org.id, run.id, 0, on_delta=lambda mid, d: pieces.append((mid, d.text)))
+    (said,) = [m for m in outcome.messages if m.role == "assistant"]
+    assert len(pieces) > 3 and {mid for mid, _ in pieces} == {said.id}
+    assert (
+        "".join(text for _, text in pieces) == said.text == "Steeping now; ready in three minutes."
+    )
     spoke(fake, provider)

@@ -13,6 +13,7 @@ from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.transcript import call_arguments, merged, turns
 from cairn.llm.types import (
+    Delta,
     ErrorKind,
     FinishReason,
     LLMError,
@@ -48,11 +49,25 @@ class BedrockConverse:
         self._client, self._under_deadline = client, under_deadline
 
     def complete(self, request: LLMRequest, on_delta: OnDelta | None = None) -> LLMResponse:
-        # Answers whole even when asked to stream (ConverseStream is not used yet): the
-        # stream then carries the message when its step ends.
+        if on_delta is not None:
+            return self._streamed(request, on_delta)
         with bedrock_errors():
             answer = self._client_now().converse(**request_body(request))
         return parse(answer)
+
+    def _streamed(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
+        """ConverseStream: each delta handed on as it arrives, and the events assembled into
+        the answer `converse` returns (`parse` reads it)."""
+        assembled = Assembled()
+        with bedrock_errors():
+            answer = self._client_now().converse_stream(**request_body(request))
+            for event in answer["stream"]:
+                delta = assembled.add(event)
+                if delta is not None:
+                    on_delta(delta)
+        if assembled.stop is None:
+            raise LLMError("connection", "The model's stream ended before its answer did")
+        return parse(assembled.answer())
 
     def _client_now(self) -> Any:
         """Under a deadline (a sync send), botocore takes no per-call timeout: a client
@@ -61,6 +76,65 @@ class BedrockConverse:
             return self._client
         left = deadline.seconds_left() or 0.0
         return self._under_deadline(max(1.0, float(int(left))))
+
+
+class Assembled:
+    """ConverseStream's events put back together into one Converse answer."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.raw: dict[int, list[str]] = {}  # each toolUse's input JSON, as sent
+        self.stop: str | None = None
+        self.usage: dict[str, Any] = {}
+
+    def add(self, event: dict[str, Any]) -> Delta | None:
+        if "contentBlockStart" in event:
+            start = event["contentBlockStart"]
+            use = (start.get("start") or {}).get("toolUse")
+            if use is not None:
+                self.blocks[start["contentBlockIndex"]] = {"toolUse": dict(use)}
+        elif "contentBlockDelta" in event:
+            return self._delta(event["contentBlockDelta"])
+        elif "contentBlockStop" in event:
+            index = event["contentBlockStop"]["contentBlockIndex"]
+            block = self.blocks.get(index, {})
+            if "toolUse" in block:
+                raw = "".join(self.raw.pop(index, []))
+                block["toolUse"]["input"] = json.loads(raw) if raw else {}
+        elif "messageStop" in event:
+            self.stop = event["messageStop"].get("stopReason") or "end_turn"
+        elif "metadata" in event:
+            self.usage = event["metadata"].get("usage") or {}
+        return None
+
+    def _delta(self, delta_event: dict[str, Any]) -> Delta | None:
+        index, delta = delta_event["contentBlockIndex"], delta_event.get("delta") or {}
+        if "text" in delta:
+            block = self.blocks.setdefault(index, {"text": ""})
+            block["text"] += delta["text"]
+            return Delta("text", delta["text"])
+        if "reasoningContent" in delta:
+            said = self.blocks.setdefault(index, {"reasoningContent": {"reasoningText": {
+                "text": "", "signature": None}}})["reasoningContent"]["reasoningText"]  # fmt: skip
+            part = delta["reasoningContent"]
+            if "signature" in part:
+                said["signature"] = part["signature"]
+                return None
+            said["text"] += part.get("text", "")
+            return Delta("reasoning", part.get("text", ""))
+        if "toolUse" in delta:
+            piece = delta["toolUse"].get("input", "")
+            self.raw.setdefault(index, []).append(piece)
+            use = self.blocks.get(index, {}).get("toolUse", {})
+            return (
+                Delta("tool_call", piece, use.get("toolUseId"), use.get("name")) if piece else None
+            )
+        return None
+
+    def answer(self) -> dict[str, Any]:
+        content = [self.blocks[i] for i in sorted(self.blocks)]
+        return {"output": {"message": {"role": "assistant", "content": content}},
+                "stopReason": self.stop, "usage": self.usage}  # fmt: skip
 
 
 @contextmanager
@@ -86,6 +160,9 @@ def bedrock_errors() -> Iterator[None]:
                 # goes to the queue, which calls with the full timeout, instead of failing.
                 raise deadline.DeadlineReached() from err
             raise LLMError("timeout", f"{type(err).__name__}: {err}") from err
+        if names & {"ProtocolError", "ResponseStreamingError", "IncompleteRead"}:
+            # A stream that broke off midway (ConverseStream): the provider's failure.
+            raise LLMError("connection", f"{type(err).__name__}: {err}") from err
         if "BotoCoreError" in names:  # no route, no credentials, a broken answer
             raise LLMError("connection", f"{type(err).__name__}: {err}") from err
         raise

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -17,9 +19,9 @@ GPT = {"model": "gpt-fake-mini", "model_endpoint_type": "openai", "context_windo
 CLAUDE = {"model": "claude-fake", "model_endpoint_type": "anthropic", "context_window": 32000}
 
 
-def raw_stream(stack: Stack, agent_id: str, body: dict[str, Any]) -> list[tuple[float, str]]:
-    """Each SSE line with the time it arrived, read straight off the socket."""
-    lines: list[tuple[float, str]] = []
+@contextmanager
+def opened(stack: Stack, agent_id: str, body: dict[str, Any]) -> Iterator[httpx.Response]:
+    """A stream's response, open; the connection closes when the block ends."""
     with (
         httpx.Client(timeout=30) as http,
         http.stream(
@@ -29,6 +31,13 @@ def raw_stream(stack: Stack, agent_id: str, body: dict[str, Any]) -> list[tuple[
             json=body,
         ) as answer,
     ):
+        yield answer
+
+
+def raw_stream(stack: Stack, agent_id: str, body: dict[str, Any]) -> list[tuple[float, str]]:
+    """Each SSE line with the time it arrived, read straight off the socket."""
+    lines: list[tuple[float, str]] = []
+    with opened(stack, agent_id, body) as answer:
         assert answer.status_code == 200, answer.read()
         assert answer.headers["content-type"].startswith("text/event-stream")
         assert answer.headers.get("transfer-encoding") == "chunked"
@@ -40,15 +49,7 @@ def raw_stream(stack: Stack, agent_id: str, body: dict[str, Any]) -> list[tuple[
 
 def first_event_then_leave(stack: Stack, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
     """The stream's first event; then the client closes the connection."""
-    with (
-        httpx.Client(timeout=30) as http,
-        http.stream(
-            "POST",
-            f"{stack.url}/v1/agents/{agent_id}/messages/stream",
-            headers={"Authorization": f"Bearer {stack.key}"},
-            json=body,
-        ) as answer,
-    ):
+    with opened(stack, agent_id, body) as answer:
         first: dict[str, Any] = json.loads(next(line for line in answer.iter_lines() if line)[6:])
     return first
 

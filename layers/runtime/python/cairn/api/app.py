@@ -181,11 +181,18 @@ class Streaming(NamedTuple):
     streamed: bool
 
 
-def respond(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> Streaming:
-    """Resolve the request; a streaming route's body is read as it is sent."""
+def _resolved(
+    app: APIGatewayHttpResolver, event: dict[str, Any], context: Any
+) -> tuple[dict[str, Any], Iterator[bytes] | None]:
+    """The resolver's result, and the streamed body a route left (if any)."""
     http.take_stream()  # nothing left from an earlier request served on this thread
     result = app.resolve(event, context)
-    frames = http.take_stream()
+    return result, http.take_stream()
+
+
+def respond(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> Streaming:
+    """Resolve the request; a streaming route's body is read as it is sent."""
+    result, frames = _resolved(app, event, context)
     head = {k: v for k, v in result.items() if k not in ("body", "isBase64Encoded")}
     if frames is not None:
         return Streaming(head, frames, True)
@@ -197,9 +204,7 @@ def respond(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) ->
 def buffered(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Resolve the request whole, as API Gateway's HTTP API takes responses: a streaming
     route's events are all read before the response leaves."""
-    http.take_stream()
-    result = app.resolve(event, context)
-    frames = http.take_stream()
+    result, frames = _resolved(app, event, context)
     if frames is not None:
         result["body"], result["isBase64Encoded"] = b"".join(frames).decode(), False
     return result

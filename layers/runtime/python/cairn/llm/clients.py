@@ -111,17 +111,22 @@ def gemini_sdk(base_url: str | None, api_key: str | None, timeout: float) -> Any
     return genai.Client(api_key=api_key, http_options=options)
 
 
-# The settings field each provider type takes its key from.
-KEY_FIELDS = {"openai": "openai_api_key", "anthropic": "anthropic_api_key",
-              "google_ai": "gemini_api_key"}  # fmt: skip
+# The settings fields each provider type takes its key and endpoint from.
+KEY_FIELDS = {"openai": ("openai_api_key", "openai_base_url"),
+              "anthropic": ("anthropic_api_key", "anthropic_base_url"),
+              "google_ai": ("gemini_api_key", "gemini_base_url")}  # fmt: skip
 
 
-def with_key(settings: Settings, provider_type: str, secret: dict[str, str]) -> Settings:
-    """The settings a call with an organization's own key is made under."""
-    field = KEY_FIELDS.get(provider_type)
-    if field is None:
+def with_key(
+    settings: Settings, provider_type: str, secret: dict[str, str], base_url: str | None = None
+) -> Settings:
+    """The settings a call with an organization's own key (and endpoint) is made under."""
+    fields = KEY_FIELDS.get(provider_type)
+    if fields is None:
         raise LLMError("bad_request", f"Cairn cannot call `{provider_type}` with a key of its own")
-    return settings.model_copy(update={field: secret.get("api_key")})
+    key_field, url_field = fields
+    update = {key_field: secret.get("api_key"), **({url_field: base_url} if base_url else {})}
+    return settings.model_copy(update=update)
 
 
 def wire_body(request: LLMRequest) -> dict[str, Any]:

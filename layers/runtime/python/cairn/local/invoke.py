@@ -18,6 +18,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from cairn.api.app import Streaming
 from cairn.config import Settings
 from cairn.local import lambdas
 from cairn.orchestration.inline import InlineStepQueue
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         values = {"ORG_ID": organization_of(db, key) or "", **os.environ, "CAIRN_API_KEY": key}
         event = substitute(args.event.read_text(), values)
         result = lambdas.invoke(args.function, event, attribute=args.attribute)
-        if args.function == "stream":  # its head, then its body as it comes
+        if isinstance(result, Streaming):  # its head, then its body as it comes
             print(json.dumps(result.head, indent=2))
             for piece in result.body:
                 sys.stdout.write(piece.decode())

@@ -129,11 +129,7 @@ def _models_with(
         if strict:
             raise InvalidArgumentError(f"Cairn cannot check a `{provider_type}` key")
         return []
-    settings = with_key(rt.settings, provider_type, secret)
-    url_field = {"openai": "openai_base_url", "anthropic": "anthropic_base_url",
-                 "google_ai": "gemini_base_url"}[provider_type]  # fmt: skip
-    if base_url:
-        settings = settings.model_copy(update={url_field: base_url})
+    settings = with_key(rt.settings, provider_type, secret, base_url)
     return catalog.remote_models(provider_type, settings, strict=strict)
 
 

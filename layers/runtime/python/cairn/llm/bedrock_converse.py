@@ -101,6 +101,8 @@ class Assembled:
             if "toolUse" in block:
                 raw = "".join(self.raw.pop(index, []))
                 block["toolUse"]["input"] = json.loads(raw) if raw else {}
+                # The call's arguments as streamed, so the pieces a client got add up to them.
+                block["toolUse"]["arguments"] = raw or "{}"
         elif "messageStop" in event:
             self.stop = event["messageStop"].get("stopReason") or "end_turn"
         elif "metadata" in event:
@@ -265,7 +267,9 @@ def parse(answer: dict[str, Any]) -> LLMResponse:
         elif "toolUse" in block:
             use = block["toolUse"]
             calls.append(ToolCall(id=use["toolUseId"], function=FunctionCall(
-                name=use["name"], arguments=json.dumps(use.get("input") or {}, ensure_ascii=False),
+                name=use["name"],
+                arguments=use.get("arguments") or json.dumps(use.get("input") or {},
+                                                             ensure_ascii=False),
             )))  # fmt: skip
     counts = answer.get("usage") or {}
     usage = LLMUsage.with_cache(*(counts.get(k) or 0 for k in _USAGE_KEYS))

@@ -199,3 +199,39 @@ def test_every_run_ends_with_every_effect_once_whatever_the_kill(stack: Stack) -
     assert human(client, primary.id).count("Sleeptime fact") == 1
     primary_runs = list(client.runs.list(agent_ids=[primary.id]))
     assert [r.status for r in primary_runs] == ["completed"]
+
+
+def test_a_stream_killed_midway_ends_its_run_after_the_restart(stack: Stack) -> None:
+    """SIGKILL while a streamed turn waits on its second model call: the first step's
+    events reached the client; after the restart the run ends, every effect once."""
+    import httpx
+
+    client = stack.start()
+    agent = new_agent(client, "Ada")
+    stack.fake.reply("", call("memory_insert", label="human", new_str="likes tea"),
+                     call("conversation_search", query="tea"))  # fmt: skip
+    stack.fake.reply("Saved.", delay=30)  # the model still thinking when the stack dies
+    url = f"http://127.0.0.1:{stack.port}/v1/agents/{agent.id}/messages/stream"
+    seen: list[dict[str, Any]] = []
+    with (
+        httpx.Client(timeout=60) as http,
+        http.stream(
+            "POST",
+            url,
+            headers={"Authorization": f"Bearer {KEY}"},
+            json={"input": "remember likes tea"},
+        ) as answer,  # fmt: skip
+    ):
+        for line in answer.iter_lines():
+            if line.startswith("data: {"):
+                seen.append(json.loads(line[6:]))
+            if [e["message_type"] for e in seen] == ["tool_call_message", "tool_return_message"]:
+                break
+        stack.kill()  # mid-turn: the second step's model call is waiting
+    run_id = seen[0]["run_id"]
+    stack.fake.clear()  # the restarted stack asks again; `answers` says "Saved." at once
+    client = stack.start()
+    run = ended(client, run_id)
+    assert run.status == "completed" and run.stop_reason == "end_turn"
+    assert kinds(client, run_id) == ONE_TURN
+    assert human(client, agent.id).count("likes tea") == 1

@@ -112,9 +112,11 @@ def test_no_network_and_no_database_socket(sandbox: SubprocessSandbox, db: Datab
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.5)
     port = listener.getsockname()[1]
-    sockets = [str(p) for p in Path("/tmp").rglob(".s.PGSQL.*")] + [
-        str(p) for p in Path("/var/run/postgresql").glob(".s.PGSQL.*")
-    ]
+    # os.walk, not rglob: other processes make and remove folders in /tmp meanwhile (a
+    # CDK synth's cdk.out), and a folder gone mid-scan is no reason to fail.
+    sockets = [os.path.join(root, name) for top in ("/tmp", "/var/run/postgresql")
+               for root, _, names in os.walk(top) for name in names
+               if name.startswith(".s.PGSQL.")]  # fmt: skip
     found = value(
         run(
             sandbox,

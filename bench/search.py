@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 from cairn.domain import Agent, LLMConfig, Organization  # noqa: E402
 from cairn.domain.passages import Archive  # noqa: E402
 from cairn.local.postgres import start_embedded  # noqa: E402
-from cairn.store import Database, agents, apply_migrations, archives, tenancy  # noqa: E402
+from cairn.store import Database, agents, archives, tenancy  # noqa: E402
+from cairn.store.migrate import apply_migrations  # noqa: E402
 from cairn.store.search import hybrid_messages, search_passages  # noqa: E402
 
 DIM = 384

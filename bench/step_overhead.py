@@ -32,7 +32,8 @@ from cairn.local.http import make_server  # noqa: E402
 from cairn.local.postgres import start_embedded  # noqa: E402
 from cairn.orchestration import sending  # noqa: E402
 from cairn.orchestration.runtime import build_runtime, use_runtime  # noqa: E402
-from cairn.store import Database, apply_migrations, runs, tenancy  # noqa: E402
+from cairn.store import Database, runs, tenancy  # noqa: E402
+from cairn.store.migrate import apply_migrations  # noqa: E402
 
 LLM = {"model": "gpt-bench", "model_endpoint_type": "openai", "context_window": 128_000}
 # Message embeddings are queued work that runs in its own invocation on AWS; here it would

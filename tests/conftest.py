@@ -13,8 +13,9 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from cairn.domain import Organization, User
-from cairn.store import Database, apply_migrations
+from cairn.store import Database
 from cairn.store import tenancy as tenancy_store
+from cairn.store.migrate import apply_migrations
 
 
 @pytest.fixture(scope="session")

@@ -208,22 +208,52 @@ def test_after_a_snapstart_restore_the_runtime_reconnects(database: Database) ->
 @pytest.mark.parametrize(
     ("init", "loaded"), [("on-demand", False), ("snap-start", True)], ids=["cold", "snapstart"]
 )
-def test_the_api_handler_imports_the_provider_sdks_only_for_a_snapshot(
+def test_the_api_handler_preloads_sdks_turn_and_models_only_for_a_snapshot(
     init: str, loaded: bool
 ) -> None:
     code = (
         "import sys; from cairn.local.lambdas import load_handler; load_handler('api'); "
+        "from pydantic import BaseModel; from cairn.domain.messages import Message; "
+        "from cairn.services.requests import CreateAgent; "
+        "print(Message.__pydantic_complete__, CreateAgent.__pydantic_complete__, "
+        "'cairn.engine.turn' in sys.modules); "
         "print(sorted({'openai', 'anthropic'} & set(sys.modules)))"
     )
     env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init}
-    out = (
+    *_, built, out = (
         subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         )
         .stdout.strip()
-        .splitlines()[-1]
+        .splitlines()
     )
     assert out == ("['anthropic', 'openai']" if loaded else "[]")
+    # A snapshot also holds the turn's modules and every model's validator built; a cold
+    # start builds each model on first use.
+    assert built == ("True True True" if loaded else "False False False")
+
+
+# Loaded by the requests that use them, not by every cold start (README "Packaging").
+ONLY_SOME_REQUESTS = (
+    "docstring_parser",  # a tool made from source, a step's first tool schemas
+    "cairn.tools.egress",  # a custom tool call that may use the network
+    "cairn.store.migrate",  # the migrate function and the local stack
+    "cairn.services.agent_files",  # agent file export and import
+    "cairn.engine.turn",  # a step
+)
+
+
+@pytest.mark.parametrize("function", ["api", "step"])
+def test_a_cold_start_leaves_out_what_only_some_requests_use(function: str) -> None:
+    code = (
+        f"import sys; from cairn.local.lambdas import load_handler; load_handler({function!r}); "
+        f"print([m for m in {ONLY_SOME_REQUESTS!r} if m in sys.modules])"
+    )
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_migrate_creates_a_first_tenant_whose_key_opens_the_api(

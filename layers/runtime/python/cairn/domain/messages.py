@@ -6,26 +6,26 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from cairn.domain.base import DomainModel, utc_now
+from cairn.domain.base import DomainModel, Value, utc_now
 from cairn.domain.constants import MAX_PROVIDER_TOOL_CALL_ID_LENGTH
 from cairn.domain.ids import AgentId, MessageId, OrgId, new_id
 
 Role = Literal["system", "user", "assistant", "tool", "approval"]
 
 
-class TextContent(BaseModel):
+class TextContent(Value):
     type: Literal["text"] = "text"
     text: str
 
 
-class ImageContent(BaseModel):
+class ImageContent(Value):
     type: Literal["image"] = "image"
     source: dict[str, Any]
 
 
-class ReasoningContent(BaseModel):
+class ReasoningContent(Value):
     type: Literal["reasoning"] = "reasoning"
     reasoning: str
     is_native: bool = False
@@ -33,12 +33,12 @@ class ReasoningContent(BaseModel):
     signature: str | None = None
 
 
-class RedactedReasoningContent(BaseModel):
+class RedactedReasoningContent(Value):
     type: Literal["redacted_reasoning"] = "redacted_reasoning"
     data: str
 
 
-class OmittedReasoningContent(BaseModel):
+class OmittedReasoningContent(Value):
     type: Literal["omitted_reasoning"] = "omitted_reasoning"
 
 
@@ -52,12 +52,12 @@ ContentPart = Annotated[
 ]
 
 
-class FunctionCall(BaseModel):
+class FunctionCall(Value):
     name: str
     arguments: str  # a JSON string, as OpenAI sends it
 
 
-class ToolCall(BaseModel):
+class ToolCall(Value):
     # Ids Cairn makes keep Letta's 29 characters; providers' own ids (Anthropic's run to
     # 30) are kept as sent, since the provider must see them again unchanged.
     id: str = Field(min_length=1, max_length=MAX_PROVIDER_TOOL_CALL_ID_LENGTH)
@@ -65,7 +65,7 @@ class ToolCall(BaseModel):
     function: FunctionCall
 
 
-class ToolReturn(BaseModel):
+class ToolReturn(Value):
     tool_call_id: str
     status: Literal["success", "error"]
     func_response: str | None = None
@@ -73,7 +73,7 @@ class ToolReturn(BaseModel):
     stderr: list[str] | None = None
 
 
-class ApprovalDecision(BaseModel):
+class ApprovalDecision(Value):
     """One answer inside an approval response: approve/deny, or a client-side tool result."""
 
     type: Literal["approval", "tool"] = "approval"

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from cairn.domain.agents import StopReason
-from cairn.domain.base import DomainModel, utc_now
+from cairn.domain.base import DomainModel, Value, utc_now
 from cairn.domain.ids import AgentId, OrgId, RunId, StepId, new_id
 
 RunStatus = Literal["created", "running", "completed", "failed", "cancelled"]
@@ -26,7 +26,7 @@ def run_status_for(stop_reason: StopReason) -> RunStatus:
     return "failed"
 
 
-class Usage(BaseModel):
+class Usage(Value):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
+
+from cairn.domain.base import DEFERRED, Value
 
 
-class _Rule(BaseModel):
+class _Rule(Value):
     tool_name: str = Field(min_length=1)
     prompt_template: str | None = None
 
@@ -25,7 +27,7 @@ class ContinueToolRule(_Rule):
     type: Literal["continue_loop"] = "continue_loop"
 
 
-class ChildArgNode(BaseModel):
+class ChildArgNode(Value):
     name: str
     args: dict[str, Any] | None = None
 
@@ -74,4 +76,4 @@ ToolRule = Annotated[
     Field(discriminator="type"),
 ]
 
-tool_rules_adapter: TypeAdapter[list[ToolRule]] = TypeAdapter(list[ToolRule])
+tool_rules_adapter: TypeAdapter[list[ToolRule]] = TypeAdapter(list[ToolRule], config=DEFERRED)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from cairn.domain.base import Value
 from cairn.domain.configs import LLMConfig
 from cairn.domain.messages import Message, ReasoningContent, ToolCall
 
@@ -18,14 +19,14 @@ ToolChoice = Literal["auto", "required", "none"] | str  # or the name of one too
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "other"]
 
 
-class LLMRequest(BaseModel):
+class LLMRequest(Value):
     config: LLMConfig
     messages: list[Message]  # [0] is the system message
     tools: list[dict[str, Any]] = Field(default_factory=list)  # {"name","description","parameters"}
     tool_choice: ToolChoice = "auto"
 
 
-class LLMUsage(BaseModel):
+class LLMUsage(Value):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -42,7 +43,7 @@ class LLMUsage(BaseModel):
                    cached_input_tokens=cache_read, cache_write_tokens=cache_write)  # fmt: skip
 
 
-class LLMResponse(BaseModel):
+class LLMResponse(Value):
     text: str = ""
     reasoning: list[ReasoningContent] = Field(default_factory=list)
     tool_calls: list[ToolCall] = Field(default_factory=list)

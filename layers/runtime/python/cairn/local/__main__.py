@@ -30,7 +30,8 @@ from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.sqs import SqsStepQueue, sqs_client
 from cairn.orchestration.stepfunctions import StepFunctionsWorkflows, stepfunctions_client
 from cairn.services.tenants import ensure_local_tenant
-from cairn.store import Database, apply_migrations
+from cairn.store import Database
+from cairn.store.migrate import apply_migrations
 
 logger = logging.getLogger("cairn.local")
 SWEEP_EVERY_SECONDS = 10.0

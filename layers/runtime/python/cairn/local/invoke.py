@@ -24,7 +24,8 @@ from cairn.local import lambdas
 from cairn.orchestration.inline import InlineStepQueue
 from cairn.orchestration.runtime import build_runtime, use_runtime
 from cairn.services.tenants import ensure_local_tenant, organization_of
-from cairn.store import Database, apply_migrations
+from cairn.store import Database
+from cairn.store.migrate import apply_migrations
 
 
 def substitute(text: str, values: dict[str, str]) -> dict[str, Any]:

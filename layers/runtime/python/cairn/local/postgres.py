@@ -74,7 +74,8 @@ def require_password(dsn: str, pgdata: Path) -> str:
 def local_database(settings: Settings) -> Iterator[Database]:
     """The local stack's database for a command-line tool: DATABASE_URL, or the embedded
     server under CAIRN_DATA_DIR (joined if `make dev` runs), migrated."""
-    from cairn.store import Database, apply_migrations
+    from cairn.store import Database
+    from cairn.store.migrate import apply_migrations
 
     dsn, handle = settings.database_url, None
     if dsn is None:

@@ -105,11 +105,27 @@ def preload_for_snapshot() -> None:
     import openai  # noqa: F401
     from google import genai  # noqa: F401
 
+    from cairn.engine import turn  # noqa: F401  the turn's modules, loaded by a first step
+
+    build_deferred_models()
     try:  # the Lambda Python runtime ships this module for SnapStart hooks
         from snapshot_restore_py import register_after_restore
     except ImportError:
         return
     register_after_restore(after_restore)
+
+
+def build_deferred_models() -> None:
+    """Build the validator of every Cairn model imported so far. Cold starts build each on
+    first use (`DEFERRED`); a snapshot should hold them built, as it holds the SDKs."""
+    from pydantic import BaseModel
+
+    todo = [BaseModel]
+    while todo:
+        for model in todo.pop().__subclasses__():
+            todo.append(model)
+            if model.__module__.startswith("cairn.") and not model.__pydantic_complete__:
+                model.model_rebuild()
 
 
 def use_runtime(value: Runtime | None) -> None:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
 from cairn.orchestration import group_turns
@@ -19,19 +20,19 @@ from cairn.store import dead_letters, outbox, runs
 logger = logging.getLogger(__name__)
 
 
-class StepMessage(BaseModel):
+class StepMessage(Value):
     organization_id: str
     run_id: str
     step_index: int = Field(ge=0)
 
 
-class EmbedMessage(BaseModel):
+class EmbedMessage(Value):
     kind: Literal["embed"]
     organization_id: str
     agent_id: str
 
 
-class GroupTurnMessage(BaseModel):
+class GroupTurnMessage(Value):
     kind: Literal["group_turn"]
     organization_id: str
     group_id: str

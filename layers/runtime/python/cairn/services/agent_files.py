@@ -206,7 +206,7 @@ def _group_entry(group: Group, ids: _Ids) -> dict[str, Any]:
 
 
 class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+    model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
 
 
 class _FileAgent(_Lenient):

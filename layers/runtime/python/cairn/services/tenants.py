@@ -8,7 +8,6 @@ from typing import Any
 from cairn.domain import Organization, User
 from cairn.errors import InvalidArgumentError, NotFoundError
 from cairn.store import Database, tenancy
-from cairn.tools import egress
 
 
 def organization_of(db: Database, token: str) -> str | None:
@@ -50,6 +49,8 @@ def set_tool_hosts(db: Database, org_id: str, hosts: Any) -> dict[str, Any]:
     """
     if not isinstance(hosts, list):
         raise InvalidArgumentError('hosts: a list of host patterns, e.g. ["api.example.com"]')
+    from cairn.tools import egress  # an operator's action: not loaded by requests
+
     try:
         kept = egress.check_hosts(hosts)
     except ValueError as err:

@@ -5,6 +5,7 @@ Repository functions take a connection first, so several of them can share one t
 """
 
 from cairn.store.db import Connection, Database
-from cairn.store.migrate import apply_migrations
 
-__all__ = ["Connection", "Database", "apply_migrations"]
+# Migrations (`cairn.store.migrate`) are imported by what applies them, not every request.
+
+__all__ = ["Connection", "Database"]

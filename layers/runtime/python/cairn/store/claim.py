@@ -13,6 +13,7 @@ from psycopg import Cursor
 from pydantic import TypeAdapter
 
 from cairn.domain.agents import Agent
+from cairn.domain.base import DEFERRED
 from cairn.domain.blocks import Block
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive
@@ -87,7 +88,7 @@ SELECT
 
 # The context window arrives as JSON text and is validated by pydantic's own parser: half
 # the time of json.loads and a model_validate per message (~0.5 ms for 60 messages).
-_CONTEXT = TypeAdapter(list[Message])
+_CONTEXT = TypeAdapter(list[Message], config=DEFERRED)
 
 
 @dataclass

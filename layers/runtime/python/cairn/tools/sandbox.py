@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from cairn.tools import egress
-
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_MEMORY_BYTES = 512 * 1024 * 1024
 OUTPUT_CHARS = 50_000  # stdout and stderr each, before the tool's own return limit
@@ -213,6 +211,9 @@ class SubprocessSandbox:
             "CAIRN_TOOL_CALL_ID": request.tool_call_id,
         }
         outlet = None
+        if request.proxy_url or request.network:
+            # The egress proxy's code loads with the first call that may use the network.
+            from cairn.tools import egress
         if request.proxy_url:
             env.update(egress.tool_environment(request.proxy_url))
         elif request.network and request.network.hosts and self.isolation == "namespaces":
@@ -234,6 +235,8 @@ class SubprocessSandbox:
 
     def egress(self) -> tuple[str, bytes]:
         """The local egress proxy's socket and the key its passes are signed with."""
+        from cairn.tools import egress
+
         with self._egress_lock:
             if self._egress is None:
                 path = os.path.join(tempfile.mkdtemp(prefix="cairn-egress-"), "proxy.sock")

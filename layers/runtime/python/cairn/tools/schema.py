@@ -12,7 +12,6 @@ import inspect
 from collections.abc import Callable
 from typing import Any, get_type_hints
 
-import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from cairn.domain.constants import MAX_TOOL_NAME_LENGTH
@@ -35,6 +34,8 @@ class ToolArgumentError(ValueError):
 
 def args_model(fn: Callable[..., Any]) -> type[BaseModel]:
     """A pydantic model of the function's model-facing parameters, described by its docstring."""
+    import docstring_parser  # loaded by the first schema made (a step's, a new tool's)
+
     hints = get_type_hints(fn)
     described = {p.arg_name: p.description for p in docstring_parser.parse(fn.__doc__ or "").params}
     fields: dict[str, Any] = {}
@@ -50,6 +51,8 @@ def args_model(fn: Callable[..., Any]) -> type[BaseModel]:
 
 def function_schema(fn: Callable[..., Any], model: type[BaseModel] | None = None) -> dict[str, Any]:
     """`{"name", "description", "parameters"}` as OpenAI's function calling and Letta store it."""
+    import docstring_parser
+
     name = fn.__name__
     if len(name) > MAX_TOOL_NAME_LENGTH:
         raise TypeError(f"tool name `{name}` is over {MAX_TOOL_NAME_LENGTH} characters")

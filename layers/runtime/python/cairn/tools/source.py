@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-import docstring_parser
-
 from cairn.domain.constants import MAX_TOOL_NAME_LENGTH
 
 # Letta passes the agent's state to a tool that declares this parameter; it is not the model's.
@@ -35,6 +33,8 @@ class SourceError(ValueError):
 
 def derive_schema(source: str, name: str | None = None) -> dict[str, Any]:
     """`{"name", "description", "parameters"}` of the tool function in `source`."""
+    import docstring_parser  # loaded when a tool is made from source, not by every request
+
     fn = _function(source, name)
     where = f"Failed to derive json schema for `{fn.name}`"
     docstring = ast.get_docstring(fn)

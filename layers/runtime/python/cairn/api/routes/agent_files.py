@@ -12,7 +12,6 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http
 from cairn.api.params import AgentId
 from cairn.errors import InvalidArgumentError
-from cairn.services import agent_files
 
 router = APIGatewayHttpRouter()
 
@@ -24,6 +23,9 @@ def export_agent(
     """The agent as an agent file (`max_steps` is taken and unused, as in Letta)."""
     if use_legacy_format:
         raise InvalidArgumentError("use_legacy_format: the legacy format is no longer exported")
+    # The agent-file models (5 ms) load with the first export or import, not every cold start.
+    from cairn.services import agent_files
+
     data = agent_files.export(http.rt(), http.org_id(), agent_id)
     body = json.dumps(data, indent=2, ensure_ascii=False)
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=body)
@@ -55,6 +57,8 @@ def import_agent(
             parsed = None
         if not isinstance(parsed, dict):
             raise InvalidArgumentError("secrets must be a valid JSON string")
+    from cairn.services import agent_files
+
     options = agent_files.ImportOptions(
         override_existing_tools=override_existing_tools,
         append_copy_suffix=append_copy_suffix,

@@ -53,8 +53,22 @@ def sizes(folder: Path) -> tuple[int, int]:
         return unzipped, archive.stat().st_size
 
 
-def import_ms(python: str, paths: list[Path], function: str, runs: int) -> tuple[float, bool]:
-    """Median cumulative import time of the handler (ms), and whether a provider SDK loaded."""
+def own_ms(importtime: str) -> float:
+    """Self time (ms) of Cairn's own modules and the handler in one `-X importtime` output;
+    the rest of the handler's time is libraries and the standard library they pull in."""
+    own = 0
+    for line in importtime.splitlines():
+        found = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s+(\S+)$", line)
+        if found and (found[2] == "handler" or found[2].split(".")[0] == "cairn"):
+            own += int(found[1])
+    return own / 1000
+
+
+def import_ms(
+    python: str, paths: list[Path], function: str, runs: int
+) -> tuple[float, float, bool]:
+    """Median cumulative import time of the handler (ms), the median part of it spent in
+    Cairn's own modules (ms), and whether a provider SDK loaded."""
     code = (
         "import sys; import handler; "
         "print('SDK' if {'openai', 'anthropic'} & set(sys.modules) else 'NOSDK')"
@@ -62,14 +76,15 @@ def import_ms(python: str, paths: list[Path], function: str, runs: int) -> tuple
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [ROOT / "functions" / function, *paths])
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # /opt is read-only on Lambda
-    times, sdk = [], False
+    times, own, sdk = [], [], False
     for _ in range(runs):
         done = subprocess.run([python, "-X", "importtime", "-c", code], env=env,
                               capture_output=True, text=True, check=True)  # fmt: skip
         line = next(x for x in done.stderr.splitlines() if re.search(r"\|\s+handler$", x))
         times.append(int(line.split("|")[1]) / 1000)
+        own.append(own_ms(done.stderr))
         sdk = done.stdout.strip() == "SDK"
-    return statistics.median(times), sdk
+    return statistics.median(times), statistics.median(own), sdk
 
 
 def main() -> int:
@@ -90,15 +105,16 @@ def main() -> int:
             unzipped, zipped = sizes(folder)
             print(f"{name:<18} {unzipped / 1e6:>8.1f} MB {zipped / 1e6:>7.1f} MB")
         print(f"\ncold import ({Path(python).name}, median of {args.runs}, .pyc shipped)")
+        print("handler      import   Cairn's modules   libraries")
         for function in HANDLERS:
-            ms, sdk = import_ms(python, [host / "python", cairn / "python"], function,
-                                args.runs)  # fmt: skip
+            ms, own, sdk = import_ms(python, [host / "python", cairn / "python"], function,
+                                     args.runs)  # fmt: skip
             note = "  (loads a provider SDK)" if sdk else ""
-            print(f"{function:<10} {ms:>7.0f} ms{note}")
+            print(f"{function:<10} {ms:>6.0f} ms {own:>14.0f} ms {ms - own:>8.0f} ms{note}")
         plain = Path(tmp) / "plain"
         shutil.copytree(RUNTIME_SOURCE / "python", plain,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
-        ms, _ = import_ms(python, [host / "python", plain], "api", args.runs)
+        ms, _, _ = import_ms(python, [host / "python", plain], "api", args.runs)
         print(f"api, cairn without .pyc: {ms:.0f} ms")
     return 0
 

@@ -3,8 +3,11 @@ list and edit what was said, reset, delete (contract §10)."""
 
 from __future__ import annotations
 
+import json
 import time
+from typing import Any
 
+import httpx
 import pytest
 from letta_client import Letta, NotFoundError, UnprocessableEntityError
 
@@ -206,3 +209,51 @@ def test_a_sleeptime_group_message_goes_to_its_primary(stack: Stack) -> None:
     assert reply.messages[0].run_id is not None
     history = client.agents.messages.list(primary.id, order="asc")
     assert "I like tea" in [getattr(m, "content", None) for m in history]
+
+
+def test_a_group_stream_sends_each_turn_as_it_ends_past_the_sync_budget(stack: Stack) -> None:
+    client = stack.client()
+    ada, bob, cy = members(client, "ada", "bob", "cy")
+    group = client.groups.create(
+        agent_ids=[ada, bob, cy], description="plans", manager_config=round_robin(3)
+    )
+    # A sync send would stop waiting after 0.5 s; a stream follows the chain to its end.
+    stack.runtime.settings.sync_budget_seconds = 0.5
+    stack.fake.reply("Ada: Monday.")
+    stack.fake.reply("Bob: fine.", delay=1.0)
+    stack.fake.reply("Cy: agreed.", delay=1.0)
+    started = time.monotonic()
+    seen: list[tuple[float, Any]] = []
+    said_to = [{"role": "user", "content": "When?"}]
+    for event in client.groups.messages.stream(group.id, messages=said_to):  # type: ignore[arg-type]
+        seen.append((time.monotonic() - started, event))
+    said = [(t, e.content) for t, e in seen if e.message_type == "assistant_message"]
+    assert [text for _, text in said] == ["Ada: Monday.", "Bob: fine.", "Cy: agreed."]
+    # Ada's turn came a second before Bob's answered, and each turn before the next one.
+    assert said[0][0] < 1.0 and said[1][0] >= 1.0 and said[2][0] >= said[1][0] + 1.0
+    stop, usage = seen[-2][1], seen[-1][1]
+    assert stop.stop_reason == "end_turn"
+    assert usage.step_count == 3  # the chain's, not the last turn's
+    # The user's message is not sent back.
+    assert not any(e.message_type == "user_message" for _, e in seen)
+
+
+def test_a_group_stream_of_a_failing_turn_ends_with_letta_s_error_event(stack: Stack) -> None:
+    client = stack.client()
+    ada, bob = members(client, "ada", "bob")
+    group = client.groups.create(
+        agent_ids=[ada, bob], description="greeting", manager_config=round_robin(2)
+    )
+    stack.fake.reply("Ada: hello.")
+    stack.fake.fail(400, "bad request for bob")
+    answer = httpx.post(
+        f"{stack.url}/v1/groups/{group.id}/messages/stream",
+        headers={"Authorization": f"Bearer {stack.key}"},
+        json={"messages": [{"role": "user", "content": "hi"}]},
+        timeout=30,
+    )
+    assert answer.status_code == 200
+    frames = [f for f in answer.text.split("\n\n") if f]
+    assert json.loads(frames[0][6:])["content"] == "Ada: hello."
+    assert frames[-2].startswith("event: error\n") and "bad request for bob" in frames[-2]
+    assert frames[-1] == "data: [DONE]"

@@ -34,13 +34,6 @@ def frame(event: dict[str, Any], name: str | None = None) -> bytes:
     return f"{head}data: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
 
 
-def whole(response: dict[str, Any]) -> list[bytes]:
-    """A LettaResponse already made, as a stream's frames (its messages, stop reason, usage,
-    then [DONE])."""
-    items = [*response["messages"], response["stop_reason"], response["usage"]]
-    return [*(frame(item) for item in items), DONE]
-
-
 def _failure(run: Run) -> Failed | None:
     """A run that failed in a step (the provider's error, a broken stream) ends its stream
     with Letta's error event."""
@@ -121,7 +114,7 @@ class Letta:
         if run.status not in TERMINAL_RUN_STATUSES:
             return  # the run goes on: a background stream is resumed from its last seq_id
         yield from self._numbered({"message_type": "stop_reason", "stop_reason": run.stop_reason})
-        yield from self._numbered(letta.usage_json(run))
+        yield from self._numbered(letta.usage_json(run, ended.usage))
         yield DONE
 
     def _numbered(self, item: dict[str, Any]) -> Iterator[bytes]:

@@ -7,18 +7,20 @@ sleeptime group goes to its primary agent, whose turns start the sleeptime agent
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from cairn.domain.groups import Group, round_robin_turns
 from cairn.domain.ids import new_id
 from cairn.domain.messages import Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, Usage
 from cairn.engine import group_chat
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.orchestration import sending
 from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import messages as message_service
+from cairn.services import streams
 from cairn.services.requests import (
     GroupCreate,
     GroupUpdate,
@@ -223,6 +225,63 @@ class GroupSent:
 def send(rt: Runtime, org: str, group_id: str, req: LettaRequest, *, wait: bool) -> GroupSent:
     """A message to the group. With `wait`, its turns run (or are waited for) within the
     sync budget; the turns left then go on in the background."""
+    started = time.monotonic()
+    group, chain_id, turns, sent = _start(rt, org, group_id, req, wait=wait)
+    chain = [sent.run]
+    if wait and chain_id is not None:
+        left = sending.sync_budget(rt) - (time.monotonic() - started)
+        chain = _follow(rt, group, chain_id, turns, sent.run, left)
+    last = chain[-1]
+    ended = last.status != "completed" or last.stop_reason == "requires_approval"
+    done = last.status in TERMINAL_RUN_STATUSES and (ended or len(chain) == turns or (
+        group_chat.next_turn(rt.db, org, group.id, chain_id or "", len(chain)) is None)
+    )  # fmt: skip
+    said = [m for run in chain for m in message_service.produced(rt, sending.Sent(run))]
+    return GroupSent(chain, said if wait else [], done)
+
+
+def stream(rt: Runtime, org: str, group_id: str, req: LettaRequest) -> streams.Streamed:
+    """A message to the group whose turns' messages are sent as each of their steps
+    commits. The first turn starts now (a bad request is an error before any event); every
+    turn runs on the queue, as the chain's later turns always do, and the stream follows
+    the chain's runs from the database in turn, within the stream's time."""
+    group, chain_id, turns, sent = _start(rt, org, group_id, req, wait=False)
+    events = _chain_events(
+        rt, group, chain_id, turns, sent.run, streams.stream_budget(rt),
+        ping=req.include_pings is not False,
+    )  # fmt: skip
+    return streams.Streamed(sent.run, events)
+
+
+def _chain_events(
+    rt: Runtime, group: Group, chain_id: str | None, turns: int, first: Run, budget: float,
+    *, ping: bool,
+) -> Iterator[streams.Event]:  # fmt: skip
+    org, ends_at = group.organization_id, time.monotonic() + budget
+    run, turn, usage = first, 0, Usage()
+    while True:
+        shown = streams.inputs_of(run)  # what the turn was told is not what it said
+        last = run
+        for event in streams.follow(rt, org, run.id, shown, ends_at - time.monotonic(), ping=ping):
+            if isinstance(event, streams.Ended):
+                last = event.run
+            else:
+                yield event
+        usage, turn = usage + last.usage, turn + 1
+        following = None
+        if chain_id is not None:
+            following = _next_run(rt, group, chain_id, turns, last, turn, ends_at)
+        if following is None:
+            yield streams.Ended(last, usage)  # the chain's usage, as a sync send answers it
+            return
+        run = following
+
+
+def _start(
+    rt: Runtime, org: str, group_id: str, req: LettaRequest, *, wait: bool
+) -> tuple[Group, str | None, int, sending.Sent]:
+    """The message's first turn started: the group, the chain's id (round robin), the
+    number of turns, and the first turn's run."""
     with rt.db.connection() as conn:
         group = _fetch(conn, org, group_id)
     if group.manager_type in NOT_RUN:
@@ -241,21 +300,11 @@ def send(rt: Runtime, org: str, group_id: str, req: LettaRequest, *, wait: bool)
     if any(m.role == "approval" for m in inputs):
         raise UnprocessableError("messages: answer an approval on the agent that asked for it")
     inputs = [m.model_copy(update={"group_id": group.id}) for m in inputs]
-    started = time.monotonic()
     sent = sending.send(
         rt, org, first, inputs, max_steps=req.max_steps, wait=wait,
         metadata={"run_type": "send_message", **metadata}, run_id=run_id,
     )  # fmt: skip
-    chain = [sent.run]
-    if wait and run_id is not None:
-        left = sending.sync_budget(rt) - (time.monotonic() - started)
-        chain = _follow(rt, group, run_id, turns, sent.run, left)
-    last = chain[-1]
-    ended = last.status != "completed" or last.stop_reason == "requires_approval"
-    done = last.status in TERMINAL_RUN_STATUSES and (ended or len(chain) == turns or (
-        group_chat.next_turn(rt.db, org, group.id, run_id or "", len(chain)) is None))  # fmt: skip
-    said = [m for run in chain for m in message_service.produced(rt, sending.Sent(run))]
-    return GroupSent(chain, said if wait else [], done)
+    return group, run_id, turns, sent
 
 
 def _follow(
@@ -265,17 +314,24 @@ def _follow(
     the end of the one before and to end in turn."""
     org, ends_at = group.organization_id, time.monotonic() + budget
     followed = [first]
-    while followed[-1].status == "completed" and followed[-1].stop_reason != "requires_approval":
-        turn = len(followed)
-        if turn == turns or time.monotonic() >= ends_at:
-            break
-        if group_chat.next_turn(rt.db, org, group.id, chain, turn) is None:
-            break  # the worker ends the chain here too
-        run = _appeared(rt, org, group_chat.turn_run_id(chain, turn), ends_at)
-        if run is None:
-            break
+    while run := _next_run(rt, group, chain, turns, followed[-1], len(followed), ends_at):
         followed.append(sending.wait_for(rt, org, run.id, max(ends_at - time.monotonic(), 0)))
     return followed
+
+
+def _next_run(
+    rt: Runtime, group: Group, chain: str, turns: int, last: Run, turn: int, ends_at: float
+) -> Run | None:
+    """The run of the chain's turn `turn` once the worker has started it; None when the
+    chain ends with `last` (it failed, waits for an approval, was the last turn, or the
+    worker ends the chain there) or the time is up first."""
+    if last.status != "completed" or last.stop_reason == "requires_approval":
+        return None
+    if turn >= turns or time.monotonic() >= ends_at:
+        return None
+    if group_chat.next_turn(rt.db, group.organization_id, group.id, chain, turn) is None:
+        return None  # the worker ends the chain here too
+    return _appeared(rt, group.organization_id, group_chat.turn_run_id(chain, turn), ends_at)
 
 
 def _appeared(rt: Runtime, org: str, run_id: str, ends_at: float) -> Run | None:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from cairn.domain.messages import Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, Usage
 from cairn.engine.lifecycle import StartedRun
 from cairn.llm import deadline
 from cairn.llm.types import Delta, LLMError
@@ -59,9 +59,11 @@ class Failed(NamedTuple):
 
 class Ended(NamedTuple):
     """The run as the stream leaves it: ended, or still going (its steps on the queue)
-    when the stream's time ran out."""
+    when the stream's time ran out; `usage` when the stream's is not the run's own (a
+    group's turns)."""
 
     run: Run
+    usage: Usage | None = None
 
 
 Event = Piece | Stored | Ping | Failed | Ended
@@ -138,7 +140,7 @@ def _read(
     rt: Runtime, org: str, started: StartedRun, relay: _Relay, ends_at: float, *, ping: bool
 ) -> Iterator[Event]:
     run = started.run
-    shown = {m["id"] for m in run.request_config.get("input") or ()}
+    shown = inputs_of(run)
     failed: Failed | None = None
     ping_every = rt.settings.stream_ping_seconds
     try:
@@ -172,6 +174,11 @@ def _read(
         yield from follow(rt, org, run.id, shown, ends_at - time.monotonic(), ping=ping)
     finally:
         relay.gone.set()  # a reader that left: the steps after this one go to the queue
+
+
+def inputs_of(run: Run) -> set[str]:
+    """The ids of the messages the run was given: a stream shows what the run made."""
+    return {m["id"] for m in run.request_config.get("input") or ()}
 
 
 def follow(

@@ -122,7 +122,15 @@ def send_group_message(group_id: GroupId, req: Annotated[LettaRequest, Body()]) 
 
 @router.post("/groups/<group_id>/messages/stream")
 def stream_group_message(group_id: GroupId, req: Annotated[LettaRequest, Body()]) -> Response[Any]:
-    return http.stream_reply(streaming.whole(_sent(group_id, req)[1]))
+    """Each turn's messages as its steps commit, then the last turn's stop reason and the
+    chain's usage (`stream_tokens` is taken; a group's turns run on the queue, so their
+    answers come whole per step)."""
+    run, events = groups.stream(http.rt(), http.org_id(), group_id, req)
+    letta_sse = streaming.Letta(
+        run.id, use_assistant_message=req.use_assistant_message,
+        only=req.include_return_message_types,
+    )  # fmt: skip
+    return http.stream_reply(letta_sse.frames(events))
 
 
 @router.get("/groups/<group_id>/messages")

@@ -27,6 +27,17 @@ def flag(app: cdk.App, name: str, default: bool = False) -> bool:
     return str(value).lower() in ("true", "1", "yes")
 
 
+def number(app: cdk.App, name: str) -> int | None:
+    """An optional whole-number context value (`-c name=20`)."""
+    value = app.node.try_get_context(name)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name}: a whole number, not {value!r}") from None
+
+
 def build_app(app: cdk.App) -> CairnStack:
     hours = float(app.node.try_get_context("approval_timeout_hours") or 168)
     stack = CairnStack(
@@ -37,6 +48,7 @@ def build_app(app: cdk.App) -> CairnStack:
         tool_network=flag(app, "tool_network"),
         sweep_minutes=int(app.node.try_get_context("sweep_minutes") or 0) or None,
         api_rate_limit=int(app.node.try_get_context("api_rate_limit") or 100),
+        stream_concurrency=number(app, "stream_concurrency"),
         bedrock_models=tuple(
             m.strip()
             for m in str(app.node.try_get_context("bedrock_models") or "").split(",")

@@ -44,6 +44,7 @@ class CairnStack(Stack):
         tool_network: bool = False,
         sweep_minutes: int | None = None,
         api_rate_limit: int = 100,
+        stream_concurrency: int | None = None,
         bedrock_models: tuple[str, ...] = (),
         **kwargs: object,
     ) -> None:
@@ -238,6 +239,13 @@ class CairnStack(Stack):
             invoke_mode=lambda_.InvokeMode.RESPONSE_STREAM,
         )
         CfnOutput(self, "StreamUrl", value=stream_url.url)
+        if stream_concurrency is not None:
+            # No API Gateway stage in front of the URL: its function's reserved concurrency
+            # caps how many streams (and API key checks) run at once; more get 429.
+            if stream_concurrency < 1:
+                raise ValueError("stream_concurrency: a number of streams, 1 or more")
+            streams = by["stream"].node.default_child
+            streams.reserved_concurrent_executions = stream_concurrency  # type: ignore[union-attr]
         CfnOutput(
             self,
             "MigrateFunction",

@@ -270,6 +270,24 @@ def test_streams_go_through_a_function_url_in_response_stream_mode(
     assert executable == 0o111  # the zip keeps the mode Lambda needs to run the wrapper
 
 
+def test_stream_concurrency_caps_the_stream_function_and_nothing_else(
+    template: dict[str, Any],
+) -> None:
+    assert "ReservedConcurrentExecutions" not in function(template, "stream")["Properties"]
+    app = cdk.App(context={**project_context(), "skip_bundling": "true",
+                           "stream_concurrency": "20"})  # fmt: skip
+    stack = build_app(app)
+    app.synth()  # cdk-nag's checks pass with it
+    capped = cdk.assertions.Template.from_stack(stack).to_json()
+    reserved = {name: fn["Properties"]["ReservedConcurrentExecutions"]
+                for name, fn in resources(capped, "AWS::Lambda::Function").items()
+                if "ReservedConcurrentExecutions" in fn["Properties"]}  # fmt: skip
+    assert reserved == {logical_id(capped, "AWS::Lambda::Function", "Functionsstream"): 20}
+    with pytest.raises(ValueError, match="stream_concurrency"):
+        build_app(cdk.App(context={**project_context(), "skip_bundling": "true",
+                                   "stream_concurrency": "0"}))  # fmt: skip
+
+
 def test_the_deployed_state_machines_are_the_ones_the_workflow_tests_run(
     template: dict[str, Any],
 ) -> None:

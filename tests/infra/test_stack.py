@@ -126,6 +126,7 @@ def test_functions_layers_and_snapstart(template: dict[str, Any]) -> None:
         env = props["Environment"]["Variables"]
         assert "CAIRN_DB_SECRET_ARN" not in env and env["CAIRN_DB_IAM_USER"] in (
             "cairn_app", "cairn_admin")  # fmt: skip
+        assert env["PYDANTIC_DISABLE_PLUGINS"] == "__all__"  # no entry-point scan on a cold start
     for key in ("api", "step"):
         assert function(template, key)["Properties"]["SnapStart"] == {
             "ApplyOn": "PublishedVersions"

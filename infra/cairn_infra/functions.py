@@ -87,7 +87,7 @@ class Functions(Construct):
                 environment={
                     "POWERTOOLS_SERVICE_NAME": f"cairn-{key}",
                     # Cairn uses no pydantic plugins: the first model a cold start builds
-                    # skips scanning every package's entry points for them (~3 ms).
+                    # (Settings, at import) skips scanning every package's entry points.
                     "PYDANTIC_DISABLE_PLUGINS": "__all__",
                     **({} if key == "sandbox" else environment),
                     **({"AWS_LAMBDA_EXEC_WRAPPER": spec.wrapper} if spec.wrapper else {}),

@@ -232,10 +232,9 @@ def send(rt: Runtime, org: str, group_id: str, req: LettaRequest, *, wait: bool)
         left = sending.sync_budget(rt) - (time.monotonic() - started)
         chain = _follow(rt, group, chain_id, turns, sent.run, left)
     last = chain[-1]
-    ended = last.status != "completed" or last.stop_reason == "requires_approval"
-    done = last.status in TERMINAL_RUN_STATUSES and (ended or len(chain) == turns or (
-        group_chat.next_turn(rt.db, org, group.id, chain_id or "", len(chain)) is None)
-    )  # fmt: skip
+    done = last.status in TERMINAL_RUN_STATUSES and (
+        chain_id is None or not _goes_on(rt, group, chain_id, turns, last, len(chain))
+    )
     said = [m for run in chain for m in message_service.produced(rt, sending.Sent(run))]
     return GroupSent(chain, said if wait else [], done)
 
@@ -323,15 +322,18 @@ def _next_run(
     rt: Runtime, group: Group, chain: str, turns: int, last: Run, turn: int, ends_at: float
 ) -> Run | None:
     """The run of the chain's turn `turn` once the worker has started it; None when the
-    chain ends with `last` (it failed, waits for an approval, was the last turn, or the
-    worker ends the chain there) or the time is up first."""
-    if last.status != "completed" or last.stop_reason == "requires_approval":
+    chain ends with `last` or the time is up first."""
+    if time.monotonic() >= ends_at or not _goes_on(rt, group, chain, turns, last, turn):
         return None
-    if turn >= turns or time.monotonic() >= ends_at:
-        return None
-    if group_chat.next_turn(rt.db, group.organization_id, group.id, chain, turn) is None:
-        return None  # the worker ends the chain here too
     return _appeared(rt, group.organization_id, group_chat.turn_run_id(chain, turn), ends_at)
+
+
+def _goes_on(rt: Runtime, group: Group, chain: str, turns: int, last: Run, turn: int) -> bool:
+    """Whether the chain has a turn `turn` after `last`: not if `last` failed, waits for an
+    approval or was the last turn, nor if the worker ends the chain there."""
+    if last.status != "completed" or last.stop_reason == "requires_approval" or turn >= turns:
+        return False
+    return group_chat.next_turn(rt.db, group.organization_id, group.id, chain, turn) is not None
 
 
 def _appeared(rt: Runtime, org: str, run_id: str, ends_at: float) -> Run | None:

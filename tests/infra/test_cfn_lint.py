@@ -27,8 +27,14 @@ REGIONS = ["us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-
 
 @pytest.mark.parametrize(
     "context",
-    [{}, {"dev": "true"}, {"tool_network": "true"}, {"stack_name": "CairnTwo"}],
-    ids=["production", "dev", "tool_network", "second-stack"],
+    [
+        {},
+        {"dev": "true"},
+        {"tool_network": "true"},
+        {"stack_name": "CairnTwo"},
+        {"stream_concurrency": "20"},
+    ],
+    ids=["production", "dev", "tool_network", "second-stack", "stream_concurrency"],
 )
 def test_the_template_passes_cfn_lint(context: dict[str, str]) -> None:
     _, template = synth(**context)

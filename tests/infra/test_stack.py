@@ -35,9 +35,11 @@ STAR_ONLY = {
 
 def synth(**context: Any) -> tuple[CairnStack, Template]:
     app = cdk.App(context={**project_context(), "skip_bundling": "true", **context})
+    streams = context.get("stream_concurrency")
     stack = CairnStack(app, context.get("stack_name", "Cairn"), skip_bundling=True,
                        timings=TIMINGS, dev=context.get("dev") == "true",
-                       tool_network=context.get("tool_network") == "true")  # fmt: skip
+                       tool_network=context.get("tool_network") == "true",
+                       stream_concurrency=int(streams) if streams else None)  # fmt: skip
     return stack, Template.from_stack(stack)
 
 

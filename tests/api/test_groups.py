@@ -4,6 +4,7 @@ list and edit what was said, reset, delete (contract §10)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -219,23 +220,27 @@ def test_a_group_stream_sends_each_turn_as_it_ends_past_the_sync_budget(stack: S
     )
     # A sync send would stop waiting after 0.5 s; a stream follows the chain to its end.
     stack.runtime.settings.sync_budget_seconds = 0.5
+    # Bob answers only once Ada's turn has reached the client, Cy once Bob's has: a stream
+    # that held the chain back would leave the gates shut until the fake gives up (30 s).
+    bob_gate, cy_gate = threading.Event(), threading.Event()
     stack.fake.reply("Ada: Monday.")
-    stack.fake.reply("Bob: fine.", delay=1.0)
-    stack.fake.reply("Cy: agreed.", delay=1.0)
-    started = time.monotonic()
-    seen: list[tuple[float, Any]] = []
+    stack.fake.reply("Bob: fine.", delay=1.0, gate=bob_gate)
+    stack.fake.reply("Cy: agreed.", gate=cy_gate)
+    opens = {"Ada: Monday.": bob_gate, "Bob: fine.": cy_gate}
+    seen: list[Any] = []
     said_to = [{"role": "user", "content": "When?"}]
     for event in client.groups.messages.stream(group.id, messages=said_to):  # type: ignore[arg-type]
-        seen.append((time.monotonic() - started, event))
-    said = [(t, e.content) for t, e in seen if e.message_type == "assistant_message"]
-    assert [text for _, text in said] == ["Ada: Monday.", "Bob: fine.", "Cy: agreed."]
-    # Ada's turn came a second before Bob's answered, and each turn before the next one.
-    assert said[0][0] < 1.0 and said[1][0] >= 1.0 and said[2][0] >= said[1][0] + 1.0
-    stop, usage = seen[-2][1], seen[-1][1]
+        seen.append(event)
+        if event.message_type == "assistant_message" and event.content in opens:
+            opens[event.content].set()
+    said = [e.content for e in seen if e.message_type == "assistant_message"]
+    assert said == ["Ada: Monday.", "Bob: fine.", "Cy: agreed."]
+    assert stack.fake.gates_timed_out == 0  # each turn reached the client before the next answered
+    stop, usage = seen[-2], seen[-1]
     assert stop.stop_reason == "end_turn"
     assert usage.step_count == 3  # the chain's, not the last turn's
     # The user's message is not sent back.
-    assert not any(e.message_type == "user_message" for _, e in seen)
+    assert not any(e.message_type == "user_message" for e in seen)
 
 
 def test_a_group_stream_of_a_failing_turn_ends_with_letta_s_error_event(stack: Stack) -> None:

@@ -36,6 +36,7 @@ class Reply:
     signature: str | None = None  # Gemini's thoughtSignature on the answer's first part
     chunk_delay: float = 0.0
     cut_after: int | None = None
+    gate: threading.Event | None = None  # held until the test sets it (30 s at most)
 
 
 Answer = Callable[["Recorded"], Reply]
@@ -92,6 +93,7 @@ class FakeLLM:
         self.requests: list[Recorded] = []
         self.models: list[str] = ["gpt-fake-mini", "gpt-fake-large"]
         self.embedding_requests: list[dict[str, Any]] = []
+        self.gates_timed_out = 0  # replies whose gate was not set within 30 s
         self._queue: deque[Reply] = deque()
         self._rules: list[tuple[Callable[[Recorded], bool], Reply | Answer]] = []
         self._ids = itertools.count(1)
@@ -131,6 +133,7 @@ class FakeLLM:
             self._queue.clear()
             self._rules.clear()
             self.requests.clear()
+            self.gates_timed_out = 0
 
     @property
     def pending(self) -> int:
@@ -551,6 +554,8 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                         else "openai")  # fmt: skip
             recorded = Recorded(provider, self.path, body, dict(self.headers.items()))
             reply = fake._answer(recorded)
+            if reply.gate is not None and not reply.gate.wait(30):
+                fake.gates_timed_out += 1
             if reply.delay:
                 threading.Event().wait(reply.delay)
             if reply.status >= 400 and provider == "bedrock":

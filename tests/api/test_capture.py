@@ -42,7 +42,7 @@ def test_capture_to_recall_only_is_idempotent_and_searchable(stack: Stack) -> No
         assert [m["id"] for m in history].count(ids[0]) == 1
         context = client.get(f"/v1/agents/{agent['id']}").json()["message_ids"]
         assert ids[0] not in context  # recall only
-        deadline = time.monotonic() + 10  # embeddings are queued work, off the request path
+        deadline = time.monotonic() + 30  # embeddings are queued work, off the request path
         stack.fake.reply("", call("conversation_search", query="launch March"))
         stack.fake.reply("It is on March 9th.")
         while time.monotonic() < deadline and not stack.runtime.queue.steps.idle():  # type: ignore[attr-defined]

@@ -148,6 +148,13 @@ class CairnStack(Stack):
             reading = ["secretsmanager:GetSecretValue"]
             allowed = reading + (keeping if key != "step" else [])
             by[key].add_to_role_policy(iam.PolicyStatement(actions=allowed, resources=[own_keys]))
+        # A Letta import (cairn-admin, in the migrate function) puts away the keys of the
+        # providers it brings over; it reads or deletes none.
+        by["migrate"].add_to_role_policy(iam.PolicyStatement(
+            actions=["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
+                     "secretsmanager:TagResource"],
+            resources=[own_keys],
+        ))  # fmt: skip
         for key in ("api", "stream", "step"):  # the ones that run steps, and so custom tools
             sandbox.grant_invoke(by[key])
             if bedrock_models:  # and call the models; on Bedrock, with no key to keep

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import httpx
 from letta_client import Letta
 
 from cairn.domain import User
 from cairn.services.letta_import import import_letta
 from cairn.store import tenancy
 from tests.api.conftest import Stack
-from tests.integration.test_letta_import import IDS, ORG, letta_url  # noqa: F401 (fixture)
+from tests.integration.test_letta_import import IDS, ORG, letta_url
 
 
-def test_an_imported_agent_goes_on_talking_through_the_api(stack: Stack, letta_url: str) -> None:  # noqa: F811
+def test_an_imported_agent_goes_on_talking_through_the_api(stack: Stack, letta_url: str) -> None:
     import_letta(stack.runtime.db, letta_url)
     with stack.runtime.db.transaction() as conn:
         user = tenancy.create_user(conn, User(organization_id=ORG, name="migrated"))
@@ -41,3 +42,43 @@ def test_an_imported_agent_goes_on_talking_through_the_api(stack: Stack, letta_u
     found = client.messages.search(query="hiking")  # recall memory came over, searchable
     assert found
     assert client.agents.passages.search(agent.id, query="hiking").results  # and the archive
+
+
+def test_an_imported_agent_on_its_organizations_own_provider_calls_with_that_key(
+    stack: Stack, pg_dsn: str
+) -> None:
+    """Agent A as Letta keeps an agent on a BYOK provider (`provider_category` byok), its
+    provider's key encrypted with LETTA_ENCRYPTION_KEY: after the import it talks through
+    the API, and the model is called with the provider's own key, not the server's."""
+    import json
+
+    import psycopg
+
+    from tests.integration.test_letta_import_providers import LETTA_KEY, add_providers
+
+    restored = letta_url.__wrapped__(pg_dsn)  # type: ignore[attr-defined]
+    copy = next(restored)
+    add_providers(copy)
+    byok = {"provider_name": "team-openai", "provider_category": "byok",
+            "handle": "team-openai/gpt-4o-mini",
+            "model_endpoint": f"{stack.fake.base_url}/v1"}  # fmt: skip
+    with psycopg.connect(copy, autocommit=True) as conn:
+        conn.execute("UPDATE agents SET llm_config = (llm_config::jsonb || %s::jsonb)::json "
+                     "WHERE id = %s", (json.dumps(byok), IDS["A"]))  # fmt: skip
+    import_letta(stack.runtime.db, copy, vault=stack.runtime.vault, letta_key=LETTA_KEY)
+    next(restored, None)
+    with stack.runtime.db.transaction() as conn:
+        user = tenancy.create_user(conn, User(organization_id=ORG, name="migrated"))
+        _, key = tenancy.create_api_key(conn, ORG, user.id, name="after import")
+    client = Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
+    listed = httpx.get(f"{stack.url}/v1/providers/", headers={"Authorization": f"Bearer {key}"})
+    assert {p["name"] for p in listed.json()} == {"team-openai", "team-claude", "old-groq",
+                                                  "team-bedrock"}  # fmt: skip
+
+    stack.fake.reply("On your own key.")
+    reply = client.agents.messages.create(IDS["A"], input="Which key?")
+    assert [m.content for m in reply.messages if m.message_type == "assistant_message"] == [
+        "On your own key."
+    ]
+    sent = {k.lower(): v for k, v in stack.fake.requests[-1].headers.items()}
+    assert sent["authorization"] == "Bearer sk-team-openai-1234"  # not the server's sk-test

@@ -537,7 +537,8 @@ def test_organizations_own_keys_are_secrets_under_the_stacks_prefix(
     template: dict[str, Any],
 ) -> None:
     """The providers API keeps each key as a secret under `<stack>/providers/`: the API
-    functions may make, rotate, read and delete those; steps only read them; nothing else."""
+    functions may make, rotate, read and delete those; steps only read them; the migrate
+    function (a Letta import) only puts keys away; nothing else."""
     env = function(template, "api")["Properties"]["Environment"]["Variables"]
     assert env["CAIRN_PROVIDER_SECRET_PREFIX"] == "Cairn/providers"
     granted: dict[str, set[str]] = {}
@@ -547,9 +548,11 @@ def test_organizations_own_keys_are_secrets_under_the_stacks_prefix(
                 for role in policy["Properties"]["Roles"]:
                     granted.setdefault(role["Ref"], set()).update(as_list(statement["Action"]))
     roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
-             for name in ("api", "stream", "step")}  # fmt: skip
+             for name in ("api", "stream", "step", "migrate")}  # fmt: skip
     assert set(granted) == set(roles.values())
     assert granted[roles["step"]] == {"secretsmanager:GetSecretValue"}
+    assert granted[roles["migrate"]] == {"secretsmanager:CreateSecret",
+        "secretsmanager:PutSecretValue", "secretsmanager:TagResource"}  # fmt: skip
     assert granted[roles["api"]] == granted[roles["stream"]] == {
         "secretsmanager:GetSecretValue", "secretsmanager:CreateSecret",
         "secretsmanager:PutSecretValue", "secretsmanager:DeleteSecret",

@@ -75,6 +75,7 @@ def fingerprint(url: str) -> dict[str, Any]:
         "passage_tags",
         "archives",
         "organizations",
+        "providers",
     )
     with psycopg.connect(url) as conn:
         return {

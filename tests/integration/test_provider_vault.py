@@ -44,6 +44,11 @@ def test_secrets_manager_keeps_one_secret_per_provider_under_the_prefix(
         client = boto3.client("secretsmanager")
         (listed,) = client.list_secrets()["SecretList"]
         assert listed["Name"] == f"Cairn/providers/{made.organization_id}/{made.id}"
+        # Sealed again for a row never written (an import killed between the two, run
+        # again with the provider's Letta id): the same secret, the new value.
+        unwritten = made.model_copy(update={"key_ref": None})
+        assert vault.seal(unwritten, {"api_key": "sk-three"}).key_ref == made.key_ref
+        assert vault.open(made) == {"api_key": "sk-three"}
         vault.drop(made)
         assert client.list_secrets()["SecretList"] == []
 

@@ -19,6 +19,9 @@ ProviderType = Literal[
     "together", "vllm", "xai",
 ]  # fmt: skip
 
+# Handles are `<provider>/<model>`: a provider may not take a name the server's own use.
+RESERVED = frozenset({"openai", "anthropic", "google_ai", "bedrock", "letta", "hash", "local"})
+
 
 class Provider(DomainModel):
     id: str = Field(default_factory=lambda: new_id("provider"))

@@ -69,10 +69,18 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
                                "key_id": args.key_id},
         "rotate-key": lambda: {"action": "rotate_key", "organization_id": org,
                                "key_id": args.key_id},
-        "import-letta": lambda: {"action": "import_letta", "source": args.source},
+        "import-letta": lambda: {"action": "import_letta", "source": args.source,
+                                 **letta_key()},
         "tool-hosts": lambda: {"action": "set_tool_hosts", "organization_id": org,
                                "hosts": args.hosts},
     }[args.command]()  # fmt: skip
+
+
+def letta_key() -> dict[str, str]:
+    """The Letta server's LETTA_ENCRYPTION_KEY, if set here, to open the provider keys it
+    stored encrypted (sent with the command, as the database URL is; never logged)."""
+    key = os.environ.get("LETTA_ENCRYPTION_KEY")
+    return {"letta_encryption_key": key} if key else {}
 
 
 def run_local(command: dict[str, Any]) -> Any:

@@ -4,12 +4,17 @@ stack's database (DATABASE_URL, or the embedded server under CAIRN_DATA_DIR; sto
 `make dev` first); on AWS, run it with DATABASE_URL set to the stack's database. Shows a
 line per phase with its counts, and ends with the report as JSON. Safe to run again: what
 is there is left alone, and an interrupted import goes on where it stopped.
+
+Organizations' own providers come with their keys. If the Letta server ran with
+LETTA_ENCRYPTION_KEY, set it here too (the environment, not the command line, so it is in
+no shell history or process list): its keys are stored encrypted with it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from cairn.config import Settings
@@ -41,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with local_database(Settings.from_env()) as db:
-            report = import_letta(db, args.source, progress)
+            report = import_letta(db, args.source, progress,
+                                  letta_key=os.environ.get("LETTA_ENCRYPTION_KEY"))  # fmt: skip
     except Exception as err:  # an operator reads one line, not a traceback
         print(f"cairn import-letta: {err}", file=sys.stderr)
         return 1

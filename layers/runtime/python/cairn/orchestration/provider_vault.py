@@ -99,12 +99,18 @@ class SecretsManagerVault:
         if provider.key_ref:
             self._client.put_secret_value(SecretId=provider.key_ref, SecretString=text)
             return provider
-        made = self._client.create_secret(
-            Name=f"{self.prefix}/{provider.organization_id}/{provider.id}",
-            SecretString=text,
-            Description=f"Cairn: model provider {provider.name} of {provider.organization_id}",
-            Tags=[{"Key": "cairn:organization", "Value": provider.organization_id}],
-        )
+        name = f"{self.prefix}/{provider.organization_id}/{provider.id}"
+        try:
+            made = self._client.create_secret(
+                Name=name,
+                SecretString=text,
+                Description=f"Cairn: model provider {provider.name} of {provider.organization_id}",
+                Tags=[{"Key": "cairn:organization", "Value": provider.organization_id}],
+            )
+        except self._client.exceptions.ResourceExistsException:
+            # Sealed before for this provider, whose row was then never written (an import
+            # killed between the two, run again with the same id): the new value replaces it.
+            made = self._client.put_secret_value(SecretId=name, SecretString=text)
         return provider.model_copy(update={"key_ref": made["ARN"], "key_sealed": None})
 
     def open(self, provider: Provider) -> dict[str, str]:

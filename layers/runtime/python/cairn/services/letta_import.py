@@ -1,12 +1,14 @@
 """Importing a whole Letta 0.16.x database (`cairn-import-letta postgresql://...`).
 
-Phases, per organization: the organization, tools, blocks, agents (with their blocks,
-tools and tags), messages (recall memory, in Letta's order), context windows, archives and
-their passages, groups. Letta's ids are kept, so every phase writes only what is not there
-yet: running the import twice changes nothing, and an import killed at any point goes on
-where it stopped when run again. Embeddings are copied (Letta pads them to 4096; the
-agent's `embedding_dim` says how many are real), not recomputed, since each imported agent
-keeps its embedding model. The Letta database is only read (a read-only session).
+Phases, per organization: the organization, its own providers (their keys opened with the
+Letta server's encryption key if it had one, and put in Cairn's vault), tools, blocks,
+agents (with their blocks, tools and tags), messages (recall memory, in Letta's order),
+context windows, archives and their passages, groups. Letta's ids are kept, so every phase
+writes only what is not there yet: running the import twice changes nothing, and an import
+killed at any point goes on where it stopped when run again. Embeddings are copied (Letta
+pads them to 4096; the agent's `embedding_dim` says how many are real), not recomputed,
+since each imported agent keeps its embedding model. The Letta database is only read (a
+read-only session).
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
+from cairn.domain.providers import RESERVED, Provider, hint
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.domain.tenancy import Organization
 from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
 from cairn.embeddings.providers import embedder_for
 from cairn.orchestration import bedrock
+from cairn.orchestration.provider_vault import ProviderVault, vault_for
+from cairn.services.letta_keys import SealedKeyError, open_key
 from cairn.store import (
     agents,
     archives,
@@ -42,6 +47,7 @@ from cairn.store import (
     runs,
     tools,
 )
+from cairn.store import providers as provider_rows
 from cairn.store import tenancy as tenancy_rows
 from cairn.store.db import Database
 from cairn.tools.registry import BUILTIN_TOOLS
@@ -83,10 +89,14 @@ def import_letta(
     *,
     stop: Callable[[], bool] | None = None,
     settings: Settings | None = None,
+    vault: ProviderVault | None = None,
+    letta_key: str | None = None,
 ) -> Report:
     """Import everything; with `stop`, end early (`finished` false) between two units of
     work once it says so: a run in a Lambda invocation leaves before its deadline and the
-    next invocation goes on (nothing is done twice)."""
+    next invocation goes on (nothing is done twice). `letta_key` is the Letta server's
+    LETTA_ENCRYPTION_KEY, for providers' keys it stored encrypted; `vault` keeps them here
+    (by default the settings' vault, as the API's)."""
     bedrock.install()  # passages embedded again may go to Bedrock
     report = Report()
     shown = progress or (lambda phase, done, total: None)
@@ -99,16 +109,25 @@ def import_letta(
         if stop is not None and report.wrote and stop():
             raise _Paused
 
+    settings = settings or Settings.from_env()
+    keys = _Keys(vault or vault_for(settings), letta_key or None)
     try:
-        _import(db, source_url, report, tick, settings or Settings.from_env())
+        _import(db, source_url, report, tick, settings, keys)
     except _Paused:
         report.finished = False
     return report
 
 
+@dataclass
+class _Keys:
+    vault: ProviderVault  # where imported providers' keys go
+    letta_key: str | None  # what opens the ones Letta encrypted
+
+
 def _import(
-    db: Database, source_url: str, report: Report, tick: Progress, settings: Settings
-) -> None:
+    db: Database, source_url: str, report: Report, tick: Progress, settings: Settings,
+    keys: _Keys,
+) -> None:  # fmt: skip
     with letta_source.connect(source_url) as source:
         if (found := letta_source.revision(source)) is None:
             raise ValueError("not a Letta database: it has no alembic_version table")
@@ -116,7 +135,7 @@ def _import(
             report.skipped.append(f"schema revision {found} is not 0.16.1's: read as 0.16.1's")
         for org in letta_source.organizations(source):
             _organization(db, org, report)
-            _Org(db, source, org["id"], report, tick, settings).run()
+            _Org(db, source, org["id"], report, tick, settings, keys).run()
 
 
 def _known(row: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
@@ -142,13 +161,14 @@ def _organization(db: Database, org: dict[str, Any], report: Report) -> None:
 class _Org:
     def __init__(
         self, db: Database, source: Any, org: str, report: Report, tick: Progress,
-        settings: Settings,
+        settings: Settings, keys: _Keys,
     ) -> None:  # fmt: skip
         self.db, self.source, self.org, self.report, self.tick = db, source, org, report, tick
-        self.settings = settings
+        self.settings, self.keys = settings, keys
         self.tool_ids: dict[str, str] = {}  # Letta tool id -> Cairn tool id
 
     def run(self) -> None:
+        self.providers()
         self.tools()
         self.blocks()
         agent_rows = letta_source.agents(self.source, self.org)
@@ -157,6 +177,47 @@ class _Org:
         self.windows(agent_rows)
         self.archives()
         self.groups()
+
+    def providers(self) -> None:
+        rows = letta_source.providers(self.source, self.org)
+        for n, row in enumerate(rows, 1):
+            with self.db.connection() as conn:
+                new = provider_rows.get(conn, self.org, row["id"]) is None
+                taken = new and provider_rows.by_name(conn, self.org, row["name"]) is not None
+            if not new:
+                self.report.count("providers", False)
+            elif (made := self._provider(row, taken)) is not None:
+                # The key first (on AWS a secret named by the provider's id, whose value a
+                # second sealing after a crash replaces), then the row.
+                sealed = self.keys.vault.seal(*made)
+                with self.db.transaction() as conn:
+                    provider_rows.create(conn, sealed)
+                self.report.count("providers", True)
+            self.tick("providers", n, len(rows))
+
+    def _provider(self, row: dict[str, Any], taken: bool) -> tuple[Provider, dict[str, str]] | None:
+        """The provider and its key, or None (and why, in the report)."""
+        named = f"provider {row['name']} ({row['provider_type']})"
+        if taken or row["name"] in RESERVED:
+            why = "a provider of that name exists" if taken else "the name is Cairn's own"
+            self.report.skipped.append(f"{named}: {why}; add it again under another name")
+            return None
+        try:
+            secret = {"api_key": open_key(row["api_key"] or "", self.keys.letta_key)}
+            if row["access_key"]:
+                secret["access_key"] = open_key(row["access_key"], self.keys.letta_key)
+        except SealedKeyError as err:
+            self.report.skipped.append(f"{named}: its key: {err}")
+            return None
+        fields = {**_known(row, Provider), "organization_id": self.org,
+                  "key_hint": hint(secret["api_key"])}  # fmt: skip
+        try:
+            return Provider.model_validate(fields), secret
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            self.report.skipped.append(f"{named}: {where}: {first['msg']}")
+            return None
 
     def tools(self) -> None:
         rows = letta_source.tools(self.source, self.org)

@@ -7,7 +7,7 @@ from typing import Any
 
 from cairn.domain.configs import LLMConfig
 from cairn.domain.ids import is_id
-from cairn.domain.providers import CALLABLE, Provider, hint
+from cairn.domain.providers import CALLABLE, RESERVED, Provider, hint
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
 from cairn.llm import catalog
 from cairn.llm.clients import with_key
@@ -17,9 +17,6 @@ from cairn.services.requests import ProviderCheck, ProviderCreate, ProviderUpdat
 from cairn.store import providers as store
 from cairn.store.db import Connection
 from cairn.store.rows import Order
-
-# Handles are `<provider>/<model>`: a provider may not take a name the server's own use.
-RESERVED = frozenset({"openai", "anthropic", "google_ai", "bedrock", "letta", "hash", "local"})
 
 
 def _vault(rt: Runtime) -> ProviderVault:

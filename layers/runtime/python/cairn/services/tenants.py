@@ -118,7 +118,10 @@ def operate(
     if action == "import_letta":
         from cairn.services.letta_import import import_letta
 
-        return import_letta(db, str(event.get("source") or ""), stop=stop).as_dict()
+        return import_letta(
+            db, str(event.get("source") or ""), stop=stop,
+            letta_key=event.get("letta_encryption_key") or None,
+        ).as_dict()  # fmt: skip
     if action == "create_tenant":
         return create_tenant(
             db, event.get("organization") or "default", event.get("user") or "admin"

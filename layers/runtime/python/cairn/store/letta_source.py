@@ -156,3 +156,17 @@ def block_history(conn: psycopg.Connection[Row], org: str) -> list[Row]:
            ORDER BY block_id, sequence_number""",
         (org,),
     ).fetchall()
+
+
+def providers(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    """The organization's own providers (Letta's BYOK ones; base providers have no
+    organization), with their keys as stored (`*_enc`, else the older plaintext columns)."""
+    return conn.execute(
+        """SELECT id, name, provider_type, base_url, region, api_version, created_at,
+                  coalesce(api_key_enc, api_key) AS api_key,
+                  coalesce(access_key_enc, access_key) AS access_key
+           FROM providers
+           WHERE organization_id = %s AND NOT is_deleted AND provider_category = 'byok'
+           ORDER BY created_at, id""",
+        (org,),
+    ).fetchall()

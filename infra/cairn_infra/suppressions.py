@@ -49,7 +49,8 @@ REASONS = {
 OWN_KEYS_REASON = (
     "Each organization's own model provider key (the providers API) is a secret made at run "
     "time, named <stack>/providers/<organization>/<provider id>: the grant is on that prefix "
-    "only, which holds nothing else; steps may only read."
+    "only, which holds nothing else; steps may only read, and the migrate function (a Letta "
+    "import) only put keys away."
 )
 
 

@@ -83,6 +83,34 @@ def test_an_agent_on_the_organizations_provider_calls_with_its_key(stack: Stack)
     assert sent_key(stack) == "Bearer sk-rotated-key-0042"
 
 
+def test_model_lists_are_asked_of_every_provider_at_once_and_kept(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GET /v1/models/ asks the server's providers (OpenAI, Anthropic here) and the
+    organization's own at the same time: the fake answers none of the three lists until all
+    three were asked. A second listing is served from what they answered (5 minutes), and a
+    key check still asks."""
+    import threading
+
+    from cairn.llm import catalog
+
+    monkeypatch.setattr(catalog, "_lists", {})  # nothing kept from other tests' servers
+    with api(stack) as http:
+        create(http, stack)
+        stack.fake.listings.clear()
+        stack.fake.list_barrier = threading.Barrier(3, timeout=5)
+        handles = [m["handle"] for m in http.get("/models/").json()]
+        assert {"openai/gpt-fake-mini", "anthropic/gpt-fake-mini",
+                "team-openai/gpt-fake-mini"} <= set(handles)  # fmt: skip
+        assert len(stack.fake.listings) == 3 and KEY in " ".join(stack.fake.listings)
+        stack.fake.list_barrier = None
+        assert [m["handle"] for m in http.get("/models/").json()] == handles
+        assert len(stack.fake.listings) == 3  # kept: nobody asked again
+        provider = http.get("/providers/").json()[0]
+        assert http.post(f"/providers/{provider['id']}/check").status_code == 200
+        assert len(stack.fake.listings) == 4  # a check asks the provider itself
+
+
 def test_a_deleted_provider_fails_its_agents_runs_with_a_clear_reason(stack: Stack) -> None:
     with api(stack) as http:
         made = create(http, stack)

@@ -94,6 +94,9 @@ class FakeLLM:
         self.models: list[str] = ["gpt-fake-mini", "gpt-fake-large"]
         self.embedding_requests: list[dict[str, Any]] = []
         self.gates_timed_out = 0  # replies whose gate was not set within 30 s
+        self.listings: list[str] = []  # the keys model lists were asked with (GET /models)
+        # With a barrier, a model list is answered only once its parties all asked (at once).
+        self.list_barrier: threading.Barrier | None = None
         self._queue: deque[Reply] = deque()
         self._rules: list[tuple[Callable[[Recorded], bool], Reply | Answer]] = []
         self._ids = itertools.count(1)
@@ -134,6 +137,7 @@ class FakeLLM:
             self._rules.clear()
             self.requests.clear()
             self.gates_timed_out = 0
+            self.listings.clear()
 
     @property
     def pending(self) -> int:
@@ -498,6 +502,13 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 )
                 return
             # OpenAI's, Anthropic's and Gemini's model lists, for GET /v1/models/ of the API
+            fake.listings.append(keys)
+            if fake.list_barrier is not None:
+                try:
+                    fake.list_barrier.wait()
+                except threading.BrokenBarrierError:
+                    self._send_json(500, {"error": {"message": "asked one after another"}})
+                    return
             if self.headers.get("x-goog-api-key"):  # Gemini's SDK asks /v1/models too
                 self._send_json(200, {"models": [
                     {"name": "models/gemini-fake-flash", "displayName": "Gemini Fake Flash",

@@ -6,6 +6,12 @@ refuses both spellings; Cairn keeps `openai/<model>` working against any compati
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
 from cairn.config import Settings
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.constants import DEFAULT_CONTEXT_WINDOW
@@ -124,28 +130,68 @@ def resolve_embedding(handle: str, settings: Settings) -> EmbeddingConfig:
     )
 
 
+# A provider's model list, once it answered, is kept this long per endpoint and key:
+# GET /v1/models/ is asked often (clients, the ADE) and each list is a round trip of its own.
+LIST_SECONDS = 300.0
+_lists: dict[tuple[str, str, str], tuple[float, list[str]]] = {}
+_lists_lock = threading.Lock()
+T = TypeVar("T")
+
+
 def listed_models(settings: Settings) -> list[LLMConfig]:
     """What GET /v1/models/ shows: the providers' own model lists, when they answer."""
-    out: list[LLMConfig] = []
-    for provider in providers(settings):
-        for model in remote_models(provider, settings):
-            out.append(resolve_model(f"{provider}/{model}", settings))
-    return out
+
+    def of(provider: str) -> Callable[[], list[LLMConfig]]:
+        return lambda: [resolve_model(f"{provider}/{model}", settings)
+                        for model in remote_models(provider, settings)]  # fmt: skip
+
+    return gathered([of(provider) for provider in providers(settings)])
+
+
+def gathered(lists: list[Callable[[], list[T]]]) -> list[T]:
+    """The lists made at once (each a provider's round trip, up to its 5 s timeout), joined
+    in order: a slow provider costs its own time, not the sum of all of them."""
+    if len(lists) < 2:
+        return [item for make in lists for item in make()]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(len(lists), 8)) as pool:
+        made = list(pool.map(lambda make: make(), lists))
+    return [item for items in made for item in items]
 
 
 def remote_models(provider: str, settings: Settings, *, strict: bool = False) -> list[str]:
     """The provider's own list of its models; [] if it cannot list them, or with `strict`
-    the provider's error (a key that does not work: `auth`)."""
+    the provider's error (a key that does not work: `auth`). `strict` (a key being checked)
+    always asks; otherwise a list the provider gave in the last LIST_SECONDS serves."""
     from cairn.llm.errors import translate_errors
     from cairn.llm.gemini import gemini_errors
 
+    kept_as = _list_key(provider, settings)
+    with _lists_lock:
+        kept = _lists.get(kept_as)
+    if kept is not None and not strict and time.monotonic() - kept[0] < LIST_SECONDS:
+        return kept[1]
     try:
         with translate_errors(), gemini_errors():
-            return _listed(provider, settings)
+            listed = _listed(provider, settings)
     except Exception:  # a provider that cannot list models still serves known handles
         if strict:
             raise
         return []
+    with _lists_lock:
+        _lists[kept_as] = (time.monotonic(), listed)
+    return listed
+
+
+def _list_key(provider: str, settings: Settings) -> tuple[str, str, str]:
+    """(provider, endpoint, a digest of the key): the key itself is not kept."""
+    key, url = {
+        "openai": (settings.openai_api_key, settings.openai_base_url),
+        "anthropic": (settings.anthropic_api_key, settings.anthropic_base_url),
+        "google_ai": (settings.gemini_api_key, settings.gemini_base_url),
+    }.get(provider, (None, None))
+    return provider, url or "", hashlib.sha256((key or "").encode()).hexdigest()
 
 
 def _listed(provider: str, settings: Settings) -> list[str]:
@@ -161,22 +207,22 @@ def _listed(provider: str, settings: Settings) -> list[str]:
     if provider == "openai":
         import openai
 
-        client = openai.OpenAI(
+        with openai.OpenAI(  # closed here: a client per listing, not left to the collector
             api_key=settings.openai_api_key or "unused",
             base_url=settings.openai_base_url,
             timeout=5,
             max_retries=0,
-        )
-        return sorted(m.id for m in client.models.list())
+        ) as client:
+            return sorted(m.id for m in client.models.list())
     import anthropic
 
-    maker = anthropic.Anthropic(
+    with anthropic.Anthropic(
         api_key=settings.anthropic_api_key,
         base_url=settings.anthropic_base_url,
         timeout=5,
         max_retries=0,
-    )
-    return sorted(m.id for m in maker.models.list())
+    ) as maker:
+        return sorted(m.id for m in maker.models.list())
 
 
 def embedding_models(settings: Settings) -> list[EmbeddingConfig]:

@@ -3,6 +3,8 @@ runtime's vault, never returned; their models listed and named `<provider name>/
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from cairn.domain.configs import LLMConfig
@@ -132,18 +134,25 @@ def _models_with(
 
 def models(rt: Runtime, org: str) -> list[LLMConfig]:
     """GET /v1/models/: the server's providers' models, then each of the organization's own
-    providers', named `<provider name>/<model>`."""
-    found = catalog.listed_models(rt.settings)
+    providers', named `<provider name>/<model>`; every provider asked at once."""
     with rt.db.connection() as conn:
         own = store.list_providers(conn, org, limit=100, order="asc")
-    for provider in own:
-        try:
-            secret = _vault(rt).open(provider)
-        except Exception:  # a key that cannot be opened lists nothing, as a failing provider
-            continue
-        for model in _models_with(rt, provider.provider_type, secret, provider.base_url):
-            found.append(resolve(provider, model))
-    return found
+    lists: list[Callable[[], list[LLMConfig]]] = [lambda: catalog.listed_models(rt.settings)]
+    lists += [partial(_own_models, rt, provider) for provider in own]
+    return catalog.gathered(lists)
+
+
+def _own_models(rt: Runtime, provider: Provider) -> list[LLMConfig]:
+    try:  # the key as steps open it (kept a minute), so listing reads no secret each time
+        found = rt.provider_keys(provider.organization_id, provider.name) if rt.provider_keys \
+            else (provider, _vault(rt).open(provider))  # fmt: skip
+    except Exception:  # a key that cannot be opened lists nothing, as a failing provider
+        return []
+    if found is None:  # deleted since it was listed
+        return []
+    current, secret = found
+    models = _models_with(rt, current.provider_type, secret, current.base_url)
+    return [resolve(current, model) for model in models]
 
 
 def resolve(provider: Provider, model: str, **limits: Any) -> LLMConfig:

@@ -14,6 +14,9 @@ answer of the command that made it.
     cairn-admin revoke-key ORG_ID KEY_ID
     cairn-admin tool-hosts ORG_ID api.github.com '*.wikipedia.org'   # none: no network
     cairn-admin --stack cairn import-letta postgresql://...   # a Letta database, on AWS
+
+A Letta server run with LETTA_ENCRYPTION_KEY stored its providers' keys encrypted: set the
+same variable when importing, and the command carries it to the import.
 """
 
 from __future__ import annotations

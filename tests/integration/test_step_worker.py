@@ -523,10 +523,13 @@ def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Or
     """Each worker is its own execution environment: a slow model call of one agent does not
     hold up another's step (asked while the first is still waiting on the model)."""
     arrivals: list[float] = []
+    both = threading.Event()  # no answer until both steps have asked the model
 
     def slow(request: Any) -> Reply:
         arrivals.append(time.monotonic())
-        return Reply(text="slow answer", delay=2.0)
+        if len(arrivals) == 2:
+            both.set()
+        return Reply(text="slow answer", gate=both)
 
     worker.fake.when(lambda _: True, slow)
     # As on the real queue, visibility outlasts a step: with the fixture's 1 s, SQS would hand
@@ -555,4 +558,5 @@ def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Or
             poller.stopping.set()
         for poller in pollers:
             poller.join(timeout=10)
-    assert len(arrivals) == 2 and abs(arrivals[1] - arrivals[0]) < 2.0
+    # One worker at a time would have held the first answer until the fake gave up (30 s).
+    assert len(arrivals) == 2 and worker.fake.gates_timed_out == 0

@@ -174,3 +174,46 @@ def test_check_a_key_before_and_after_storing_it(stack: Stack) -> None:
         assert bad.status_code == 401
         made = create(http, stack, api_key="sk-rejected-0001")
         assert http.post(f"/providers/{made['id']}/check").status_code == 401
+
+
+def test_a_bedrock_provider_lists_checks_and_signs_with_the_organizations_own_key(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Letta's Bedrock BYOK: an access key id (`access_key`), its secret (`api_key`) and a
+    region. Its models are its inference profiles (ListInferenceProfiles), named by the
+    ARN's last dotted part as Letta names them; its agents' Converse calls are signed with
+    that key, in that region, not with the function's role (here: other credentials)."""
+    for name, value in (("AWS_ACCESS_KEY_ID", "AKIASERVERROLE"), ("AWS_SECRET_ACCESS_KEY", "x"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):  # fmt: skip
+        monkeypatch.setenv(name, value)
+    own = {"name": "team-bedrock", "provider_type": "bedrock", "api_key": "team-secret-9f3e",
+           "access_key": "AKIATEAMBEDROCK", "region": "us-west-2",
+           "base_url": stack.fake.base_url}  # fmt: skip
+    arn = "arn:aws:bedrock:us-west-2:123456789012:inference-profile/" + (
+        "us.anthropic.claude-sonnet-4-20250514-v1:0")  # fmt: skip
+    with api(stack) as http:
+        missing = http.post("/providers/", json={**own, "region": None})
+        assert missing.status_code == 400 and "region" in missing.text
+        checked = http.post("/providers/check", json={**own, "access_key": "AKIAREJECTED"})
+        assert checked.status_code == 401
+        made = http.post("/providers/", json=own).json()
+        assert http.post(f"/providers/{made['id']}/check").status_code == 200
+        listed = {m["handle"]: m for m in http.get("/models/").json()}
+        mine = listed["team-bedrock/claude-sonnet-4-20250514-v1:0"]
+        assert mine["model"] == arn and mine["provider_category"] == "byok"
+        unknown = http.post("/agents/", json={"model": "team-bedrock/claude-none-v1:0"})
+        assert unknown.status_code == 400 and "inference profiles" in unknown.text
+    signed = [s for s in stack.fake.listings if "AWS4-HMAC-SHA256" in s]
+    assert signed and all("Credential=AKIATEAMBEDROCK/" in s and "/us-west-2/bedrock/" in s
+                          for s in signed if "REJECTED" not in s)  # fmt: skip
+
+    client = stack.client()
+    agent = client.agents.create(model="team-bedrock/claude-sonnet-4-20250514-v1:0")
+    assert agent.llm_config.model == arn and agent.llm_config.provider_name == "team-bedrock"
+    stack.fake.reply("From your own Bedrock.")
+    sent = client.agents.messages.create(agent.id, input="hi")
+    assert sent.messages[-1].content == "From your own Bedrock."
+    call = stack.fake.requests[-1]
+    assert call.provider == "bedrock" and call.path.endswith("/converse")
+    authorization = sent_key(stack)
+    assert "Credential=AKIATEAMBEDROCK/" in authorization and "/us-west-2/bedrock/" in authorization

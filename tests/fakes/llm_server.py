@@ -95,6 +95,7 @@ class FakeLLM:
         self.embedding_requests: list[dict[str, Any]] = []
         self.gates_timed_out = 0  # replies whose gate was not set within 30 s
         self.listings: list[str] = []  # the keys model lists were asked with (GET /models)
+        self.bedrock_profiles = ["us.anthropic.claude-sonnet-4-20250514-v1:0"]
         # With a barrier, a model list is answered only once its parties all asked (at once).
         self.list_barrier: threading.Barrier | None = None
         self._queue: deque[Reply] = deque()
@@ -489,6 +490,20 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 f"{self.headers.get('Authorization')} {self.headers.get('x-api-key')} "
                 f"{self.headers.get('x-goog-api-key')}"
             )
+            if self.path.split("?")[0] == "/inference-profiles":  # Bedrock's control plane
+                fake.listings.append(keys)
+                if "REJECTED" in keys:  # an access key id AWS does not know
+                    error = {"x-amzn-ErrorType": "UnrecognizedClientException:http://internal"}
+                    self._send_json(403, {"message": "The security token is invalid"}, error)
+                    return
+                self._send_json(200, {"inferenceProfileSummaries": [
+                    {"inferenceProfileArn": f"arn:aws:bedrock:us-west-2:123456789012:"
+                     f"inference-profile/{profile}", "inferenceProfileId": profile,
+                     "inferenceProfileName": profile, "status": "ACTIVE",
+                     "type": "SYSTEM_DEFINED", "models": []}
+                    for profile in fake.bedrock_profiles
+                ]})  # fmt: skip
+                return
             if "rejected" in keys:  # a key the provider does not know
                 self._send_json(
                     401,

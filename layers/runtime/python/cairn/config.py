@@ -80,6 +80,9 @@ class Settings(BaseModel):
     provider_secret_prefix: str | None = None
     provider_key: str | None = None  # base64 of 32 bytes; default: a key file in data_dir
     gemini_base_url: str | None = None
+    # Set for one call only, never from the environment: an organization's own Bedrock
+    # credentials (access key id, secret access key, region); None: the function's role.
+    bedrock_own_key: tuple[str, str, str] | None = None
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
     llm_max_retries: int = Field(default=3, ge=0)

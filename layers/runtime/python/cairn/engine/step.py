@@ -315,7 +315,8 @@ class Engine:
             raise LLMError("auth", f"The provider `{config.provider_name}` is not configured "
                            "for this organization (the providers API)")  # fmt: skip
         provider, secret = found
-        return client_for(config, with_key(self.settings, provider.provider_type, secret))
+        own = with_key(self.settings, provider.provider_type, secret, region=provider.region)
+        return client_for(config, own)
 
     def write_journal(self, state: StepState, key: str, payload: dict[str, Any]) -> None:
         entry = JournalEntry(

@@ -162,26 +162,42 @@ def gathered(lists: list[Callable[[], list[T]]]) -> list[T]:
 
 def remote_models(provider: str, settings: Settings, *, strict: bool = False) -> list[str]:
     """The provider's own list of its models; [] if it cannot list them, or with `strict`
-    the provider's error (a key that does not work: `auth`). `strict` (a key being checked)
-    always asks; otherwise a list the provider gave in the last LIST_SECONDS serves."""
+    the provider's error (a key that does not work: `auth`)."""
     from cairn.llm.errors import translate_errors
     from cairn.llm.gemini import gemini_errors
 
-    kept_as = _list_key(provider, settings)
+    def listed() -> list[str]:
+        with translate_errors(), gemini_errors():
+            return _listed(provider, settings)
+
+    return kept_list(_list_key(provider, settings), listed, strict=strict)
+
+
+def kept_list(
+    kept_as: tuple[str, str, str], listed: Callable[[], list[str]], *, strict: bool = False
+) -> list[str]:
+    """`listed()`, or what it gave in the last LIST_SECONDS for the same (provider,
+    endpoint, key digest). `strict` (a key being checked) always asks, and raises what the
+    provider answered; otherwise a provider that cannot list gives [] (its known handles
+    still serve), and that is not kept."""
     with _lists_lock:
         kept = _lists.get(kept_as)
     if kept is not None and not strict and time.monotonic() - kept[0] < LIST_SECONDS:
         return kept[1]
     try:
-        with translate_errors(), gemini_errors():
-            listed = _listed(provider, settings)
-    except Exception:  # a provider that cannot list models still serves known handles
+        fresh = listed()
+    except Exception:
         if strict:
             raise
         return []
     with _lists_lock:
-        _lists[kept_as] = (time.monotonic(), listed)
-    return listed
+        _lists[kept_as] = (time.monotonic(), fresh)
+    return fresh
+
+
+def digest(secret: object) -> str:
+    """What a kept list is filed under instead of the key itself."""
+    return hashlib.sha256(repr(secret).encode()).hexdigest()
 
 
 def _list_key(provider: str, settings: Settings) -> tuple[str, str, str]:
@@ -191,7 +207,7 @@ def _list_key(provider: str, settings: Settings) -> tuple[str, str, str]:
         "anthropic": (settings.anthropic_api_key, settings.anthropic_base_url),
         "google_ai": (settings.gemini_api_key, settings.gemini_base_url),
     }.get(provider, (None, None))
-    return provider, url or "", hashlib.sha256((key or "").encode()).hexdigest()
+    return provider, url or "", digest(key or "")
 
 
 def _listed(provider: str, settings: Settings) -> list[str]:

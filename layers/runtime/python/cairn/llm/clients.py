@@ -38,8 +38,9 @@ def client_for(config: LLMConfig, settings: Settings) -> LLMClient:
         )  # fmt: skip
     if kind == "bedrock":
         return _bedrock(
-            config.model_endpoint, settings.llm_timeout_seconds, settings.llm_max_retries
-        )
+            config.model_endpoint, settings.llm_timeout_seconds, settings.llm_max_retries,
+            settings.bedrock_own_key,
+        )  # fmt: skip
     if kind in OPENAI_COMPATIBLE:
         return _openai(
             config.model_endpoint or settings.openai_base_url,
@@ -111,6 +112,8 @@ def gemini_sdk(base_url: str | None, api_key: str | None, timeout: float) -> Any
     return genai.Client(api_key=api_key, http_options=options)
 
 
+BedrockOwnKey = tuple[str, str, str] | None  # (access key id, secret, region): Settings
+
 # The settings fields each provider type takes its key and endpoint from.
 KEY_FIELDS = {"openai": ("openai_api_key", "openai_base_url"),
               "anthropic": ("anthropic_api_key", "anthropic_base_url"),
@@ -118,9 +121,18 @@ KEY_FIELDS = {"openai": ("openai_api_key", "openai_base_url"),
 
 
 def with_key(
-    settings: Settings, provider_type: str, secret: dict[str, str], base_url: str | None = None
+    settings: Settings,
+    provider_type: str,
+    secret: dict[str, str],
+    base_url: str | None = None,
+    region: str | None = None,
 ) -> Settings:
     """The settings a call with an organization's own key (and endpoint) is made under."""
+    if provider_type == "bedrock":  # Letta's fields: access_key the id, api_key the secret
+        if not (secret.get("access_key") and secret.get("api_key") and region):
+            raise LLMError("auth", "A bedrock provider needs access_key, api_key and region")
+        own = (secret["access_key"], secret["api_key"], region)
+        return settings.model_copy(update={"bedrock_own_key": own})
     fields = KEY_FIELDS.get(provider_type)
     if fields is None:
         raise LLMError("bad_request", f"Cairn cannot call `{provider_type}` with a key of its own")
@@ -146,26 +158,28 @@ def wire_body(request: LLMRequest) -> dict[str, Any]:
     return openai_chat.request_body(request)
 
 
-def _bedrock(endpoint: str | None, timeout: float, retries: int) -> LLMClient:
+def _bedrock(endpoint: str | None, timeout: float, retries: int, own: BedrockOwnKey) -> LLMClient:
     from cairn.llm.bedrock_converse import BedrockConverse
 
     return BedrockConverse(
-        bedrock_runtime(endpoint, timeout, retries),
-        lambda seconds: bedrock_runtime(endpoint, min(seconds, timeout), 0),
+        bedrock_runtime(endpoint, timeout, retries, own),
+        lambda seconds: bedrock_runtime(endpoint, min(seconds, timeout), 0, own),
     )
 
 
 # Bedrock's runtime client is made by an orchestration adapter (boto3 lives there only);
 # the runtime installs its factory (orchestration/bedrock.py).
-_bedrock_factory: Callable[[str | None, float, int], Any] | None = None
+_bedrock_factory: Callable[[str | None, float, int, BedrockOwnKey], Any] | None = None
 
 
-def use_bedrock(factory: Callable[[str | None, float, int], Any]) -> None:
+def use_bedrock(factory: Callable[[str | None, float, int, BedrockOwnKey], Any]) -> None:
     global _bedrock_factory
     _bedrock_factory = factory
 
 
-def bedrock_runtime(endpoint: str | None, timeout: float, retries: int) -> Any:
+def bedrock_runtime(
+    endpoint: str | None, timeout: float, retries: int, own: BedrockOwnKey = None
+) -> Any:
     if _bedrock_factory is None:
         raise LLMError("bad_request", "Bedrock is not set up in this process")
-    return _bedrock_factory(endpoint, timeout, retries)
+    return _bedrock_factory(endpoint, timeout, retries, own)

@@ -36,11 +36,20 @@ def _fetch(conn: Connection, org: str, provider_id: str) -> Provider:
     return found
 
 
-def _secret(req: ProviderCreate | ProviderUpdate) -> dict[str, str]:
+def _bedrock_fields(provider_type: str, req: ProviderCreate | ProviderCheck) -> None:
+    if provider_type == "bedrock" and not (req.access_key and req.region):
+        raise InvalidArgumentError(
+            "access_key, region: a bedrock provider is an AWS access key id (access_key), "
+            "its secret access key (api_key) and the region to call"
+        )
+
+
+def _secret(req: ProviderCreate | ProviderUpdate | ProviderCheck) -> dict[str, str]:
     return {"api_key": req.api_key, **({"access_key": req.access_key} if req.access_key else {})}
 
 
 def create(rt: Runtime, org: str, req: ProviderCreate, user_id: str | None = None) -> Provider:
+    _bedrock_fields(req.provider_type, req)
     if req.name in RESERVED:
         raise InvalidArgumentError(
             f"name: `{req.name}` is the server's own provider; choose another "
@@ -110,25 +119,34 @@ def delete(rt: Runtime, org: str, provider_id: str) -> Provider:
 
 def check(rt: Runtime, req: ProviderCheck) -> None:
     """The key works if the provider lists its models with it (raises LLMError if not)."""
-    _models_with(rt, req.provider_type, {"api_key": req.api_key}, req.base_url, strict=True)
+    _bedrock_fields(req.provider_type, req)
+    _models_with(rt, req.provider_type, _secret(req), req.base_url, req.region, strict=True)
 
 
 def check_existing(rt: Runtime, org: str, provider_id: str) -> Provider:
     provider = retrieve(rt, org, provider_id)
     secret = _vault(rt).open(provider)
-    _models_with(rt, provider.provider_type, secret, provider.base_url, strict=True)
+    _models_with(rt, provider.provider_type, secret, provider.base_url, provider.region,
+                 strict=True)  # fmt: skip
     return provider
 
 
 def _models_with(
     rt: Runtime, provider_type: str, secret: dict[str, str], base_url: str | None,
-    *, strict: bool = False,
+    region: str | None, *, strict: bool = False,
 ) -> list[str]:  # fmt: skip
-    if provider_type not in CALLABLE or provider_type == "bedrock":
+    if provider_type not in CALLABLE:
         if strict:
             raise InvalidArgumentError(f"Cairn cannot check a `{provider_type}` key")
         return []
-    settings = with_key(rt.settings, provider_type, secret, base_url)
+    settings = with_key(rt.settings, provider_type, secret, base_url, region)
+    if provider_type == "bedrock":  # its inference profiles, by ARN, as Letta lists them
+        from cairn.orchestration import bedrock
+
+        own = settings.bedrock_own_key
+        kept_as = ("bedrock", base_url or "", catalog.digest(own))
+        return catalog.kept_list(kept_as, lambda: bedrock.inference_profiles(base_url, own),
+                                 strict=strict)  # fmt: skip
     return catalog.remote_models(provider_type, settings, strict=strict)
 
 
@@ -151,18 +169,20 @@ def _own_models(rt: Runtime, provider: Provider) -> list[LLMConfig]:
     if found is None:  # deleted since it was listed
         return []
     current, secret = found
-    models = _models_with(rt, current.provider_type, secret, current.base_url)
+    models = _models_with(rt, current.provider_type, secret, current.base_url, current.region)
     return [resolve(current, model) for model in models]
 
 
 def resolve(provider: Provider, model: str, **limits: Any) -> LLMConfig:
     """The llm_config of `<provider name>/<model>`: the type's defaults, this provider's
-    endpoint, and its name, which a step looks its key up by."""
+    endpoint, and its name, which a step looks its key up by. A Bedrock provider's model is
+    an inference profile's ARN, named as Letta names it: the ARN's last dotted part."""
     base = catalog.resolve_model(f"{provider.provider_type}/{model}", catalog.NO_KEYS, **limits)
     endpoint = provider.base_url or base.model_endpoint
+    short = model.split(".")[-1] if provider.provider_type == "bedrock" else model
     return base.model_copy(update={"provider_name": provider.name, "provider_category": "byok",
                                    "model_endpoint": endpoint,
-                                   "handle": f"{provider.name}/{model}"})  # fmt: skip
+                                   "handle": f"{provider.name}/{short}"})  # fmt: skip
 
 
 def resolve_handle(rt: Runtime, org: str, handle: str, **limits: Any) -> LLMConfig:
@@ -173,10 +193,30 @@ def resolve_handle(rt: Runtime, org: str, handle: str, **limits: Any) -> LLMConf
         with rt.db.connection() as conn:
             provider = store.by_name(conn, org, prefix)
         if provider is not None:
-            if provider.provider_type not in CALLABLE or provider.provider_type == "bedrock":
+            if provider.provider_type not in CALLABLE:
                 raise InvalidArgumentError(
                     f"model: Cairn cannot call `{provider.provider_type}` models (provider "
-                    f"`{prefix}`); it calls openai, anthropic and google_ai with your key"
+                    f"`{prefix}`); it calls openai, anthropic, google_ai and bedrock with "
+                    "your key"
                 )
+            if provider.provider_type == "bedrock":
+                model = _bedrock_profile(rt, provider, model)
             return resolve(provider, model, **limits)
     return catalog.resolve_model(handle, rt.settings, **limits)
+
+
+def _bedrock_profile(rt: Runtime, provider: Provider, model: str) -> str:
+    """The inference profile a Bedrock provider's handle names: Letta's short name (the
+    ARN's last dotted part) looked up in the provider's list, or an ARN or profile id as
+    it is."""
+    if model.startswith("arn:") or "." in model:
+        return model
+    profiles = _models_with(rt, "bedrock", _vault(rt).open(provider), provider.base_url,
+                            provider.region)  # fmt: skip
+    found = [arn for arn in profiles if arn.split(".")[-1] == model]
+    if not found:
+        raise InvalidArgumentError(
+            f"model: `{provider.name}/{model}` is none of the provider's inference profiles "
+            "(GET /v1/models/ lists them)"
+        )
+    return found[0]

@@ -217,3 +217,9 @@ def test_a_bedrock_provider_lists_checks_and_signs_with_the_organizations_own_ke
     assert call.provider == "bedrock" and call.path.endswith("/converse")
     authorization = sent_key(stack)
     assert "Credential=AKIATEAMBEDROCK/" in authorization and "/us-west-2/bedrock/" in authorization
+    with api(stack) as http:  # a rotated secret keeps its key id, as in Letta
+        rotated = http.patch(f"/providers/{made['id']}", json={"api_key": "team-secret-0a1b"})
+        assert rotated.status_code == 200 and rotated.json()["api_key"] == "...0a1b"
+    stack.fake.reply("Still yours.")
+    client.agents.messages.create(agent.id, input="again")
+    assert "Credential=AKIATEAMBEDROCK/" in sent_key(stack)

@@ -98,7 +98,11 @@ def modify(rt: Runtime, org: str, provider_id: str, req: ProviderUpdate) -> Prov
         "api_version": req.api_version if req.api_version is not None else current.api_version,
         "key_hint": hint(req.api_key),
     })  # fmt: skip
-    sealed = _vault(rt).seal(changed, _secret(req))
+    secret = _secret(req)
+    if current.provider_type == "bedrock" and req.access_key is None:
+        # As Letta's update: a new secret access key keeps the key id it belongs to.
+        secret.update({k: v for k, v in _vault(rt).open(current).items() if k == "access_key"})
+    sealed = _vault(rt).seal(changed, secret)
     with rt.db.transaction() as conn:
         updated = store.update(conn, sealed)
     if rt.provider_keys is not None:

@@ -52,7 +52,7 @@ def _client(service: str, endpoint: str | None, own: BedrockOwnKey, config: Any)
                 "region_name": own[2]}  # fmt: skip
     try:
         return boto3.client(service, endpoint_url=endpoint, config=config, **keys)
-    except BotoCoreError as err:  # no region configured
+    except (BotoCoreError, ValueError) as err:  # no region, or an endpoint botocore refuses
         raise LLMError("bad_request", f"Bedrock: {err}") from err
 
 

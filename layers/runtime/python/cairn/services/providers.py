@@ -3,6 +3,7 @@ runtime's vault, never returned; their models listed and named `<provider name>/
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -37,11 +38,15 @@ def _fetch(conn: Connection, org: str, provider_id: str) -> Provider:
 
 
 def _bedrock_fields(provider_type: str, req: ProviderCreate | ProviderCheck) -> None:
-    if provider_type == "bedrock" and not (req.access_key and req.region):
+    if provider_type != "bedrock":
+        return
+    if not (req.access_key and req.region):
         raise InvalidArgumentError(
             "access_key, region: a bedrock provider is an AWS access key id (access_key), "
             "its secret access key (api_key) and the region to call"
         )
+    if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d{1,2}", req.region):
+        raise InvalidArgumentError(f"region: `{req.region}` is not an AWS region (us-east-1)")
 
 
 def _secret(req: ProviderCreate | ProviderUpdate | ProviderCheck) -> dict[str, str]:

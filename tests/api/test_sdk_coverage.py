@@ -30,7 +30,7 @@ from tests.fakes.llm_server import call
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 RESOURCES = (
     "agents", "blocks", "tools", "runs", "steps", "groups", "passages", "archives", "tags",
-    "messages", "batches", "models", "health",
+    "messages", "batches", "models", "health", "identities",
 )  # fmt: skip
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -43,8 +43,6 @@ NOT_SERVED = {
     "agents.folders.attach": "files and folders (data sources) are not part of Cairn",
     "agents.folders.detach": "files and folders (data sources) are not part of Cairn",
     "agents.folders.list": "files and folders (data sources) are not part of Cairn",
-    "agents.identities.attach": "identities are not part of Cairn",
-    "agents.identities.detach": "identities are not part of Cairn",
 }
 
 called: set[str] = set()
@@ -393,6 +391,27 @@ def test_a_background_run_is_streamed_again(stack: Stack, client: Letta) -> None
     run = client.agents.messages.create_async(agent.id, input="hi")
     events = list(client.runs.messages.stream(run.id))
     assert [e.message_type for e in events][-2:] == ["stop_reason", "usage_statistics"]
+
+
+def test_identities(stack: Stack, client: Letta) -> None:
+    agents = [client.agents.create(llm_config=LLM).id for _ in range(3)]  # type: ignore[arg-type]
+    blocks = [client.blocks.create(label=f"b{n}", value="v").id for n in range(3)]
+    made = [client.identities.create(identifier_key=f"user-{n}", name=f"U{n}",
+                                     identity_type="user") for n in range(3)]  # fmt: skip
+    assert len(walk_pages(client.identities.list(limit=2))) == 3
+    ada = made[0]
+    client.identities.update(ada.id, agent_ids=agents[:2], block_ids=blocks)
+    client.agents.identities.attach(ada.id, agent_id=agents[2])
+    assert len(walk_pages(client.identities.agents.list(ada.id, limit=2))) == 3
+    assert len(walk_pages(client.identities.blocks.list(ada.id, limit=2))) == 3
+    client.agents.identities.detach(ada.id, agent_id=agents[2])
+    client.identities.properties.upsert(ada.id, body=[{"key": "k", "value": {"a": 1},
+                                                       "type": "json"}])  # fmt: skip
+    kept = client.identities.upsert(identifier_key="user-0", name="Ada", identity_type="user")
+    assert kept.id == ada.id and client.identities.retrieve(ada.id).name == "Ada"
+    client.identities.delete(made[1].id)
+    with pytest.raises(NotFoundError):
+        client.identities.retrieve(made[1].id)
 
 
 def test_every_sdk_method_is_exercised_or_listed_as_not_served(stack: Stack) -> None:

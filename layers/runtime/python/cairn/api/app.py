@@ -27,6 +27,7 @@ from cairn.api.routes import (
     batches,
     groups,
     health,
+    identities,
     memory,
     messages,
     providers,
@@ -56,7 +57,7 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
-               groups, providers)  # fmt: skip
+               groups, providers, identities)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 

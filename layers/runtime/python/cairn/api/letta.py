@@ -16,6 +16,7 @@ from cairn.domain.batches import Batch
 from cairn.domain.blocks import Block
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.groups import Group
+from cairn.domain.identities import Identity
 from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.providers import Provider
@@ -297,7 +298,25 @@ def view_json(view: AgentView) -> dict[str, Any]:
         data["tags"] = []
     if view.group is not None:
         data["multi_agent_group"] = group_json(view.group)
+    if view.identities:
+        data["identities"] = [identity_json(i) for i in view.identities]
+        data["identity_ids"] = [i.id for i in view.identities]
     return data
+
+
+def identity_json(identity: Identity) -> dict[str, Any]:
+    """Letta's Identity (its deprecated agent_ids and block_ids included, as it sends them)."""
+    return {
+        "id": identity.id,
+        "identifier_key": identity.identifier_key,
+        "name": identity.name,
+        "identity_type": identity.identity_type,
+        "project_id": identity.project_id,
+        "agent_ids": identity.agent_ids,
+        "block_ids": identity.block_ids,
+        "organization_id": identity.organization_id,
+        "properties": [p.model_dump(mode="json") for p in identity.properties],
+    }
 
 
 def run_json(run: Run) -> dict[str, Any]:

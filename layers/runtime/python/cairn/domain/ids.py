@@ -24,6 +24,7 @@ PREFIXES = (
     "group",
     "job",
     "provider",
+    "identity",
 )
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
@@ -58,6 +59,7 @@ BlockId = Annotated[str, StringConstraints(pattern=id_pattern("block"))]
 ToolId = Annotated[str, StringConstraints(pattern=id_pattern("tool"))]
 MessageId = Annotated[str, StringConstraints(pattern=id_pattern("message"))]
 ArchiveId = Annotated[str, StringConstraints(pattern=id_pattern("archive"))]
+IdentityId = Annotated[str, StringConstraints(pattern=id_pattern("identity"))]
 PassageId = Annotated[str, StringConstraints(pattern=id_pattern("passage"))]
 RunId = Annotated[str, StringConstraints(pattern=id_pattern("run"))]
 StepId = Annotated[str, StringConstraints(pattern=id_pattern("step"))]

@@ -10,6 +10,7 @@ from cairn.domain.agents import Agent, check_timezone
 from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block
 from cairn.domain.groups import Group
+from cairn.domain.identities import Identity
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run
 from cairn.domain.tools import Tool
@@ -22,9 +23,11 @@ from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
 from cairn.orchestration.parts import Runtime
+from cairn.services import identities as identity_service
 from cairn.services import providers
 from cairn.services.requests import CreateAgent, UpdateAgent
 from cairn.store import agents, archives, blocks, groups, messages, runs, tools
+from cairn.store import identities as identity_rows
 from cairn.store.db import Connection
 from cairn.store.rows import Order
 
@@ -45,6 +48,7 @@ class AgentView:
     tools: list[Tool] = field(default_factory=list)
     group: Group | None = None
     relations: bool = True  # False: blocks and tools were not read (the 1.x SDKs' default)
+    identities: list[Identity] = field(default_factory=list)
 
 
 def fetch(conn: Connection, org: str, agent_id: str, *, for_update: bool = False) -> Agent:
@@ -60,8 +64,9 @@ def view_of(conn: Connection, agent: Agent, *, relations: bool = True) -> AgentV
     if not relations:
         return AgentView(agent, group=group, relations=False)
     return AgentView(
-        agent, blocks.for_agent(conn, org, agent.id), tools.for_agent(conn, org, agent.id), group
-    )
+        agent, blocks.for_agent(conn, org, agent.id), tools.for_agent(conn, org, agent.id), group,
+        identities=identity_rows.of_agents(conn, org, [agent.id])[agent.id],
+    )  # fmt: skip
 
 
 def retrieve(rt: Runtime, org: str, agent_id: str, *, relations: bool = True) -> AgentView:
@@ -136,6 +141,8 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
             if block is None:
                 raise NotFoundError(f"Block with id '{block_id}' not found")
             existing.append(block)
+        for identity_id in req.identity_ids:
+            identity_service.fetch(conn, org, identity_id)
     base_rules = req.include_base_tool_rules
     created = provision_agent(
         rt.db,
@@ -149,6 +156,10 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
     )
     if created.enable_sleeptime:
         provision_sleeptime(rt.db, created, now=utc_now())
+    if req.identity_ids:
+        with rt.db.transaction() as conn:
+            for identity_id in req.identity_ids:
+                identity_rows.link(conn, org, identity_id, "agent", [created.id])
     return retrieve(rt, org, created.id)
 
 
@@ -165,6 +176,8 @@ def list_agents(
     limit: int,
     order: Order,
     relations: bool,
+    identity_id: str | None = None,
+    identifier_keys: list[str] | None = None,
 ) -> list[AgentView]:
     with rt.db.connection() as conn:
         found = agents.list_agents(
@@ -174,6 +187,8 @@ def list_agents(
             query_text=query_text,
             tags=tags or None,
             match_all_tags=match_all_tags,
+            identity_id=identity_id,
+            identifier_keys=identifier_keys or None,
             after=after,
             before=before,
             limit=limit,
@@ -190,7 +205,14 @@ def count(rt: Runtime, org: str) -> int:
 def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
     changes: dict[str, Any] = req.model_dump(
         exclude_unset=True,
-        exclude={"tool_ids", "block_ids", "model", "context_window_limit", "llm_config"},
+        exclude={
+            "tool_ids",
+            "block_ids",
+            "model",
+            "context_window_limit",
+            "llm_config",
+            "identity_ids",
+        },
     )
     if req.tool_rules is not None:
         changes["tool_rules"] = req.tool_rules
@@ -215,6 +237,8 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
             _replace(conn, org, agent.id, req.tool_ids, tools, "Tool")
         if req.block_ids is not None:
             _replace(conn, org, agent.id, req.block_ids, blocks, "Block")
+        if req.identity_ids is not None:
+            identity_service.identities_for_agent(conn, org, agent.id, req.identity_ids)
         return view_of(conn, agent)
 
 

@@ -27,7 +27,8 @@ from cairn.domain.constants import (
     MIN_CONTEXT_WINDOW,
 )
 from cairn.domain.groups import ManagerType
-from cairn.domain.ids import AgentId, ArchiveId, BlockId, MessageId, ToolId
+from cairn.domain.identities import IdentityProperty, IdentityType
+from cairn.domain.ids import AgentId, ArchiveId, BlockId, IdentityId, MessageId, ToolId
 from cairn.domain.messages import ApprovalDecision
 from cairn.domain.providers import ProviderType
 from cairn.domain.tool_rules import ToolRule
@@ -93,6 +94,7 @@ class CreateAgent(_Body):
     max_files_open: int | None = None
     per_file_view_window_char_limit: int | None = None
     hidden: bool = False
+    identity_ids: list[IdentityId] = Field(default_factory=list)
 
 
 class UpdateAgent(_Body):
@@ -113,6 +115,7 @@ class UpdateAgent(_Body):
     timezone: str | None = None
     message_buffer_autoclear: bool | None = None
     hidden: bool | None = None
+    identity_ids: list[IdentityId] | None = None  # the agent's identities, all of them
 
 
 # The text of one message, as a string (parts are held to the same limit one by one).
@@ -391,3 +394,29 @@ class ProviderUpdate(_ProviderKey):
 class ProviderCheck(_ProviderKey):
     model_config = ConfigDict(extra="ignore", protected_namespaces=(), defer_build=True)
     provider_type: ProviderType
+
+
+IdentityKey = Annotated[str, Field(min_length=1, max_length=500)]
+
+
+class IdentityCreate(_Strict):
+    identifier_key: IdentityKey
+    name: IdentityKey
+    identity_type: IdentityType
+    project_id: str | None = Field(default=None, max_length=500)
+    agent_ids: list[AgentId] | None = Field(default=None, max_length=1000)
+    block_ids: list[BlockId] | None = Field(default=None, max_length=1000)
+    properties: list[IdentityProperty] | None = Field(default=None, max_length=1000)
+
+
+class IdentityUpsert(IdentityCreate):
+    pass
+
+
+class IdentityUpdate(_Strict):
+    identifier_key: IdentityKey | None = None
+    name: IdentityKey | None = None
+    identity_type: IdentityType | None = None
+    agent_ids: list[AgentId] | None = Field(default=None, max_length=1000)
+    block_ids: list[BlockId] | None = Field(default=None, max_length=1000)
+    properties: list[IdentityProperty] | None = Field(default=None, max_length=1000)

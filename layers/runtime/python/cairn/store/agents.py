@@ -64,6 +64,11 @@ WHERE organization_id = {{org}} AND NOT hidden
   AND ({{query_text}}::text IS NULL OR name ILIKE '%' || {{query_text}} || '%')
   AND ({{tags}}::text[] IS NULL
        OR (CASE WHEN {{match_all}} THEN tags @> {{tags}} ELSE tags && {{tags}} END))
+  AND ({{identity}}::text IS NULL OR EXISTS (SELECT 1 FROM identities_agents ia
+       WHERE ia.agent_id = a.id AND ia.identity_id = {{identity}}))
+  AND ({{keys}}::text[] IS NULL OR EXISTS (
+       SELECT 1 FROM identities_agents ia JOIN identities i ON i.id = ia.identity_id
+       WHERE ia.agent_id = a.id AND i.identifier_key = ANY({{keys}})))
   AND {{cursor}}
 ORDER BY {{order_by}} LIMIT {{limit}}
 """
@@ -142,6 +147,8 @@ def list_agents(
     query_text: str | None = None,
     tags: list[str] | None = None,
     match_all_tags: bool = False,
+    identity_id: str | None = None,
+    identifier_keys: list[str] | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 50,
@@ -154,6 +161,8 @@ def list_agents(
         query_text=sql.Literal(query_text),
         tags=sql.Literal(tags or None),
         match_all=sql.Literal(match_all_tags),
+        identity=sql.Literal(identity_id),
+        keys=sql.Literal(identifier_keys or None),
         cursor=cursor,
         order_by=order_by,
         limit=sql.Literal(limit),

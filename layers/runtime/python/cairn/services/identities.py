@@ -1,0 +1,167 @@
+"""Identities (Letta's): create, upsert by key, modify, properties, delete; the agents and
+blocks linked to each. Letta's rules: a modify adds links and merges properties by key; an
+upsert of an existing key replaces its properties (and its agents, when it names them)."""
+
+from __future__ import annotations
+
+from cairn.domain.blocks import Block
+from cairn.domain.identities import Identity, IdentityProperty
+from cairn.domain.ids import is_id
+from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
+from cairn.orchestration.parts import Runtime
+from cairn.services.requests import IdentityCreate, IdentityUpdate, IdentityUpsert
+from cairn.store import identities as store
+from cairn.store.db import Connection
+from cairn.store.rows import Order, page
+
+
+def fetch(conn: Connection, org: str, identity_id: str) -> Identity:
+    if not is_id(identity_id, "identity"):
+        raise InvalidArgumentError(f"Invalid identity ID format: {identity_id}")
+    found = store.get(conn, org, identity_id)
+    if found is None:
+        raise NotFoundError(f"Identity with id={identity_id} not found")
+    return found
+
+
+def list_identities(
+    rt: Runtime, org: str, *, name: str | None, identifier_key: str | None,
+    identity_type: str | None, project_id: str | None, after: str | None,
+    before: str | None, limit: int, order: Order,
+) -> list[Identity]:  # fmt: skip
+    with rt.db.connection() as conn:
+        return store.list_identities(
+            conn, org, name=name, identifier_key=identifier_key, identity_type=identity_type,
+            project_id=project_id, after=after, before=before, limit=limit, order=order,
+        )  # fmt: skip
+
+
+def count(rt: Runtime, org: str) -> int:
+    with rt.db.connection() as conn:
+        return store.count(conn, org)
+
+
+def retrieve(rt: Runtime, org: str, identity_id: str) -> Identity:
+    with rt.db.connection() as conn:
+        return fetch(conn, org, identity_id)
+
+
+def create(rt: Runtime, org: str, req: IdentityCreate, user_id: str | None = None) -> Identity:
+    with rt.db.transaction() as conn:
+        return _create(conn, org, req, user_id)
+
+
+def upsert(rt: Runtime, org: str, req: IdentityUpsert, user_id: str | None = None) -> Identity:
+    with rt.db.transaction() as conn:
+        existing = store.by_key(conn, org, req.identifier_key, req.project_id)
+        if existing is None:
+            return _create(conn, org, req, user_id)
+        # As Letta's upsert: block_ids are not part of the update it makes.
+        change = IdentityUpdate(name=req.name, identity_type=req.identity_type,
+                                agent_ids=req.agent_ids, properties=req.properties)  # fmt: skip
+        return _update(conn, existing, change, replace=True)
+
+
+def modify(rt: Runtime, org: str, identity_id: str, req: IdentityUpdate) -> Identity:
+    with rt.db.transaction() as conn:
+        return _update(conn, fetch(conn, org, identity_id), req, replace=False)
+
+
+def set_properties(
+    rt: Runtime, org: str, identity_id: str, properties: list[IdentityProperty]
+) -> Identity:
+    with rt.db.transaction() as conn:
+        change = IdentityUpdate(properties=properties)
+        return _update(conn, fetch(conn, org, identity_id), change, replace=True)
+
+
+def delete(rt: Runtime, org: str, identity_id: str) -> None:
+    with rt.db.transaction() as conn:
+        fetch(conn, org, identity_id)
+        store.delete(conn, org, identity_id)
+
+
+def link(rt: Runtime, org: str, identity_id: str, kind: str, item_id: str, *, on: bool) -> None:
+    """Attach (`on`) or detach an agent or block; the item must be the organization's."""
+    with rt.db.transaction() as conn:
+        fetch(conn, org, identity_id)
+        if on:
+            _link(conn, org, identity_id, kind, [item_id])
+        else:
+            store.unlink(conn, org, identity_id, kind, [item_id])
+
+
+def blocks_of(
+    rt: Runtime, org: str, identity_id: str, *, after: str | None, before: str | None,
+    limit: int, order: Order,
+) -> list[Block]:  # fmt: skip
+    with rt.db.connection() as conn:
+        linked = fetch(conn, org, identity_id).block_ids
+        if not linked:
+            return []
+        return page(conn, "blocks", Block, org, any_of={"id": linked}, after=after,
+                    before=before, limit=limit, order=order)  # fmt: skip
+
+
+def identities_for_agent(conn: Connection, org: str, agent_id: str, ids: list[str]) -> None:
+    """The agent's identities become `ids` (an agent's create or modify): all must exist."""
+    wanted = set(ids)
+    for identity in store.of_agents(conn, org, [agent_id])[agent_id]:
+        if identity.id not in wanted:
+            store.unlink(conn, org, identity.id, "agent", [agent_id])
+    for identity_id in ids:
+        fetch(conn, org, identity_id)
+        store.link(conn, org, identity_id, "agent", [agent_id])
+
+
+def _create(conn: Connection, org: str, req: IdentityCreate, user_id: str | None) -> Identity:
+    if store.by_key(conn, org, req.identifier_key, req.project_id) is not None:
+        raise ConflictError(
+            f"An identity with identifier_key='{req.identifier_key}' and project_id="
+            f"'{req.project_id}' already exists"
+        )
+    made = store.create(conn, Identity(
+        organization_id=org, identifier_key=req.identifier_key, name=req.name,
+        identity_type=req.identity_type, project_id=req.project_id,
+        properties=req.properties or [], created_by_id=user_id,
+    ))  # fmt: skip
+    _link(conn, org, made.id, "agent", req.agent_ids or [])
+    _link(conn, org, made.id, "block", req.block_ids or [])
+    return fetch(conn, org, made.id)
+
+
+def _update(
+    conn: Connection, existing: Identity, req: IdentityUpdate, *, replace: bool
+) -> Identity:
+    org = existing.organization_id
+    properties = existing.properties
+    if req.properties is not None:
+        merged = {} if replace else {p.key: p for p in existing.properties}
+        properties = list((merged | {p.key: p for p in req.properties}).values())
+    key = req.identifier_key or existing.identifier_key
+    if key != existing.identifier_key:
+        clash = store.by_key(conn, org, key, existing.project_id)
+        if clash is not None and clash.id != existing.id:
+            raise ConflictError(f"An identity with identifier_key='{key}' already exists")
+    store.update(conn, existing.model_copy(update={
+        "identifier_key": key, "name": req.name or existing.name,
+        "identity_type": req.identity_type or existing.identity_type, "properties": properties,
+    }))  # fmt: skip
+    for kind, ids, had in (("agent", req.agent_ids, existing.agent_ids),
+                           ("block", req.block_ids, existing.block_ids)):  # fmt: skip
+        if ids is None:
+            continue
+        if replace:
+            store.unlink(conn, org, existing.id, kind, [i for i in had if i not in ids])
+        _link(conn, org, existing.id, kind, ids)
+    return fetch(conn, org, existing.id)
+
+
+def _link(conn: Connection, org: str, identity_id: str, kind: str, ids: list[str]) -> None:
+    """Link all of `ids`, or none: an id that is not the organization's is a 404 naming it."""
+    if not ids:
+        return
+    store.link(conn, org, identity_id, kind, ids)
+    missing = set(ids) - set(store.linked(conn, org, identity_id, kind))
+    if missing:
+        raise NotFoundError(f"Items not found in {kind}s: {sorted(missing)}")

@@ -69,6 +69,10 @@ def test_an_identitys_life_through_the_sdk(stack: Stack) -> None:
                            headers={"Authorization": f"Bearer {stack.key}"})  # fmt: skip
     assert attached.status_code == 200 and attached.json()["id"] == block.id
     assert [b.id for b in client.identities.blocks.list(made.id)] == [block.id]
+    client.blocks.create(label="other", value="not hers")
+    assert [b.id for b in client.blocks.list(identity_id=made.id)] == [block.id]
+    assert [b.id for b in client.blocks.list(identifier_keys=["user-ada"])] == [block.id]
+    assert list(client.blocks.list(identifier_keys=["nobody"])) == []
 
     # An agent made with its identities; its identities replaced by an update.
     carol = agent(client, "carol-agent", identity_ids=[fresh.id])

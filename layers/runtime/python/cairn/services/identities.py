@@ -10,9 +10,10 @@ from cairn.domain.ids import is_id
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
 from cairn.orchestration.parts import Runtime
 from cairn.services.requests import IdentityCreate, IdentityUpdate, IdentityUpsert
+from cairn.store import blocks
 from cairn.store import identities as store
 from cairn.store.db import Connection
-from cairn.store.rows import Order, page
+from cairn.store.rows import Order
 
 
 def fetch(conn: Connection, org: str, identity_id: str) -> Identity:
@@ -97,10 +98,8 @@ def blocks_of(
 ) -> list[Block]:  # fmt: skip
     with rt.db.connection() as conn:
         linked = fetch(conn, org, identity_id).block_ids
-        if not linked:
-            return []
-        return page(conn, "blocks", Block, org, any_of={"id": linked}, after=after,
-                    before=before, limit=limit, order=order)  # fmt: skip
+        return blocks.list_blocks(conn, org, ids=linked, after=after, before=before,
+                                  limit=limit, order=order)  # fmt: skip
 
 
 def identities_for_agent(conn: Connection, org: str, agent_id: str, ids: list[str]) -> None:

@@ -176,17 +176,22 @@ def list_blocks(
     org_id: str,
     *,
     label: str | None = None,
+    ids: list[str] | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Block]:
+    """A page of the organization's blocks; with `ids`, only those (none: an empty page)."""
+    if ids is not None and not ids:
+        return []
     return page(
         conn,
         "blocks",
         Block,
         org_id,
         equals={"label": label},
+        any_of={"id": ids},
         after=after,
         before=before,
         limit=limit,

@@ -63,6 +63,11 @@ LINKED = """
 SELECT l.{column} AS id FROM {links} l JOIN identities i ON i.id = l.identity_id
 WHERE i.organization_id = %(org)s AND i.id = %(identity)s ORDER BY l.{column}
 """
+BLOCKS_OF = """
+SELECT DISTINCT ib.block_id FROM identities_blocks ib JOIN identities i ON i.id = ib.identity_id
+WHERE i.organization_id = %(org)s AND (%(identity)s::text IS NULL OR i.id = %(identity)s)
+  AND (%(keys)s::text[] IS NULL OR i.identifier_key = ANY(%(keys)s))
+"""
 OF_AGENTS = """
 SELECT ia.agent_id, i.* FROM identities_agents ia JOIN identities i ON i.id = ia.identity_id
 WHERE i.organization_id = %(org)s AND ia.agent_id = ANY(%(agents)s)
@@ -135,6 +140,14 @@ def unlink(conn: Connection, org_id: str, identity_id: str, kind: str, ids: list
 def linked(conn: Connection, org_id: str, identity_id: str, kind: str) -> list[str]:
     params = {"org": org_id, "identity": identity_id}
     return [r["id"] for r in conn.execute(_links(LINKED, kind), params).fetchall()]
+
+
+def blocks_of(
+    conn: Connection, org_id: str, identity_id: str | None, identifier_keys: list[str] | None
+) -> list[str]:
+    """The blocks linked to the identity, or to any identity with one of the keys."""
+    params = {"org": org_id, "identity": identity_id, "keys": identifier_keys or None}
+    return [r["block_id"] for r in conn.execute(BLOCKS_OF, params).fetchall()]
 
 
 def of_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, list[Identity]]:

@@ -78,14 +78,17 @@ def create_block(req: Annotated[CreateBlock, Body()]) -> Response[Any]:
 @router.get("/blocks/")
 def list_blocks(
     label: str | None = None,
+    identity_id: str | None = None,
+    identifier_keys: Annotated[list[str] | None, Query()] = None,
     after: After = None,
     before: Before = None,
     limit: Limit = 50,
     order: Order = "desc",
 ) -> Response[Any]:
     found = blocks.list_blocks(
-        http.rt(), http.org_id(), label=label, after=after, before=before, limit=limit, order=order
-    )
+        http.rt(), http.org_id(), label=label, after=after, before=before, limit=limit,
+        order=order, identity_id=identity_id, identifier_keys=identifier_keys,
+    )  # fmt: skip
     return http.json_reply(200, [letta.block_json(b) for b in found])
 
 

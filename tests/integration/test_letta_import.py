@@ -76,6 +76,9 @@ def fingerprint(url: str) -> dict[str, Any]:
         "archives",
         "organizations",
         "providers",
+        "identities",
+        "identities_agents",
+        "identities_blocks",
     )
     with psycopg.connect(url) as conn:
         return {

@@ -2,13 +2,13 @@
 
 Phases, per organization: the organization, its own providers (their keys opened with the
 Letta server's encryption key if it had one, and put in Cairn's vault), tools, blocks,
-agents (with their blocks, tools and tags), messages (recall memory, in Letta's order),
-context windows, archives and their passages, groups. Letta's ids are kept, so every phase
-writes only what is not there yet: running the import twice changes nothing, and an import
-killed at any point goes on where it stopped when run again. Embeddings are copied (Letta
-pads them to 4096; the agent's `embedding_dim` says how many are real), not recomputed,
-since each imported agent keeps its embedding model. The Letta database is only read (a
-read-only session).
+agents (with their blocks, tools and tags), identities (with their links), messages
+(recall memory, in Letta's order), context windows, archives and their passages, groups.
+Letta's ids are kept, so every phase writes only what is not there yet: running the import
+twice changes nothing, and an import killed at any point goes on where it stopped when run
+again. Embeddings are copied (Letta pads them to 4096; the agent's `embedding_dim` says
+how many are real), not recomputed, since each imported agent keeps its embedding model.
+The Letta database is only read (a read-only session).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block, BlockHistoryEntry
 from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.groups import Group
+from cairn.domain.identities import Identity
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.providers import RESERVED, Provider, hint
@@ -47,6 +48,7 @@ from cairn.store import (
     runs,
     tools,
 )
+from cairn.store import identities as identity_rows
 from cairn.store import providers as provider_rows
 from cairn.store import tenancy as tenancy_rows
 from cairn.store.db import Database
@@ -143,6 +145,11 @@ def _known(row: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k in model.model_fields and v is not None}
 
 
+def _first_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
 def _same_model(have: EmbeddingConfig | None, wanted: EmbeddingConfig) -> bool:
     return have is not None and (have.embedding_model, have.embedding_dim) == (
         wanted.embedding_model, wanted.embedding_dim)  # fmt: skip
@@ -173,6 +180,7 @@ class _Org:
         self.blocks()
         agent_rows = letta_source.agents(self.source, self.org)
         self.agents(agent_rows)
+        self.identities()
         self.messages(agent_rows)
         self.windows(agent_rows)
         self.archives()
@@ -214,10 +222,31 @@ class _Org:
         try:
             return Provider.model_validate(fields), secret
         except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            self.report.skipped.append(f"{named}: {where}: {first['msg']}")
+            self.report.skipped.append(f"{named}: {_first_error(err)}")
             return None
+
+    def identities(self) -> None:
+        """After agents and blocks: an identity comes with its links to those that came."""
+        rows = letta_source.identities(self.source, self.org)
+        for n, row in enumerate(rows, 1):
+            fields = {**_known(row, Identity), "organization_id": self.org,
+                      "agent_ids": [], "block_ids": []}  # fmt: skip
+            try:
+                identity = Identity.model_validate(fields)
+            except ValidationError as err:
+                self.report.skipped.append(f"identity {row['id']}: {_first_error(err)}")
+                self.tick("identities", n, len(rows))
+                continue
+            with self.db.transaction() as conn:
+                new = identity_rows.get(conn, self.org, identity.id) is None
+                if new:
+                    identity_rows.create(conn, identity)
+                    # Links to what did not come over (a skipped agent) are left out.
+                    for kind in ("agent", "block"):
+                        ids = list(row[f"{kind}_ids"])
+                        identity_rows.link(conn, self.org, identity.id, kind, ids)
+            self.report.count("identities", new)
+            self.tick("identities", n, len(rows))
 
     def tools(self) -> None:
         rows = letta_source.tools(self.source, self.org)
@@ -304,11 +333,7 @@ class _Org:
         try:
             return Agent.model_validate(data)
         except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            self.report.skipped.append(
-                f"agent {row['id']} ({row['name']}): {where}: {first['msg']}"
-            )
+            self.report.skipped.append(f"agent {row['id']} ({row['name']}): {_first_error(err)}")
             return None
 
     def messages(self, rows: list[dict[str, Any]]) -> None:

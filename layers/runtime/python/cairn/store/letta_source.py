@@ -170,3 +170,18 @@ def providers(conn: psycopg.Connection[Row], org: str) -> list[Row]:
            ORDER BY created_at, id""",
         (org,),
     ).fetchall()
+
+
+def identities(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    """The organization's identities, with the agents and blocks linked to each."""
+    return conn.execute(
+        """SELECT i.id, i.identifier_key, i.name, i.identity_type, i.project_id, i.properties,
+                  i.created_at,
+                  array(SELECT agent_id FROM identities_agents WHERE identity_id = i.id
+                        ORDER BY 1) AS agent_ids,
+                  array(SELECT block_id FROM identities_blocks WHERE identity_id = i.id
+                        ORDER BY 1) AS block_ids
+           FROM identities i WHERE i.organization_id = %s AND NOT i.is_deleted
+           ORDER BY i.created_at, i.id""",
+        (org,),
+    ).fetchall()

@@ -128,3 +128,36 @@ def test_identities_are_the_organizations_own_and_bad_links_write_nothing(stack:
     bad_id = httpx.get(f"{stack.url}/v1/identities/identity-nope", headers=headers)
     assert bad_id.status_code == 422
     assert httpx.get(f"{stack.url}/v1/identities/count", headers=headers).json() == 0
+
+
+def test_a_page_of_agents_reads_its_relations_in_the_same_statements_however_long(
+    stack: Stack,
+) -> None:
+    """Blocks, tools and identities of a listed page are read page-wise: listing eight agents
+    costs the statements listing two does."""
+    import threading
+
+    from cairn.services import agents as agent_service
+    from tests.fakes.round_trips import RoundTrips
+
+    client = stack.client()
+    person = client.identities.create(identifier_key="p", name="P", identity_type="user")
+
+    def statements(n: int) -> int:
+        tag = f"page-of-{n}"
+        for i in range(n):
+            agent(client, f"{tag}-{i}", tags=[tag], identity_ids=[person.id],
+                  memory_blocks=[{"label": "human", "value": "P"}])  # fmt: skip
+        counter = RoundTrips(threading.current_thread()).install()
+        try:
+            views = agent_service.list_agents(
+                stack.runtime, stack.org_id, name=None, query_text=None, tags=[tag],
+                match_all_tags=False, after=None, before=None, limit=50, order="asc",
+                relations=True,
+            )  # fmt: skip
+        finally:
+            counter.uninstall()
+        assert len(views) == n and all(v.blocks and v.tools and v.identities for v in views)
+        return counter.statements
+
+    assert statements(8) == statements(2)

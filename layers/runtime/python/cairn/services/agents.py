@@ -59,14 +59,22 @@ def fetch(conn: Connection, org: str, agent_id: str, *, for_update: bool = False
 
 
 def view_of(conn: Connection, agent: Agent, *, relations: bool = True) -> AgentView:
-    org = agent.organization_id
-    group = groups.managed_by(conn, org, agent.id) if agent.enable_sleeptime else None
+    return views_of(conn, [agent], relations=relations)[0]
+
+
+def views_of(conn: Connection, found: list[Agent], *, relations: bool = True) -> list[AgentView]:
+    """The agents as their AgentStates show them: with `relations`, their blocks, tools and
+    identities, read for the whole page at once (three statements, not three per agent)."""
+    if not found:
+        return []
+    org, ids = found[0].organization_id, [a.id for a in found]
+    group_of = {a.id: groups.managed_by(conn, org, a.id) for a in found if a.enable_sleeptime}
     if not relations:
-        return AgentView(agent, group=group, relations=False)
-    return AgentView(
-        agent, blocks.for_agent(conn, org, agent.id), tools.for_agent(conn, org, agent.id), group,
-        identities=identity_rows.of_agents(conn, org, [agent.id])[agent.id],
-    )  # fmt: skip
+        return [AgentView(a, group=group_of.get(a.id), relations=False) for a in found]
+    blocks_of, tools_of = blocks.for_agents(conn, org, ids), tools.for_agents(conn, org, ids)
+    identities_of = identity_rows.of_agents(conn, org, ids)
+    return [AgentView(a, blocks_of[a.id], tools_of[a.id], group_of.get(a.id),
+                      identities=identities_of[a.id]) for a in found]  # fmt: skip
 
 
 def retrieve(rt: Runtime, org: str, agent_id: str, *, relations: bool = True) -> AgentView:
@@ -194,7 +202,7 @@ def list_agents(
             limit=limit,
             order=order,
         )
-        return [view_of(conn, a, relations=relations) for a in found]
+        return views_of(conn, found, relations=relations)
 
 
 def count(rt: Runtime, org: str) -> int:

@@ -199,6 +199,21 @@ def list_blocks(
     )
 
 
+SELECT_AGENTS_BLOCKS = """
+SELECT ab.agent_id AS of_agent, b.* FROM agents_blocks ab JOIN blocks b ON b.id = ab.block_id
+WHERE ab.organization_id = %(org)s AND ab.agent_id = ANY(%(agents)s)
+ORDER BY ab.attached_at, b.id
+"""
+
+
+def for_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, list[Block]]:
+    """Each agent's blocks, for a page of agents in one statement."""
+    found: dict[str, list[Block]] = {agent_id: [] for agent_id in agent_ids}
+    for row in conn.execute(SELECT_AGENTS_BLOCKS, {"org": org_id, "agents": agent_ids}):
+        found[row["of_agent"]].append(Block.model_validate(row))
+    return found
+
+
 def for_agent(conn: Connection, org_id: str, agent_id: str) -> list[Block]:
     rows = conn.execute(SELECT_AGENT_BLOCKS, {"org": org_id, "agent_id": agent_id}).fetchall()
     return [Block.model_validate(r) for r in rows]

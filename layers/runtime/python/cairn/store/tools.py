@@ -99,6 +99,21 @@ def list_tools(
     )
 
 
+SELECT_AGENTS_TOOLS = """
+SELECT at.agent_id AS of_agent, t.* FROM agents_tools at JOIN tools t ON t.id = at.tool_id
+WHERE at.organization_id = %(org)s AND at.agent_id = ANY(%(agents)s)
+ORDER BY at.attached_at, t.name
+"""
+
+
+def for_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, list[Tool]]:
+    """Each agent's tools, for a page of agents in one statement."""
+    found: dict[str, list[Tool]] = {agent_id: [] for agent_id in agent_ids}
+    for row in conn.execute(SELECT_AGENTS_TOOLS, {"org": org_id, "agents": agent_ids}):
+        found[row["of_agent"]].append(Tool.model_validate(row))
+    return found
+
+
 def for_agent(conn: Connection, org_id: str, agent_id: str) -> list[Tool]:
     rows = conn.execute(SELECT_AGENT_TOOLS, {"org": org_id, "agent_id": agent_id}).fetchall()
     return [Tool.model_validate(r) for r in rows]

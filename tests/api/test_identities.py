@@ -137,6 +137,7 @@ def test_a_page_of_agents_reads_its_relations_in_the_same_statements_however_lon
     costs the statements listing two does."""
     import threading
 
+    from cairn.domain.agents import AgentFilter
     from cairn.services import agents as agent_service
     from tests.fakes.round_trips import RoundTrips
 
@@ -151,9 +152,8 @@ def test_a_page_of_agents_reads_its_relations_in_the_same_statements_however_lon
         counter = RoundTrips(threading.current_thread()).install()
         try:
             views = agent_service.list_agents(
-                stack.runtime, stack.org_id, name=None, query_text=None, tags=[tag],
-                match_all_tags=False, after=None, before=None, limit=50, order="asc",
-                relations=True,
+                stack.runtime, stack.org_id, AgentFilter(tags=[tag]), after=None, before=None,
+                limit=50, order="asc", relations=True,
             )  # fmt: skip
         finally:
             counter.uninstall()

@@ -8,6 +8,7 @@ import json
 
 import psycopg
 
+from cairn.domain.agents import AgentFilter
 from cairn.services.letta_import import import_letta
 from cairn.store import agents, identities
 from cairn.store.db import Database
@@ -45,7 +46,7 @@ def test_identities_come_over_with_their_agents_and_blocks(db: Database, pg_dsn:
     with db.connection() as conn:
         dana = identities.get(conn, ORG, DANA)
         assert identities.get(conn, ORG, GONE) is None
-        found = agents.list_agents(conn, ORG, identifier_keys=["dana@example.com"])
+        found = agents.list_agents(conn, ORG, AgentFilter(identifier_keys=["dana@example.com"]))
     assert dana is not None and dana.identifier_key == "dana@example.com"
     assert dana.agent_ids == [IDS["A"]] and dana.block_ids == [block]
     assert [(p.key, p.value) for p in dana.properties] == [("plan", "pro")]

@@ -16,6 +16,7 @@ from cairn.domain import (
     Tool,
     ToolCall,
 )
+from cairn.domain.agents import AgentFilter
 from cairn.domain.messages import FunctionCall
 from cairn.domain.tenancy import hash_api_key
 from cairn.errors import VersionConflictError
@@ -164,8 +165,10 @@ def test_list_agents_filters_and_pages(db: Database, org: Organization) -> None:
         newest_first = agents.list_agents(conn, org.id)
         page2 = agents.list_agents(conn, org.id, after=newest_first[1].id, limit=2)
         oldest_first = agents.list_agents(conn, org.id, order="asc", limit=2)
-        tagged = agents.list_agents(conn, org.id, tags=["t0", "all"], match_all_tags=True)
-        searched = agents.list_agents(conn, org.id, query_text="ot-3")
+        tagged = agents.list_agents(
+            conn, org.id, AgentFilter(tags=["t0", "all"], match_all_tags=True)
+        )
+        searched = agents.list_agents(conn, org.id, AgentFilter(query_text="ot-3"))
     assert [a.id for a in newest_first] == [a.id for a in reversed(made)]
     assert [a.id for a in page2] == [made[2].id, made[1].id]
     assert [a.id for a in oldest_first] == [made[0].id, made[1].id]

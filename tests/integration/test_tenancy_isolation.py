@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cairn.domain.agents import AgentFilter
 from cairn.store import (
     Connection,
     Database,
@@ -28,7 +29,7 @@ READS: dict[str, Callable[[Connection, str, World], Any]] = {
     "user": lambda c, org, w: tenancy.get_user(c, org, w.user.id),
     "api_key": lambda c, org, w: tenancy.get_api_key(c, org, w.api_key_id),
     "agent": lambda c, org, w: agents.get(c, org, w.agent.id),
-    "agents list": lambda c, org, w: agents.list_agents(c, org, name=w.agent.name),
+    "agents list": lambda c, org, w: agents.list_agents(c, org, AgentFilter(name=w.agent.name)),
     "block": lambda c, org, w: blocks.get(c, org, w.block.id),
     "blocks list": lambda c, org, w: blocks.list_blocks(c, org),
     "block history": lambda c, org, w: blocks.history(c, org, w.block.id),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 from zoneinfo import available_timezones
@@ -101,3 +102,16 @@ class Agent(DomainModel):
         setting, kept in `metadata` so Letta's clients carry it unchanged:
         `metadata={"cairn_message_embeddings": false}` makes recall search full text only."""
         return self.metadata.get(MESSAGE_EMBEDDINGS_KEY) is not False
+
+
+@dataclass(frozen=True)
+class AgentFilter:
+    """The agents a list or count keeps (GET /v1/agents/ and /count); all by default."""
+
+    name: str | None = None
+    query_text: str | None = None  # a part of the name, any case
+    tags: list[str] | None = None
+    match_all_tags: bool = False
+    identity_id: str | None = None
+    identifier_keys: list[str] | None = None
+    last_stop_reason: str | None = None

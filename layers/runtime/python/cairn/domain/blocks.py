@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -71,3 +72,16 @@ class BlockHistoryEntry(DomainModel):
     actor_type: Literal["user", "agent", "system"] = "user"
     actor_id: str | None = None
     created_at: datetime = Field(default_factory=utc_now)
+
+
+@dataclass(frozen=True)
+class BlockSearch:
+    """Letta's block list filters beyond the label (GET /v1/blocks/); none by default."""
+
+    label_search: str | None = None  # a part of the label, any case (unless `label` is given)
+    value_search: str | None = None
+    description_search: str | None = None
+    name: str | None = None  # the template name
+    agents_gt: int | None = None  # attached to more than this many agents
+    agents_lt: int | None = None
+    agents_eq: list[int] | None = None

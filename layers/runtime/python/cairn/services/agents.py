@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from cairn.domain.agents import Agent, check_timezone
+from cairn.domain.agents import Agent, AgentFilter, check_timezone
 from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block
 from cairn.domain.groups import Group
@@ -174,40 +174,24 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
 def list_agents(
     rt: Runtime,
     org: str,
+    where: AgentFilter,
     *,
-    name: str | None,
-    query_text: str | None,
-    tags: list[str] | None,
-    match_all_tags: bool,
     after: str | None,
     before: str | None,
     limit: int,
     order: Order,
     relations: bool,
-    identity_id: str | None = None,
-    identifier_keys: list[str] | None = None,
 ) -> list[AgentView]:
     with rt.db.connection() as conn:
         found = agents.list_agents(
-            conn,
-            org,
-            name=name,
-            query_text=query_text,
-            tags=tags or None,
-            match_all_tags=match_all_tags,
-            identity_id=identity_id,
-            identifier_keys=identifier_keys or None,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            conn, org, where, after=after, before=before, limit=limit, order=order
         )
         return views_of(conn, found, relations=relations)
 
 
-def count(rt: Runtime, org: str) -> int:
+def count(rt: Runtime, org: str, where: AgentFilter | None = None) -> int:
     with rt.db.connection() as conn:
-        return agents.count(conn, org)
+        return agents.count(conn, org, where)
 
 
 def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
@@ -333,7 +317,9 @@ def _random_name() -> str:
 
 
 def tags(
-    rt: Runtime, org: str, *, query_text: str | None, after: str | None, limit: int
-) -> list[str]:
+    rt: Runtime, org: str, *, query_text: str | None, after: str | None, before: str | None,
+    limit: int, order: Order,
+) -> list[str]:  # fmt: skip
     with rt.db.connection() as conn:
-        return agents.tags(conn, org, query_text=query_text, after=after, limit=limit)
+        return agents.tags(conn, org, query_text=query_text, after=after, before=before,
+                           limit=limit, order=order)  # fmt: skip

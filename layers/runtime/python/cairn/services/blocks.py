@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from cairn.domain.blocks import Block, BlockLimitError
+from cairn.domain.blocks import Block, BlockLimitError, BlockSearch
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
@@ -102,14 +102,16 @@ def list_blocks(
     order: Order,
     identity_id: str | None = None,
     identifier_keys: list[str] | None = None,
+    search: BlockSearch | None = None,
 ) -> list[Block]:
     with rt.db.connection() as conn:
         ids = None
         if identity_id or identifier_keys:  # the blocks of those identities only
             ids = identity_rows.blocks_of(conn, org, identity_id, identifier_keys)
         return blocks.list_blocks(
-            conn, org, label=label, ids=ids, after=after, before=before, limit=limit, order=order
-        )
+            conn, org, label=label, ids=ids, search=search, after=after, before=before,
+            limit=limit, order=order,
+        )  # fmt: skip
 
 
 def count(rt: Runtime, org: str) -> int:

@@ -4,7 +4,7 @@ runtime's vault, never returned; their models listed and named `<provider name>/
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -159,14 +159,25 @@ def _models_with(
     return catalog.remote_models(provider_type, settings, strict=strict)
 
 
-def models(rt: Runtime, org: str) -> list[LLMConfig]:
+def models(
+    rt: Runtime, org: str, *, categories: Sequence[str] | None = None, name: str | None = None,
+    kind: str | None = None,
+) -> list[LLMConfig]:  # fmt: skip
     """GET /v1/models/: the server's providers' models, then each of the organization's own
-    providers', named `<provider name>/<model>`; every provider asked at once."""
-    with rt.db.connection() as conn:
-        own = store.list_providers(conn, org, limit=100, order="asc")
-    lists: list[Callable[[], list[LLMConfig]]] = [lambda: catalog.listed_models(rt.settings)]
-    lists += [partial(_own_models, rt, provider) for provider in own]
-    return catalog.gathered(lists)
+    providers', named `<provider name>/<model>`; every provider asked at once. Letta's
+    filters: `categories` (base, byok), the provider's `name` and type (`kind`); a provider
+    they leave out is not asked."""
+    lists: list[Callable[[], list[LLMConfig]]] = []
+    if not categories or "base" in categories:
+        lists.append(lambda: catalog.listed_models(rt.settings))
+    if not categories or "byok" in categories:
+        with rt.db.connection() as conn:
+            own = store.list_providers(conn, org, name=name, provider_type=kind, limit=100,
+                                       order="asc")  # fmt: skip
+        lists += [partial(_own_models, rt, provider) for provider in own]
+    return [m for m in catalog.gathered(lists)
+            if name in (None, m.provider_name or m.model_endpoint_type)
+            and kind in (None, m.model_endpoint_type)]  # fmt: skip
 
 
 def _own_models(rt: Runtime, provider: Provider) -> list[LLMConfig]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from cairn.domain.agents import Agent
+from cairn.domain.agents import Agent, AgentFilter
 from cairn.errors import VersionConflictError
 from cairn.store import context
 from cairn.store.db import Connection
@@ -57,21 +57,35 @@ WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
 """
 DELETE_AGENT = "DELETE FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
 
+# What GET /v1/agents/ and /v1/agents/count filter by (a null filter keeps every agent).
+AGENT_FILTERS = """organization_id = {org} AND NOT hidden
+  AND ({name}::text IS NULL OR name = {name})
+  AND ({query_text}::text IS NULL OR name ILIKE '%' || {query_text} || '%')
+  AND ({tags}::text[] IS NULL
+       OR (CASE WHEN {match_all} THEN tags @> {tags} ELSE tags && {tags} END))
+  AND ({identity}::text IS NULL OR EXISTS (SELECT 1 FROM identities_agents ia
+       WHERE ia.agent_id = a.id AND ia.identity_id = {identity}))
+  AND ({keys}::text[] IS NULL OR EXISTS (
+       SELECT 1 FROM identities_agents ia JOIN identities i ON i.id = ia.identity_id
+       WHERE ia.agent_id = a.id AND i.identifier_key = ANY({keys})))
+  AND ({stop}::text IS NULL OR last_stop_reason = {stop})"""
 LIST_AGENTS = f"""
 SELECT a.*, {context.MESSAGE_IDS} FROM agents a
-WHERE organization_id = {{org}} AND NOT hidden
-  AND ({{name}}::text IS NULL OR name = {{name}})
-  AND ({{query_text}}::text IS NULL OR name ILIKE '%' || {{query_text}} || '%')
-  AND ({{tags}}::text[] IS NULL
-       OR (CASE WHEN {{match_all}} THEN tags @> {{tags}} ELSE tags && {{tags}} END))
-  AND ({{identity}}::text IS NULL OR EXISTS (SELECT 1 FROM identities_agents ia
-       WHERE ia.agent_id = a.id AND ia.identity_id = {{identity}}))
-  AND ({{keys}}::text[] IS NULL OR EXISTS (
-       SELECT 1 FROM identities_agents ia JOIN identities i ON i.id = ia.identity_id
-       WHERE ia.agent_id = a.id AND i.identifier_key = ANY({{keys}})))
-  AND {{cursor}}
+WHERE {AGENT_FILTERS} AND {{cursor}}
 ORDER BY {{order_by}} LIMIT {{limit}}
 """
+COUNT_AGENTS = f"SELECT count(*) AS n FROM agents a WHERE {AGENT_FILTERS}"
+
+
+def _literals(where: AgentFilter, org_id: str) -> dict[str, sql.Composable]:
+    return {
+        "org": sql.Literal(org_id), "name": sql.Literal(where.name),
+        "query_text": sql.Literal(where.query_text), "tags": sql.Literal(where.tags or None),
+        "match_all": sql.Literal(where.match_all_tags),
+        "identity": sql.Literal(where.identity_id),
+        "keys": sql.Literal(where.identifier_keys or None),
+        "stop": sql.Literal(where.last_stop_reason),
+    }  # fmt: skip
 
 
 def create(conn: Connection, agent: Agent) -> Agent:
@@ -142,13 +156,8 @@ def delete(conn: Connection, org_id: str, agent_id: str) -> bool:
 def list_agents(
     conn: Connection,
     org_id: str,
+    where: AgentFilter | None = None,
     *,
-    name: str | None = None,
-    query_text: str | None = None,
-    tags: list[str] | None = None,
-    match_all_tags: bool = False,
-    identity_id: str | None = None,
-    identifier_keys: list[str] | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 50,
@@ -156,40 +165,39 @@ def list_agents(
 ) -> list[Agent]:
     cursor, order_by = keyset("agents", order=order, after=after, before=before)
     query = sql.SQL(LIST_AGENTS).format(
-        org=sql.Literal(org_id),
-        name=sql.Literal(name),
-        query_text=sql.Literal(query_text),
-        tags=sql.Literal(tags or None),
-        match_all=sql.Literal(match_all_tags),
-        identity=sql.Literal(identity_id),
-        keys=sql.Literal(identifier_keys or None),
-        cursor=cursor,
-        order_by=order_by,
+        **_literals(where or AgentFilter(), org_id), cursor=cursor, order_by=order_by,
         limit=sql.Literal(limit),
-    )
+    )  # fmt: skip
     return [Agent.model_validate(r) for r in conn.execute(query).fetchall()]
 
 
-COUNT_AGENTS = "SELECT count(*) AS n FROM agents WHERE organization_id = %(org)s AND NOT hidden"
-
-
-def count(conn: Connection, org_id: str) -> int:
-    row = conn.execute(COUNT_AGENTS, {"org": org_id}).fetchone()
+def count(conn: Connection, org_id: str, where: AgentFilter | None = None) -> int:
+    query = sql.SQL(COUNT_AGENTS).format(**_literals(where or AgentFilter(), org_id))
+    row = conn.execute(query).fetchone()
     return int(row["n"]) if row else 0
 
 
 LIST_TAGS = """
 SELECT DISTINCT tag FROM agents, unnest(tags) AS tag
-WHERE organization_id = %(org)s AND NOT hidden
-  AND (%(query)s::text IS NULL OR tag ILIKE '%%' || %(query)s || '%%')
-  AND (%(after)s::text IS NULL OR tag > %(after)s)
-ORDER BY tag LIMIT %(limit)s
+WHERE organization_id = {org} AND NOT hidden
+  AND ({query}::text IS NULL OR tag ILIKE '%' || {query} || '%')
+  AND ({after}::text IS NULL OR tag {later} {after})
+  AND ({before}::text IS NULL OR tag {earlier} {before})
+ORDER BY tag {direction} LIMIT {limit}
 """
 
 
 def tags(
-    conn: Connection, org_id: str, *, query_text: str | None, after: str | None, limit: int
-) -> list[str]:
-    """The organisation's agent tags, alphabetical, after the `after` tag."""
-    params = {"org": org_id, "query": query_text, "after": after, "limit": limit}
-    return [r["tag"] for r in conn.execute(LIST_TAGS, params).fetchall()]
+    conn: Connection, org_id: str, *, query_text: str | None, after: str | None,
+    before: str | None = None, limit: int, order: Order = "asc",
+) -> list[str]:  # fmt: skip
+    """The organisation's agent tags, alphabetical (or reversed with `desc`); `after` and
+    `before` are tags, later and earlier in that order."""
+    ascending = order == "asc"
+    query = sql.SQL(LIST_TAGS).format(
+        org=sql.Literal(org_id), query=sql.Literal(query_text), after=sql.Literal(after),
+        before=sql.Literal(before), later=sql.SQL(">" if ascending else "<"),
+        earlier=sql.SQL("<" if ascending else ">"),
+        direction=sql.SQL("ASC" if ascending else "DESC"), limit=sql.Literal(limit),
+    )  # fmt: skip
+    return [r["tag"] for r in conn.execute(query).fetchall()]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from cairn.domain.blocks import Block, BlockHistoryEntry
+from cairn.domain.blocks import Block, BlockHistoryEntry, BlockSearch
 from cairn.errors import VersionConflictError
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, page, to_params
+from cairn.store.rows import Order, from_row, keyset, to_params
 
 _HISTORY_COLUMNS = """block_id, version, organization_id, label, value, "limit", description,
     read_only, metadata, actor_type, actor_id, created_at"""
@@ -177,26 +178,48 @@ def list_blocks(
     *,
     label: str | None = None,
     ids: list[str] | None = None,
+    search: BlockSearch | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Block]:
-    """A page of the organization's blocks; with `ids`, only those (none: an empty page)."""
+    """A page of the organization's blocks; with `ids`, only those (none: an empty page);
+    `search` as Letta's list filters (parts of label, value or description, any case;
+    template name; how many agents a block is attached to)."""
     if ids is not None and not ids:
         return []
-    return page(
-        conn,
-        "blocks",
-        Block,
-        org_id,
-        equals={"label": label},
-        any_of={"id": ids},
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
-    )
+    where = search or BlockSearch()
+    cursor, order_by = keyset("blocks", order=order, after=after, before=before)
+    query = sql.SQL(LIST_BLOCKS).format(
+        org=sql.Literal(org_id), label=sql.Literal(label), ids=sql.Literal(ids),
+        label_part=sql.Literal(where.label_search), value_part=sql.Literal(where.value_search),
+        about_part=sql.Literal(where.description_search), name=sql.Literal(where.name),
+        gt=sql.Literal(where.agents_gt), lt=sql.Literal(where.agents_lt),
+        eq=sql.Literal(where.agents_eq or None), cursor=cursor, order_by=order_by,
+        limit=sql.Literal(limit),
+    )  # fmt: skip
+    return [Block.model_validate(r) for r in conn.execute(query).fetchall()]
+
+
+LIST_BLOCKS = """
+SELECT * FROM blocks b WHERE organization_id = {org}
+  AND ({label}::text IS NULL OR label = {label})
+  AND ({ids}::text[] IS NULL OR id = ANY({ids}))
+  AND ({label_part}::text IS NULL OR {label}::text IS NOT NULL
+       OR label ILIKE '%' || {label_part} || '%')
+  AND ({value_part}::text IS NULL OR value ILIKE '%' || {value_part} || '%')
+  AND ({about_part}::text IS NULL OR description ILIKE '%' || {about_part} || '%')
+  AND ({name}::text IS NULL OR template_name = {name})
+  AND ({gt}::int IS NULL
+       OR (SELECT count(*) FROM agents_blocks ab WHERE ab.block_id = b.id) > {gt})
+  AND ({lt}::int IS NULL
+       OR (SELECT count(*) FROM agents_blocks ab WHERE ab.block_id = b.id) < {lt})
+  AND ({eq}::int[] IS NULL
+       OR (SELECT count(*) FROM agents_blocks ab WHERE ab.block_id = b.id) = ANY({eq}))
+  AND {cursor}
+ORDER BY {order_by} LIMIT {limit}
+"""
 
 
 SELECT_AGENTS_BLOCKS = """

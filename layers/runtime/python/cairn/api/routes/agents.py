@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, Limit, Order
 from cairn.api.relations import relations_wanted
+from cairn.domain.agents import AgentFilter, StopReason
 from cairn.services import agents
 from cairn.services.requests import CreateAgent, ResetMessages, UpdateAgent
 
@@ -31,33 +32,36 @@ def list_agents(
     match_all_tags: bool = False,
     identity_id: str | None = None,
     identifier_keys: Annotated[list[str] | None, Query()] = None,
+    last_stop_reason: StopReason | None = None,
     after: After = None,
     before: Before = None,
     limit: Limit = 50,
     order: Order = "desc",
     include: Annotated[list[str] | None, Query()] = None,
 ) -> Response[Any]:
+    where = AgentFilter(name, query_text, tags, match_all_tags, identity_id, identifier_keys,
+                        last_stop_reason)  # fmt: skip
     found = agents.list_agents(
-        http.rt(),
-        http.org_id(),
-        name=name,
-        query_text=query_text,
-        tags=tags,
-        match_all_tags=match_all_tags,
-        identity_id=identity_id,
-        identifier_keys=identifier_keys,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        http.rt(), http.org_id(), where, after=after, before=before, limit=limit, order=order,
         relations=relations_wanted(include),
-    )
+    )  # fmt: skip
     return http.json_reply(200, [letta.view_json(v) for v in found])
 
 
 @router.get("/agents/count")
-def count_agents() -> Response[Any]:
-    return http.json_reply(200, agents.count(http.rt(), http.org_id()))
+def count_agents(
+    name: str | None = None,
+    query_text: str | None = None,
+    tags: Annotated[list[str] | None, Query()] = None,
+    match_all_tags: bool = False,
+    identity_id: str | None = None,
+    identifier_keys: Annotated[list[str] | None, Query()] = None,
+    last_stop_reason: StopReason | None = None,
+) -> Response[Any]:
+    """The agents GET /v1/agents/ would list with the same filters."""
+    where = AgentFilter(name, query_text, tags, match_all_tags, identity_id, identifier_keys,
+                        last_stop_reason)  # fmt: skip
+    return http.json_reply(200, agents.count(http.rt(), http.org_id(), where))
 
 
 @router.get("/agents/<agent_id>")
@@ -98,7 +102,13 @@ def context_window(agent_id: AgentId) -> Response[Any]:
 
 @router.get("/tags/")
 def list_tags(
-    query_text: str | None = None, after: After = None, limit: Limit = 50
+    name: str | None = None,
+    query_text: str | None = None,  # Letta's older name for `name`
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
+    order: Order = "asc",
 ) -> Response[Any]:
-    found = agents.tags(http.rt(), http.org_id(), query_text=query_text, after=after, limit=limit)
+    found = agents.tags(http.rt(), http.org_id(), query_text=name or query_text, after=after,
+                        before=before, limit=limit, order=order)  # fmt: skip
     return http.json_reply(200, found)

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, BlockId, IdentityId, Limit, Order
 from cairn.api.relations import relations_wanted
+from cairn.domain.agents import AgentFilter
 from cairn.domain.identities import IdentityProperty, IdentityType
 from cairn.services import agents, blocks, identities
 from cairn.services.requests import IdentityCreate, IdentityUpdate, IdentityUpsert
@@ -93,9 +94,8 @@ def identity_agents(
 ) -> Response[Any]:
     identities.retrieve(http.rt(), http.org_id(), identity_id)  # 404 for an unknown one
     found = agents.list_agents(
-        http.rt(), http.org_id(), name=None, query_text=None, tags=None, match_all_tags=False,
-        identity_id=identity_id, after=after, before=before, limit=limit, order=order,
-        relations=relations_wanted(include),
+        http.rt(), http.org_id(), AgentFilter(identity_id=identity_id), after=after,
+        before=before, limit=limit, order=order, relations=relations_wanted(include),
     )  # fmt: skip
     return http.json_reply(200, [letta.view_json(v) for v in found])
 

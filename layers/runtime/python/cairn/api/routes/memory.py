@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, BlockId, Limit, OptionalLimit, Order, PassageId
 from cairn.api.relations import relations_wanted
+from cairn.domain.blocks import BlockSearch
 from cairn.services import blocks, passages
 from cairn.services.requests import BlockUpdate, CreateBlock, CreatePassage
 
@@ -80,14 +81,24 @@ def list_blocks(
     label: str | None = None,
     identity_id: str | None = None,
     identifier_keys: Annotated[list[str] | None, Query()] = None,
+    label_search: Annotated[str | None, Query(max_length=50)] = None,
+    value_search: Annotated[str | None, Query(max_length=200)] = None,
+    description_search: Annotated[str | None, Query(max_length=200)] = None,
+    name: Annotated[str | None, Query(max_length=100)] = None,
+    connected_to_agents_count_gt: int | None = None,
+    connected_to_agents_count_lt: int | None = None,
+    connected_to_agents_count_eq: Annotated[list[int] | None, Query()] = None,
     after: After = None,
     before: Before = None,
     limit: Limit = 50,
     order: Order = "desc",
 ) -> Response[Any]:
+    search = BlockSearch(label_search, value_search, description_search, name,
+                         connected_to_agents_count_gt, connected_to_agents_count_lt,
+                         connected_to_agents_count_eq)  # fmt: skip
     found = blocks.list_blocks(
         http.rt(), http.org_id(), label=label, after=after, before=before, limit=limit,
-        order=order, identity_id=identity_id, identifier_keys=identifier_keys,
+        order=order, identity_id=identity_id, identifier_keys=identifier_keys, search=search,
     )  # fmt: skip
     return http.json_reply(200, [letta.block_json(b) for b in found])
 

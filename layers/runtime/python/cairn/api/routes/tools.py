@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, Limit, OptionalLimit, Order, ToolId
+from cairn.domain.providers import ProviderType
 from cairn.llm.catalog import embedding_models
 from cairn.services import providers, tools
 from cairn.services.requests import (
@@ -167,8 +168,13 @@ def tool_approval(
 
 
 @router.get("/models/")
-def list_models() -> Response[Any]:
-    found = providers.models(http.rt(), http.org_id())
+def list_models(
+    provider_category: Annotated[list[Literal["base", "byok"]] | None, Query()] = None,
+    provider_name: str | None = None,
+    provider_type: ProviderType | None = None,
+) -> Response[Any]:
+    found = providers.models(http.rt(), http.org_id(), categories=provider_category,
+                             name=provider_name, kind=provider_type)  # fmt: skip
     return http.json_reply(200, [letta.model_json(m) for m in found])
 
 

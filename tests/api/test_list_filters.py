@@ -88,3 +88,34 @@ def test_models_by_category_name_and_type(stack: Stack) -> None:
     assert {m.handle for m in client.models.list(provider_name="team")} == own
     anthropic = {m.provider_type for m in client.models.list(provider_type="anthropic")}
     assert anthropic == {"anthropic"}
+
+
+def test_tools_are_filtered_in_the_query_so_pages_hold_matches(stack: Stack) -> None:
+    """`search` and `names` were applied to a page after it was read: a match past the first
+    page was never shown. Now every filter is part of the query, and the count takes them."""
+    client = stack.client()
+    made = []
+    for n in range(6):
+        source = f'def tool_{n}(x: str) -> str:\n    """Echo.\n\n    Args:\n        x: text\n    """\n    return x\n'  # noqa: E501
+        made.append(client.tools.create(source_code=source))
+    headers = {"Authorization": f"Bearer {stack.key}"}
+
+    def names(**params: object) -> list[str]:
+        answer = httpx.get(f"{stack.url}/v1/tools/", params=params, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return [t["name"] for t in answer.json()]
+
+    def count(**params: object) -> int:
+        return int(httpx.get(f"{stack.url}/v1/tools/count", params=params, headers=headers).json())
+
+    # The oldest of six custom tools, newest first, two to a page: found on the first page.
+    assert names(search="TOOL_0", limit=2) == ["tool_0"]
+    assert names(names=["tool_1", "tool_4"], limit=1) == ["tool_4"]
+    assert sorted(names(tool_ids=f"{made[2].id},{made[3].id}")) == ["tool_2", "tool_3"]
+    assert set(names(tool_types=["custom"], limit=50)) == {f"tool_{n}" for n in range(6)}
+    builtins = names(return_only_letta_tools=True, limit=50)
+    assert builtins and not any(n.startswith("tool_") for n in builtins)
+    assert not set(names(exclude_tool_types=["custom"], limit=50)) & {"tool_0"}
+    assert count(tool_types=["custom"]) == 6 and count(search="tool_") == 6
+    assert count(exclude_letta_tools=True) == 6
+    assert count() == 6 + count(return_only_letta_tools=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -46,3 +47,17 @@ class Tool(DomainModel):
     last_updated_by_id: str | None = None
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now)
+
+
+@dataclass(frozen=True)
+class ToolFilter:
+    """The tools a list or count keeps (GET /v1/tools/ and /count); all by default."""
+
+    name: str | None = None
+    names: list[str] | None = None
+    tool_ids: list[str] | None = None
+    search: str | None = None  # a part of the name, any case
+    tool_types: list[str] | None = None
+    exclude_tool_types: list[str] | None = None
+    only_letta: bool = False  # tool_type letta_*: Letta's own kinds
+    no_letta: bool = False

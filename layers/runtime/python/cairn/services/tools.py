@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from cairn.domain.tool_rules import RequiresApprovalToolRule
-from cairn.domain.tools import Tool
+from cairn.domain.tools import Tool, ToolFilter
 from cairn.engine.context import run_in_sandbox
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.orchestration.parts import Runtime
@@ -41,10 +41,8 @@ def _fetch(conn: Connection, org: str, tool_id: str) -> Tool:
 def list_tools(
     rt: Runtime,
     org: str,
+    where: ToolFilter,
     *,
-    name: str | None,
-    names: list[str] | None,
-    search: str | None,
     after: str | None,
     before: str | None,
     limit: int,
@@ -52,15 +50,9 @@ def list_tools(
 ) -> list[Tool]:
     with rt.db.connection() as conn:
         _builtins(conn, org)
-        found = tools.list_tools(
-            conn, org, name=name, after=after, before=before, limit=limit, order=order
+        return tools.list_tools(
+            conn, org, where, after=after, before=before, limit=limit, order=order
         )
-    wanted = set(names or ())
-    return [
-        t
-        for t in found
-        if (not wanted or t.name in wanted) and (not search or search.lower() in t.name.lower())
-    ]
 
 
 def add_builtins(rt: Runtime, org: str) -> list[Tool]:
@@ -83,10 +75,10 @@ def search(rt: Runtime, org: str, req: ToolSearch) -> list[tuple[Tool, int, floa
         )
 
 
-def count(rt: Runtime, org: str) -> int:
+def count(rt: Runtime, org: str, where: ToolFilter | None = None) -> int:
     with rt.db.connection() as conn:
         _builtins(conn, org)
-        return tools.count(conn, org)
+        return tools.count(conn, org, where)
 
 
 def retrieve(rt: Runtime, org: str, tool_id: str) -> Tool:

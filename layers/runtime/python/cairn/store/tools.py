@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from cairn.domain.tools import Tool
+from psycopg import sql
+
+from cairn.domain.tools import Tool, ToolFilter
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, page, to_params
+from cairn.store.rows import Order, from_row, keyset, to_params
 
 _TOOL_JSON = ("json_schema", "args_json_schema", "pip_requirements", "npm_requirements", "metadata")
 
@@ -76,27 +78,49 @@ def delete(conn: Connection, org_id: str, tool_id: str) -> bool:
     return conn.execute(DELETE_TOOL, {"org": org_id, "id": tool_id}).rowcount == 1
 
 
+# What GET /v1/tools/ and /v1/tools/count filter by, in the statement, so a page holds
+# matches only (a filter after the page would leave pages short or empty).
+TOOL_FILTERS = """organization_id = {org}
+  AND ({name}::text IS NULL OR name = {name})
+  AND ({names}::text[] IS NULL OR name = ANY({names}))
+  AND ({ids}::text[] IS NULL OR id = ANY({ids}))
+  AND ({search}::text IS NULL OR name ILIKE '%' || {search} || '%')
+  AND ({types}::text[] IS NULL OR tool_type = ANY({types}))
+  AND ({not_types}::text[] IS NULL OR NOT tool_type = ANY({not_types}))
+  AND (NOT {only_letta} OR tool_type LIKE 'letta\\_%')
+  AND (NOT {no_letta} OR tool_type NOT LIKE 'letta\\_%')"""
+LIST_TOOLS = f"""
+SELECT * FROM tools WHERE {TOOL_FILTERS} AND {{cursor}} ORDER BY {{order_by}} LIMIT {{limit}}
+"""
+COUNT_MATCHING = f"SELECT count(*) AS n FROM tools WHERE {TOOL_FILTERS}"
+
+
+def _literals(where: ToolFilter, org_id: str) -> dict[str, sql.Composable]:
+    return {
+        "org": sql.Literal(org_id), "name": sql.Literal(where.name),
+        "names": sql.Literal(where.names or None), "ids": sql.Literal(where.tool_ids or None),
+        "search": sql.Literal(where.search), "types": sql.Literal(where.tool_types or None),
+        "not_types": sql.Literal(where.exclude_tool_types or None),
+        "only_letta": sql.Literal(where.only_letta), "no_letta": sql.Literal(where.no_letta),
+    }  # fmt: skip
+
+
 def list_tools(
     conn: Connection,
     org_id: str,
+    where: ToolFilter | None = None,
     *,
-    name: str | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Tool]:
-    return page(
-        conn,
-        "tools",
-        Tool,
-        org_id,
-        equals={"name": name},
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
-    )
+    cursor, order_by = keyset("tools", order=order, after=after, before=before)
+    query = sql.SQL(LIST_TOOLS).format(
+        **_literals(where or ToolFilter(), org_id), cursor=cursor, order_by=order_by,
+        limit=sql.Literal(limit),
+    )  # fmt: skip
+    return [Tool.model_validate(r) for r in conn.execute(query).fetchall()]
 
 
 SELECT_AGENTS_TOOLS = """
@@ -132,11 +156,9 @@ def detach(conn: Connection, org_id: str, agent_id: str, tool_id: str) -> bool:
     return conn.execute(DETACH_TOOL, params).rowcount == 1
 
 
-COUNT_TOOLS = "SELECT count(*) AS n FROM tools WHERE organization_id = %(org)s"
-
-
-def count(conn: Connection, org_id: str) -> int:
-    row = conn.execute(COUNT_TOOLS, {"org": org_id}).fetchone()
+def count(conn: Connection, org_id: str, where: ToolFilter | None = None) -> int:
+    query = sql.SQL(COUNT_MATCHING).format(**_literals(where or ToolFilter(), org_id))
+    row = conn.execute(query).fetchone()
     return int(row["n"]) if row else 0
 
 

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, Limit, OptionalLimit, Order, ToolId
 from cairn.domain.providers import ProviderType
+from cairn.domain.tools import ToolFilter
 from cairn.llm.catalog import embedding_models
 from cairn.services import providers, tools
 from cairn.services.requests import (
@@ -30,24 +31,29 @@ router = APIGatewayHttpRouter()
 def list_tools(
     name: str | None = None,
     names: Annotated[list[str] | None, Query()] = None,
+    tool_ids: Annotated[list[str] | None, Query()] = None,
     search: str | None = None,
+    tool_types: Annotated[list[str] | None, Query()] = None,
+    exclude_tool_types: Annotated[list[str] | None, Query()] = None,
+    return_only_letta_tools: bool = False,
     after: After = None,
     before: Before = None,
     limit: Limit = 50,
     order: Order = "desc",
 ) -> Response[Any]:
+    where = ToolFilter(name, names, _split(tool_ids), search, _split(tool_types),
+                       _split(exclude_tool_types), only_letta=return_only_letta_tools)  # fmt: skip
     found = tools.list_tools(
-        http.rt(),
-        http.org_id(),
-        name=name,
-        names=names,
-        search=search,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        http.rt(), http.org_id(), where, after=after, before=before, limit=limit, order=order
     )
     return http.json_reply(200, [letta.tool_json(t) for t in found])
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    """Repeated parameters or comma-separated values, as Letta takes them."""
+    if not values:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 @router.post("/tools/add-base-tools")
@@ -75,8 +81,21 @@ def search_tools(req: Annotated[ToolSearch, Body()]) -> Response[Any]:
 
 
 @router.get("/tools/count")
-def count_tools() -> Response[Any]:
-    return http.json_reply(200, tools.count(http.rt(), http.org_id()))
+def count_tools(
+    name: str | None = None,
+    names: Annotated[list[str] | None, Query()] = None,
+    tool_ids: Annotated[list[str] | None, Query()] = None,
+    search: str | None = None,
+    tool_types: Annotated[list[str] | None, Query()] = None,
+    exclude_tool_types: Annotated[list[str] | None, Query()] = None,
+    return_only_letta_tools: bool = False,
+    exclude_letta_tools: bool = False,
+) -> Response[Any]:
+    """The tools GET /v1/tools/ would list with the same filters."""
+    where = ToolFilter(name, names, _split(tool_ids), search, _split(tool_types),
+                       _split(exclude_tool_types), return_only_letta_tools,
+                       exclude_letta_tools)  # fmt: skip
+    return http.json_reply(200, tools.count(http.rt(), http.org_id(), where))
 
 
 @router.post("/tools/")

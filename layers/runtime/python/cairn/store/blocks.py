@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 from cairn.domain.blocks import Block, BlockHistoryEntry, BlockSearch
 from cairn.errors import VersionConflictError
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, keyset, to_params
+from cairn.store.rows import Order, from_row, keyset, per_agent, to_params
 
 _HISTORY_COLUMNS = """block_id, version, organization_id, label, value, "limit", description,
     read_only, metadata, actor_type, actor_id, created_at"""
@@ -230,11 +230,7 @@ ORDER BY ab.attached_at, b.id
 
 
 def for_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, list[Block]]:
-    """Each agent's blocks, for a page of agents in one statement."""
-    found: dict[str, list[Block]] = {agent_id: [] for agent_id in agent_ids}
-    for row in conn.execute(SELECT_AGENTS_BLOCKS, {"org": org_id, "agents": agent_ids}):
-        found[row["of_agent"]].append(Block.model_validate(row))
-    return found
+    return per_agent(conn, SELECT_AGENTS_BLOCKS, Block, org_id, agent_ids)
 
 
 def for_agent(conn: Connection, org_id: str, agent_id: str) -> list[Block]:

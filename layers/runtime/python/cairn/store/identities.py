@@ -6,7 +6,7 @@ from psycopg import sql
 
 from cairn.domain.identities import Identity
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, keyset, to_params
+from cairn.store.rows import Order, from_row, keyset, per_agent, to_params
 
 JSON = ("properties",)
 INSERT = """
@@ -69,7 +69,8 @@ WHERE i.organization_id = %(org)s AND (%(identity)s::text IS NULL OR i.id = %(id
   AND (%(keys)s::text[] IS NULL OR i.identifier_key = ANY(%(keys)s))
 """
 OF_AGENTS = """
-SELECT ia.agent_id, i.* FROM identities_agents ia JOIN identities i ON i.id = ia.identity_id
+SELECT ia.agent_id AS of_agent, i.* FROM identities_agents ia
+JOIN identities i ON i.id = ia.identity_id
 WHERE i.organization_id = %(org)s AND ia.agent_id = ANY(%(agents)s)
 ORDER BY i.created_at, i.id
 """
@@ -151,11 +152,7 @@ def blocks_of(
 
 
 def of_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, list[Identity]]:
-    """Each agent's identities (one statement for a page of agents)."""
-    found: dict[str, list[Identity]] = {agent_id: [] for agent_id in agent_ids}
-    for row in conn.execute(OF_AGENTS, {"org": org_id, "agents": agent_ids}).fetchall():
-        found[row["agent_id"]].append(Identity.model_validate(row))
-    return found
+    return per_agent(conn, OF_AGENTS, Identity, org_id, agent_ids)
 
 
 def _links(statement: str, kind: str) -> sql.Composed:

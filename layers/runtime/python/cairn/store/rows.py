@@ -25,6 +25,17 @@ def from_row(model: type[M], row: dict[str, Any] | None) -> M | None:
     return None if row is None else model.model_validate(row)
 
 
+def per_agent(
+    conn: Any, statement: str, model: type[M], org_id: str, agent_ids: list[str]
+) -> dict[str, list[M]]:
+    """What `statement` gives a page of agents (its `of_agent` column says whose), one list
+    per agent, in the statement's order: one statement for the page, not one per agent."""
+    found: dict[str, list[M]] = {agent_id: [] for agent_id in agent_ids}
+    for row in conn.execute(statement, {"org": org_id, "agents": agent_ids}):
+        found[row["of_agent"]].append(model.model_validate(row))
+    return found
+
+
 def keyset(
     table: str,
     *,

@@ -6,7 +6,7 @@ from psycopg import sql
 
 from cairn.domain.tools import Tool, ToolFilter
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, keyset, to_params
+from cairn.store.rows import Order, from_row, keyset, per_agent, to_params
 
 _TOOL_JSON = ("json_schema", "args_json_schema", "pip_requirements", "npm_requirements", "metadata")
 
@@ -131,11 +131,7 @@ ORDER BY at.attached_at, t.name
 
 
 def for_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, list[Tool]]:
-    """Each agent's tools, for a page of agents in one statement."""
-    found: dict[str, list[Tool]] = {agent_id: [] for agent_id in agent_ids}
-    for row in conn.execute(SELECT_AGENTS_TOOLS, {"org": org_id, "agents": agent_ids}):
-        found[row["of_agent"]].append(Tool.model_validate(row))
-    return found
+    return per_agent(conn, SELECT_AGENTS_TOOLS, Tool, org_id, agent_ids)
 
 
 def for_agent(conn: Connection, org_id: str, agent_id: str) -> list[Tool]:

@@ -85,3 +85,5 @@ class BlockSearch:
     agents_gt: int | None = None  # attached to more than this many agents
     agents_lt: int | None = None
     agents_eq: list[int] | None = None
+    identity_id: str | None = None  # linked to this identity
+    identifier_keys: list[str] | None = None  # linked to an identity with one of these keys

@@ -12,7 +12,6 @@ from cairn.services.agents import AgentView
 from cairn.services.pages import window
 from cairn.services.requests import BlockUpdate, CreateBlock
 from cairn.store import agents, blocks
-from cairn.store import identities as identity_rows
 from cairn.store.db import Connection
 from cairn.store.rows import Order
 
@@ -100,17 +99,12 @@ def list_blocks(
     before: str | None,
     limit: int,
     order: Order,
-    identity_id: str | None = None,
-    identifier_keys: list[str] | None = None,
     search: BlockSearch | None = None,
 ) -> list[Block]:
     with rt.db.connection() as conn:
-        ids = None
-        if identity_id or identifier_keys:  # the blocks of those identities only
-            ids = identity_rows.blocks_of(conn, org, identity_id, identifier_keys)
         return blocks.list_blocks(
-            conn, org, label=label, ids=ids, search=search, after=after, before=before,
-            limit=limit, order=order,
+            conn, org, label=label, search=search, after=after, before=before, limit=limit,
+            order=order,
         )  # fmt: skip
 
 

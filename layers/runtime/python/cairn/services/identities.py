@@ -4,7 +4,7 @@ upsert of an existing key replaces its properties (and its agents, when it names
 
 from __future__ import annotations
 
-from cairn.domain.blocks import Block
+from cairn.domain.blocks import Block, BlockSearch
 from cairn.domain.identities import Identity, IdentityProperty
 from cairn.domain.ids import is_id
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
@@ -49,6 +49,7 @@ def retrieve(rt: Runtime, org: str, identity_id: str) -> Identity:
 
 def create(rt: Runtime, org: str, req: IdentityCreate, user_id: str | None = None) -> Identity:
     with rt.db.transaction() as conn:
+        _key_free(conn, org, req.identifier_key, req.project_id)
         return _create(conn, org, req, user_id)
 
 
@@ -97,9 +98,9 @@ def blocks_of(
     limit: int, order: Order,
 ) -> list[Block]:  # fmt: skip
     with rt.db.connection() as conn:
-        linked = fetch(conn, org, identity_id).block_ids
-        return blocks.list_blocks(conn, org, ids=linked, after=after, before=before,
-                                  limit=limit, order=order)  # fmt: skip
+        fetch(conn, org, identity_id)
+        return blocks.list_blocks(conn, org, search=BlockSearch(identity_id=identity_id),
+                                  after=after, before=before, limit=limit, order=order)  # fmt: skip
 
 
 def identities_for_agent(conn: Connection, org: str, agent_id: str, ids: list[str]) -> None:
@@ -113,12 +114,20 @@ def identities_for_agent(conn: Connection, org: str, agent_id: str, ids: list[st
         store.link(conn, org, identity_id, "agent", [agent_id])
 
 
-def _create(conn: Connection, org: str, req: IdentityCreate, user_id: str | None) -> Identity:
-    if store.by_key(conn, org, req.identifier_key, req.project_id) is not None:
+def _key_free(
+    conn: Connection, org: str, key: str, project_id: str | None, mine: str | None = None
+) -> None:
+    """A 409 naming the key if another identity of the organization and project has it (the
+    unique index holds it under races too, with a plainer message)."""
+    taken = store.by_key(conn, org, key, project_id)
+    if taken is not None and taken.id != mine:
         raise ConflictError(
-            f"An identity with identifier_key='{req.identifier_key}' and project_id="
-            f"'{req.project_id}' already exists"
+            f"An identity with identifier_key='{key}' and project_id='{project_id}' already exists"
         )
+
+
+def _create(conn: Connection, org: str, req: IdentityCreate, user_id: str | None) -> Identity:
+    """A new identity whose key is known to be free."""
     made = store.create(conn, Identity(
         organization_id=org, identifier_key=req.identifier_key, name=req.name,
         identity_type=req.identity_type, project_id=req.project_id,
@@ -139,9 +148,7 @@ def _update(
         properties = list((merged | {p.key: p for p in req.properties}).values())
     key = req.identifier_key or existing.identifier_key
     if key != existing.identifier_key:
-        clash = store.by_key(conn, org, key, existing.project_id)
-        if clash is not None and clash.id != existing.id:
-            raise ConflictError(f"An identity with identifier_key='{key}' already exists")
+        _key_free(conn, org, key, existing.project_id, mine=existing.id)
     store.update(conn, existing.model_copy(update={
         "identifier_key": key, "name": req.name or existing.name,
         "identity_type": req.identity_type or existing.identity_type, "properties": properties,

@@ -8,7 +8,7 @@ from cairn.domain.agents import Agent, AgentFilter
 from cairn.errors import VersionConflictError
 from cairn.store import context
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, keyset, to_params
+from cairn.store.rows import Order, filtered_page, from_row, to_params
 
 AGENT_JSON = ("llm_config", "embedding_config", "compaction_settings", "tool_rules", "metadata")
 
@@ -163,12 +163,9 @@ def list_agents(
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Agent]:
-    cursor, order_by = keyset("agents", order=order, after=after, before=before)
-    query = sql.SQL(LIST_AGENTS).format(
-        **_literals(where or AgentFilter(), org_id), cursor=cursor, order_by=order_by,
-        limit=sql.Literal(limit),
-    )  # fmt: skip
-    return [Agent.model_validate(r) for r in conn.execute(query).fetchall()]
+    fields = _literals(where or AgentFilter(), org_id)
+    return filtered_page(conn, LIST_AGENTS, Agent, "agents", fields, after=after, before=before,
+                         limit=limit, order=order)  # fmt: skip
 
 
 def count(conn: Connection, org_id: str, where: AgentFilter | None = None) -> int:

@@ -10,7 +10,7 @@ from cairn.domain.batches import Batch
 from cairn.domain.messages import Message
 from cairn.store.db import Connection
 from cairn.store.messages import MESSAGE_COLUMNS
-from cairn.store.rows import Order, keyset
+from cairn.store.rows import Order, filtered_page
 
 INSERT_BATCH = """
 INSERT INTO batches (id, organization_id, created_by_id, callback_url, created_at, updated_at)
@@ -69,14 +69,8 @@ def list_running(
     order: Order,
 ) -> list[Batch]:  # fmt: skip
     """The batches still running (as Letta 0.16.1 lists them: created or running only)."""
-    cursor, order_by = keyset("batches", order=order, after=after, before=before)
-    query = LIST_RUNNING.format(
-        org=sql.Literal(org_id),
-        cursor=cursor,
-        order_by=order_by,
-        limit=sql.Literal(limit),
-    )
-    return [Batch.model_validate(r) for r in conn.execute(query).fetchall()]
+    return filtered_page(conn, LIST_RUNNING, Batch, "batches", {"org": sql.Literal(org_id)},
+                         after=after, before=before, limit=limit, order=order)  # fmt: skip
 
 
 def cancel(conn: Connection, org_id: str, batch_id: str, now: datetime) -> None:

@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 from cairn.domain.blocks import Block, BlockHistoryEntry, BlockSearch
 from cairn.errors import VersionConflictError
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, keyset, per_agent, to_params
+from cairn.store.rows import Order, filtered_page, from_row, per_agent, to_params
 
 _HISTORY_COLUMNS = """block_id, version, organization_id, label, value, "limit", description,
     read_only, metadata, actor_type, actor_id, created_at"""
@@ -77,11 +77,6 @@ SELECT * FROM block_history WHERE organization_id = %(org)s AND block_id = %(id)
 ORDER BY version
 """
 
-SELECT_AGENT_BLOCKS = """
-SELECT b.* FROM agents_blocks ab JOIN blocks b ON b.id = ab.block_id
-WHERE ab.organization_id = %(org)s AND ab.agent_id = %(agent_id)s
-ORDER BY ab.attached_at, b.id
-"""
 SELECT_AGENT_BLOCK_BY_LABEL = """
 SELECT b.* FROM agents_blocks ab JOIN blocks b ON b.id = ab.block_id
 WHERE ab.organization_id = %(org)s AND ab.agent_id = %(agent_id)s AND ab.block_label = %(label)s
@@ -177,35 +172,38 @@ def list_blocks(
     org_id: str,
     *,
     label: str | None = None,
-    ids: list[str] | None = None,
     search: BlockSearch | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Block]:
-    """A page of the organization's blocks; with `ids`, only those (none: an empty page);
-    `search` as Letta's list filters (parts of label, value or description, any case;
-    template name; how many agents a block is attached to)."""
-    if ids is not None and not ids:
-        return []
+    """A page of the organization's blocks; `search` as Letta's list filters (parts of
+    label, value or description, any case; template name; how many agents a block is
+    attached to; the identities it is linked to)."""
     where = search or BlockSearch()
-    cursor, order_by = keyset("blocks", order=order, after=after, before=before)
-    query = sql.SQL(LIST_BLOCKS).format(
-        org=sql.Literal(org_id), label=sql.Literal(label), ids=sql.Literal(ids),
-        label_part=sql.Literal(where.label_search), value_part=sql.Literal(where.value_search),
-        about_part=sql.Literal(where.description_search), name=sql.Literal(where.name),
-        gt=sql.Literal(where.agents_gt), lt=sql.Literal(where.agents_lt),
-        eq=sql.Literal(where.agents_eq or None), cursor=cursor, order_by=order_by,
-        limit=sql.Literal(limit),
-    )  # fmt: skip
-    return [Block.model_validate(r) for r in conn.execute(query).fetchall()]
+    fields = {
+        "org": sql.Literal(org_id), "label": sql.Literal(label),
+        "identity": sql.Literal(where.identity_id),
+        "keys": sql.Literal(where.identifier_keys or None),
+        "label_part": sql.Literal(where.label_search),
+        "value_part": sql.Literal(where.value_search),
+        "about_part": sql.Literal(where.description_search), "name": sql.Literal(where.name),
+        "gt": sql.Literal(where.agents_gt), "lt": sql.Literal(where.agents_lt),
+        "eq": sql.Literal(where.agents_eq or None),
+    }  # fmt: skip
+    return filtered_page(conn, LIST_BLOCKS, Block, "blocks", fields, after=after, before=before,
+                         limit=limit, order=order)  # fmt: skip
 
 
 LIST_BLOCKS = """
 SELECT * FROM blocks b WHERE organization_id = {org}
   AND ({label}::text IS NULL OR label = {label})
-  AND ({ids}::text[] IS NULL OR id = ANY({ids}))
+  AND ({identity}::text IS NULL OR EXISTS (SELECT 1 FROM identities_blocks ib
+       WHERE ib.block_id = b.id AND ib.identity_id = {identity}))
+  AND ({keys}::text[] IS NULL OR EXISTS (
+       SELECT 1 FROM identities_blocks ib JOIN identities i ON i.id = ib.identity_id
+       WHERE ib.block_id = b.id AND i.identifier_key = ANY({keys})))
   AND ({label_part}::text IS NULL OR {label}::text IS NOT NULL
        OR label ILIKE '%' || {label_part} || '%')
   AND ({value_part}::text IS NULL OR value ILIKE '%' || {value_part} || '%')
@@ -234,8 +232,7 @@ def for_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str,
 
 
 def for_agent(conn: Connection, org_id: str, agent_id: str) -> list[Block]:
-    rows = conn.execute(SELECT_AGENT_BLOCKS, {"org": org_id, "agent_id": agent_id}).fetchall()
-    return [Block.model_validate(r) for r in rows]
+    return for_agents(conn, org_id, [agent_id])[agent_id]
 
 
 def for_agent_by_label(conn: Connection, org_id: str, agent_id: str, label: str) -> Block | None:

@@ -6,7 +6,7 @@ from psycopg import sql
 
 from cairn.domain.groups import Group
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, keyset, to_params
+from cairn.store.rows import Order, filtered_page, from_row, to_params
 
 _GROUP_COLUMNS = """g.*, COALESCE(
     (SELECT array_agg(ga.agent_id ORDER BY ga.position, ga.agent_id)
@@ -151,16 +151,10 @@ def list_groups(
     order: Order = "asc",
 ) -> list[Group]:
     """The organisation's groups; with `agent_id`, those it manages or belongs to."""
-    cursor, order_by = keyset("groups", order=order, after=after, before=before)
-    query = sql.SQL(LIST_GROUPS).format(
-        org=sql.Literal(org_id),
-        manager_type=sql.Literal(manager_type),
-        agent_id=sql.Literal(agent_id),
-        cursor=cursor,
-        order_by=order_by,
-        limit=sql.Literal(limit),
-    )
-    return [Group.model_validate(r) for r in conn.execute(query).fetchall()]
+    fields = {"org": sql.Literal(org_id), "manager_type": sql.Literal(manager_type),
+              "agent_id": sql.Literal(agent_id)}  # fmt: skip
+    return filtered_page(conn, LIST_GROUPS, Group, "groups", fields, after=after, before=before,
+                         limit=limit, order=order)  # fmt: skip
 
 
 def count(conn: Connection, org_id: str) -> int:

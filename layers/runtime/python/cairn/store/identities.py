@@ -6,7 +6,7 @@ from psycopg import sql
 
 from cairn.domain.identities import Identity
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, keyset, per_agent, to_params
+from cairn.store.rows import Order, filtered_page, from_row, per_agent, to_params
 
 JSON = ("properties",)
 INSERT = """
@@ -63,11 +63,6 @@ LINKED = """
 SELECT l.{column} AS id FROM {links} l JOIN identities i ON i.id = l.identity_id
 WHERE i.organization_id = %(org)s AND i.id = %(identity)s ORDER BY l.{column}
 """
-BLOCKS_OF = """
-SELECT DISTINCT ib.block_id FROM identities_blocks ib JOIN identities i ON i.id = ib.identity_id
-WHERE i.organization_id = %(org)s AND (%(identity)s::text IS NULL OR i.id = %(identity)s)
-  AND (%(keys)s::text[] IS NULL OR i.identifier_key = ANY(%(keys)s))
-"""
 OF_AGENTS = """
 SELECT ia.agent_id AS of_agent, i.* FROM identities_agents ia
 JOIN identities i ON i.id = ia.identity_id
@@ -118,13 +113,11 @@ def list_identities(
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Identity]:
-    cursor, order_by = keyset("identities", order=order, after=after, before=before)
-    query = sql.SQL(LIST).format(
-        org=sql.Literal(org_id), name=sql.Literal(name), key=sql.Literal(identifier_key),
-        kind=sql.Literal(identity_type), project=sql.Literal(project_id), cursor=cursor,
-        order_by=order_by, limit=sql.Literal(limit),
-    )  # fmt: skip
-    return [Identity.model_validate(r) for r in conn.execute(query).fetchall()]
+    fields = {"org": sql.Literal(org_id), "name": sql.Literal(name),
+              "key": sql.Literal(identifier_key), "kind": sql.Literal(identity_type),
+              "project": sql.Literal(project_id)}  # fmt: skip
+    return filtered_page(conn, LIST, Identity, "identities", fields, after=after,
+                         before=before, limit=limit, order=order)  # fmt: skip
 
 
 def link(conn: Connection, org_id: str, identity_id: str, kind: str, ids: list[str]) -> None:
@@ -141,14 +134,6 @@ def unlink(conn: Connection, org_id: str, identity_id: str, kind: str, ids: list
 def linked(conn: Connection, org_id: str, identity_id: str, kind: str) -> list[str]:
     params = {"org": org_id, "identity": identity_id}
     return [r["id"] for r in conn.execute(_links(LINKED, kind), params).fetchall()]
-
-
-def blocks_of(
-    conn: Connection, org_id: str, identity_id: str | None, identifier_keys: list[str] | None
-) -> list[str]:
-    """The blocks linked to the identity, or to any identity with one of the keys."""
-    params = {"org": org_id, "identity": identity_id, "keys": identifier_keys or None}
-    return [r["block_id"] for r in conn.execute(BLOCKS_OF, params).fetchall()]
 
 
 def of_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, list[Identity]]:

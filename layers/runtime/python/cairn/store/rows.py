@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
 from psycopg import sql
@@ -66,6 +67,26 @@ def keyset(
     return where, order_by
 
 
+def filtered_page(
+    conn: Any,
+    statement: str | sql.SQL,
+    model: type[M],
+    table: str,
+    fields: Mapping[str, sql.Composable],
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[M]:
+    """One page of a list statement of `table`'s rows: its filters (`fields`) filled in, and
+    its `{cursor}`, `{order_by}` and `{limit}` as `keyset` pages."""
+    cursor, order_by = keyset(table, order=order, after=after, before=before)
+    template = statement if isinstance(statement, sql.SQL) else sql.SQL(statement)
+    query = template.format(**fields, cursor=cursor, order_by=order_by, limit=sql.Literal(limit))
+    return [model.model_validate(r) for r in conn.execute(query).fetchall()]
+
+
 PAGE = "SELECT * FROM {table} WHERE organization_id = {org} AND {filters} AND {cursor} ORDER BY {order_by} LIMIT {limit}"  # noqa: E501
 
 
@@ -96,13 +117,10 @@ def page(
         for column, values in (any_of or {}).items()
         if values
     ]
-    cursor, order_by = keyset(table, order=order, after=after, before=before)
-    query = sql.SQL(PAGE).format(
-        table=sql.Identifier(table),
-        org=sql.Literal(org_id),
-        filters=sql.SQL(" AND ").join(filters) if filters else sql.SQL("TRUE"),
-        cursor=cursor,
-        order_by=order_by,
-        limit=sql.Literal(limit),
-    )
-    return [model.model_validate(r) for r in conn.execute(query).fetchall()]
+    fields = {
+        "table": sql.Identifier(table),
+        "org": sql.Literal(org_id),
+        "filters": sql.SQL(" AND ").join(filters) if filters else sql.SQL("TRUE"),
+    }
+    return filtered_page(conn, PAGE, model, table, fields, after=after, before=before,
+                         limit=limit, order=order)  # fmt: skip

@@ -6,7 +6,7 @@ from psycopg import sql
 
 from cairn.domain.tools import Tool, ToolFilter
 from cairn.store.db import Connection
-from cairn.store.rows import Order, from_row, keyset, per_agent, to_params
+from cairn.store.rows import Order, filtered_page, from_row, per_agent, to_params
 
 _TOOL_JSON = ("json_schema", "args_json_schema", "pip_requirements", "npm_requirements", "metadata")
 
@@ -37,11 +37,6 @@ RETURNING *
 SELECT_TOOL = "SELECT * FROM tools WHERE organization_id = %(org)s AND id = %(id)s"
 SELECT_TOOL_BY_NAME = "SELECT * FROM tools WHERE organization_id = %(org)s AND name = %(name)s"
 DELETE_TOOL = "DELETE FROM tools WHERE organization_id = %(org)s AND id = %(id)s"
-SELECT_AGENT_TOOLS = """
-SELECT t.* FROM agents_tools at JOIN tools t ON t.id = at.tool_id
-WHERE at.organization_id = %(org)s AND at.agent_id = %(agent_id)s
-ORDER BY at.attached_at, t.name
-"""
 ATTACH_TOOL = """
 WITH pair AS (
     SELECT a.id AS agent_id, t.id AS tool_id, a.organization_id
@@ -115,12 +110,8 @@ def list_tools(
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Tool]:
-    cursor, order_by = keyset("tools", order=order, after=after, before=before)
-    query = sql.SQL(LIST_TOOLS).format(
-        **_literals(where or ToolFilter(), org_id), cursor=cursor, order_by=order_by,
-        limit=sql.Literal(limit),
-    )  # fmt: skip
-    return [Tool.model_validate(r) for r in conn.execute(query).fetchall()]
+    return filtered_page(conn, LIST_TOOLS, Tool, "tools", _literals(where or ToolFilter(), org_id),
+                         after=after, before=before, limit=limit, order=order)  # fmt: skip
 
 
 SELECT_AGENTS_TOOLS = """
@@ -135,8 +126,7 @@ def for_agents(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str,
 
 
 def for_agent(conn: Connection, org_id: str, agent_id: str) -> list[Tool]:
-    rows = conn.execute(SELECT_AGENT_TOOLS, {"org": org_id, "agent_id": agent_id}).fetchall()
-    return [Tool.model_validate(r) for r in rows]
+    return for_agents(conn, org_id, [agent_id])[agent_id]
 
 
 def attach(conn: Connection, org_id: str, agent_id: str, tool_id: str) -> bool:

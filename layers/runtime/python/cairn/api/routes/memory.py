@@ -95,10 +95,10 @@ def list_blocks(
 ) -> Response[Any]:
     search = BlockSearch(label_search, value_search, description_search, name,
                          connected_to_agents_count_gt, connected_to_agents_count_lt,
-                         connected_to_agents_count_eq)  # fmt: skip
+                         connected_to_agents_count_eq, identity_id, identifier_keys)  # fmt: skip
     found = blocks.list_blocks(
         http.rt(), http.org_id(), label=label, after=after, before=before, limit=limit,
-        order=order, identity_id=identity_id, identifier_keys=identifier_keys, search=search,
+        order=order, search=search,
     )  # fmt: skip
     return http.json_reply(200, [letta.block_json(b) for b in found])
 

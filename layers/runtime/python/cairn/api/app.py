@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -35,7 +34,6 @@ from cairn.api.routes import (
     tools,
 )
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
-from cairn.domain.tenancy import hash_api_key
 from cairn.errors import CairnError, PendingApprovalError
 from cairn.llm.types import LLMError
 from cairn.services import tenants
@@ -211,24 +209,10 @@ def buffered(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -
     return result
 
 
-# Keys seen lately, by hash: a warm Lambda skips the lookup (one round trip per request).
-# A revoked key stops working within this long.
-AUTH_CACHE_SECONDS = 60.0
-_known_keys: dict[str, tuple[str, float]] = {}
-
-
 def _organization_of(token: str) -> str | None:
-    digest = hash_api_key(token)
-    now = time.monotonic()
-    cached = _known_keys.get(digest)
-    if cached is not None and now - cached[1] < AUTH_CACHE_SECONDS:
-        return cached[0]
-    org = tenants.organization_of(http.rt().db, token)
-    if org is None:
-        _known_keys.pop(digest, None)
-        return None
-    _known_keys[digest] = (org, now)
-    return org
+    # Asked on every request, never cached: a revoked or rotated key must answer 401 on the
+    # very next request in every process (one indexed read; bench/auth.py measures it).
+    return tenants.organization_of(http.rt().db, token)
 
 
 def _is_route(app: APIGatewayHttpResolver, method: str, path: str) -> bool:

@@ -34,7 +34,8 @@ class ApiKey(DomainModel):
     organization_id: OrgId
     user_id: UserId
     name: str = ""
-    # The first characters of the key, so a person can tell keys apart without the secret.
+    # A few first characters of the key (`visible_prefix`), so a person can tell keys apart
+    # without the secret.
     key_prefix: str
     created_at: datetime = Field(default_factory=utc_now)
     last_used_at: datetime | None = None
@@ -48,3 +49,12 @@ def generate_api_key() -> str:
 
 def hash_api_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+def visible_prefix(key: str) -> str:
+    """What of a key may be stored and shown: Cairn's marker and 4 random characters (of 43)
+    for a key Cairn made; of any other key at most 4 characters and never more than a
+    quarter of it, so a short key chosen by hand is never stored whole."""
+    if key.startswith(API_KEY_PREFIX) and len(key) >= len(API_KEY_PREFIX) + 32:
+        return key[: len(API_KEY_PREFIX) + 4]
+    return key[: min(4, len(key) // 4)]

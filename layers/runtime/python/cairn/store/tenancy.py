@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from cairn.domain.tenancy import ApiKey, Organization, User, generate_api_key, hash_api_key
+from cairn.domain.tenancy import (
+    ApiKey,
+    Organization,
+    User,
+    generate_api_key,
+    hash_api_key,
+    visible_prefix,
+)
 from cairn.store.db import Connection
 from cairn.store.rows import from_row, to_params
 
@@ -28,11 +35,18 @@ VALUES (%(id)s, %(organization_id)s, %(user_id)s, %(name)s, %(key_hash)s, %(key_
         %(created_at)s)
 """
 SELECT_API_KEY = "SELECT * FROM api_keys WHERE organization_id = %(org)s AND id = %(id)s"
-# The one unscoped lookup: it is how a request finds its organization.
+# The one unscoped lookup: it is how a request finds its organization. Every request asks
+# (no cache: a revoked key fails on the very next request, in every process). It reads; the
+# key's last use is written at most once a minute, so a busy key costs no commit per request.
 AUTHENTICATE = """
-UPDATE api_keys SET last_used_at = now()
-WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
-RETURNING *
+WITH found AS (
+    SELECT * FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
+), touched AS (
+    UPDATE api_keys k SET last_used_at = now() FROM found
+    WHERE k.id = found.id
+      AND (found.last_used_at IS NULL OR found.last_used_at < now() - interval '1 minute')
+)
+SELECT * FROM found
 """
 # Operators' views: every organization, and one organization's keys (never their hashes).
 LIST_ORGANIZATIONS = """
@@ -85,7 +99,9 @@ def create_api_key(
 ) -> tuple[ApiKey, str]:
     """Store a new key (given, or generated) and return it with the plain key, shown once."""
     plain = key or generate_api_key()
-    api_key = ApiKey(organization_id=org_id, user_id=user_id, name=name, key_prefix=plain[:12])
+    api_key = ApiKey(
+        organization_id=org_id, user_id=user_id, name=name, key_prefix=visible_prefix(plain)
+    )
     conn.execute(INSERT_API_KEY, {**to_params(api_key), "key_hash": hash_api_key(plain)})
     return api_key, plain
 

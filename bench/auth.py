@@ -1,0 +1,77 @@
+"""What checking an API key on every request costs: the lookup each request makes, timed
+against the database (embedded PostgreSQL), beside the statement it replaced (an UPDATE of
+`last_used_at` on every request, which a 60 s per-process cache used to spare).
+
+    .venv/bin/python bench/auth.py [-n 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cairn.domain import Organization, User  # noqa: E402
+from cairn.domain.tenancy import hash_api_key  # noqa: E402
+from cairn.local.postgres import start_embedded  # noqa: E402
+from cairn.store import Database, tenancy  # noqa: E402
+from cairn.store.migrate import apply_migrations  # noqa: E402
+
+OLD = """
+UPDATE api_keys SET last_used_at = now()
+WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
+RETURNING *
+"""
+
+
+def timed(db: Database, n: int, call: object) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        with db.connection() as conn:
+            call(conn)  # type: ignore[operator]
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-n", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        dsn, server = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
+        apply_migrations(dsn)
+        db = Database(dsn, max_size=1)
+        db.open()
+        with db.transaction() as conn:
+            org = tenancy.create_organization(conn, Organization(name="bench"))
+            user = tenancy.create_user(conn, User(organization_id=org.id, name="b"))
+            for _ in range(1000):  # an index to look through, as a real deployment has
+                tenancy.create_api_key(conn, org.id, user.id)
+            _, key = tenancy.create_api_key(conn, org.id, user.id)
+        digest = hash_api_key(key)
+        now = {"new": lambda c: tenancy.authenticate(c, key),
+               "old": lambda c: c.execute(OLD, {"key_hash": digest}).fetchone()}  # fmt: skip
+        figures: dict[str, list[float]] = {"new": [], "old": []}
+        for _ in range(5):  # interleaved rounds
+            for name, call in now.items():
+                figures[name] += timed(db, args.n // 5, call)
+        load = os.getloadavg()[0]
+        print(f"API key lookups, {args.n} each, interleaved; load {load:.1f}")
+        for name, values in figures.items():
+            values.sort()
+            p99 = values[int(len(values) * 0.99)]
+            print(f"  {name}: p50 {statistics.median(values):.3f} ms, p99 {p99:.3f} ms")
+        db.close()
+        server.cleanup()  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    main()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from letta_client import Letta
@@ -34,18 +35,23 @@ class Stack:
         return Letta(base_url=self.url, api_key=self.key, max_retries=0, timeout=30)
 
 
-@pytest.fixture
-def stack(db: Database) -> Iterator[Stack]:
+@contextmanager
+def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
+    """The local HTTP bridge over a runtime with the fake LLM as the server's providers;
+    `settings` override the defaults."""
     with FakeLLM() as fake:
-        settings = Settings(
+        defaults: dict[str, Any] = dict(
             openai_api_key="sk-test",
             openai_base_url=f"{fake.base_url}/v1",
             anthropic_api_key="ant-test",
             anthropic_base_url=fake.base_url,
             llm_max_retries=0,
             sync_budget_seconds=20,
+            # The fake serves organizations' own providers too: the operator opens loopback
+            # to them (tests/api/test_outbound.py holds the policy without it).
+            outbound_networks="127.0.0.0/8",
         )
-        rt = build_runtime(settings, db=db)
+        rt = build_runtime(Settings(**(defaults | settings)), db=db)
         use_runtime(rt)
         sending.yielding = lambdas.released  # as the local stack does
         with db.transaction() as conn:
@@ -65,3 +71,9 @@ def stack(db: Database) -> Iterator[Stack]:
                 rt.queue.steps.close()
             use_runtime(None)
             sending.yielding = nullcontext
+
+
+@pytest.fixture
+def stack(db: Database) -> Iterator[Stack]:
+    with make_stack(db) as made:
+        yield made

@@ -197,7 +197,7 @@ def test_a_bedrock_provider_lists_checks_and_signs_with_the_organizations_own_ke
         odd = http.post("/providers/check", json={**own, "region": "us east"})
         assert odd.status_code == 400 and "not an AWS region" in odd.text
         unreachable = http.post("/providers/check", json={**own, "base_url": "http://a[b"})
-        assert unreachable.status_code == 502 and "Invalid IPv6 URL" in unreachable.text
+        assert unreachable.status_code == 400 and "Invalid IPv6 URL" in unreachable.text
         checked = http.post("/providers/check", json={**own, "access_key": "AKIAREJECTED"})
         assert checked.status_code == 401
         made = http.post("/providers/", json=own).json()

@@ -29,6 +29,7 @@ def engine_for(db: Database, fake: FakeLLM, *, fixed_clock: bool = False) -> Eng
         anthropic_base_url=fake.base_url,
         gemini_api_key="gm-test",
         gemini_base_url=fake.base_url,
+        bedrock_base_url=fake.base_url,  # the agents' Bedrock endpoint, as a VPC endpoint's
         llm_max_retries=0,
         llm_timeout_seconds=10,
     )

@@ -42,7 +42,7 @@ def settings(fake: FakeLLM, **extra: object) -> Settings:
     return Settings(
         openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1",
         anthropic_api_key="ant-test", anthropic_base_url=fake.base_url,
-        llm_max_retries=2, llm_timeout_seconds=5, **extra,  # type: ignore[arg-type]
+        bedrock_base_url=fake.base_url, llm_max_retries=2, llm_timeout_seconds=5, **extra,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -100,11 +100,14 @@ def test_openai_reasoning_model_gets_effort_and_completion_tokens(fake: FakeLLM)
     assert response.text == "done" and response.reasoning[0].reasoning == "because"
 
 
-def test_openai_compatible_server_by_base_url_needs_no_key(fake: FakeLLM) -> None:
+def test_openai_compatible_server_by_base_url_needs_no_key_and_gets_none(fake: FakeLLM) -> None:
     fake.reply("hello from ollama")
     req = request("ollama", model="llama3.2", model_endpoint=f"{fake.base_url}/v1")
-    response = client_for(req.config, Settings()).complete(req)
+    # The operator opens loopback to the organization's server; the server's key stays home.
+    own = Settings(openai_api_key="sk-server-secret", outbound_networks="127.0.0.0/8")
+    response = client_for(req.config, own).complete(req)
     assert response.text == "hello from ollama" and fake.requests[0].body["model"] == "llama3.2"
+    assert "sk-server-secret" not in json.dumps(fake.requests[0].headers)
 
 
 def test_anthropic_system_blocks_thinking_signature_and_tool_choice(fake: FakeLLM) -> None:

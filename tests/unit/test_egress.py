@@ -54,3 +54,25 @@ def test_a_pass_holds_its_organization_hosts_and_expiry() -> None:
     assert egress.verify(KEY, f"{widened}.{signature}") is None  # a body it did not sign
     for junk in ("", ".", "not-a-pass", f"{body}.", "a.b.c", "%%%.%%%"):
         assert egress.verify(KEY, junk) is None
+
+
+ADDRESSES = ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
+             "100.64.0.1", "0.0.0.0", "224.0.0.1", "::1", "fe80::1", "fd00::1",
+             "::ffff:127.0.0.1", "93.184.216.34", "8.8.8.8", "2606:4700::1111"]  # fmt: skip
+
+
+def test_the_servers_outbound_policy_and_the_tools_proxy_agree_on_every_address() -> None:
+    from cairn import outbound
+
+    proxy = egress.serve(("127.0.0.1", 0), b"k" * 32)
+    opened = egress.serve(("127.0.0.1", 0), b"k" * 32, private_networks=["10.0.0.0/8"])
+    try:
+        for address in ADDRESSES:
+            assert outbound.reachable(address) == proxy.reachable(address), address
+            wide = outbound.reachable(address, outbound.networks("10.0.0.0/8"))
+            assert wide == opened.reachable(address), address
+    finally:
+        proxy.server_close()
+        opened.server_close()
+    assert [a for a in ADDRESSES if outbound.reachable(a)] == [
+        "93.184.216.34", "8.8.8.8", "2606:4700::1111"]  # fmt: skip

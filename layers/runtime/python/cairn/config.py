@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class Settings(BaseModel):
@@ -83,12 +83,29 @@ class Settings(BaseModel):
     # Set for one call only, never from the environment: an organization's own Bedrock
     # credentials (access key id, secret access key, region); None: the function's role.
     bedrock_own_key: tuple[str, str, str] | None = None
+    # Set for one call only, never from the environment: the call carries an organization's
+    # own key (llm.endpoints: it goes to the organization's URL, checked by the policy).
+    tenant_key: bool = False
+    # Where Bedrock is called with the functions' role when not at AWS's own endpoint (a
+    # VPC endpoint's DNS name; tests). Agents may name this, AWS's endpoints, or none.
+    bedrock_base_url: str | None = None
+    # Comma-separated networks the server may reach at URLs an organization gave (model
+    # endpoints, providers' base_url) although not public (cairn.outbound); default: none.
+    outbound_networks: str = ""
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
     llm_max_retries: int = Field(default=3, ge=0)
     # Keep each step's provider request and response (GET /v1/steps/{id}/trace). Off by
     # default: a request holds the whole context window, so traces grow with every step.
     provider_traces: bool = False
+
+    @field_validator("outbound_networks")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        from cairn import outbound
+
+        outbound.networks(value)  # ValueError names the bad one
+        return value
 
     @property
     def prepare_statements(self) -> bool:
@@ -137,6 +154,8 @@ class Settings(BaseModel):
             "provider_key": "CAIRN_PROVIDER_KEY",
             "gemini_base_url": "GEMINI_BASE_URL",
             "llm_timeout_seconds": "CAIRN_LLM_TIMEOUT_SECONDS",
+            "bedrock_base_url": "CAIRN_BEDROCK_BASE_URL",
+            "outbound_networks": "CAIRN_OUTBOUND_NETWORKS",
             "llm_max_retries": "CAIRN_LLM_MAX_RETRIES",
             "provider_traces": "CAIRN_PROVIDER_TRACES",
         }

@@ -157,27 +157,35 @@ def embedder_for(config: EmbeddingConfig, settings: Settings) -> Embedder:
         return HashEmbedder(config.embedding_dim)
     if kind == "local" or (kind == LOCAL_TYPE and model == LOCAL_MODEL):
         return _local()
+    from cairn.llm import endpoints
+    from cairn.llm.types import LLMError
+
+    try:  # the server's key only to its own endpoint; an organization's URL is checked
+        to = endpoints.route(kind, config.embedding_endpoint, settings)
+    except endpoints.EndpointRefused as err:
+        raise LLMError("bad_request", f"embedding_config.embedding_endpoint: {err}") from None
     if kind == "google_ai":
         from cairn.llm.clients import gemini_sdk
 
-        client = gemini_sdk(config.embedding_endpoint or settings.gemini_base_url,
-                            settings.gemini_api_key, settings.llm_timeout_seconds)  # fmt: skip
+        client = gemini_sdk(to.base_url, settings.gemini_api_key, settings.llm_timeout_seconds,
+                            to.guarded)  # fmt: skip
         return GeminiEmbedder(client, model, config.embedding_dim)
     if kind == "bedrock":
         from cairn.llm.clients import bedrock_runtime
 
         client = bedrock_runtime(
-            config.embedding_endpoint, settings.llm_timeout_seconds, settings.llm_max_retries
+            to.base_url, settings.llm_timeout_seconds, settings.llm_max_retries
         )
         return BedrockEmbedder(client, model, config.embedding_dim)
     return _openai(
-        config.embedding_endpoint or settings.openai_base_url,
-        settings.openai_api_key or "unused",
+        to.base_url,
+        (settings.openai_api_key if to.server_key else None) or "unused",
         config.embedding_model,
         config.embedding_dim,
         config.batch_size,
         settings.llm_timeout_seconds,
         settings.llm_max_retries,
+        to.guarded,
     )
 
 
@@ -188,9 +196,15 @@ def _local() -> Embedder:
 
 @lru_cache(maxsize=16)
 def _openai(
-    base_url: str | None, key: str, model: str, dim: int, batch: int, timeout: float, retries: int
-) -> Embedder:
+    base_url: str | None, key: str, model: str, dim: int, batch: int, timeout: float, retries: int,
+    guarded: tuple[Any, ...] | None = None,
+) -> Embedder:  # fmt: skip
     import openai
 
-    client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=retries)
+    from cairn import outbound
+
+    client = openai.OpenAI(
+        api_key=key, base_url=base_url, timeout=timeout, max_retries=retries,
+        http_client=None if guarded is None else outbound.http_client(guarded, timeout),
+    )  # fmt: skip
     return OpenAIEmbedder(client, model, dim, batch)

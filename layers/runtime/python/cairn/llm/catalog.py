@@ -16,10 +16,8 @@ from cairn.config import Settings
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.constants import DEFAULT_CONTEXT_WINDOW
 from cairn.errors import InvalidArgumentError
+from cairn.llm.endpoints import ANTHROPIC_URL, GEMINI_URL, OPENAI_URL
 
-OPENAI_URL = "https://api.openai.com/v1"
-ANTHROPIC_URL = "https://api.anthropic.com"
-GEMINI_URL = "https://generativelanguage.googleapis.com"
 # Gemini's embedding models, by their full size (gemini-embedding-001 can be asked for less).
 GEMINI_EMBEDDING_DIMS = {"gemini-embedding-001": 3072, "text-embedding-004": 768}
 EMBEDDING_DIMS = {
@@ -211,32 +209,42 @@ def _list_key(provider: str, settings: Settings) -> tuple[str, str, str]:
 
 
 def _listed(provider: str, settings: Settings) -> list[str]:
+    from cairn.llm import endpoints
+
+    _, url_field, _ = endpoints.KEYED[provider]
+    # An organization's own provider is asked at its URL, through the outbound policy.
+    to = endpoints.route(provider, getattr(settings, url_field), settings)
     if provider == "google_ai":
         from cairn.llm.clients import gemini_sdk
 
-        sdk = gemini_sdk(settings.gemini_base_url, settings.gemini_api_key, 5.0)
+        sdk = gemini_sdk(to.base_url, settings.gemini_api_key, 5.0, to.guarded)
         return sorted(
             (m.name or "").removeprefix("models/")
             for m in sdk.models.list()
             if "generateContent" in (m.supported_actions or ())
         )
+    from cairn import outbound
+
+    guarded = None if to.guarded is None else outbound.http_client(to.guarded, 5.0)
     if provider == "openai":
         import openai
 
         with openai.OpenAI(  # closed here: a client per listing, not left to the collector
             api_key=settings.openai_api_key or "unused",
-            base_url=settings.openai_base_url,
+            base_url=to.base_url,
             timeout=5,
             max_retries=0,
+            http_client=guarded,
         ) as client:
             return sorted(m.id for m in client.models.list())
     import anthropic
 
     with anthropic.Anthropic(
         api_key=settings.anthropic_api_key,
-        base_url=settings.anthropic_base_url,
+        base_url=to.base_url,
         timeout=5,
         max_retries=0,
+        http_client=guarded,
     ) as maker:
         return sorted(m.id for m in maker.models.list())
 

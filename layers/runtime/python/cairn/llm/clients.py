@@ -6,9 +6,13 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Protocol
 
+from cairn import outbound
 from cairn.config import Settings
 from cairn.domain.configs import LLMConfig
+from cairn.llm import endpoints
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse, OnDelta
+
+Networks = tuple[outbound.Network, ...]
 
 # Endpoint types that speak OpenAI's Chat Completions at their own base URL.
 OPENAI_COMPATIBLE = frozenset(
@@ -25,35 +29,38 @@ class LLMClient(Protocol):
 
 
 def client_for(config: LLMConfig, settings: Settings) -> LLMClient:
+    """The client for a call under `settings` (the server's keys, or with `with_key` an
+    organization's own): to the endpoint `llm.endpoints` allows, or LLMError, nothing sent."""
     kind = config.model_endpoint_type
+    try:
+        to = endpoints.route(kind, config.model_endpoint, settings)
+    except endpoints.EndpointRefused as err:
+        raise LLMError("bad_request", f"llm_config.model_endpoint: {err}") from None
+    timeout, retries = settings.llm_timeout_seconds, settings.llm_max_retries
     if kind == "anthropic":
-        return _anthropic(
-            config.model_endpoint or settings.anthropic_base_url,
-            settings.anthropic_api_key, settings.llm_timeout_seconds, settings.llm_max_retries,
-        )  # fmt: skip
+        return _anthropic(to.base_url, settings.anthropic_api_key, timeout, retries, to.guarded)
     if kind == "google_ai":
-        return _gemini(
-            config.model_endpoint or settings.gemini_base_url, settings.gemini_api_key,
-            settings.llm_timeout_seconds, settings.llm_max_retries,
-        )  # fmt: skip
+        sdk = gemini_sdk(to.base_url, settings.gemini_api_key, timeout, to.guarded)
+        from cairn.llm.gemini import Gemini
+
+        return Gemini(sdk, retries)
     if kind == "bedrock":
-        return _bedrock(
-            config.model_endpoint, settings.llm_timeout_seconds, settings.llm_max_retries,
-            settings.bedrock_own_key,
-        )  # fmt: skip
+        return _bedrock(to.base_url, timeout, retries, settings.bedrock_own_key)
     if kind in OPENAI_COMPATIBLE:
-        return _openai(
-            config.model_endpoint or settings.openai_base_url,
-            # Local servers (Ollama, vLLM) take any key; the SDK insists on one.
-            settings.openai_api_key or ("unused" if kind != "openai" else None),
-            settings.llm_timeout_seconds, settings.llm_max_retries,
-        )  # fmt: skip
+        # Local servers (Ollama, vLLM) take any key; the SDK insists on one.
+        key = settings.openai_api_key if to.server_key or settings.tenant_key else None
+        return _openai(to.base_url, key or ("unused" if kind != "openai" else None),
+                       timeout, retries, to.guarded)  # fmt: skip
     raise LLMError("bad_request", f"model_endpoint_type `{kind}` is not supported")
 
 
 # One client per endpoint and key: each holds a connection pool that warm Lambdas reuse.
+# `guarded`: the URL is an organization's, every connection goes through the outbound policy.
 @lru_cache(maxsize=16)
-def _openai(base_url: str | None, api_key: str | None, timeout: float, retries: int) -> LLMClient:
+def _openai(
+    base_url: str | None, api_key: str | None, timeout: float, retries: int,
+    guarded: Networks | None = None,
+) -> LLMClient:  # fmt: skip
     import openai
 
     from cairn import heap
@@ -68,14 +75,21 @@ def _openai(base_url: str | None, api_key: str | None, timeout: float, retries: 
             "an OpenAI-compatible server) or ANTHROPIC_API_KEY",
         )
     return OpenAIChat(
-        openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries)
+        openai.OpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=retries,
+            http_client=_guarded(guarded, timeout),
+        )
     )
 
 
 @lru_cache(maxsize=16)
 def _anthropic(
-    base_url: str | None, api_key: str | None, timeout: float, retries: int
-) -> LLMClient:
+    base_url: str | None, api_key: str | None, timeout: float, retries: int,
+    guarded: Networks | None = None,
+) -> LLMClient:  # fmt: skip
     import anthropic
 
     from cairn import heap
@@ -87,20 +101,24 @@ def _anthropic(
         raise LLMError("auth", "no Anthropic API key: set ANTHROPIC_API_KEY")
     return AnthropicMessages(
         anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=retries,
+            http_client=_guarded(guarded, timeout),
         )
     )
 
 
-def _gemini(base_url: str | None, api_key: str | None, timeout: float, retries: int) -> LLMClient:
-    from cairn.llm.gemini import Gemini
-
-    return Gemini(gemini_sdk(base_url, api_key, timeout), retries)
+def _guarded(guarded: Networks | None, timeout: float) -> Any:
+    return None if guarded is None else outbound.http_client(guarded, timeout)
 
 
 # One client per endpoint and key, for calls and embeddings: each holds its own connections.
 @lru_cache(maxsize=16)
-def gemini_sdk(base_url: str | None, api_key: str | None, timeout: float) -> Any:
+def gemini_sdk(
+    base_url: str | None, api_key: str | None, timeout: float, guarded: Networks | None = None
+) -> Any:
     if api_key is None:
         raise LLMError("auth", "no Gemini API key: set GEMINI_API_KEY")
     from google import genai
@@ -108,16 +126,12 @@ def gemini_sdk(base_url: str | None, api_key: str | None, timeout: float) -> Any
     from cairn import heap
 
     heap.settle("google.genai")
-    options = genai.types.HttpOptions(timeout=int(timeout * 1000), base_url=base_url)
+    options = genai.types.HttpOptions(timeout=int(timeout * 1000), base_url=base_url,
+                                      httpx_client=_guarded(guarded, timeout))  # fmt: skip
     return genai.Client(api_key=api_key, http_options=options)
 
 
 BedrockOwnKey = tuple[str, str, str] | None  # (access key id, secret, region): Settings
-
-# The settings fields each provider type takes its key and endpoint from.
-KEY_FIELDS = {"openai": ("openai_api_key", "openai_base_url"),
-              "anthropic": ("anthropic_api_key", "anthropic_base_url"),
-              "google_ai": ("gemini_api_key", "gemini_base_url")}  # fmt: skip
 
 
 def with_key(
@@ -132,12 +146,12 @@ def with_key(
         if not (secret.get("access_key") and secret.get("api_key") and region):
             raise LLMError("auth", "A bedrock provider needs access_key, api_key and region")
         own = (secret["access_key"], secret["api_key"], region)
-        return settings.model_copy(update={"bedrock_own_key": own})
-    fields = KEY_FIELDS.get(provider_type)
+        return settings.model_copy(update={"bedrock_own_key": own, "tenant_key": True})
+    fields = endpoints.KEYED.get(provider_type)
     if fields is None:
         raise LLMError("bad_request", f"Cairn cannot call `{provider_type}` with a key of its own")
-    key_field, url_field = fields
-    update = {key_field: secret.get("api_key"), **({url_field: base_url} if base_url else {})}
+    key_field, url_field, _ = fields
+    update = {key_field: secret.get("api_key"), url_field: base_url, "tenant_key": True}
     return settings.model_copy(update=update)
 
 

@@ -28,6 +28,7 @@ from cairn.domain.groups import Group
 from cairn.domain.messages import Message
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, UnprocessableError
+from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
@@ -289,6 +290,16 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
     """Create what the file holds; the new agents' ids, in the file's order."""
     embedding = resolve_embedding(options.embedding, rt.settings) if options.embedding else None
     _check_references(file)
+    for n, entry in enumerate(file.agents):  # nothing is written for an endpoint refused
+        rehomed = {"llm_config": endpoints.rehome(entry.llm_config, rt.settings)}
+        if entry.embedding_config is not None:
+            rehomed["embedding_config"] = endpoints.rehome(entry.embedding_config, rt.settings)
+        file.agents[n] = entry = entry.model_copy(update=rehomed)
+        try:
+            endpoints.check_agent(entry.llm_config, embedding or entry.embedding_config,
+                                  rt.settings)  # fmt: skip
+        except InvalidArgumentError as err:
+            raise InvalidArgumentError(f"agent file: agents.{entry.id}.{err}") from None
     mapped: dict[str, str] = {}
     with rt.db.transaction() as conn:
         for tool_entry in file.tools:

@@ -20,6 +20,7 @@ from cairn.engine.agents import provision_agent
 from cairn.engine.sleeptime import delete_with_helpers, provision_sleeptime
 from cairn.engine.state import load
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
 from cairn.orchestration.parts import Runtime
@@ -100,6 +101,7 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
         if req.embedding
         else default_config(rt.settings)
     )
+    endpoints.check_agent(llm, embedding, rt.settings)
     try:
         check_timezone(req.timezone)
         agent = Agent(
@@ -224,6 +226,8 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
             updated = Agent.model_validate(agent.model_dump() | changes)
         except ValueError as err:
             raise UnprocessableError(str(err)) from None
+        if "llm_config" in changes or "embedding_config" in changes:
+            endpoints.check_agent(updated.llm_config, updated.embedding_config, rt.settings)
         agent = agents.update(conn, updated, expected_version=agent.version)
         if req.tool_ids is not None:
             _replace(conn, org, agent.id, req.tool_ids, tools, "Tool")

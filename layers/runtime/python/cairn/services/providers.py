@@ -12,7 +12,7 @@ from cairn.domain.configs import LLMConfig
 from cairn.domain.ids import is_id
 from cairn.domain.providers import CALLABLE, RESERVED, Provider, hint
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
-from cairn.llm import catalog
+from cairn.llm import catalog, endpoints
 from cairn.llm.clients import with_key
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.provider_vault import ProviderVault
@@ -49,12 +49,24 @@ def _bedrock_fields(provider_type: str, req: ProviderCreate | ProviderCheck) -> 
         raise InvalidArgumentError(f"region: `{req.region}` is not an AWS region (us-east-1)")
 
 
+def _base_url(provider_type: str, base_url: str | None, rt: Runtime) -> None:
+    """A provider's URL is an organization's: the outbound policy must allow it (400)."""
+    if not base_url or provider_type not in CALLABLE:
+        return
+    own = rt.settings.model_copy(update={"tenant_key": True})
+    try:
+        endpoints.route(provider_type, base_url, own)
+    except endpoints.EndpointRefused as err:
+        raise InvalidArgumentError(f"base_url: {err}") from None
+
+
 def _secret(req: ProviderCreate | ProviderUpdate | ProviderCheck) -> dict[str, str]:
     return {"api_key": req.api_key, **({"access_key": req.access_key} if req.access_key else {})}
 
 
 def create(rt: Runtime, org: str, req: ProviderCreate, user_id: str | None = None) -> Provider:
     _bedrock_fields(req.provider_type, req)
+    _base_url(req.provider_type, req.base_url, rt)
     if req.name in RESERVED:
         raise InvalidArgumentError(
             f"name: `{req.name}` is the server's own provider; choose another "
@@ -97,6 +109,7 @@ def list_providers(
 def modify(rt: Runtime, org: str, provider_id: str, req: ProviderUpdate) -> Provider:
     with rt.db.connection() as conn:
         current = _fetch(conn, org, provider_id)
+    _base_url(current.provider_type, req.base_url, rt)
     changed = current.model_copy(update={
         "base_url": req.base_url if req.base_url is not None else current.base_url,
         "region": req.region if req.region is not None else current.region,
@@ -129,6 +142,7 @@ def delete(rt: Runtime, org: str, provider_id: str) -> Provider:
 def check(rt: Runtime, req: ProviderCheck) -> None:
     """The key works if the provider lists its models with it (raises LLMError if not)."""
     _bedrock_fields(req.provider_type, req)
+    _base_url(req.provider_type, req.base_url, rt)
     _models_with(rt, req.provider_type, _secret(req), req.base_url, req.region, strict=True)
 
 

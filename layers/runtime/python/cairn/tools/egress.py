@@ -216,8 +216,12 @@ class _Serving:
     private: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 
     def reachable(self, address: str) -> bool:
+        # The rule of cairn.outbound (a unit test holds the two to one table of addresses).
         ip = ipaddress.ip_address(address.partition("%")[0])
-        return ip.is_global or any(ip in network for network in self.private)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        public = ip.is_global and not ip.is_multicast
+        return public or any(ip in network for network in self.private)
 
 
 class UnixProxy(_Serving, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

@@ -1,0 +1,108 @@
+"""The one outbound-address policy: where the server may connect for a URL a tenant gave it
+(an agent's model or embedding endpoint, a provider's `base_url`, its key check and model
+listing).
+
+Public addresses only, whatever DNS answers: loopback, private, link-local (the instance
+metadata service), shared, reserved and multicast addresses are refused unless the operator
+opens a network (`CAIRN_OUTBOUND_NETWORKS`, e.g. `10.0.0.0/8` for a model server of their
+own). The check happens twice: `check` before a call (a clear error, no request made), and
+again on every connection the call's HTTP client opens (`transport`), to the very address
+checked, so a second DNS answer (rebinding) or a redirect cannot lead elsewhere.
+
+The tools' egress proxy (`tools/egress.py`, standard library only, shipped alone) applies
+the same rule (`is_global` or an opened network); a unit test holds the two to one table.
+URLs the operator configured (OPENAI_BASE_URL and the like) are the operator's own choice
+and are not checked.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class Refused(ValueError):
+    """A URL the policy will not reach; the message says which and why."""
+
+
+@lru_cache(maxsize=8)
+def networks(spec: str) -> tuple[Network, ...]:
+    """`CAIRN_OUTBOUND_NETWORKS` (comma-separated CIDRs) parsed; ValueError names a bad one."""
+    found = []
+    for part in (p.strip() for p in spec.split(",")):
+        if part:
+            try:
+                found.append(ipaddress.ip_network(part, strict=False))
+            except ValueError:
+                raise ValueError(f"`{part}` is not a network (e.g. 10.0.0.0/8)") from None
+    return tuple(found)
+
+
+def reachable(address: str, opened: Iterable[Network] = ()) -> bool:
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is loopback, not a public v6 address
+    return (ip.is_global and not ip.is_multicast) or any(ip in network for network in opened)
+
+
+def resolve(host: str, port: int, opened: tuple[Network, ...]) -> list[tuple[Any, ...]]:
+    """The addresses `host` may be reached at: all it resolves to, if every one is allowed
+    (a name that also points inside is refused whole, not tried address by address)."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as err:
+        raise Refused(f"`{host}` does not resolve: {err}") from None
+    inside = sorted({str(info[4][0]) for info in found if not reachable(str(info[4][0]), opened)})
+    if inside or not found:
+        raise Refused(
+            f"`{host}` resolves to {', '.join(inside) or 'nothing'}: the server reaches only "
+            "public addresses for a URL it was given"
+        )
+    return found
+
+
+def check(url: str, opened: tuple[Network, ...]) -> None:
+    """Raise Refused unless `url` is http(s) to a host the policy reaches."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as err:
+        raise Refused(f"`{url}` is not a URL: {err}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Refused(f"`{url}` is not an http(s) URL")
+    resolve(parts.hostname, port, opened)
+
+
+def transport(opened: tuple[Network, ...]) -> Any:
+    """An httpx transport whose every connection goes through the policy: for the SDK
+    clients (OpenAI, Anthropic, Gemini) that call a tenant's URL."""
+    import httpcore
+    import httpx
+
+    class Guarded(httpcore.SyncBackend):
+        def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+            try:
+                address = resolve(host, port, opened)[0][4][0]
+            except Refused as err:
+                raise httpcore.ConnectError(str(err)) from None
+            # The address checked, not the name again; TLS still verifies `host` (SNI).
+            return super().connect_tcp(str(address), port, *args, **kwargs)
+
+    made = httpx.HTTPTransport()
+    # httpx.HTTPTransport takes no network backend; the connection pool it wraps does.
+    made._pool._network_backend = Guarded()
+    return made
+
+
+def http_client(opened: tuple[Network, ...], timeout: float) -> Any:
+    """An httpx client for an SDK, guarded; redirects followed as the SDKs do, each one's
+    connection checked again."""
+    import httpx
+
+    return httpx.Client(transport=transport(opened), timeout=timeout, follow_redirects=True)

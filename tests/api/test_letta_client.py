@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 from letta_client import APIStatusError, NotFoundError
@@ -151,3 +152,49 @@ def test_errors_are_4xx_never_500(stack: Stack) -> None:
     with pytest.raises(APIStatusError) as too_long:
         client.agents.blocks.update("persona", agent_id=agent.id, value="x")
     assert too_long.value.status_code == 404  # no persona block on this agent
+
+
+@pytest.mark.parametrize("by_run_id", [False, True])
+def test_cancelling_a_run_that_waits_for_approval_closes_it_and_frees_the_agent(
+    stack: Stack, by_run_id: bool
+) -> None:
+    client = stack.client()
+    agent = client.agents.create(
+        memory_blocks=[{"label": "human", "value": "Name: Ada"}], llm_config=LLM
+    )  # type: ignore[arg-type]
+    client.agents.tools.update_approval(
+        "memory_insert", agent_id=agent.id, body_requires_approval=True
+    )
+    stack.fake.reply("", call("memory_insert", label="human", new_str="Likes: tea"))
+    first = client.agents.messages.create(agent.id, input="remember tea")
+    assert first.stop_reason.stop_reason == "requires_approval"
+    call_id = first.messages[-1].tool_call.tool_call_id
+    asked = len(stack.fake.requests)
+    run_ids = [first.messages[-1].run_id] if by_run_id else None
+    cancelled = client.agents.messages.cancel(agent.id, run_ids=run_ids)
+    assert first.messages[-1].run_id in dict(cancelled)
+
+    def closed() -> bool:
+        runs = client.runs.list(agent_id=agent.id)
+        return all(r.status in ("completed", "cancelled", "failed") for r in runs)
+
+    wait_until(closed)
+    # The call was denied as cancelled, not run; the model was not asked about it.
+    assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Ada"
+    assert len(stack.fake.requests) == asked
+    history = client.agents.messages.list(agent.id, order="asc", limit=50).items
+    returns = [m for m in history if m.message_type == "tool_return_message"]
+    assert [r.tool_call_id for r in returns] == [call_id]
+    assert returns[0].status == "error" and "cancelled" in str(returns[0].tool_return)
+    # The agent answers again.
+    stack.fake.reply("Hello again.")
+    again = client.agents.messages.create(agent.id, input="hello?")
+    assert again.stop_reason.stop_reason == "end_turn"
+    assert again.messages[-1].content == "Hello again."
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.05)

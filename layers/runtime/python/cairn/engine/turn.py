@@ -444,6 +444,11 @@ class Turn:
     ) -> Checkpoint:
         if beat is not None:
             self.new.append(beat)
+        if self.state.run.metadata.get("run_type") == "approval_cancel":
+            # A cancelled run's approval, closed by denials: nobody wants the model's answer.
+            return self.finish(
+                "cancelled", system=system, memory=memory, tokens=tokens, usage=usage, ctx=ctx
+            )
         if self.state.step_index + 1 >= self.max_steps:
             return self.finish(
                 "max_steps", system=system, memory=memory, tokens=tokens, usage=usage, ctx=ctx

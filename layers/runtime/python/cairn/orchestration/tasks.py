@@ -54,12 +54,30 @@ def deny_on_timeout(rt: Runtime, org: str, run_id: str, seconds: int) -> dict[st
     """Nobody answered in time: deny every pending call, and the agent goes on."""
     with rt.db.connection() as conn:
         run = runs.get_run(conn, org, run_id)
-        agent = agents.get(conn, org, run.agent_id) if run is not None else None
-        last = messages.get_many(conn, org, agent.message_ids[-1:]) if agent else []
-    pending = last[0] if last and last[0].role == "approval" and last[0].run_id == run_id else None
-    if agent is None or pending is None:
+    if run is None:
         return {"denied": False}
     reason = f"No answer to the approval request within {seconds} seconds"
+    closed = deny_pending(rt, org, run.agent_id, reason, of_run=run_id, kind="approval_timeout")
+    return {"denied": True, "run_id": closed[0]} if closed else {"denied": False}
+
+
+def deny_pending(
+    rt: Runtime, org: str, agent_id: str, reason: str, *, of_run: str | None = None,
+    kind: str = "approval_timeout",
+) -> tuple[str, str] | None:  # fmt: skip
+    """Deny every call of the agent's pending approval request (of run `of_run`, if given)
+    in a run of its own; returns (that run's id, the id of the run whose request it
+    closed), or None when nothing was pending.
+
+    `kind` approval_cancel (a cancelled run's request) ends that run after the denials are
+    stored, without asking the model: the agent takes new messages again, as after Letta's
+    cancel; approval_timeout lets the model answer the denial, as a person's would."""
+    with rt.db.connection() as conn:
+        agent = agents.get(conn, org, agent_id)
+        last = messages.get_many(conn, org, agent.message_ids[-1:]) if agent else []
+    pending = last[0] if last and last[0].role == "approval" and last[0].tool_calls else None
+    if agent is None or pending is None or (of_run is not None and pending.run_id != of_run):
+        return None
     answer = Message(
         organization_id=org,
         agent_id=agent.id,
@@ -73,12 +91,12 @@ def deny_on_timeout(rt: Runtime, org: str, run_id: str, seconds: int) -> dict[st
     )
     try:
         started = rt.engine.start_run(
-            org, agent.id, [answer], background=True, metadata={"run_type": "approval_timeout"}
+            org, agent.id, [answer], background=True, metadata={"run_type": kind}
         )
     except ConflictError:  # answered (or cancelled) at the last moment
-        return {"denied": False}
+        return None
     publish_and_mark(rt.db, rt.queue, started.command)
-    return {"denied": True, "run_id": started.run.id}
+    return started.run.id, str(pending.run_id)
 
 
 def queue_continuation(rt: Runtime, org: str, run_id: str) -> dict[str, Any]:

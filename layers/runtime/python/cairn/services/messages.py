@@ -165,9 +165,30 @@ def cancel(rt: Runtime, org: str, agent_id: str, run_ids: list[str] | None) -> d
             result[run_id] = ended.status
     if not run_ids:  # and the runs stopped at an approval stop waiting for it
         result.update(dict.fromkeys(tasks.cancel_waits(rt, org, agent.id), "cancelled"))
+    # A cancelled run's approval request is closed (its calls denied as cancelled), else the
+    # agent would answer PENDING_APPROVAL until someone denied them; Letta's cancel_run
+    # writes the same denials (letta-ai/letta#3176 is its fix for conversations).
+    of_run = None if not run_ids else _pending_run(rt, org, agent.id, run_ids)
+    if not run_ids or of_run is not None:
+        closed = tasks.deny_pending(rt, org, agent.id, CANCEL_REASON, of_run=of_run,
+                                    kind="approval_cancel")  # fmt: skip
+        if closed is not None:
+            result[closed[1]] = "cancelled"
     if result:
         dispatch.wake(rt.db, rt.queue, org, agent.id)  # runs waiting for this agent may go
     return result
+
+
+CANCEL_REASON = "The run was cancelled"
+
+
+def _pending_run(rt: Runtime, org: str, agent_id: str, run_ids: list[str]) -> str | None:
+    """Which of `run_ids` waits for an approval of the agent, ended at requires_approval."""
+    with rt.db.connection() as conn:
+        found = [runs.get_run(conn, org, run_id) for run_id in run_ids]
+    waiting = [r for r in found if r is not None and r.agent_id == agent_id
+               and r.stop_reason in ("requires_approval", "cancelled")]  # fmt: skip
+    return waiting[0].id if waiting else None
 
 
 def capture(rt: Runtime, org: str, agent_id: str, req: CaptureRequest) -> list[Message]:

@@ -48,6 +48,7 @@ from cairn.errors import (
     NotFoundError,
     VersionConflictError,
 )
+from cairn.llm import deadline
 from cairn.llm.clients import LLMClient, client_for, wire_body, with_key
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse, MessageDelta, OnDelta
 from cairn.store import claim as claims
@@ -287,7 +288,10 @@ class Engine:
         if LLM_JOURNAL_KEY in journal:
             return LLMResponse.model_validate(journal[LLM_JOURNAL_KEY])
         faults.reached("before_llm")
-        response = self._client(state.org_id, request.config).complete(request, on_delta)
+        client = self._client(state.org_id, request.config)
+        response = deadline.retried(
+            lambda: client.complete(request, on_delta), self.settings.llm_max_retries
+        )
         if not response.tool_calls:
             return response
         entry = JournalEntry(

@@ -9,11 +9,12 @@ caller hands the step to the queue instead of failing the run.
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from cairn.llm.types import LLMError
 
@@ -62,3 +63,29 @@ def seconds_left() -> float | None:
 def passed() -> bool:
     at = _deadline.get()
     return at is not None and time.monotonic() >= at - MIN_CALL_SECONDS
+
+
+T = TypeVar("T")
+
+
+def retried(call: Callable[[], T], retries: int) -> T:
+    """`call()`, with the retries the SDKs leave out under a deadline: a transient error
+    (429, 5xx, timeout, lost connection) is tried again up to `retries` times
+    (CAIRN_LLM_MAX_RETRIES) after an exponential, jittered pause, while the deadline leaves
+    time for one; when it does not, DeadlineReached hands the step to the queue, which has
+    the time. Without a deadline the SDKs retry themselves and this adds nothing."""
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except DeadlineReached:
+            raise
+        except LLMError as err:
+            left = seconds_left()
+            if left is None or not err.transient or attempt >= retries:
+                raise
+            pause = min(8.0, 0.5 * 2**attempt) * random.uniform(0.75, 1.25)
+            if left - pause < MIN_CALL_SECONDS:
+                raise DeadlineReached(f"no time left to retry the model's error: {err}") from err
+            time.sleep(pause)
+            attempt += 1

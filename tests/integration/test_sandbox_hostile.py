@@ -284,3 +284,32 @@ def _host_commands() -> str:
         with contextlib.suppress(OSError):
             found.append(Path(f"/proc/{pid}/cmdline").read_bytes().decode("latin-1"))
     return "\n".join(found)
+
+
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_a_tool_imports_the_standard_library_and_none_of_the_servers_packages(
+    isolation: str,
+) -> None:
+    box = SubprocessSandbox(memory_bytes=256 * 1024 * 1024, isolation=isolation)  # type: ignore[arg-type]
+    found = value(
+        run(
+            box,
+            """
+            import importlib, json, sqlite3, sys
+            out = {}
+            for name in ("cairn", "boto3", "psycopg", "pydantic", "openai"):
+                try:
+                    importlib.import_module(name)
+                    out[name] = "imported"
+                except ImportError as err:
+                    out[name] = type(err).__name__
+            out["path"] = sys.path
+            return out
+            """,
+        )
+    )
+    assert isinstance(found, dict)
+    assert {k: v for k, v in found.items() if k != "path"} == dict.fromkeys(
+        ("cairn", "boto3", "psycopg", "pydantic", "openai"), "ModuleNotFoundError"
+    ), found["path"]
+    assert not any("site-packages" in p for p in found["path"]), found["path"]

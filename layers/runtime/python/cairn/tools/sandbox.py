@@ -230,7 +230,9 @@ class SubprocessSandbox:
                 limits = f"{int(timeout) + 1},{self.memory_bytes},{self.scratch_bytes}"
                 child_env = {**env, "HOME": scratch, "TMPDIR": scratch,
                              "CAIRN_SANDBOX_LIMITS": limits}  # fmt: skip
-                command = [self.python, "-I", "-c", RUNNER]
+                # -S: no site, so the tool sees the standard library and none of the server's
+                # packages (the venv's or the interpreter's own site-packages).
+                command = [self.python, "-I", "-S", "-c", RUNNER]
             return self._call(command, child_env, scratch, request, timeout)
 
     def egress(self) -> tuple[str, bytes]:
@@ -266,6 +268,7 @@ class SubprocessSandbox:
             "--",
             self.python,
             "-I",
+            "-S",  # the runner runs in this interpreter: no site-packages for the tool
             JAIL,
             json.dumps(config),
             RUNNER,

@@ -291,7 +291,7 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
     embedding = resolve_embedding(options.embedding, rt.settings) if options.embedding else None
     _check_references(file)
     for n, entry in enumerate(file.agents):  # nothing is written for an endpoint refused
-        rehomed = {"llm_config": endpoints.rehome(entry.llm_config, rt.settings)}
+        rehomed: dict[str, Any] = {"llm_config": endpoints.rehome(entry.llm_config, rt.settings)}
         if entry.embedding_config is not None:
             rehomed["embedding_config"] = endpoints.rehome(entry.embedding_config, rt.settings)
         file.agents[n] = entry = entry.model_copy(update=rehomed)

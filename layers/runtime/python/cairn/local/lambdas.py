@@ -107,9 +107,11 @@ def released() -> Iterator[None]:
 
     # Powertools reads the event again after the route returns: put this one back.
     saved = BaseRouter.current_event, BaseRouter.lambda_context
+    _held.lock = None  # a nested release (an embedding inside a sync send's step) is a no-op
     lock.release()
     try:
         yield
     finally:
         lock.acquire()
+        _held.lock = lock
         BaseRouter.current_event, BaseRouter.lambda_context = saved

@@ -10,6 +10,7 @@ from typing import NamedTuple, Protocol
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run
+from cairn.embeddings.base import Embedder
 from cairn.engine.lifecycle import StartedRun
 from cairn.engine.step import StepOutcome
 from cairn.llm import deadline
@@ -208,3 +209,17 @@ def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Ru
         with yielding():
             time.sleep(interval)
         interval = min(interval * 1.5, MAX_POLL_SECONDS)
+
+
+class Released:
+    """An embedder whose calls give the function back to other callers while they run, as a
+    model call of a sync send does: loading the local model or a slow embedding provider
+    must not hold every other request of the API (locally one invocation runs at a time)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self.model, self.dim = embedder.model, embedder.dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with yielding():
+            return self._embedder.embed(texts)

@@ -14,6 +14,7 @@ from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.llm.catalog import resolve_embedding
+from cairn.orchestration import sending
 from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
@@ -123,7 +124,7 @@ def detach(rt: Runtime, org: str, agent_id: str, archive_id: str) -> None:
 def add_passage(rt: Runtime, org: str, archive_id: str, req: ArchivePassageCreate) -> Passage:
     with rt.db.connection() as conn:
         archive = _fetch(conn, org, archive_id)
-    embedder = rt.engine.embedder_for(archive.embedding_config)
+    embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config))
     passage = Passage(
         organization_id=org,
         archive_id=archive.id,
@@ -166,7 +167,8 @@ def search_passages(rt: Runtime, org: str, req: PassageSearch) -> list[Scored]:
             raise UnprocessableError("agent_id or archive_id: name the archive to search")
         if archive is None:
             return []
-        vector = rt.engine.embedder_for(archive.embedding_config).embed([req.query])[0]
+        embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config))
+        vector = embedder.embed([req.query])[0]
         found = sql_search.search_passages(
             conn,
             org,

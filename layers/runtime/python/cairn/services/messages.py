@@ -265,7 +265,7 @@ def search(rt: Runtime, org: str, req: MessageSearch) -> list[Found]:
         agent = agent_service.fetch(conn, org, req.agent_id)
         vector = None
         if req.search_mode != "fts":
-            vector = rt.engine.embedder_of(agent).embed([req.query])[0]
+            vector = sending.Released(rt.engine.embedder_of(agent)).embed([req.query])[0]
         found = sql_search.hybrid_messages(
             conn, org, agent.id, req.query, vector, roles=roles, start=req.start_date,
             end=req.end_date, limit=req.limit,

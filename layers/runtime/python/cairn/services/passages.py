@@ -11,6 +11,7 @@ from cairn.domain.passages import Archive, Passage
 from cairn.engine import search
 from cairn.engine.context import parse_when
 from cairn.errors import NotFoundError, UnprocessableError
+from cairn.orchestration import sending
 from cairn.orchestration.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.requests import CreatePassage
@@ -71,7 +72,7 @@ def insert(rt: Runtime, org: str, agent_id: str, req: CreatePassage) -> Passage:
     with rt.db.connection() as conn:
         agent = agent_service.fetch(conn, org, agent_id)
     # Embedded before the transaction opens: no lock is held during the model call.
-    embedder = rt.engine.embedder_of(agent)
+    embedder = sending.Released(rt.engine.embedder_of(agent))
     with rt.db.transaction() as conn:
         passage = search.new_passage(
             agent,
@@ -106,7 +107,7 @@ def search_passages(
             agent,
             archive,
             query,
-            rt.engine.embedder_of(agent),
+            sending.Released(rt.engine.embedder_of(agent)),
             tags=tags or None,
             match_all=match_all,
             start=_when("start_datetime", start, tz),

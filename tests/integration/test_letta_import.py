@@ -311,7 +311,8 @@ def test_passages_of_another_embedding_model_are_embedded_again_in_one_request(
     restored = letta_url.__wrapped__(pg_dsn)  # type: ignore[attr-defined]
     copy = next(restored)
     with FakeLLM() as fake, psycopg.connect(copy, autocommit=True) as conn:
-        endpoint = json.dumps(f"{fake.base_url}/v1")
+        # The Letta server's own endpoint: re-embedding goes to this server's instead.
+        endpoint = json.dumps("http://127.0.0.1:9/v1")
         conn.execute("UPDATE archives SET embedding_config = jsonb_set("
                      "embedding_config::jsonb, '{embedding_endpoint}', %s::jsonb)::json",
                      (endpoint,))  # fmt: skip
@@ -321,7 +322,8 @@ def test_passages_of_another_embedding_model_are_embedded_again_in_one_request(
         conn.execute("UPDATE archival_passages SET embedding_config = jsonb_set("
                      "embedding_config::jsonb, '{embedding_model}', %s::jsonb)::json "
                      "WHERE id = ANY(%s)", (other, older))  # fmt: skip
-        report = import_letta(db, copy, settings=Settings(openai_api_key="sk-test"))
+        here = Settings(openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1")
+        report = import_letta(db, copy, settings=here)
         assert report.imported["passages embedded again"] == 2
         assert len(fake.embedding_requests) == 1 and len(fake.embedding_requests[0]["input"]) == 2
     with db.connection() as conn:

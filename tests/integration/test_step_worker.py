@@ -516,7 +516,8 @@ def test_sweeper_phases_fail_on_their_own_and_name_the_agent(
     assert swept["republished"] == 1 and swept["watchdog"] == {"redriven": 0, "failed": 0}
     assert "pruned" in swept
     assert list(swept["errors"]) == [f"embedded:{broken.id}"]
-    assert "Connection" in swept["errors"][f"embedded:{broken.id}"]
+    # Refused before any request: the server's key goes to its own endpoint only.
+    assert "embedding_endpoint" in swept["errors"][f"embedded:{broken.id}"]
 
 
 def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Organization) -> None:

@@ -34,6 +34,7 @@ from cairn.domain.tenancy import Organization
 from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
 from cairn.embeddings.providers import embedder_for
+from cairn.llm import endpoints
 from cairn.orchestration import bedrock
 from cairn.orchestration.provider_vault import ProviderVault, vault_for
 from cairn.services.letta_keys import SealedKeyError, open_key
@@ -331,10 +332,17 @@ class _Org:
             "message_ids": [],
         }
         try:
-            return Agent.model_validate(data)
+            agent = Agent.model_validate(data)
         except ValidationError as err:
             self.report.skipped.append(f"agent {row['id']} ({row['name']}): {_first_error(err)}")
             return None
+        # Letta's endpoints for the providers this server holds keys for become this
+        # server's (docs/outbound.md): the server's key never goes to the Letta server's.
+        return agent.model_copy(update={
+            "llm_config": endpoints.rehome(agent.llm_config, self.settings),
+            "embedding_config": agent.embedding_config
+            and endpoints.rehome(agent.embedding_config, self.settings),
+        })  # fmt: skip
 
     def messages(self, rows: list[dict[str, Any]]) -> None:
         total = len(rows)
@@ -488,7 +496,8 @@ class _Org:
             with self.db.connection() as conn:
                 exists = {p.id for p in stale if archives.get_passage(conn, self.org, p.id)}
             todo = [p for p in stale if p.id not in exists]  # embedded by an earlier run
-            vectors = embedder_for(wanted, self.settings).embed([p.text for p in todo])
+            home = endpoints.rehome(wanted, self.settings)
+            vectors = embedder_for(home, self.settings).embed([p.text for p in todo])
         except Exception as err:  # no key or no provider here: keep them, searchable by text
             self.report.skipped.append(
                 f"{len(stale)} passages of archive {stale[0].archive_id} not embedded again "

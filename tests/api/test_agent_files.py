@@ -172,3 +172,35 @@ def test_bad_files_are_refused_and_nothing_is_created(stack: Stack) -> None:
     with pytest.raises(BadRequestError):
         client.agents.export_file(client.agents.create(llm_config=LLM).id,  # type: ignore[arg-type]
                                   use_legacy_format=True)  # fmt: skip
+
+
+def test_an_agent_file_with_no_messages_imports_an_agent_that_answers(stack: Stack) -> None:
+    client = stack.client()
+    file = fixture("agent-A.af")
+    for agent in file["agents"]:
+        agent["messages"], agent["in_context_message_ids"] = [], []
+    (agent_id,) = upload(client, json.dumps(file))
+    stack.fake.reply("Hello, fresh start.")
+    answer = client.agents.messages.create(agent_id, input="hi")
+    assert answer.messages[-1].content == "Hello, fresh start."
+    sent = stack.fake.requests[-1].body["messages"]
+    assert sent[0]["role"] == "system" and "<memory_blocks>" in sent[0]["content"]
+
+
+def test_a_group_naming_another_organizations_block_is_refused_and_nothing_stored(
+    stack: Stack,
+) -> None:
+    from cairn.domain import Block, Organization
+    from cairn.store import blocks, tenancy
+
+    with stack.runtime.db.transaction() as conn:
+        other = tenancy.create_organization(conn, Organization(name="victim"))
+        theirs = blocks.create(conn, Block(organization_id=other.id, label="secret", value="x"))
+    client = stack.client()
+    file = fixture("agent-C.af")
+    file["groups"][0]["shared_block_ids"] = [theirs.id]
+    with pytest.raises(UnprocessableEntityError) as err:
+        upload(client, json.dumps(file))
+    assert theirs.id in str(err.value.body)
+    assert list(client.agents.list()) == [] and list(client.blocks.list()) == []
+    assert list(client.groups.list()) == []

@@ -41,6 +41,9 @@ from cairn.services import tenants
 logger = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/v1/health/", "/v1/health", "/openapi.json"})
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+# Routes that take a form (an uploaded file) instead of JSON.
+FORM_PATHS = frozenset({"/v1/agents/import"})
+FORM_BODIES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
 def _detail(status: int, detail: object, headers: dict[str, str] | None = None) -> Response[Any]:
@@ -185,8 +188,33 @@ def _resolved(
 ) -> tuple[dict[str, Any], Iterator[bytes] | None]:
     """The resolver's result, and the streamed body a route left (if any)."""
     http.take_stream()  # nothing left from an earlier request served on this thread
+    if (unreadable := _unreadable_body(event)) is not None:
+        return unreadable, None
     result = app.resolve(event, context)
     return result, http.take_stream()
+
+
+def _unreadable_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """415 for a body of a type the route does not take (a text/plain body reached the
+    routes as a string and failed inside them with a 500). Checked before the resolver:
+    Powertools validates a request before any middleware runs. No Content-Type is read as
+    JSON, as FastAPI (Letta) reads it; Letta answers 422 where this says 415."""
+    method = (event.get("requestContext") or {}).get("http", {}).get("method", "")
+    if method not in ("POST", "PUT", "PATCH") or not event.get("body"):
+        return None
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    media = headers.get("content-type", "").split(";")[0].strip().lower()
+    if event.get("rawPath") in FORM_PATHS:
+        if media in FORM_BODIES:
+            return None
+        wanted = "multipart/form-data"
+    elif not media or media == "application/json" or media.endswith("+json"):
+        return None
+    else:
+        wanted = "application/json"
+    body = json.dumps({"detail": f"Content-Type `{media}`: this route takes {wanted}"})
+    return {"statusCode": 415, "headers": {"Content-Type": "application/json"},
+            "body": body, "isBase64Encoded": False}  # fmt: skip
 
 
 def respond(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> Streaming:

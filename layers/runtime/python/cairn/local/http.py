@@ -73,6 +73,11 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> 
     return event
 
 
+# The most of an oversized body the bridge reads to answer 413 (API Gateway refuses bodies
+# over 10 MB itself); past it the connection is closed.
+DRAIN_BYTES = 256 * 1024 * 1024
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Buffered: headers and body leave in one send (the handler flushes after each request)
@@ -84,9 +89,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         if length > MAX_REQUEST_BYTES:
-            # Read and dropped, never held (the client reads our answer only once it has
-            # sent its body); past a few times the limit the connection is just closed.
-            left = length if length <= 4 * MAX_REQUEST_BYTES else 0
+            # Read and dropped, never held: the client reads our answer only once it has
+            # sent its body, and closing on unread bytes resets the connection, losing the
+            # 413 (a 30 MB import saw a reset). Past DRAIN_BYTES it is closed anyway.
+            left = length if length <= DRAIN_BYTES else 0
             while left > 0 and (chunk := self.rfile.read(min(left, 1 << 16))):
                 left -= len(chunk)
             self.close_connection = True

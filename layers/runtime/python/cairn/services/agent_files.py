@@ -25,7 +25,7 @@ from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.groups import Group
-from cairn.domain.messages import Message
+from cairn.domain.messages import Message, TextContent
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, UnprocessableError
 from cairn.llm import endpoints
@@ -325,6 +325,15 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
         for entry, agent in zip(file.agents, created, strict=True):
             _import_messages(conn, agent, entry)
         for group_entry in file.groups:
+            # A shared block is one of the file's (remapped) or already the organization's;
+            # an id of anyone else's is refused, and the transaction takes everything back.
+            foreign = [b for b in group_entry.shared_block_ids
+                       if b not in mapped and blocks.get(conn, org, b) is None]  # fmt: skip
+            if foreign:
+                raise UnprocessableError(
+                    f"agent file: groups.{group_entry.id}.shared_block_ids: neither in the "
+                    f"file nor blocks of this organization: {', '.join(foreign)}"
+                )
             groups.create(conn, _group(org, group_entry, mapped))
     return [mapped[a.id] for a in file.agents]
 
@@ -435,8 +444,17 @@ def _import_messages(conn: Connection, agent: Agent, entry: _FileAgent) -> None:
             ) from None
         made[str(item.get("id"))] = message.id
         rows.append(message)
+    window = [made[i] for i in entry.in_context_message_ids if i in made]
+    first = next((m for m in rows if m.id == window[0]), None) if window else None
+    if first is None or first.role != "system":
+        # A file with no messages (Letta's strip_messages, or written by hand) or a window
+        # not opened by the system message: the window must start with one, as every
+        # agent's does; its memory section is filled in by the first step.
+        system = Message(organization_id=agent.organization_id, agent_id=agent.id,
+                         role="system", content=[TextContent(text=agent.system)])  # fmt: skip
+        rows.insert(0, system)
+        window.insert(0, system.id)
     messages.insert(conn, rows)
-    window = [made[i] for i in entry.in_context_message_ids]
     if window:
         agents.update(conn, agent.model_copy(update={"message_ids": window}),
                       expected_version=agent.version)  # fmt: skip

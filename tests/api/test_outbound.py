@@ -206,3 +206,30 @@ def test_a_redirect_to_an_inside_address_is_not_followed(db: Database) -> None:
     finally:
         inside.close()
         hop.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "model"),
+    [
+        ("openai", "/v1", "gpt-own"),
+        ("anthropic", "", "claude-own"),
+        ("google_ai", "", "gemini-own"),
+    ],
+)
+def test_an_organizations_own_provider_is_called_through_the_policy_with_its_own_key(
+    stack: Stack, kind: str, path: str, model: str
+) -> None:
+    """Each SDK's guarded client (httpx2 for OpenAI's and Anthropic's, httpx for Google's)
+    reaches an address the operator opened, carrying the organization's key only."""
+    own = {"name": f"mine-{kind}", "provider_type": kind, "api_key": "own-key-123",
+           "base_url": stack.fake.base_url + path}  # fmt: skip
+    made = call(stack, "POST", "/providers/", json=own)
+    assert made.status_code == 200, made.text
+    agent = call(stack, "POST", "/agents/", json={"name": "o", "model": f"mine-{kind}/{model}"})
+    assert agent.status_code == 200, agent.text
+    stack.fake.reply("Hello with your own key.")
+    sent = call(stack, "POST", f"/agents/{agent.json()['id']}/messages",
+                json={"messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+    assert sent.status_code == 200 and "Hello with your own key." in sent.text, sent.text
+    seen = json.dumps(stack.fake.requests[-1].headers)
+    assert "own-key-123" in seen and "sk-test" not in seen and "ant-test" not in seen

@@ -17,6 +17,7 @@ and are not checked.
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import socket
 from collections.abc import Iterable
@@ -79,30 +80,33 @@ def check(url: str, opened: tuple[Network, ...]) -> None:
     resolve(parts.hostname, port, opened)
 
 
-def transport(opened: tuple[Network, ...]) -> Any:
-    """An httpx transport whose every connection goes through the policy: for the SDK
-    clients (OpenAI, Anthropic, Gemini) that call a tenant's URL."""
-    import httpcore
-    import httpx
+# The HTTP stacks the SDKs are built on: OpenAI's and Anthropic's on httpx2 (and refuse an
+# httpx client), Google's on httpx. Each gets a client of its own kind.
+STACKS = {"httpx": "httpcore", "httpx2": "httpcore2"}
 
-    class Guarded(httpcore.SyncBackend):
+
+def transport(opened: tuple[Network, ...], stack: str = "httpx") -> Any:
+    """A transport of `stack` (httpx or httpx2) whose every connection goes through the
+    policy: for the SDK clients that call an organization's URL."""
+    http, core = importlib.import_module(stack), importlib.import_module(STACKS[stack])
+
+    class Guarded(core.SyncBackend):  # type: ignore[name-defined]
         def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
             try:
                 address = resolve(host, port, opened)[0][4][0]
             except Refused as err:
-                raise httpcore.ConnectError(str(err)) from None
+                raise core.ConnectError(str(err)) from None
             # The address checked, not the name again; TLS still verifies `host` (SNI).
             return super().connect_tcp(str(address), port, *args, **kwargs)
 
-    made = httpx.HTTPTransport()
-    # httpx.HTTPTransport takes no network backend; the connection pool it wraps does.
+    made = http.HTTPTransport()
+    # The transport takes no network backend; the connection pool it wraps does.
     made._pool._network_backend = Guarded()
     return made
 
 
-def http_client(opened: tuple[Network, ...], timeout: float) -> Any:
-    """An httpx client for an SDK, guarded; redirects followed as the SDKs do, each one's
-    connection checked again."""
-    import httpx
-
-    return httpx.Client(transport=transport(opened), timeout=timeout, follow_redirects=True)
+def http_client(opened: tuple[Network, ...], timeout: float, stack: str = "httpx") -> Any:
+    """A client of `stack` for an SDK, guarded; redirects followed as the SDKs do, each
+    one's connection checked again."""
+    http = importlib.import_module(stack)
+    return http.Client(transport=transport(opened, stack), timeout=timeout, follow_redirects=True)

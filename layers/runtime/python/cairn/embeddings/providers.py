@@ -216,6 +216,6 @@ def _openai(
 
     client = openai.OpenAI(
         api_key=key, base_url=base_url, timeout=timeout, max_retries=retries,
-        http_client=None if guarded is None else outbound.http_client(guarded, timeout),
+        http_client=None if guarded is None else outbound.http_client(guarded, timeout, "httpx2"),
     )  # fmt: skip
     return OpenAIEmbedder(client, model, dim, batch)

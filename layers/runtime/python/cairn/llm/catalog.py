@@ -225,7 +225,7 @@ def _listed(provider: str, settings: Settings) -> list[str]:
         )
     from cairn import outbound
 
-    guarded = None if to.guarded is None else outbound.http_client(to.guarded, 5.0)
+    guarded = None if to.guarded is None else outbound.http_client(to.guarded, 5.0, "httpx2")
     if provider == "openai":
         import openai
 

@@ -110,8 +110,9 @@ def _anthropic(
     )
 
 
-def _guarded(guarded: Networks | None, timeout: float) -> Any:
-    return None if guarded is None else outbound.http_client(guarded, timeout)
+def _guarded(guarded: Networks | None, timeout: float, stack: str = "httpx2") -> Any:
+    """The guarded client for an SDK (OpenAI's and Anthropic's speak httpx2, Google's httpx)."""
+    return None if guarded is None else outbound.http_client(guarded, timeout, stack)
 
 
 # One client per endpoint and key, for calls and embeddings: each holds its own connections.
@@ -127,7 +128,7 @@ def gemini_sdk(
 
     heap.settle("google.genai")
     options = genai.types.HttpOptions(timeout=int(timeout * 1000), base_url=base_url,
-                                      httpx_client=_guarded(guarded, timeout))  # fmt: skip
+                                      httpx_client=_guarded(guarded, timeout, "httpx"))  # fmt: skip
     return genai.Client(api_key=api_key, http_options=options)
 
 

@@ -39,6 +39,8 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
         with deadline.within(seconds - rt.settings.tool_timeout_seconds - CHECKPOINT_SECONDS):
             status = worker.run_message(rt, record.body, _receives(record))
     except Exception:
+        # The cause, once: the batch processor reports the record failed but not why.
+        logger.exception("step raised", extra={"message_id": record.message_id})
         _back_off(rt, record)
         raise  # reported as this record's failure: it comes back after the backoff
     logger.info("step done", extra={"status": status, "message_id": record.message_id})

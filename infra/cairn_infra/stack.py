@@ -22,7 +22,7 @@ from cairn_infra.functions import SPECS, Functions
 from cairn_infra.monitoring import Alarms, Watched
 from cairn_infra.network import Network
 from cairn_infra.packaging import ROOT, Layers
-from cairn_infra.workers import StepQueue
+from cairn_infra.workers import STEP_CONCURRENCY, StepQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
 
 # Who may send to and answer the workflows: every function that publishes the outbox.
@@ -93,6 +93,9 @@ class CairnStack(Stack):
             "CAIRN_RUN_STALL_SECONDS": str(
                 int(queue.visibility.to_seconds() + SPECS["step"].timeout.to_seconds() + 300)
             ),
+            # One organization's runs hold at most half the step concurrency: a tenant whose
+            # model hangs leaves the other half to everyone else (docs/tenancy.md).
+            "CAIRN_ORG_MAX_RUNS": str(STEP_CONCURRENCY // 2),
         }
         egress = None
         if tool_network:  # tools reach their organization's allowed hosts (README)

@@ -561,3 +561,96 @@ def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Or
             poller.join(timeout=10)
     # One worker at a time would have held the first answer until the fake gave up (30 s).
     assert len(arrivals) == 2 and worker.fake.gates_timed_out == 0
+
+
+def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
+    worker: Worker, db: Database
+) -> None:
+    """Four workers, as the local stack runs; one organization's six agents whose model
+    hangs (async sends) and another organization's agent: with CAIRN_ORG_MAX_RUNS=3 the
+    bystander's turn completes while every hanging call still hangs, and once they answer,
+    the hanging organization's held-back runs all end too (woken as its runs end)."""
+    from cairn.store import tenancy
+
+    hang = threading.Event()
+    hangs = lambda r: "PLEASE-HANG" in json.dumps(r.body)  # noqa: E731
+    worker.fake.when(hangs, Reply(text="late", gate=hang))
+    worker.fake.when(lambda r: not hangs(r), Reply(text="Hello, bystander."))
+    settings = worker.rt.settings.model_copy(update={"org_max_runs": 3})
+    rt = build_runtime(settings, db=db, queue=SqsStepQueue(worker.queue_url, worker.sqs))
+    use_runtime(rt)
+    worker.sqs.set_queue_attributes(
+        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
+    )
+    with db.transaction() as conn:
+        noisy = tenancy.create_organization(conn, Organization(name="noisy"))
+        quiet = tenancy.create_organization(conn, Organization(name="quiet"))
+    pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
+               for n in range(4)]  # fmt: skip
+    for poller in pollers:
+        poller.start()
+    try:
+        hanging = [
+            sending.send(rt, noisy.id, a.id, [user(a, "PLEASE-HANG")], max_steps=3, wait=False).run
+            for a in [make_agent(db, noisy) for _ in range(6)]
+        ]
+        wait_for(lambda: len(worker.fake.requests) >= 3)
+        bystander = make_agent(db, quiet)
+        run = sending.send(rt, quiet.id, bystander.id, [user(bystander, "hi")], max_steps=3,
+                           wait=False).run  # fmt: skip
+        wait_for(lambda: _status(db, quiet.id, run.id) == "completed")
+        assert not hang.is_set() and len(worker.fake.requests) == 4  # 3 hanging + bystander
+        hang.set()
+        for held in hanging:
+            wait_for(lambda held=held: _status(db, noisy.id, held.id) == "completed", 60)
+    finally:
+        hang.set()
+        for poller in pollers:
+            poller.stopping.set()
+        for poller in pollers:
+            poller.join(timeout=10)
+    assert worker.fake.gates_timed_out == 0
+
+
+def _status(db: Database, org_id: str, run_id: str) -> str | None:
+    with db.connection() as conn:
+        found = runs.get_run(conn, org_id, run_id)
+    return found.status if found else None
+
+
+def wait_for(condition: Any, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.05)
+
+
+def test_a_queued_step_whose_model_takes_its_whole_time_fails_the_run_once(
+    worker: Worker, org: Organization
+) -> None:
+    """Bounded by the step's time, every retry included, and not delivered again to hold
+    another worker as long: the run fails with the timeout and its agent takes new work."""
+    from cairn.llm import deadline
+
+    hang = threading.Event()
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.reply("late", gate=hang)
+    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=3,
+                       wait=False).run  # fmt: skip
+    body = json.dumps({"organization_id": org.id, "run_id": run.id, "step_index": 0})
+    try:
+        with deadline.within(1.5):  # the step function's remaining time, shortened
+            assert step_worker.run_message(worker.rt, body, 1) == "timed_out"
+    finally:
+        hang.set()
+    ended = _run(worker, org.id, run.id)
+    assert ended.status == "failed" and ended.stop_reason == "llm_api_error"
+    assert "did not answer" in str(ended.error)
+    worker.fake.reply("Back again.")
+    again = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=3, wait=False)
+    assert worker.drain(again.run.id, org.id).status == "completed"
+
+
+def _run(worker: Worker, org_id: str, run_id: str) -> Any:
+    with worker.rt.db.connection() as conn:
+        return runs.get_run(conn, org_id, run_id)

@@ -95,6 +95,10 @@ class Settings(BaseModel):
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
     llm_max_retries: int = Field(default=3, ge=0)
+    # How many agents one organization's runs may hold at once (0: no limit): a run taking
+    # another agent waits in the outbox until one of its organization's runs ends, so one
+    # tenant (a hanging model, a flood of sends) cannot take every step worker.
+    org_max_runs: int = Field(default=0, ge=0)
     # Keep each step's provider request and response (GET /v1/steps/{id}/trace). Off by
     # default: a request holds the whole context window, so traces grow with every step.
     provider_traces: bool = False
@@ -158,5 +162,6 @@ class Settings(BaseModel):
             "outbound_networks": "CAIRN_OUTBOUND_NETWORKS",
             "llm_max_retries": "CAIRN_LLM_MAX_RETRIES",
             "provider_traces": "CAIRN_PROVIDER_TRACES",
+            "org_max_runs": "CAIRN_ORG_MAX_RUNS",
         }
         return cls.model_validate({k: env[v] for k, v in names.items() if env.get(v)})

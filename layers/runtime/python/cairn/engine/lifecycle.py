@@ -42,6 +42,7 @@ def start_run(
     compact_only: bool = False,
     run_id: str | None = None,
     conn: Connection | None = None,
+    org_cap: int = 0,
 ) -> StartedRun:
     """Record the run and its first step command together; the caller publishes it.
 
@@ -80,6 +81,7 @@ def start_run(
             first,
             answering=answering,
             claim_lease_seconds=LEASE_SECONDS if run_here else None,
+            claim_cap=org_cap,
         )
     if not row["found"]:
         raise NotFoundError(f"Agent with ID {agent_id} not found")

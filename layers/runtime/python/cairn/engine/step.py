@@ -69,7 +69,7 @@ LLM_JOURNAL_KEY = "llm"
 # (organization, provider name) -> the provider and its key, or None if it has none by that name.
 ProviderKeyLookup = Callable[[str, str], "tuple[Provider, dict[str, str]] | None"]
 
-StepStatus = Literal["committed", "already_done", "busy", "run_finished", "missing"]
+StepStatus = Literal["committed", "already_done", "busy", "throttled", "run_finished", "missing"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,7 @@ class Engine:
             compact_only=compact_only,
             run_id=run_id,
             conn=conn,
+            org_cap=self.settings.org_max_runs,
         )
 
     # -- one step ---------------------------------------------------------------------
@@ -190,7 +191,8 @@ class Engine:
         got = claimed
         if got is None:
             with self.db.connection() as conn:
-                got = claims.claim(conn, org_id, run_id, step_index, lease_seconds=LEASE_SECONDS)
+                got = claims.claim(conn, org_id, run_id, step_index, lease_seconds=LEASE_SECONDS,
+                                   cap=self.settings.org_max_runs)  # fmt: skip
         run = got.run
         if run is None:
             return StepOutcome("missing")
@@ -200,8 +202,8 @@ class Engine:
             return StepOutcome("already_done", nxt if nxt and not nxt.sent_at else None)
         if run.status in TERMINAL_RUN_STATUSES:
             return StepOutcome("run_finished", run_status=run.status)
-        if got.agent is None:
-            return StepOutcome("busy", agent_id=run.agent_id)
+        if got.agent is None:  # another run holds it, or its organization holds its share
+            return StepOutcome("throttled" if got.org_full else "busy", agent_id=run.agent_id)
         state = StepState(
             run=run,
             step_index=step_index,

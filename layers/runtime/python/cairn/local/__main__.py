@@ -114,6 +114,9 @@ def start_workers(
     queue_url, dlq_url = create_step_queues(sqs)
     sfn = stepfunctions_client(endpoint, REGION)
     settings = settings or Settings.from_env()
+    if not os.environ.get("CAIRN_ORG_MAX_RUNS"):
+        # One organization's runs leave a worker to the others (docs/tenancy.md).
+        settings = settings.model_copy(update={"org_max_runs": STEP_WORKERS - 1})
     asl = stepfunctions.cached_definitions(
         settings.data_dir / "cache", **(timings or workflow_timings())
     )

@@ -69,6 +69,17 @@ def wake(db: Database, queue: StepQueue, org_id: str, agent_id: str) -> int:
     return sum(publish_and_mark(db, queue, command) for command in waiting)
 
 
+def wake_organization(db: Database, queue: StepQueue, org_id: str, cap: int) -> int:
+    """Publish the steps that waited for the organization's share, as many as it has free
+    (CAIRN_ORG_MAX_RUNS); those it cannot take yet wait again, the sweeper looks too."""
+    if cap <= 0:
+        return 0
+    with db.connection() as conn:
+        free = cap - agents.held_in_organization(conn, org_id)
+        waiting = outbox.waiting_in_organization(conn, org_id, free) if free > 0 else []
+    return sum(publish_and_mark(db, queue, command) for command in waiting)
+
+
 def after_step(
     db: Database,
     queue: StepQueue,
@@ -76,9 +87,18 @@ def after_step(
     outcome: StepOutcome,
     *,
     continue_here: bool = False,
+    cap: int = 0,
 ) -> None:
     """What every deliverer of steps does with an outcome: continue, wait, or wake others.
-    `continue_here`: the caller runs the next step itself (a sync send), so it is not sent."""
+    `continue_here`: the caller runs the next step itself (a sync send), so it is not sent;
+    `cap`: CAIRN_ORG_MAX_RUNS, for the steps that wait for their organization's share."""
+    if outcome.status == "throttled":
+        # Its organization holds its share of agents: the step waits in the outbox until
+        # one of those runs ends (below), like a step waiting for its agent. A run that
+        # ended between the claim and the deferral is seen by looking again.
+        defer(db, command)
+        wake_organization(db, queue, command.organization_id, cap)
+        return
     if outcome.status == "busy":
         defer(db, command)
         # The holder may have ended between our busy answer and the deferral: look again.
@@ -97,3 +117,4 @@ def after_step(
         # Read by the checkpoint that freed the agent (one round trip less than `wake`).
         for waiting in outcome.waiting:
             publish_and_mark(db, queue, waiting)
+        wake_organization(db, queue, command.organization_id, cap)

@@ -88,7 +88,8 @@ class InlineStepQueue:
             group_turns.start_turn(self.rt, p)
             return
         outcome = self.engine.step(p["organization_id"], p["run_id"], p["step_index"])
-        after_step(self.engine.db, self.outlet, command, outcome)
+        after_step(self.engine.db, self.outlet, command, outcome,
+                   cap=self.engine.settings.org_max_runs)  # fmt: skip
 
 
 class InlineWorkflows:

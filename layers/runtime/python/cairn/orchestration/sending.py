@@ -147,9 +147,11 @@ def drive(
             following = outcome.next_command
             here = listener is None or listener.present()
             if outcome.status != "committed" or following is None or deadline.passed() or not here:
-                after_step(rt.db, rt.queue, step, outcome)  # the rest goes on the queue
+                # the rest goes on the queue
+                after_step(rt.db, rt.queue, step, outcome, cap=rt.settings.org_max_runs)
                 break
-            after_step(rt.db, rt.queue, step, outcome, continue_here=True)
+            after_step(rt.db, rt.queue, step, outcome, continue_here=True,
+                       cap=rt.settings.org_max_runs)  # fmt: skip
             step, claimed = following, None
     if outcome.run is not None:
         return Sent(outcome.run, stored if outcome.run.status in TERMINAL_RUN_STATUSES else None)

@@ -11,8 +11,9 @@ from pydantic import BaseModel, Field, ValidationError
 from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
+from cairn.llm.deadline import DeadlineReached
 from cairn.orchestration import group_turns
-from cairn.orchestration.dispatch import after_step
+from cairn.orchestration.dispatch import after_step, wake_organization
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.watchdog import end_failed_run
 from cairn.store import dead_letters, outbox, runs
@@ -69,8 +70,17 @@ def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
         return group_turns.start_turn(rt, payload)
     org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
     command = _command(rt, org, run_id, index)
-    outcome = rt.engine.step(org, run_id, index)
-    after_step(rt.db, rt.queue, command, outcome)
+    try:
+        outcome = rt.engine.step(org, run_id, index)
+    except DeadlineReached as err:
+        # The model took the step's whole invocation (every retry included): it has failed,
+        # as a timeout after the SDK's retries fails the run. Delivering the step again
+        # would only hold another worker as long (three times over before the DLQ).
+        detail = f"The model did not answer within the step's time: {err}"
+        end_failed_run(rt, org, run_id, "llm_api_error", detail, kind="timeout")
+        wake_organization(rt.db, rt.queue, org, rt.settings.org_max_runs)
+        return "timed_out"
+    after_step(rt.db, rt.queue, command, outcome, cap=rt.settings.org_max_runs)
     return outcome.status
 
 

@@ -29,6 +29,12 @@ WITH run AS (
     SELECT * FROM runs WHERE organization_id = %(org)s AND id = %(run)s
 ), done AS (
     SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s
+), org AS (
+    SELECT %(cap)s > 0 AND (
+        SELECT count(*) FROM agents held
+        WHERE held.organization_id = %(org)s AND held.lease_run_id IS NOT NULL
+          AND held.lease_run_id <> %(run)s AND held.lease_expires_at >= now()
+    ) >= %(cap)s AS is_full
 ), lease AS (
     UPDATE agents a
     SET lease_run_id = %(run)s, lease_expires_at = now() + make_interval(secs => %(ttl)s)
@@ -37,6 +43,8 @@ WITH run AS (
       AND run.status NOT IN ('completed', 'failed', 'cancelled')
       AND NOT EXISTS (SELECT 1 FROM done)
       AND (a.lease_run_id IS NULL OR a.lease_run_id = %(run)s OR a.lease_expires_at < now())
+      -- A run taking a new agent waits while its organization holds `cap` of them.
+      AND (a.lease_run_id = %(run)s OR NOT (SELECT is_full FROM org))
       AND (a.lease_run_id = %(run)s OR NOT EXISTS (
           SELECT 1 FROM runs older
           WHERE older.agent_id = a.id AND older.id <> run.id
@@ -52,6 +60,7 @@ WITH run AS (
 SELECT
     (SELECT to_jsonb(run) FROM run) AS run,
     EXISTS (SELECT 1 FROM done) AS done,
+    NOT EXISTS (SELECT 1 FROM lease) AND (SELECT is_full FROM org) AS org_full,
     (SELECT to_jsonb(o) FROM outbox o
      WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s) AS next_command,
     (SELECT to_jsonb(l) || jsonb_build_object('message_ids', coalesce(
@@ -107,22 +116,26 @@ class Claim:
     archival_tags: list[str]
     journal: dict[str, dict[str, Any]]
     previous_kind: str | None
+    org_full: bool = False  # no agent: its organization holds as many as it may (cap)
 
 
 def claim(
-    conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float
-) -> Claim:
-    return read(send(conn, org_id, run_id, step_index, lease_seconds=lease_seconds))
+    conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float,
+    cap: int = 0,
+) -> Claim:  # fmt: skip
+    return read(send(conn, org_id, run_id, step_index, lease_seconds=lease_seconds, cap=cap))
 
 
 def send(
-    conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float
-) -> Cursor[dict[str, Any]]:
-    """The claim statement alone, so a pipeline can send it after another (`read` it then)."""
+    conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float,
+    cap: int = 0,
+) -> Cursor[dict[str, Any]]:  # fmt: skip
+    """The claim statement alone, so a pipeline can send it after another (`read` it then).
+    `cap`: how many agents the organization's runs may hold at once (0: no limit)."""
     return conn.execute(
         CLAIM,
         {"org": org_id, "run": run_id, "idx": step_index, "ttl": lease_seconds,
-         "next_key": f"{run_id}:{step_index + 1}"},
+         "next_key": f"{run_id}:{step_index + 1}", "cap": cap},
     )  # fmt: skip
 
 
@@ -146,4 +159,5 @@ def read(cursor: Cursor[dict[str, Any]]) -> Claim:
         archival_tags=list(row["archival_tags"]),
         journal=dict(row["journal"]),
         previous_kind=row["previous_kind"],
+        org_full=bool(row["org_full"]),
     )

@@ -91,6 +91,23 @@ def mark_unsent(conn: Connection, org_id: str, command_id: int) -> None:
     conn.execute(MARK_UNSENT, {"org": org_id, "id": command_id})
 
 
+# Steps of an organization's runs that wait for its share (CAIRN_ORG_MAX_RUNS) to free:
+# oldest first, only those whose agent no run holds (the others wait for their agent).
+WAITING_IN_ORGANIZATION = """
+SELECT o.* FROM outbox o JOIN agents a ON a.organization_id = o.organization_id
+                                      AND a.id = o.agent_id
+WHERE o.organization_id = %(org)s AND o.sent_at IS NULL AND o.kind = 'step'
+  AND (a.lease_run_id IS NULL OR a.lease_expires_at < now())
+ORDER BY o.id
+LIMIT %(limit)s
+"""
+
+
+def waiting_in_organization(conn: Connection, org_id: str, limit: int) -> list[OutboxCommand]:
+    rows = conn.execute(WAITING_IN_ORGANIZATION, {"org": org_id, "limit": limit}).fetchall()
+    return [OutboxCommand.model_validate(r) for r in rows]
+
+
 def unsent_for_agent(conn: Connection, org_id: str, agent_id: str) -> list[OutboxCommand]:
     rows = conn.execute(UNSENT_FOR_AGENT, {"org": org_id, "agent_id": agent_id}).fetchall()
     return [OutboxCommand.model_validate(r) for r in rows]

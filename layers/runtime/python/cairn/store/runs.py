@@ -155,6 +155,7 @@ def start_run(
     *,
     answering: bool,
     claim_lease_seconds: float | None,
+    claim_cap: int = 0,
 ) -> tuple[dict[str, Any], claims.Claim | None]:
     """Record a run and its first step command in one statement; with a lease, also claim
     that step in the same round trip (one implicit transaction up to the pipeline's sync,
@@ -173,8 +174,9 @@ def start_run(
     with pipeline(conn):
         started = conn.execute(START_RUN, params)
         claiming = claims.send(
-            conn, run.organization_id, run.id, 0, lease_seconds=claim_lease_seconds
-        )
+            conn, run.organization_id, run.id, 0, lease_seconds=claim_lease_seconds,
+            cap=claim_cap,
+        )  # fmt: skip
     row = started.fetchone()
     assert row is not None
     return row, claims.read(claiming)

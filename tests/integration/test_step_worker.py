@@ -23,6 +23,7 @@ from cairn.orchestration import sending
 from cairn.orchestration import worker as step_worker
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.sqs import SqsStepQueue
+from cairn.orchestration.watchdog import MAX_LOST_SENDS, MAX_REDRIVES
 from cairn.store import agents, dead_letters, messages, runs
 from cairn.store import db as db_module
 from cairn.store.db import Database
@@ -414,11 +415,13 @@ def test_a_run_that_never_progresses_fails_with_the_reason_and_frees_its_agent(
     agent = make_agent(worker.rt.db, org)
     run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
     outcomes = []
-    for _ in range(3):  # the first send and two re-drives, each lost
+    for _ in range(MAX_LOST_SENDS + 1):  # the first send and every re-drive, each lost
         _lose_queued(worker)
         _an_hour_passes(worker)
         outcomes.append(invoke("sweeper", {"source": "aws.events"})["watchdog"])
-    assert outcomes == [{"redriven": 1, "failed": 0}] * 2 + [{"redriven": 0, "failed": 1}]
+    assert outcomes == [{"redriven": 1, "failed": 0}] * MAX_LOST_SENDS + [
+        {"redriven": 0, "failed": 1}
+    ]
     with worker.rt.db.connection() as conn:
         failed = runs.get_run(conn, org.id, run.run.id)
     assert failed is not None and failed.status == "failed" and failed.stop_reason == "error"
@@ -654,3 +657,27 @@ def test_a_queued_step_whose_model_takes_its_whole_time_fails_the_run_once(
 def _run(worker: Worker, org_id: str, run_id: str) -> Any:
     with worker.rt.db.connection() as conn:
         return runs.get_run(conn, org_id, run_id)
+
+
+def test_a_step_that_kills_its_worker_each_time_fails_after_three_starts(
+    worker: Worker, org: Organization
+) -> None:
+    """Started (its claim took the agent) and never finished, three times: the run fails;
+    a step only sent and never started is re-sent instead (the test above)."""
+    agent = make_agent(worker.rt.db, org)
+    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    body = json.dumps({"organization_id": org.id, "run_id": run.run.id, "step_index": 0})
+
+    outcomes = []
+    for _ in range(MAX_REDRIVES + 1):
+        with faults.crash_at("before_llm"), pytest.raises(faults.SimulatedCrash):
+            step_worker.run_message(worker.rt, body, 1)
+        _lose_queued(worker)
+        _an_hour_passes(worker)
+        outcomes.append(invoke("sweeper", {"source": "aws.events"})["watchdog"])
+    assert outcomes == [{"redriven": 1, "failed": 0}] * MAX_REDRIVES + [
+        {"redriven": 0, "failed": 1}
+    ]
+    with worker.rt.db.connection() as conn:
+        failed = runs.get_run(conn, org.id, run.run.id)
+    assert failed is not None and failed.error and "started 3 times" in failed.error["message"]

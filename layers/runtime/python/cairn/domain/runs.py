@@ -136,6 +136,7 @@ class OutboxCommand(DomainModel):
     attempts: int = 0
     last_error: str | None = None
     redrives: int = 0  # re-sent by the watchdog after no progress (orchestration/watchdog)
+    claims: int = 0  # times the step started (its claim took the agent)
 
 
 def embed_command(

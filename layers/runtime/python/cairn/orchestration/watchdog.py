@@ -20,10 +20,16 @@ from cairn.store import outbox, runs
 
 logger = logging.getLogger(__name__)
 
-# Sends of one step that made no progress before its run is failed: the first delivery
+# A step that started this many times and never finished fails its run: the first start
 # and two more. A step that crashes its worker every time (one that runs out of memory)
 # ends here instead of looping.
 MAX_REDRIVES = 2
+# A step sent this many times more that never started at all: the queue keeps losing it.
+# Only waiting in the queue (behind other agents' steps) is not a failure, so this is far
+# more patient than MAX_REDRIVES, and a restart's re-send never counts.
+MAX_LOST_SENDS = 6
+# Recovery and the watchdog take stalled steps a page at a time, every page.
+PAGE = 100
 
 
 def end_failed_run(
@@ -45,45 +51,56 @@ def end_failed_run(
 
 
 def redrive_stalled(
-    rt: Runtime, *, stall_seconds: float, max_redrives: int = MAX_REDRIVES, limit: int = 100
-) -> dict[str, int]:
-    """Re-send the steps of runs stalled for `stall_seconds`; fail those past the budget."""
-    with rt.db.connection() as conn:
-        stalled = outbox.stalled_steps(conn, stall_seconds=stall_seconds, limit=limit)
+    rt: Runtime, *, stall_seconds: float, max_redrives: int = MAX_REDRIVES,
+    counted: bool = True,
+) -> dict[str, int]:  # fmt: skip
+    """Re-send the steps of runs stalled for `stall_seconds`, every one of them, a page at a
+    time; fail those whose step started more than `max_redrives` times without finishing,
+    or was sent MAX_LOST_SENDS times more and never started. `counted`: False for a
+    restart's re-send (the queue died with the process: nobody's step failed)."""
     redriven = failed = 0
-    for command in stalled:
-        assert command.run_id is not None
-        index = command.payload.get("step_index")
-        if command.redrives >= max_redrives:
-            detail = (
-                f"The run made no progress: its step {index} was sent {command.redrives + 1} "
-                f"times and never ran to its end (a lost queue message or a worker that died)"
-            )
-            logger.error("run %s failed: %s", command.run_id, detail)
-            end_failed_run(rt, command.organization_id, command.run_id, "error", detail,
-                           kind="stalled")  # fmt: skip
-            failed += 1
-        elif _resend(rt, command):
-            logger.warning("run %s: step %s re-sent after no progress", command.run_id, index)
-            redriven += 1
-    return {"redriven": redriven, "failed": failed}
+    after = 0
+    while True:
+        with rt.db.connection() as conn:
+            page = outbox.stalled_steps(conn, stall_seconds=stall_seconds, limit=PAGE,
+                                        after=after)  # fmt: skip
+        for command in page:
+            assert command.run_id is not None and command.id is not None
+            after = max(after, command.id)
+            index = command.payload.get("step_index")
+            if command.claims > max_redrives or command.redrives >= MAX_LOST_SENDS:
+                detail = (
+                    f"The run made no progress: its step {index} started {command.claims} "
+                    f"times and was sent {command.redrives + 1} times without reaching its "
+                    "end (a worker that died each time, or a queue that lost it)"
+                )
+                logger.error("run %s failed: %s", command.run_id, detail)
+                end_failed_run(rt, command.organization_id, command.run_id, "error", detail,
+                               kind="stalled")  # fmt: skip
+                failed += 1
+            elif _resend(rt, command, counted=counted):
+                logger.warning("run %s: step %s re-sent after no progress", command.run_id, index)
+                redriven += 1
+        if len(page) < PAGE:
+            return {"redriven": redriven, "failed": failed}
 
 
 def recover_after_restart(rt: Runtime) -> dict[str, int]:
     """What the local stack's in-memory queue and workflows held when its process died:
     steps sent and never run, approval waits still unanswered, sleeptime fan-outs that
-    never recorded their end. Each is sent again now (and counted as a re-drive)."""
-    done = redrive_stalled(rt, stall_seconds=0)
+    never recorded their end. Each is sent again now, all of them, not counted as a
+    re-drive: the queue was lost, not the step's fault."""
+    done = redrive_stalled(rt, stall_seconds=0, counted=False)
     with rt.db.connection() as conn:
         lost = outbox.lost_workflows(conn)
-    done["workflows"] = sum(_resend(rt, command) for command in lost)
+    done["workflows"] = sum(_resend(rt, command, counted=False) for command in lost)
     return done
 
 
-def _resend(rt: Runtime, command: OutboxCommand) -> bool:
+def _resend(rt: Runtime, command: OutboxCommand, *, counted: bool = True) -> bool:
     with rt.db.connection() as conn:
-        counted = outbox.mark_redriven(conn, command)
-    if counted is None:  # another sweeper re-sent it a moment ago
+        marked = outbox.mark_redriven(conn, command, counted=counted)
+    if marked is None:  # another sweeper re-sent it a moment ago
         return False
     # A failed publish is recorded on the row; the next sweep finds the step stalled again.
-    return publish_and_mark(rt.db, rt.queue, counted)
+    return publish_and_mark(rt.db, rt.queue, marked)

@@ -51,6 +51,11 @@ WITH run AS (
             AND older.status IN ('created', 'running')
             AND (older.created_at, older.id) < (run.created_at, run.id)))
     RETURNING a.*
+), started AS (
+    -- The step starts: counted on its command (the watchdog tells a crashing step from a
+    -- queued one by it). Sent by a sync send in the same pipeline as the row's insert.
+    UPDATE outbox SET claims = claims + 1
+    WHERE organization_id = %(org)s AND dedup_key = %(key)s AND EXISTS (SELECT 1 FROM lease)
 ), archive AS (
     SELECT ar.* FROM lease l
     JOIN archives_agents aa ON aa.agent_id = l.id AND aa.is_owner
@@ -135,7 +140,8 @@ def send(
     return conn.execute(
         CLAIM,
         {"org": org_id, "run": run_id, "idx": step_index, "ttl": lease_seconds,
-         "next_key": f"{run_id}:{step_index + 1}", "cap": cap},
+         "key": f"{run_id}:{step_index}", "next_key": f"{run_id}:{step_index + 1}",
+         "cap": cap},
     )  # fmt: skip
 
 

@@ -146,15 +146,18 @@ CROSS JOIN LATERAL (
 WHERE r.status IN ('created', 'running')
   AND r.updated_at <= clock_timestamp() - make_interval(secs => %(stall)s)
   AND o.sent_at <= clock_timestamp() - make_interval(secs => %(stall)s)
+  AND o.id > %(after)s
   AND NOT EXISTS (SELECT 1 FROM steps s
                   WHERE s.run_id = r.id AND s.step_index = (o.payload ->> 'step_index')::int)
-ORDER BY r.updated_at
+ORDER BY o.id
 LIMIT %(limit)s
 """
-# Counted only if nobody re-sent it meanwhile (two sweepers agree on one re-drive).
+# Counted only if nobody re-sent it meanwhile (two sweepers agree on one re-drive); a
+# restart's re-send (`counted` false) only marks it sent again, once (the sent time seen).
 MARK_REDRIVEN = """
-UPDATE outbox SET redrives = redrives + 1, attempts = attempts + 1, sent_at = now()
+UPDATE outbox SET redrives = redrives + %(count)s, attempts = attempts + 1, sent_at = now()
 WHERE organization_id = %(org)s AND id = %(id)s AND redrives = %(seen)s
+  AND sent_at IS NOT DISTINCT FROM %(sent)s
 RETURNING *
 """
 # What the local stack's in-memory services held when the process died: approval waits
@@ -175,16 +178,20 @@ WHERE o.kind = 'sleeptime' AND o.sent_at IS NOT NULL
 
 
 def stalled_steps(
-    conn: Connection, *, stall_seconds: float, limit: int = 100
+    conn: Connection, *, stall_seconds: float, limit: int = 100, after: int = 0
 ) -> list[OutboxCommand]:
-    rows = conn.execute(STALLED_STEPS, {"stall": stall_seconds, "limit": limit}).fetchall()
-    return [OutboxCommand.model_validate(r) for r in rows]
+    """A page of stalled steps, by outbox id after `after` (so every page is new)."""
+    params = {"stall": stall_seconds, "limit": limit, "after": after}
+    return [OutboxCommand.model_validate(r) for r in conn.execute(STALLED_STEPS, params)]
 
 
-def mark_redriven(conn: Connection, command: OutboxCommand) -> OutboxCommand | None:
+def mark_redriven(
+    conn: Connection, command: OutboxCommand, *, counted: bool = True
+) -> OutboxCommand | None:
     """Count a re-drive of `command` as read; None if another sweeper re-sent it first."""
     assert command.id is not None
-    params = {"org": command.organization_id, "id": command.id, "seen": command.redrives}
+    params = {"org": command.organization_id, "id": command.id, "seen": command.redrives,
+              "sent": command.sent_at, "count": 1 if counted else 0}  # fmt: skip
     return from_row(OutboxCommand, conn.execute(MARK_REDRIVEN, params).fetchone())
 
 

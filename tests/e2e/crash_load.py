@@ -12,6 +12,7 @@ is in the agent's memory once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -93,10 +94,8 @@ class Process:
                 self.kill()
         pid_file = self.data_dir / "pgdata" / "postmaster.pid"
         if pid_file.exists():  # a killed stack leaves its PostgreSQL running
-            try:
+            with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid_file.read_text().splitlines()[0]), signal.SIGTERM)
-            except (ProcessLookupError, ValueError):
-                pass
 
 
 def run_scenario(

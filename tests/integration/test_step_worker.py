@@ -681,3 +681,104 @@ def test_a_step_that_kills_its_worker_each_time_fails_after_three_starts(
     with worker.rt.db.connection() as conn:
         failed = runs.get_run(conn, org.id, run.run.id)
     assert failed is not None and failed.error and "started 3 times" in failed.error["message"]
+
+
+def test_a_batch_of_300_requests_is_published_ten_to_a_request_and_every_run_ends(
+    worker: Worker, org: Organization
+) -> None:
+    """Published as SQS batches of ten and marked sent in one statement (one request and
+    one round trip each took a 300-request batch 52 s to answer); four workers end them."""
+    from cairn.services import batches
+    from cairn.services.requests import CreateBatch
+
+    agents_ = [make_agent(worker.rt.db, org) for _ in range(30)]
+    worker.fake.when(lambda _: True, Reply(text="ok"))
+    calls: list[str] = []
+    worker.sqs.meta.events.register(
+        "before-call.sqs.*", lambda model, **_: calls.append(model.name)
+    )
+    body = {"requests": [{"agent_id": agents_[n % 30].id, "messages": [
+        {"role": "user", "content": f"hello {n}"}]} for n in range(300)]}  # fmt: skip
+    started = time.monotonic()
+    batch = batches.create(worker.rt, org.id, None, CreateBatch.model_validate(body))
+    answered_in = time.monotonic() - started
+    assert calls == ["SendMessageBatch"] * 30, calls[:5]
+    with worker.rt.db.connection() as conn:
+        unsent = conn.execute("SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL").fetchone()
+    assert unsent is not None and unsent["n"] == 0
+    worker.sqs.set_queue_attributes(
+        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
+    )
+    pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
+               for n in range(4)]  # fmt: skip
+    for poller in pollers:
+        poller.start()
+    try:
+        wait_for(lambda: _ended(worker, org.id, batch.run_ids) == 300, 240)
+    finally:
+        for poller in pollers:
+            poller.stopping.set()
+        for poller in pollers:
+            poller.join(timeout=10)
+    print(f"a 300-request batch answered in {answered_in:.2f} s")
+
+
+def _ended(worker: Worker, org_id: str, run_ids: list[str]) -> int:
+    with worker.rt.db.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM runs WHERE organization_id = %s AND id = ANY(%s) "
+            "AND status IN ('completed', 'failed', 'cancelled')", (org_id, run_ids),
+        ).fetchone()  # fmt: skip
+    return int(row["n"]) if row else 0
+
+
+def test_fifty_concurrent_tool_call_sends_to_one_agent_end_in_order_each_edit_once(
+    worker: Worker, org: Organization
+) -> None:
+    """Fifty clients at once, one agent, four workers: every turn ends, in the order the
+    runs were made, each memory edit once (the agent's steps never run side by side)."""
+    from tests.e2e.crash_load import answers
+
+    agent = make_agent(worker.rt.db, org)
+    worker.fake.when(lambda _: True, answers)
+    worker.sqs.set_queue_attributes(
+        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
+    )
+    made: list[Any] = []
+    lock = threading.Lock()
+
+    def client(n: int) -> None:
+        run = sending.send(worker.rt, org.id, agent.id, [user(agent, f"remember fact-{n}")],
+                           max_steps=5, wait=False).run  # fmt: skip
+        with lock:
+            made.append(run)
+
+    senders = [threading.Thread(target=client, args=(n,)) for n in range(50)]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join(60)
+    pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
+               for n in range(4)]  # fmt: skip
+    for poller in pollers:
+        poller.start()
+    try:
+        wait_for(lambda: _ended(worker, org.id, [r.id for r in made]) == 50, 240)
+    finally:
+        for poller in pollers:
+            poller.stopping.set()
+        for poller in pollers:
+            poller.join(timeout=10)
+    with worker.rt.db.connection() as conn:
+        ended = [runs.get_run(conn, org.id, r.id) for r in made]
+        value = conn.execute(
+            "SELECT b.value FROM blocks b JOIN agents_blocks ab ON ab.block_id = b.id "
+            "WHERE ab.agent_id = %s AND b.label = 'human'", (agent.id,),
+        ).fetchone()["value"]  # type: ignore[index]  # fmt: skip
+    assert all(r is not None and r.status == "completed" for r in ended)
+    facts = [line for line in value.splitlines() if line.startswith("fact-")]
+    in_creation_order = [
+        f"fact-{r.request_config['input'][0]['content'][0]['text'].split('-')[-1]}"
+        for r in sorted(made, key=lambda r: (r.created_at, r.id))
+    ]
+    assert facts == in_creation_order

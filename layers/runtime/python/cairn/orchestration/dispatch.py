@@ -32,6 +32,26 @@ def publish_and_mark(db: Database, queue: StepQueue, command: OutboxCommand) -> 
     return True
 
 
+def publish_all(db: Database, queue: StepQueue, commands: list[OutboxCommand]) -> int:
+    """Publish many step commands at once (a batch's runs): ten to an SQS request and one
+    statement marking them sent, instead of a request and a round trip each (a batch of
+    300 took 52 s). Queues without a batch publish take them one by one."""
+    steps = getattr(queue, "steps", queue)
+    many = getattr(steps, "publish_many", None)
+    if many is None or any(c.kind != "step" for c in commands):
+        return sum(publish_and_mark(db, queue, c) for c in commands)
+    try:
+        refused = many(commands)
+    except Exception as err:  # the sweeper publishes whatever stays unsent
+        logger.warning("publishing %d steps failed: %s", len(commands), err)
+        return 0
+    sent = [c for c in commands if c not in refused and c.id is not None]
+    if sent:
+        with db.connection() as conn:
+            outbox.mark_all_sent(conn, sent[0].organization_id, [c.id for c in sent if c.id])
+    return len(sent)
+
+
 def sweep(
     db: Database,
     queue: StepQueue,

@@ -13,7 +13,7 @@ from cairn.domain.batches import Batch
 from cairn.domain.messages import Message
 from cairn.engine.lifecycle import StartedRun
 from cairn.errors import NotFoundError
-from cairn.orchestration.dispatch import publish_and_mark, wake
+from cairn.orchestration.dispatch import publish_all, wake
 from cairn.orchestration.parts import Runtime
 from cairn.services import messages as message_service
 from cairn.services.requests import CreateBatch
@@ -39,8 +39,8 @@ def create(rt: Runtime, org: str, user_id: str | None, req: CreateBatch) -> Batc
             ))  # fmt: skip
         batch = batch.model_copy(update={"run_ids": [s.run.id for s in started]})
         batches.create(conn, batch)
-    for run in started:  # a lost publish is delivered by the sweeper from the outbox
-        publish_and_mark(rt.db, rt.queue, run.command)
+    # All at once; a lost publish is delivered by the sweeper from the outbox.
+    publish_all(rt.db, rt.queue, [run.command for run in started])
     return retrieve(rt, org, batch.id)
 
 

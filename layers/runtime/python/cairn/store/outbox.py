@@ -49,6 +49,16 @@ def mark_sent(conn: Connection, org_id: str, command_id: int) -> bool:
     return conn.execute(MARK_SENT, {"org": org_id, "id": command_id}).rowcount == 1
 
 
+MARK_ALL_SENT = """
+UPDATE outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
+WHERE organization_id = %(org)s AND id = ANY(%(ids)s) AND sent_at IS NULL
+"""
+
+
+def mark_all_sent(conn: Connection, org_id: str, command_ids: list[int]) -> int:
+    return conn.execute(MARK_ALL_SENT, {"org": org_id, "ids": command_ids}).rowcount
+
+
 def mark_failed(conn: Connection, org_id: str, command_id: int, error: str) -> None:
     conn.execute(MARK_FAILED, {"org": org_id, "id": command_id, "error": error})
 

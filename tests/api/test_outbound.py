@@ -109,35 +109,51 @@ def test_an_agent_naming_another_endpoint_for_the_servers_key_is_refused(
     assert capture.seen == []
 
 
+@pytest.mark.parametrize(
+    ("kind", "model", "dim"),
+    [
+        ("openai", "text-embedding-3-small", 1536),
+        ("google_ai", "gemini-embedding-001", 3072),
+        ("bedrock", "amazon.titan-embed-text-v2:0", 1024),
+    ],
+)
 def test_an_embedding_endpoint_of_the_tenants_is_refused_for_the_servers_key(
-    closed: Stack, capture: Capture
+    closed: Stack, capture: Capture, kind: str, model: str, dim: int
 ) -> None:
-    embedding = {"embedding_model": "text-embedding-3-small", "embedding_endpoint_type": "openai",
-                 "embedding_endpoint": capture.url, "embedding_dim": 1536}  # fmt: skip
+    embedding = {"embedding_model": model, "embedding_endpoint_type": kind,
+                 "embedding_endpoint": capture.url, "embedding_dim": dim}  # fmt: skip
     body = {"name": "e", "model": "openai/gpt-test", "embedding_config": embedding}
     made = call(closed, "POST", "/agents/", json=body)
     assert made.status_code == 400 and "embedding_config.embedding_endpoint" in made.text
+    assert call(closed, "GET", "/agents/").json() == []
     assert capture.seen == []
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "google_ai", "bedrock"])
 def test_an_imported_agent_file_is_rehomed_to_this_servers_endpoint(
-    closed: Stack, capture: Capture
+    closed: Stack, capture: Capture, kind: str
 ) -> None:
     """An agent file carries the endpoints of the server it came from: an agent of a
     provider this server holds a key for is called at this server's endpoint, never the
-    file's (nothing reaches the capture server, the fake answers)."""
+    file's (nothing reaches the capture server; the fake answers OpenAI's and Anthropic's)."""
     file = json.loads((FIXTURES / "agent-A.af").read_text())
-    file["agents"][0]["llm_config"]["model_endpoint"] = capture.url
+    llm = file["agents"][0]["llm_config"]
+    llm.update(model_endpoint_type=kind, model_endpoint=capture.url)
+    file["agents"][0]["embedding_config"]["embedding_endpoint"] = capture.url
     sent = call(closed, "POST", "/agents/import",
                 files={"file": ("a.af", json.dumps(file).encode())})  # fmt: skip
     assert sent.status_code == 200, sent.text
     (agent_id,) = sent.json()["agent_ids"]
     agent = call(closed, "GET", f"/agents/{agent_id}").json()
-    assert agent["llm_config"]["model_endpoint"] == f"{closed.fake.base_url}/v1"
-    closed.fake.reply("Hello from this server.")
-    answer = call(closed, "POST", f"/agents/{agent_id}/messages",
-                  json={"messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
-    assert answer.status_code == 200 and "Hello from this server." in answer.text
+    home = {"openai": f"{closed.fake.base_url}/v1", "anthropic": closed.fake.base_url,
+            "google_ai": "https://generativelanguage.googleapis.com", "bedrock": None}  # fmt: skip
+    assert agent["llm_config"]["model_endpoint"] == home[kind]
+    assert agent["embedding_config"]["embedding_endpoint"] != capture.url
+    if kind in ("openai", "anthropic"):
+        closed.fake.reply("Hello from this server.")
+        answer = call(closed, "POST", f"/agents/{agent_id}/messages",
+                      json={"messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+        assert answer.status_code == 200 and "Hello from this server." in answer.text
     assert capture.seen == []
 
 

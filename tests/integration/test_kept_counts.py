@@ -146,7 +146,15 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
     bulk_load(db, org, agent.id, archive.id)
     with db.connection() as conn:
         statement = claim.CLAIM
-        params = {"org": org.id, "run": "run-none", "idx": 0, "ttl": 60, "next_key": "x"}
+        params = {
+            "org": org.id,
+            "run": "run-none",
+            "idx": 0,
+            "ttl": 60,
+            "next_key": "x",
+            "key": "y",
+            "cap": 3,
+        }
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
     assert plan is not None
     nodes = list(_nodes(next(iter(plan.values()))[0]["Plan"]))

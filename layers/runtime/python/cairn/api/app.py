@@ -47,6 +47,10 @@ FORM_BODIES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
 def _detail(status: int, detail: object, headers: dict[str, str] | None = None) -> Response[Any]:
+    if status == 422 and isinstance(detail, str):
+        # Letta's 422 is FastAPI's: a list of errors, each naming where (the schema served
+        # at /openapi.json says so too); a rule the body breaks is an error of the body.
+        detail = [{"type": "value_error", "loc": ["body"], "msg": detail}]
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,6 +50,14 @@ class Stack:
         if crash_at:
             env["CAIRN_LOCAL_CRASH_AT"] = crash_at
         self.proc = start(self.data_dir, self.port, **env)
+        # Read as it is written: a pipe nobody reads fills up (64 kB) and stalls the
+        # stack's logging, and with it the stack (a loaded run hung 60 s on SIGINT).
+        self._seen: list[str] = []
+        self._reader = threading.Thread(
+            target=lambda out=self.proc.stdout, seen=self._seen: seen.extend(out),  # type: ignore[misc]
+            daemon=True,
+        )
+        self._reader.start()
         wait_for_health(self.port, self.proc)
         return Letta(base_url=f"http://127.0.0.1:{self.port}", api_key=KEY, max_retries=0,
                      timeout=60)  # fmt: skip
@@ -57,22 +66,31 @@ class Stack:
         """Wait for the armed crash (or SIGKILL now if none is armed); returns the output."""
         assert self.proc is not None
         try:
-            output, _ = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             pytest.fail("the stack did not reach its crash point")
+        output = self._output()
         assert self.proc.returncode == -signal.SIGKILL, output
-        self.outputs.append(output)
         return output
 
     def kill(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
-        self.outputs.append(self.proc.communicate(timeout=30)[0])
+        self.proc.wait(timeout=30)
+        self._output()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
-            self.outputs.append(self.proc.communicate(timeout=60)[0])
+            self.proc.wait(timeout=60)
+            self._output()
+
+    def _output(self) -> str:
+        """What the ended process wrote (its pipe closes when it exits)."""
+        self._reader.join(timeout=30)
+        output = "".join(self._seen)
+        self.outputs.append(output)
+        return output
 
 
 def answers(request: Recorded) -> Reply:

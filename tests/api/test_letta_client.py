@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from letta_client import APIStatusError, NotFoundError
+from letta_client import APIStatusError, Letta, NotFoundError
 
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import call
@@ -56,14 +57,20 @@ def test_agent_lifecycle_with_the_real_client(stack: Stack) -> None:
         client.agents.retrieve(agent.id)
 
 
-def test_approval_flow_approve_and_deny(stack: Stack) -> None:
-    client = stack.client()
+def approving_agent(client: Letta) -> Any:
+    """An agent whose memory_insert waits for a person's approval."""
     agent = client.agents.create(
         memory_blocks=[{"label": "human", "value": "Name: Ada"}], llm_config=LLM
     )  # type: ignore[arg-type]
     client.agents.tools.update_approval(
         "memory_insert", agent_id=agent.id, body_requires_approval=True
     )
+    return agent
+
+
+def test_approval_flow_approve_and_deny(stack: Stack) -> None:
+    client = stack.client()
+    agent = approving_agent(client)
     stack.fake.reply("", call("memory_insert", label="human", new_str="Likes: tea"))
     first = client.agents.messages.create(agent.id, input="remember tea")
     assert first.stop_reason.stop_reason == "requires_approval"
@@ -159,12 +166,7 @@ def test_cancelling_a_run_that_waits_for_approval_closes_it_and_frees_the_agent(
     stack: Stack, by_run_id: bool
 ) -> None:
     client = stack.client()
-    agent = client.agents.create(
-        memory_blocks=[{"label": "human", "value": "Name: Ada"}], llm_config=LLM
-    )  # type: ignore[arg-type]
-    client.agents.tools.update_approval(
-        "memory_insert", agent_id=agent.id, body_requires_approval=True
-    )
+    agent = approving_agent(client)
     stack.fake.reply("", call("memory_insert", label="human", new_str="Likes: tea"))
     first = client.agents.messages.create(agent.id, input="remember tea")
     assert first.stop_reason.stop_reason == "requires_approval"

@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,26 @@ class Worker:
     queue_url: str
     dlq_url: str
     fake: FakeLLM
+
+    @contextmanager
+    def workers(self, count: int = 4) -> Iterator[None]:
+        """`count` step workers polling the queue, as the local stack runs them; stopped
+        when the block ends."""
+        pollers = [Poller(self.sqs, self.queue_url, "step", batch_size=1, environment=n)
+                   for n in range(count)]  # fmt: skip
+        for poller in pollers:
+            poller.start()
+        try:
+            yield
+        finally:
+            for poller in pollers:
+                poller.stopping.set()
+            for poller in pollers:
+                poller.join(timeout=10)
+
+    def run(self, org_id: str, run_id: str) -> Any:
+        with self.rt.db.connection() as conn:
+            return runs.get_run(conn, org_id, run_id)
 
     def drain(self, run_id: str, org_id: str, *, timeout: float = 30) -> Any:
         poller = Poller(self.sqs, self.queue_url, "step")
@@ -409,19 +430,29 @@ def test_a_step_whose_message_was_lost_is_redriven_by_the_watchdog(
     assert invoke("sweeper", {"source": "aws.events"})["watchdog"] == {"redriven": 0, "failed": 0}
 
 
+def _stalled_sweeps(
+    worker: Worker, rounds: int, before_each: Any = lambda: None
+) -> list[dict[str, int]]:
+    """What the watchdog did in each of `rounds` sweeps, each after the step's message was
+    lost (and `before_each` ran) and an hour passed."""
+    outcomes = []
+    for _ in range(rounds):
+        before_each()
+        _lose_queued(worker)
+        _an_hour_passes(worker)
+        outcomes.append(invoke("sweeper", {"source": "aws.events"})["watchdog"])
+    return outcomes
+
+
 def test_a_run_that_never_progresses_fails_with_the_reason_and_frees_its_agent(
     worker: Worker, org: Organization
 ) -> None:
     agent = make_agent(worker.rt.db, org)
     run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
-    outcomes = []
-    for _ in range(MAX_LOST_SENDS + 1):  # the first send and every re-drive, each lost
-        _lose_queued(worker)
-        _an_hour_passes(worker)
-        outcomes.append(invoke("sweeper", {"source": "aws.events"})["watchdog"])
-    assert outcomes == [{"redriven": 1, "failed": 0}] * MAX_LOST_SENDS + [
-        {"redriven": 0, "failed": 1}
-    ]
+    # The first send and every re-drive, each lost.
+    assert _stalled_sweeps(worker, MAX_LOST_SENDS + 1) == [
+        {"redriven": 1, "failed": 0}
+    ] * MAX_LOST_SENDS + [{"redriven": 0, "failed": 1}]
     with worker.rt.db.connection() as conn:
         failed = runs.get_run(conn, org.id, run.run.id)
     assert failed is not None and failed.status == "failed" and failed.stop_reason == "error"
@@ -541,11 +572,7 @@ def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Or
     worker.sqs.set_queue_attributes(
         QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "30"}
     )
-    pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
-               for n in range(2)]  # fmt: skip
-    for poller in pollers:
-        poller.start()
-    try:
+    with worker.workers(2):
         started = [
             sending.send(worker.rt, org.id, a.id, [user(a, "hi")], max_steps=10, wait=False).run
             for a in (make_agent(worker.rt.db, org), make_agent(worker.rt.db, org))
@@ -553,15 +580,9 @@ def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Or
         for run in started:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
-                with worker.rt.db.connection() as conn:
-                    if runs.get_run(conn, org.id, run.id).status == "completed":  # type: ignore[union-attr]
-                        break
+                if worker.run(org.id, run.id).status == "completed":
+                    break
                 time.sleep(0.1)
-    finally:
-        for poller in pollers:
-            poller.stopping.set()
-        for poller in pollers:
-            poller.join(timeout=10)
     # One worker at a time would have held the first answer until the fake gave up (30 s).
     assert len(arrivals) == 2 and worker.fake.gates_timed_out == 0
 
@@ -588,37 +609,26 @@ def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
     with db.transaction() as conn:
         noisy = tenancy.create_organization(conn, Organization(name="noisy"))
         quiet = tenancy.create_organization(conn, Organization(name="quiet"))
-    pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
-               for n in range(4)]  # fmt: skip
-    for poller in pollers:
-        poller.start()
     try:
-        hanging = [
-            sending.send(rt, noisy.id, a.id, [user(a, "PLEASE-HANG")], max_steps=3, wait=False).run
-            for a in [make_agent(db, noisy) for _ in range(6)]
-        ]
-        wait_for(lambda: len(worker.fake.requests) >= 3)
-        bystander = make_agent(db, quiet)
-        run = sending.send(rt, quiet.id, bystander.id, [user(bystander, "hi")], max_steps=3,
-                           wait=False).run  # fmt: skip
-        wait_for(lambda: _status(db, quiet.id, run.id) == "completed")
-        assert not hang.is_set() and len(worker.fake.requests) == 4  # 3 hanging + bystander
-        hang.set()
-        for held in hanging:
-            wait_for(lambda held=held: _status(db, noisy.id, held.id) == "completed", 60)
+        with worker.workers(4):
+            hanging = [
+                sending.send(
+                    rt, noisy.id, a.id, [user(a, "PLEASE-HANG")], max_steps=3, wait=False
+                ).run
+                for a in [make_agent(db, noisy) for _ in range(6)]
+            ]
+            wait_for(lambda: len(worker.fake.requests) >= 3)
+            bystander = make_agent(db, quiet)
+            run = sending.send(rt, quiet.id, bystander.id, [user(bystander, "hi")],
+                               max_steps=3, wait=False).run  # fmt: skip
+            wait_for(lambda: worker.run(quiet.id, run.id).status == "completed")
+            assert not hang.is_set() and len(worker.fake.requests) == 4  # 3 hang + bystander
+            hang.set()
+            for held in hanging:
+                wait_for(lambda h=held: worker.run(noisy.id, h.id).status == "completed", 60)
     finally:
         hang.set()
-        for poller in pollers:
-            poller.stopping.set()
-        for poller in pollers:
-            poller.join(timeout=10)
     assert worker.fake.gates_timed_out == 0
-
-
-def _status(db: Database, org_id: str, run_id: str) -> str | None:
-    with db.connection() as conn:
-        found = runs.get_run(conn, org_id, run_id)
-    return found.status if found else None
 
 
 def wait_for(condition: Any, seconds: float = 30) -> None:
@@ -646,17 +656,12 @@ def test_a_queued_step_whose_model_takes_its_whole_time_fails_the_run_once(
             assert step_worker.run_message(worker.rt, body, 1) == "timed_out"
     finally:
         hang.set()
-    ended = _run(worker, org.id, run.id)
+    ended = worker.run(org.id, run.id)
     assert ended.status == "failed" and ended.stop_reason == "llm_api_error"
     assert "did not answer" in str(ended.error)
     worker.fake.reply("Back again.")
     again = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=3, wait=False)
     assert worker.drain(again.run.id, org.id).status == "completed"
-
-
-def _run(worker: Worker, org_id: str, run_id: str) -> Any:
-    with worker.rt.db.connection() as conn:
-        return runs.get_run(conn, org_id, run_id)
 
 
 def test_a_step_that_kills_its_worker_each_time_fails_after_three_starts(
@@ -668,16 +673,13 @@ def test_a_step_that_kills_its_worker_each_time_fails_after_three_starts(
     run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
     body = json.dumps({"organization_id": org.id, "run_id": run.run.id, "step_index": 0})
 
-    outcomes = []
-    for _ in range(MAX_REDRIVES + 1):
+    def dies() -> None:
         with faults.crash_at("before_llm"), pytest.raises(faults.SimulatedCrash):
             step_worker.run_message(worker.rt, body, 1)
-        _lose_queued(worker)
-        _an_hour_passes(worker)
-        outcomes.append(invoke("sweeper", {"source": "aws.events"})["watchdog"])
-    assert outcomes == [{"redriven": 1, "failed": 0}] * MAX_REDRIVES + [
-        {"redriven": 0, "failed": 1}
-    ]
+
+    assert _stalled_sweeps(worker, MAX_REDRIVES + 1, before_each=dies) == [
+        {"redriven": 1, "failed": 0}
+    ] * MAX_REDRIVES + [{"redriven": 0, "failed": 1}]
     with worker.rt.db.connection() as conn:
         failed = runs.get_run(conn, org.id, run.run.id)
     assert failed is not None and failed.error and "started 3 times" in failed.error["message"]
@@ -709,17 +711,8 @@ def test_a_batch_of_300_requests_is_published_ten_to_a_request_and_every_run_end
     worker.sqs.set_queue_attributes(
         QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
     )
-    pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
-               for n in range(4)]  # fmt: skip
-    for poller in pollers:
-        poller.start()
-    try:
+    with worker.workers(4):
         wait_for(lambda: _ended(worker, org.id, batch.run_ids) == 300, 240)
-    finally:
-        for poller in pollers:
-            poller.stopping.set()
-        for poller in pollers:
-            poller.join(timeout=10)
     print(f"a 300-request batch answered in {answered_in:.2f} s")
 
 
@@ -758,17 +751,8 @@ def test_fifty_concurrent_tool_call_sends_to_one_agent_end_in_order_each_edit_on
         sender.start()
     for sender in senders:
         sender.join(60)
-    pollers = [Poller(worker.sqs, worker.queue_url, "step", batch_size=1, environment=n)
-               for n in range(4)]  # fmt: skip
-    for poller in pollers:
-        poller.start()
-    try:
+    with worker.workers(4):
         wait_for(lambda: _ended(worker, org.id, [r.id for r in made]) == 50, 240)
-    finally:
-        for poller in pollers:
-            poller.stopping.set()
-        for poller in pollers:
-            poller.join(timeout=10)
     with worker.rt.db.connection() as conn:
         ended = [runs.get_run(conn, org.id, r.id) for r in made]
         value = conn.execute(

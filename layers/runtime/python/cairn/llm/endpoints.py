@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TypeVar
 
 from cairn import outbound
 from cairn.config import Settings
+from cairn.domain.configs import EmbeddingConfig, LLMConfig
 
 OPENAI_URL = "https://api.openai.com/v1"
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -37,7 +37,8 @@ KEYED = {
 AWS_BEDROCK = re.compile(r"^https://bedrock-runtime(-fips)?\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/?$")
 
 
-T = TypeVar("T")
+# Embedders computed in this process: no endpoint, no key.
+LOCAL_KINDS = ("hugging-face", "local", "hash")
 
 
 class EndpointRefused(ValueError):
@@ -109,45 +110,50 @@ def _check(url: str, opened: tuple[outbound.Network, ...]) -> None:
         raise EndpointRefused(str(err)) from None
 
 
-def check_agent(llm: object, embedding: object, settings: Settings) -> None:
+def check_agent(llm: LLMConfig, embedding: EmbeddingConfig | None, settings: Settings) -> None:
     """Refuse (InvalidArgumentError naming the field) an agent's configs whose calls could
     not go where they name: what create, update and import check before storing."""
     from cairn.errors import InvalidArgumentError
 
-    for field, kind, endpoint, own in (
-        ("llm_config.model_endpoint", getattr(llm, "model_endpoint_type", None),
-         getattr(llm, "model_endpoint", None), getattr(llm, "provider_category", None) == "byok"),
-        ("embedding_config.embedding_endpoint", getattr(embedding, "embedding_endpoint_type", None),
-         getattr(embedding, "embedding_endpoint", None), False),
-    ):  # fmt: skip
-        if kind is None or kind in ("hugging-face", "local", "hash"):
-            continue
+    # A model of the organization's own provider is called with its key: its URL checked.
+    own = settings.model_copy(update={"tenant_key": True})
+    calls = [("llm_config.model_endpoint", llm.model_endpoint_type, llm.model_endpoint,
+              own if llm.provider_category == "byok" else settings)]  # fmt: skip
+    if embedding is not None and embedding.embedding_endpoint_type not in LOCAL_KINDS:
+        calls.append(("embedding_config.embedding_endpoint", embedding.embedding_endpoint_type,
+                      embedding.embedding_endpoint, settings))  # fmt: skip
+    for field, kind, endpoint, under in calls:
         try:
-            if own:  # the organization's provider's key: its URL is checked, no key leaves
-                route(kind, endpoint, settings.model_copy(update={"tenant_key": True}))
-            else:
-                route(kind, endpoint, settings)
+            route(kind, endpoint, under)
         except EndpointRefused as err:
             raise InvalidArgumentError(f"{field}: {err}") from None
 
 
-def rehome(config: T, settings: Settings) -> T:
-    """An imported agent's llm_config or embedding_config as this server calls it: an
-    endpoint the server's key may not go to, for a provider the server holds a key for, is
-    replaced by the server's own endpoint of that provider (an agent file carries the
-    endpoints of the server it came from, loopback mocks included). The rest is kept and
-    checked by `check_agent` as any other agent's."""
-    field = "model_endpoint" if hasattr(config, "model_endpoint") else "embedding_endpoint"
-    kind = getattr(config, f"{field.split('_')[0]}_endpoint_type", None)
-    if getattr(config, "provider_category", None) == "byok" or kind not in (*KEYED, "bedrock"):
+# An imported agent carries the endpoints of the server it came from (loopback mocks
+# included): one the server's key may not go to, for a provider the server holds a key for,
+# becomes the server's own endpoint of that provider. The rest is kept, and checked by
+# `check_agent` as any other agent's.
+
+
+def rehome_llm(config: LLMConfig, settings: Settings) -> LLMConfig:
+    if config.provider_category == "byok":
         return config
+    home = _home(config.model_endpoint_type, config.model_endpoint, settings)
+    return config if home == config.model_endpoint else config.model_copy(
+        update={"model_endpoint": home})  # fmt: skip
+
+
+def rehome_embedding(config: EmbeddingConfig, settings: Settings) -> EmbeddingConfig:
+    home = _home(config.embedding_endpoint_type, config.embedding_endpoint, settings)
+    return config if home == config.embedding_endpoint else config.model_copy(
+        update={"embedding_endpoint": home})  # fmt: skip
+
+
+def _home(kind: str, endpoint: str | None, settings: Settings) -> str | None:
+    if kind not in (*KEYED, "bedrock"):
+        return endpoint
     try:
-        route(kind, getattr(config, field), settings)
-        return config
+        route(kind, endpoint, settings)
+        return endpoint
     except EndpointRefused:
-        home = None if kind == "bedrock" else getattr(settings, KEYED[kind][1])
-        return config.model_copy(update={field: home or _default(kind)})  # type: ignore[attr-defined]
-
-
-def _default(kind: str) -> str | None:
-    return KEYED[kind][2][0] if kind in KEYED else None
+        return None if kind == "bedrock" else getattr(settings, KEYED[kind][1]) or KEYED[kind][2][0]

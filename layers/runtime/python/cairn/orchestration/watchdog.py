@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, task_result_command
-from cairn.orchestration.dispatch import publish_and_mark, wake
+from cairn.orchestration.dispatch import publish_and_mark, wake, wake_organization
 from cairn.orchestration.parts import Runtime
 from cairn.store import outbox, runs
 
@@ -45,6 +45,8 @@ def end_failed_run(
     if ended is None:
         return None
     wake(rt.db, rt.queue, org_id, ended.agent_id)
+    # And the runs that waited for their organization's share (CAIRN_ORG_MAX_RUNS).
+    wake_organization(rt.db, rt.queue, org_id, rt.settings.org_max_runs)
     if ended.task_token and ended.status != "completed":
         publish_and_mark(rt.db, rt.queue, task_result_command(ended))
     return ended

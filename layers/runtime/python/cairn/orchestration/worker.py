@@ -13,7 +13,7 @@ from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
 from cairn.llm.deadline import DeadlineReached
 from cairn.orchestration import group_turns
-from cairn.orchestration.dispatch import after_step, wake_organization
+from cairn.orchestration.dispatch import after_step
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.watchdog import end_failed_run
 from cairn.store import dead_letters, outbox, runs
@@ -78,7 +78,6 @@ def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
         # would only hold another worker as long (three times over before the DLQ).
         detail = f"The model did not answer within the step's time: {err}"
         end_failed_run(rt, org, run_id, "llm_api_error", detail, kind="timeout")
-        wake_organization(rt.db, rt.queue, org, rt.settings.org_max_runs)
         return "timed_out"
     after_step(rt.db, rt.queue, command, outcome, cap=rt.settings.org_max_runs)
     return outcome.status

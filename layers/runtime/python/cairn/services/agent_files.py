@@ -291,9 +291,11 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
     embedding = resolve_embedding(options.embedding, rt.settings) if options.embedding else None
     _check_references(file)
     for n, entry in enumerate(file.agents):  # nothing is written for an endpoint refused
-        rehomed: dict[str, Any] = {"llm_config": endpoints.rehome(entry.llm_config, rt.settings)}
+        rehomed: dict[str, Any] = {"llm_config": endpoints.rehome_llm(entry.llm_config,
+                                                                     rt.settings)}  # fmt: skip
         if entry.embedding_config is not None:
-            rehomed["embedding_config"] = endpoints.rehome(entry.embedding_config, rt.settings)
+            rehomed["embedding_config"] = endpoints.rehome_embedding(entry.embedding_config,
+                                                                     rt.settings)  # fmt: skip
         file.agents[n] = entry = entry.model_copy(update=rehomed)
         try:
             endpoints.check_agent(entry.llm_config, embedding or entry.embedding_config,

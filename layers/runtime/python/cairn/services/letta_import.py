@@ -339,9 +339,9 @@ class _Org:
         # Letta's endpoints for the providers this server holds keys for become this
         # server's (docs/outbound.md): the server's key never goes to the Letta server's.
         return agent.model_copy(update={
-            "llm_config": endpoints.rehome(agent.llm_config, self.settings),
+            "llm_config": endpoints.rehome_llm(agent.llm_config, self.settings),
             "embedding_config": agent.embedding_config
-            and endpoints.rehome(agent.embedding_config, self.settings),
+            and endpoints.rehome_embedding(agent.embedding_config, self.settings),
         })  # fmt: skip
 
     def messages(self, rows: list[dict[str, Any]]) -> None:
@@ -496,7 +496,7 @@ class _Org:
             with self.db.connection() as conn:
                 exists = {p.id for p in stale if archives.get_passage(conn, self.org, p.id)}
             todo = [p for p in stale if p.id not in exists]  # embedded by an earlier run
-            home = endpoints.rehome(wanted, self.settings)
+            home = endpoints.rehome_embedding(wanted, self.settings)
             vectors = embedder_for(home, self.settings).embed([p.text for p in todo])
         except Exception as err:  # no key or no provider here: keep them, searchable by text
             self.report.skipped.append(

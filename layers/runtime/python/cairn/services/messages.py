@@ -174,8 +174,9 @@ def cancel(rt: Runtime, org: str, agent_id: str, run_ids: list[str] | None) -> d
                                     kind="approval_cancel")  # fmt: skip
         if closed is not None:
             result[closed[1]] = "cancelled"
-    if result:
-        dispatch.wake(rt.db, rt.queue, org, agent.id)  # runs waiting for this agent may go
+    if result:  # runs waiting for this agent, or for their organization's share, may go
+        dispatch.wake(rt.db, rt.queue, org, agent.id)
+        dispatch.wake_organization(rt.db, rt.queue, org, rt.settings.org_max_runs)
     return result
 
 

@@ -16,7 +16,10 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # The local stack: embedded Postgres (data under .cairn/), migrations, API on 127.0.0.1:8283.
+# The workflows' ASL is built from the CDK app first (build/local/, once per change), so
+# the stack starts without the CDK's Node.js process.
 dev: $(STAMP)
+	$(PY) -m cairn.local.stepfunctions
 	$(PY) -m cairn.local
 
 # The whole suite on a fresh embedded Postgres (or $$DATABASE_URL). Exit status is pytest's.

@@ -5,28 +5,31 @@ HTTP bridge) as its own process, driven over HTTP, the fake LLM answering at onc
 Prints per-message latency (p50, p99) and the stack's CPU per message (its process and the
 PostgreSQL processes it started, from /proc), with the machine's load average.
 
-    .venv/bin/python bench/local_stack.py [-n 200] [--agents 10]
+    .venv/bin/python bench/local_stack.py [-n 200] [--agents 10] [--clients 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
+import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.llm_server import FakeLLM, Reply  # noqa: E402
+from tests.fakes.llm_server import FakeLLM, Recorded, Reply  # noqa: E402
 
 LLM = {"model": "gpt-bench", "model_endpoint_type": "openai", "context_window": 128_000}
 EMBEDDING = {"embedding_model": "cairn-hash", "embedding_endpoint_type": "hash",
@@ -69,12 +72,41 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_stack(data: str, port: int, fake: FakeLLM, log: IO[str]) -> subprocess.Popen[str]:
+def start_database(data: str) -> tuple[str, Any]:
+    """The embedded server `make dev` starts, in `data`, counting every statement it runs
+    (pg_stat_statements, nested ones too: the foreign-key checks of each row written)."""
+    from cairn.local.postgres import start_embedded
+
+    dsn, handle = start_embedded(Path(data) / "pgdata", cleanup="stop")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+        conn.execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+    handle.cleanup()
+    dsn, handle = start_embedded(Path(data) / "pgdata", cleanup="stop")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    return dsn, handle
+
+
+def statements(dsn: str) -> tuple[int, int]:
+    """(statements the clients sent, statements those ran inside: foreign-key checks...)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT coalesce(sum(calls) FILTER (WHERE toplevel), 0),"
+            " coalesce(sum(calls) FILTER (WHERE NOT toplevel), 0) FROM pg_stat_statements"
+            " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def start_stack(
+    data: str, dsn: str, port: int, fake: FakeLLM, log: IO[str]
+) -> subprocess.Popen[str]:
     """`python -m cairn.local` as `make dev` runs it, on `fake`, once it listens."""
     env = {**os.environ, "CAIRN_DATA_DIR": data, "CAIRN_PORT": str(port),
-           "CAIRN_API_KEY": "sk-cairn-bench", "OPENAI_API_KEY": "k",
+           "CAIRN_API_KEY": "sk-cairn-bench", "OPENAI_API_KEY": "k", "DATABASE_URL": dsn,
            "OPENAI_BASE_URL": f"{fake.base_url}/v1", "CAIRN_LLM_MAX_RETRIES": "0"}  # fmt: skip
-    env.pop("DATABASE_URL", None)
     stack = subprocess.Popen([sys.executable, "-m", "cairn.local"], env=env, cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=log, text=True)  # fmt: skip
     assert stack.stdout is not None
@@ -97,15 +129,25 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=200, help="messages to send")
     parser.add_argument("--agents", type=int, default=10, help="round-robin over this many")
+    parser.add_argument("--clients", type=int, default=1,
+                        help="clients sending at once (each waits for its answer)")  # fmt: skip
     args = parser.parse_args()
     port = free_port()
+    arrivals: list[tuple[float, int]] = []  # (when, user messages in its context) per request
+
+    def answer(recorded: Recorded) -> Reply:
+        users = sum(m.get("role") == "user" for m in recorded.body.get("messages", []))
+        arrivals.append((time.perf_counter(), users))
+        return Reply(text="ok", usage=(1, 1))
+
     with (
         tempfile.TemporaryDirectory() as data,
         FakeLLM() as fake,
         open(Path(data) / "stack.log", "w") as log,
     ):
-        fake.when(lambda r: True, Reply(text="ok", usage=(1, 1)))
-        stack = start_stack(data, port, fake, log)
+        fake.when(lambda r: True, answer)
+        dsn, database = start_database(data)
+        stack = start_stack(data, dsn, port, fake, log)
         try:
             headers = {"Authorization": "Bearer sk-cairn-bench"}
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
@@ -113,26 +155,55 @@ def main() -> int:
                 agents = [c.post("/v1/agents/", json={"llm_config": LLM,
                                                       "embedding_config": EMBEDDING}).json()["id"]
                           for _ in range(args.agents)]  # fmt: skip
-                for _ in range(5):  # warm up
-                    c.post(f"/v1/agents/{agents[0]}/messages", json={"input": "warm up"})
+                for agent in agents:  # warm up
+                    c.post(f"/v1/agents/{agent}/messages", json={"input": "warm up"})
                 time.sleep(2)  # the warm-up's queued embedding jobs
+                arrivals.clear()
                 roots = (stack.pid, postmaster(data))
+                sql_before = statements(dsn)
                 cpu_before, latencies = cpu_seconds(*roots), []
-                for n in range(args.n):
-                    started = time.perf_counter()
-                    r = c.post(f"/v1/agents/{agents[n % len(agents)]}/messages",
-                               json={"input": f"message {n}"})  # fmt: skip
-                    latencies.append((time.perf_counter() - started) * 1000)
-                    assert r.status_code == 200, r.text
+                started_all = time.perf_counter()
+
+                def client(k: int) -> None:
+                    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
+                                      timeout=60) as mine:  # fmt: skip
+                        for n in range(k, args.n, args.clients):
+                            started = time.perf_counter()
+                            r = mine.post(f"/v1/agents/{agents[n % len(agents)]}/messages",
+                                          json={"input": f"message {n}"})  # fmt: skip
+                            latencies.append((time.perf_counter() - started) * 1000)
+                            assert r.status_code == 200, r.text
+
+                threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                wall = time.perf_counter() - started_all
                 time.sleep(2)  # let the queued embedding jobs of the last messages run
                 cpu = (cpu_seconds(*roots) - cpu_before) * 1000 / args.n
+                top, nested = (after - before for after, before in
+                               zip(statements(dsn), sql_before, strict=True))  # fmt: skip
         finally:
             stop_stack(stack)
+            database.cleanup()
     ordered = sorted(latencies)
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"make dev's processes, {args.n} messages over {args.agents} agents (load {load})")
+    print(f"make dev's processes, {args.n} messages over {args.agents} agents from "
+          f"{args.clients} clients at once (load {load})")  # fmt: skip
     print(f"latency per message: p50 {statistics.median(ordered):.1f} ms, "
           f"p99 {ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]:.1f} ms")  # fmt: skip
+    print(f"throughput: {args.n / wall:.1f} messages/s")
+    if args.agents == 1 and len(arrivals) > 1:
+        # One agent: its turns run one after another, so the gap between two model calls is
+        # the previous turn's checkpoint and the next one's start (the fake answers at once).
+        gaps = sorted((b[0] - a[0]) * 1000 for a, b in itertools.pairwise(arrivals))
+        print(f"model call to the next turn's model call: p50 {statistics.median(gaps):.1f} ms, "
+              f"p99 {gaps[min(len(gaps) - 1, int(0.99 * len(gaps)))]:.1f} ms")  # fmt: skip
+        grows = all(b[1] == a[1] + 1 for a, b in itertools.pairwise(arrivals))
+        print(f"every model request carries the whole conversation: {'yes' if grows else 'NO'}")
+    print(f"SQL per message (every process, the embedding jobs too): {top / args.n:.1f} "
+          f"statements, and inside them {nested / args.n:.1f} more (key checks)")  # fmt: skip
     print(
         f"CPU per message, the stack and its PostgreSQL: {cpu:.1f} ms "
         "(includes the 2 s of queued work after the last message)"

@@ -1,4 +1,5 @@
-"""SQS FIFO -> one agent step per message (partial batch failures), and the DLQ consumer."""
+"""SQS FIFO -> one agent step (or embedding job) per message (partial batch failures), and
+the DLQ consumer."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.llm import deadline
-from cairn.orchestration import worker
+from cairn.orchestration import later, worker
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.runtime import preload_for_snapshot, runtime
-from cairn.orchestration.sqs import SqsStepQueue
 
 logger = Logger(service="cairn-step")
 preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot
@@ -47,11 +47,11 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
 
 
 def _back_off(rt: Runtime, record: SQSRecord) -> None:
-    queue = rt.queue.steps
-    if not isinstance(queue, SqsStepQueue):
+    retry_after = getattr(rt.queue.steps, "retry_after", None)  # SQS's, or the local stack's
+    if retry_after is None:
         return
     try:
-        delay = queue.retry_after(record.receipt_handle, _receives(record))
+        delay = retry_after(record.receipt_handle, _receives(record))
     except Exception:  # the queue's own visibility timeout still brings it back
         logger.exception("could not shorten the retry delay", extra={"id": record.message_id})
         return
@@ -69,9 +69,12 @@ def _receives(record: SQSRecord) -> int:
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(
+    """Records of the step queue and of the embedding jobs' queue."""
+    answer = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+    later.settle()  # the embedding jobs its steps handed over, published before it answers
+    return answer
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -22,7 +22,7 @@ from cairn_infra.functions import SPECS, Functions
 from cairn_infra.monitoring import Alarms, Watched
 from cairn_infra.network import Network
 from cairn_infra.packaging import ROOT, Layers
-from cairn_infra.workers import STEP_CONCURRENCY, StepQueue
+from cairn_infra.workers import STEP_CONCURRENCY, EmbedQueue, StepQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
 
 # Who may send to and answer the workflows: every function that publishes the outbox.
@@ -68,6 +68,10 @@ class CairnStack(Stack):
             self, "StepQueue", step_timeout=SPECS["step"].timeout,
             dead_letter_timeout=SPECS["step-dead-letter"].timeout, removal=removal,
         )  # fmt: skip
+        embed_queue = EmbedQueue(
+            self, "EmbedQueue", step_timeout=SPECS["step"].timeout,
+            dead_letter_timeout=SPECS["step-dead-letter"].timeout, removal=removal,
+        )  # fmt: skip
         # State machine ARNs by name: the functions name them and they name the functions,
         # so neither can refer to the other's resource without a cycle.
         names = {kind: f"{self.stack_name}-{kind}" for kind in ("approval", "sleeptime")}
@@ -82,6 +86,7 @@ class CairnStack(Stack):
             "CAIRN_DB_HOST": database.proxy.endpoint,
             "CAIRN_DB_NAME": DB_NAME,
             "CAIRN_STEP_QUEUE_URL": queue.queue.queue_url,
+            "CAIRN_EMBED_QUEUE_URL": embed_queue.queue.queue_url,
             "CAIRN_APPROVAL_STATE_MACHINE_ARN": arns["approval"],
             "CAIRN_SLEEPTIME_STATE_MACHINE_ARN": arns["sleeptime"],
             "CAIRN_PROVIDER_SECRET_ARN": providers.secret_arn,
@@ -129,6 +134,7 @@ class CairnStack(Stack):
             providers.grant_read(fn)
         for key in PUBLISHERS:
             queue.queue.grant_send_messages(by[key])
+            embed_queue.queue.grant_send_messages(by[key])
             by[key].add_to_role_policy(
                 iam.PolicyStatement(
                     # Task tokens carry no ARN: IAM scopes the answers to state machines too.
@@ -184,6 +190,7 @@ class CairnStack(Stack):
         }
 
         queue.connect(fns.entry["step"], by["step-dead-letter"])
+        embed_queue.connect(fns.entry["step"], by["step-dead-letter"])
 
         # Every minute; a dev stack every half hour, since each sweep wakes the database
         # and Aurora pauses (0 ACU) only after 5 idle minutes (seconds_until_auto_pause).
@@ -272,6 +279,7 @@ class CairnStack(Stack):
         self.bedrock_models = bedrock_models
         self.functions = fns
         self.queue = queue
+        self.embed_queue = embed_queue
         self.database = database
         self.providers = providers
         self.egress = egress

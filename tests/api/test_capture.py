@@ -45,7 +45,7 @@ def test_capture_to_recall_only_is_idempotent_and_searchable(stack: Stack) -> No
         deadline = time.monotonic() + 30  # embeddings are queued work, off the request path
         stack.fake.reply("", call("conversation_search", query="launch March"))
         stack.fake.reply("It is on March 9th.")
-        while time.monotonic() < deadline and not stack.runtime.queue.steps.idle():  # type: ignore[attr-defined]
+        while time.monotonic() < deadline and not stack.runtime.queue.embeddings.idle():  # type: ignore[attr-defined]
             time.sleep(0.05)
         reply = client.post(
             f"/v1/agents/{agent['id']}/messages", json={"input": "when is the launch?"}

@@ -93,7 +93,7 @@ def test_local_stack_uses_the_configured_api_key(tmp_path: Path) -> None:
     assert not (tmp_path / "cairn" / "api-key").exists()
 
 
-def test_a_conversation_through_the_local_stack_and_its_sqs_queue(tmp_path: Path) -> None:
+def test_a_conversation_through_the_local_stack_and_its_queues(tmp_path: Path) -> None:
     from letta_client import Letta
 
     from tests.fakes.llm_server import FakeLLM, call
@@ -118,7 +118,7 @@ def test_a_conversation_through_the_local_stack_and_its_sqs_queue(tmp_path: Path
             agent = client.agents.create(
                 model="openai/gpt-test", memory_blocks=[{"label": "human", "value": "Ada"}]
             )  # type: ignore[list-item]
-            # two steps: the second one travels through moto's SQS and the step poller
+            # two steps, then the reply's embedding job through the embedding queue
             fake.reply("", call("memory_insert", label="human", new_str="Likes: tea"))
             fake.reply("Noted.")
             reply = client.agents.messages.create(agent.id, input="I like tea")
@@ -128,4 +128,5 @@ def test_a_conversation_through_the_local_stack_and_its_sqs_queue(tmp_path: Path
             assert block.value == "Ada\nLikes: tea"
         finally:
             output = stop(proc)
-    assert "step queue" in output
+    assert "step and embedding queues in process" in output
+    assert '"status":"embedded' in output  # the step function ran the embedding job

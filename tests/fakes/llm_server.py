@@ -93,6 +93,11 @@ class FakeLLM:
         self.requests: list[Recorded] = []
         self.models: list[str] = ["gpt-fake-mini", "gpt-fake-large"]
         self.embedding_requests: list[dict[str, Any]] = []
+        # OpenAI embeddings: answered once this is set (a slow provider while it is not),
+        # and with a 500 while `embedding_failures` is above zero (a failing one).
+        self.embedding_gate = threading.Event()
+        self.embedding_gate.set()
+        self.embedding_failures = 0
         self.gates_timed_out = 0  # replies whose gate was not set within 30 s
         self.listings: list[str] = []  # the keys model lists were asked with (GET /models)
         self.bedrock_profiles = ["us.anthropic.claude-sonnet-4-20250514-v1:0"]
@@ -563,6 +568,11 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path.rstrip("/").endswith("/embeddings"):
                 fake.embedding_requests.append(body)
+                fake.embedding_gate.wait(60)
+                if fake.embedding_failures > 0:
+                    fake.embedding_failures -= 1
+                    self._send_json(500, {"error": {"message": "embeddings are down"}})
+                    return
                 self._send_json(200, embeddings_body(body))
                 return
             if self.path.rstrip("/").endswith("/invoke"):  # Bedrock's embedding models

@@ -191,9 +191,31 @@ def test_fifo_queue_dlq_partial_failures_and_alarm(template: dict[str, Any]) -> 
     assert steps["RedrivePolicy"] == {
         "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}, "maxReceiveCount": 5}  # fmt: skip
     mappings = list(resources(template, "AWS::Lambda::EventSourceMapping").values())
-    assert len(mappings) == 2
+    assert len(mappings) == 4  # steps, embedding jobs, and their dead letters
     assert all(m["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
                for m in mappings)  # fmt: skip
+    # Embedding jobs: a queue of their own (never in an agent's step group, where its next
+    # turn would wait behind them), run by the step function with its own ceiling.
+    embeds_id = logical_id(template, "AWS::SQS::Queue", "EmbedQueueEmbeddings")
+    embed_dlq_id = logical_id(template, "AWS::SQS::Queue", "EmbedQueueDeadLetters")
+    embeds = queues[embeds_id]["Properties"]
+    assert embeds["FifoQueue"] is True and queues[embed_dlq_id]["Properties"]["FifoQueue"]
+    assert embeds["RedrivePolicy"]["deadLetterTargetArn"] == {
+        "Fn::GetAtt": [embed_dlq_id, "Arn"]}  # fmt: skip
+    by_queue = {m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: m["Properties"]
+                for m in mappings}  # fmt: skip
+    embed_mapping = by_queue[embeds_id]
+    step_mapping = by_queue[logical_id(template, "AWS::SQS::Queue", "StepQueueSteps")]
+    assert embed_mapping["FunctionName"] == step_mapping["FunctionName"]
+    assert embed_mapping["ScalingConfig"]["MaximumConcurrency"] < step_mapping["ScalingConfig"][
+        "MaximumConcurrency"]  # fmt: skip
+    functions = resources(template, "AWS::Lambda::Function").values()
+    publishing = [f for f in functions
+                  if "CAIRN_STEP_QUEUE_URL" in f["Properties"].get("Environment", {}).get(
+                      "Variables", {})]  # fmt: skip
+    assert publishing and all(
+        f["Properties"]["Environment"]["Variables"]["CAIRN_EMBED_QUEUE_URL"] == {"Ref": embeds_id}
+        for f in publishing)  # fmt: skip
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
     dlq_alarms = [a for a in alarms if a["Properties"].get("MetricName") ==
                   "ApproximateNumberOfMessagesVisible"]  # fmt: skip
@@ -361,7 +383,7 @@ def test_every_queue_outlasts_its_consumer_and_steps_come_one_at_a_time(
     queues = resources(template, "AWS::SQS::Queue")
     functions = resources(template, "AWS::Lambda::Function")
     mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
-    assert len(mappings) == 2
+    assert len(mappings) == 4
     for mapping in mappings:
         props = mapping["Properties"]
         queue = queues[props["EventSourceArn"]["Fn::GetAtt"][0]]["Properties"]
@@ -371,7 +393,8 @@ def test_every_queue_outlasts_its_consumer_and_steps_come_one_at_a_time(
         assert queue["VisibilityTimeout"] >= 6 * fn["Properties"]["Timeout"], name
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     step = [m["Properties"] for m in mappings if "DeadLetters" not in str(m["Properties"])]
-    assert [(m["BatchSize"], m["ScalingConfig"]["MaximumConcurrency"]) for m in step] == [(1, 50)]
+    assert sorted((m["BatchSize"], m["ScalingConfig"]["MaximumConcurrency"]) for m in step) == [
+        (1, 5), (1, 50)]  # embedding jobs, steps  # fmt: skip
 
 
 def test_migrations_wait_for_the_database_behind_the_proxy(template: dict[str, Any]) -> None:

@@ -20,7 +20,7 @@ from cairn.domain import Organization
 from cairn.domain.runs import OutboxCommand
 from cairn.local.lambdas import invoke
 from cairn.local.sqs import Poller, create_step_queues, to_event
-from cairn.orchestration import sending
+from cairn.orchestration import later, sending
 from cairn.orchestration import worker as step_worker
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.sqs import SqsStepQueue
@@ -250,6 +250,7 @@ def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
         worker.fake.reply(f"answer {n}")
         sending.send(worker.rt, org.id, agent.id, [user(agent, f"message {n}")], max_steps=10,
                      wait=True)  # fmt: skip
+    later.settle()  # the jobs are published after the replies, not before
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10,
                                      AttributeNames=["All"]).get("Messages", [])  # fmt: skip
     jobs = [m for m in got if json.loads(m["Body"]).get("kind") == "embed"]
@@ -279,6 +280,7 @@ def test_an_agent_can_turn_message_embeddings_off(
         worker.fake.reply("hello there")
         sending.send(worker.rt, org.id, agent.id, [user(agent, "hello")], max_steps=10,
                      wait=True)  # fmt: skip
+    later.settle()
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10)
     jobs = [json.loads(m["Body"]) for m in got.get("Messages", [])]
     assert {j["agent_id"] for j in jobs if j.get("kind") == "embed"} == {on.id}

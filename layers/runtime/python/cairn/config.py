@@ -35,6 +35,9 @@ class Settings(BaseModel):
     data_dir: Path = Path(".cairn")
     # The SQS FIFO step queue; unset runs steps on a worker thread inside the process.
     step_queue_url: str | None = None
+    # The embedding jobs' FIFO queue; unset sends them with the steps (or, without a
+    # step queue, to a worker thread of their own).
+    embed_queue_url: str | None = None
     # The approval and sleeptime state machines (unset: in-process stand-ins, no timeout).
     approval_state_machine_arn: str | None = None
     sleeptime_state_machine_arn: str | None = None
@@ -135,6 +138,7 @@ class Settings(BaseModel):
             "api_key": "CAIRN_API_KEY",
             "data_dir": "CAIRN_DATA_DIR",
             "step_queue_url": "CAIRN_STEP_QUEUE_URL",
+            "embed_queue_url": "CAIRN_EMBED_QUEUE_URL",
             "approval_state_machine_arn": "CAIRN_APPROVAL_STATE_MACHINE_ARN",
             "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",

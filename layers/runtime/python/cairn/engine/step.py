@@ -352,10 +352,11 @@ def _embed_job(cp: Checkpoint, org_id: str, run_id: str, now: datetime) -> list[
     """Embedding the agent's new messages, published with no outbox row: if that publish is
     lost, the sweeper's backfill embeds every message still without one (embedding_jobs).
 
-    One job per agent per `EMBED_WINDOW_SECONDS`, not one per step: the queue drops the
-    window's other sends as duplicates (SQS FIFO deduplication), and the job embeds all the
-    agent's messages still without a vector in one request. What a window's job finds
-    already done waits for the next window's job or the sweeper's backfill (one sweep)."""
+    One job per agent per `EMBED_WINDOW_SECONDS`, not one per step: the embedding queue
+    (FIFO, never the steps' queue) drops the window's other sends as duplicates, and the
+    job embeds all the agent's messages still without a vector in one request. What a
+    window's job finds already done waits for the next window's job or the sweeper's
+    backfill (one sweep)."""
     if not cp.agent.message_embeddings or not any(m.search_text() for m in cp.new_messages):
         return []
     window = int(now.timestamp() // EMBED_WINDOW_SECONDS)

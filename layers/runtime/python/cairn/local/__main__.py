@@ -1,9 +1,11 @@
 """`make dev`: embedded Postgres (data under .cairn/), migrations, the API on 127.0.0.1:8283.
 
-Steps go through a FIFO queue on moto's SQS server, fed to the step handler by a local
-poller (its DLQ to the dead-letter handler); the approval and sleeptime workflows run on
-moto's Step Functions from the ASL the CDK constructs synthesise; the sweeper runs on a
-timer. Ctrl-C stops the HTTP server, then Postgres; the next start reuses the data.
+Steps go through a FIFO queue in this process (`cairn.local.queue`, SQS's semantics with
+the consumers woken by the publish), embedding jobs through one of their own, each to the step
+handler as Lambda's event source mapping would (their DLQs to the dead-letter handler); the
+approval and sleeptime workflows run on moto's Step Functions from the ASL the CDK
+constructs synthesise; the sweeper runs on a timer. Ctrl-C stops the HTTP server, then
+Postgres; the next start reuses the data.
 
 The queue and the workflows live in this process: if it dies (SIGKILL, a power cut), the
 next start sends again every step, approval wait and sleeptime fan-out they held
@@ -24,10 +26,10 @@ from cairn import __version__, faults, heap
 from cairn.config import Settings
 from cairn.local import lambdas, stepfunctions
 from cairn.local.http import make_server
-from cairn.local.sqs import REGION, Poller, create_step_queues, start_moto
+from cairn.local.queue import Consumer, LocalQueue, LocalStepQueue
+from cairn.local.sqs import LOCAL_RETRY_SECONDS, MAX_RECEIVES, REGION, start_moto
 from cairn.orchestration import sending, watchdog
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
-from cairn.orchestration.sqs import SqsStepQueue, sqs_client
 from cairn.orchestration.stepfunctions import StepFunctionsWorkflows, stepfunctions_client
 from cairn.services.tenants import ensure_local_tenant
 from cairn.store import Database
@@ -102,39 +104,41 @@ def start_workers(
     sweep_every_seconds: float = SWEEP_EVERY_SECONDS,
     recover: bool = False,
 ) -> Workers:
-    """moto (SQS and Step Functions), the step queue and its pollers, the approval and
-    sleeptime workflows, the sweeper; installs the runtime the handlers use."""
-    moto, endpoint = start_moto()
+    """The step and embedding queues and their consumers, moto's Step Functions with the
+    approval and sleeptime workflows, the sweeper; installs the runtime the handlers use."""
+    moto, endpoint = start_moto()  # Step Functions, which runs the workflows' ASL
     for name, value in (("AWS_ACCESS_KEY_ID", "local"), ("AWS_SECRET_ACCESS_KEY", "local"),
                         ("AWS_DEFAULT_REGION", REGION)):  # fmt: skip
         os.environ.setdefault(name, value)
     # moto's Step Functions interpreter calls Lambda back on this port.
     os.environ["MOTO_PORT"] = endpoint.rsplit(":", 1)[1]
-    sqs = sqs_client(endpoint, REGION)
-    queue_url, dlq_url = create_step_queues(sqs)
     sfn = stepfunctions_client(endpoint, REGION)
     settings = settings or Settings.from_env()
     if not os.environ.get("CAIRN_ORG_MAX_RUNS"):
         # One organization's runs leave a worker to the others (docs/tenancy.md).
         settings = settings.model_copy(update={"org_max_runs": STEP_WORKERS - 1})
-    asl = stepfunctions.cached_definitions(
-        settings.data_dir / "cache", **(timings or workflow_timings())
-    )
+    asl = stepfunctions.cached_definitions(**(timings or workflow_timings()))
     arns = stepfunctions.create_workflows(endpoint, sfn, asl)
-    os.environ["CAIRN_STEP_QUEUE_URL"] = queue_url
     os.environ["CAIRN_APPROVAL_STATE_MACHINE_ARN"] = arns["approval"]
     os.environ["CAIRN_SLEEPTIME_STATE_MACHINE_ARN"] = arns["sleeptime"]
     settings = settings.model_copy(
         update={
-            "step_queue_url": queue_url,
             "approval_state_machine_arn": arns["approval"],
             "sleeptime_state_machine_arn": arns["sleeptime"],
         }
     )
+    # The queues, in this process (cairn.local.queue): the steps' and the embedding jobs',
+    # each with its dead-letter queue, as the CDK app makes them.
+    dead_steps = LocalQueue("cairn-steps-dlq.fifo")
+    steps = LocalQueue("cairn-steps.fifo", max_receives=MAX_RECEIVES, dead_letters=dead_steps)
+    dead_embeds = LocalQueue("cairn-embeddings-dlq.fifo")
+    embeds = LocalQueue("cairn-embeddings.fifo", max_receives=MAX_RECEIVES,
+                        dead_letters=dead_embeds)  # fmt: skip
     rt = build_runtime(
         settings,
         db=Database(dsn, max_size=8),
-        queue=SqsStepQueue(queue_url, sqs),
+        queue=LocalStepQueue(steps, retry_seconds=LOCAL_RETRY_SECONDS),
+        embeddings=LocalStepQueue(embeds, retry_seconds=LOCAL_RETRY_SECONDS),
         workflows=StepFunctionsWorkflows(arns["approval"], arns["sleeptime"], sfn),
     )
     use_runtime(rt)
@@ -143,11 +147,16 @@ def start_workers(
         # Nothing is in flight in a queue and workflows this process just made: whatever the
         # database says was sent and never finished died with the previous process.
         logger.info("recovered after restart: %s", watchdog.recover_after_restart(rt))
-    pollers = [Poller(sqs, queue_url, "step", batch_size=1, environment=n)
-               for n in range(STEP_WORKERS)]  # fmt: skip
-    pollers.append(Poller(sqs, dlq_url, "step", attribute="dead_letter_handler"))
-    for poller in pollers:
-        poller.start()
+    consumers = [Consumer(steps, "step", environment=n, retry_seconds=LOCAL_RETRY_SECONDS)
+                 for n in range(STEP_WORKERS)]  # fmt: skip
+    # The embedding jobs get an environment of the step function of their own, as their
+    # event source mapping gets its own concurrency on AWS: never one a turn waits for.
+    consumers.append(Consumer(embeds, "step", environment=STEP_WORKERS,
+                              retry_seconds=LOCAL_RETRY_SECONDS))  # fmt: skip
+    consumers += [Consumer(dead, "step", attribute="dead_letter_handler")
+                  for dead in (dead_steps, dead_embeds)]  # fmt: skip
+    for consumer in consumers:
+        consumer.start()
     stopping = threading.Event()
 
     def sweep_forever() -> None:
@@ -158,14 +167,14 @@ def start_workers(
                 logger.exception("sweep failed")
 
     threading.Thread(target=sweep_forever, name="sweeper", daemon=True).start()
-    logger.info("step queue %s, workflows on moto at %s", queue_url, endpoint)
+    logger.info("step and embedding queues in process, workflows on moto at %s", endpoint)
 
     def stop() -> None:
         stopping.set()
-        for poller in pollers:
-            poller.stopping.set()
-        for poller in pollers:
-            poller.join(timeout=5)
+        for consumer in consumers:
+            consumer.stop()
+        for consumer in consumers:
+            consumer.join(timeout=5)
         moto.stop()
         rt.db.close()
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -53,25 +54,48 @@ def state_machine_definitions(template: dict[str, Any], refs: dict[str, Any]) ->
     }
 
 
-def cached_definitions(cache_dir: Path, **timings: float) -> dict[str, str]:
-    """`definitions`, kept in `cache_dir` under a key of the constructs' source and the
-    timings: synthesising starts the CDK's Node.js process, ~4 s of every local start."""
+# Synthesised once with these stand-ins for the timings, which are then written into the
+# ASL as numbers: one build serves every start, whatever timings it asks for.
+STAND_INS = {"approval_timeout_seconds": 987_650_001, "sleeptime_run_timeout_seconds": 987_650_002,
+             "retry_seconds": 987_650_003}  # fmt: skip
+
+
+def build_dir() -> Path:
+    return functions_dir().parent / "build" / "local"
+
+
+def cached_definitions(**timings: float) -> dict[str, str]:
+    """`definitions` with these timings, from a build kept in `build/local/` under a key of
+    the constructs' source and the CDK's version. A missing build is made in a child
+    process (`python -m cairn.local.stepfunctions`; `make dev` runs it after installing):
+    the CDK's Node.js process (~470 MB) ends with that child instead of living on in the
+    stack."""
     from importlib.metadata import version
 
     source = (functions_dir().parent / "infra" / "cairn_infra" / "workflows.py").read_bytes()
-    key = hashlib.sha256(
-        source + json.dumps([timings, version("aws-cdk-lib")], sort_keys=True).encode()
-    ).hexdigest()[:16]
-    cached = cache_dir / f"workflows-{key}.json"
-    if cached.exists():
-        found: dict[str, str] = json.loads(cached.read_text())
-        return found
-    built = definitions(**timings)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_suffix(".tmp")
+    key = hashlib.sha256(source + version("aws-cdk-lib").encode()).hexdigest()[:16]
+    cached = build_dir() / f"workflows-{key}.json"
+    if not cached.exists():
+        subprocess.run([sys.executable, "-m", "cairn.local.stepfunctions", str(cached)],
+                       check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    built: dict[str, str] = json.loads(cached.read_text())
+    return {name: with_timings(asl, **timings) for name, asl in built.items()}
+
+
+def with_timings(asl: str, **timings: float) -> str:
+    """The ASL built with `STAND_INS`, with each stand-in replaced by its timing."""
+    for name, stand_in in STAND_INS.items():
+        value = round(timings[name]) if name != "retry_seconds" else max(1, round(timings[name]))
+        asl = re.sub(rf"(?<![\d.]){stand_in}(?![\d.])", str(value), asl)
+    return asl
+
+
+def build(path: Path) -> None:
+    built = definitions(**STAND_INS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
     partial.write_text(json.dumps(built))
-    partial.replace(cached)  # whole or absent, if two starts race
-    return built
+    partial.replace(path)  # whole or absent, if two builds race
 
 
 def definitions(
@@ -136,3 +160,11 @@ def create_workflows(endpoint: str, sfn: Any, asl: dict[str, str]) -> dict[str, 
         )["stateMachineArn"]
         for name, definition in asl.items()
     }
+
+
+if __name__ == "__main__":
+    # python -m cairn.local.stepfunctions [path]: the build `cached_definitions` reads.
+    if len(sys.argv) > 1:
+        build(Path(sys.argv[1]))
+    else:
+        cached_definitions(**STAND_INS)

@@ -6,6 +6,7 @@ import logging
 
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.step import StepOutcome
+from cairn.orchestration import later
 from cairn.orchestration.ports import StepQueue
 from cairn.store import agents, outbox
 from cairn.store.db import Database
@@ -132,7 +133,10 @@ def after_step(
     if outcome.next_command is not None and not continue_here:
         publish_and_mark(db, queue, outcome.next_command)
     for other in outcome.commands:
-        publish_and_mark(db, queue, other)
+        if other.kind == "embed":  # never on the request's path: after the reply
+            later.call(publish_and_mark, db, queue, other)
+        else:
+            publish_and_mark(db, queue, other)
     if outcome.freed_agent:
         # Read by the checkpoint that freed the agent (one round trip less than `wake`).
         for waiting in outcome.waiting:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import embed_agent
 from cairn.engine.step import Engine
-from cairn.orchestration import group_turns, worker
+from cairn.orchestration import group_turns, later, worker
 from cairn.orchestration.dispatch import after_step
 from cairn.orchestration.ports import StepQueue
 
@@ -47,7 +47,8 @@ class InlineStepQueue:
         self._queue.put(command)
 
     def idle(self) -> bool:
-        return self._queue.unfinished_tasks == 0
+        """Nothing queued, running, or still to be published after a reply (`later`)."""
+        return self._queue.unfinished_tasks == 0 and later.idle()
 
     def close(self) -> None:
         self._queue.put(None)

@@ -1,4 +1,6 @@
-"""One publisher for every outbox kind: steps to the step queue, the rest to the workflows."""
+"""One publisher for every outbox kind: steps to the step queue, embedding jobs to theirs
+(never in an agent's FIFO group, where the agent's next turn would queue behind them), the
+rest to the workflows."""
 
 from __future__ import annotations
 
@@ -14,12 +16,18 @@ class Outlets:
     """A StepQueue that routes by kind, so the outbox, the sweeper and the dispatcher need
     not know which service a command goes to."""
 
-    def __init__(self, steps: StepQueue, workflows: Workflows) -> None:
+    def __init__(
+        self, steps: StepQueue, workflows: Workflows, embeddings: StepQueue | None = None
+    ) -> None:
         self.steps, self.workflows = steps, workflows
+        # A stack deployed before the embedding queue existed sends them with the steps.
+        self.embeddings = embeddings or steps
 
     def publish(self, command: OutboxCommand) -> None:
         if command.kind in WORKFLOW_KINDS:
             self.workflows.start(command)
+        elif command.kind == "embed":
+            self.embeddings.publish(command)
         elif command.kind == "task_result":
             send_result(self.workflows, command.payload)
         else:

@@ -30,6 +30,7 @@ def build_runtime(
     db: Database | None = None,
     queue: StepQueue | None = None,
     workflows: Workflows | None = None,
+    embeddings: StepQueue | None = None,
 ) -> Runtime:
     bedrock.install()  # model and embedding calls to Bedrock get their boto3 client here
     database = db or Database(
@@ -52,6 +53,10 @@ def build_runtime(
     vault = vault_for(settings)
     keys = ProviderKeys(database, vault)
     engine = Engine(database, settings, sandbox=sandbox, provider_keys=keys)
+    if embeddings is None and settings.embed_queue_url:
+        from cairn.orchestration.sqs import SqsStepQueue
+
+        embeddings = SqsStepQueue(settings.embed_queue_url)
     if queue is None:
         if settings.step_queue_url:
             from cairn.orchestration.sqs import SqsStepQueue
@@ -61,6 +66,8 @@ def build_runtime(
             from cairn.orchestration.inline import InlineStepQueue
 
             queue = InlineStepQueue(engine)
+            # Not behind the steps on their one thread: a slow embedding holds no turn.
+            embeddings = embeddings or InlineStepQueue(engine)
     if workflows is None:
         if settings.approval_state_machine_arn and settings.sleeptime_state_machine_arn:
             from cairn.orchestration.stepfunctions import StepFunctionsWorkflows
@@ -72,10 +79,10 @@ def build_runtime(
             from cairn.orchestration.inline import InlineWorkflows
 
             workflows = InlineWorkflows()
-    outlets = Outlets(queue, workflows)
+    outlets = Outlets(queue, workflows, embeddings)
     rt = Runtime(settings, database, engine, outlets, workflows, vault, keys)
-    for part in (queue, workflows):
-        if hasattr(part, "attach"):  # the in-process stand-ins publish through the outlets
+    for part in (queue, workflows, embeddings):
+        if part is not None and hasattr(part, "attach"):  # in-process: through the outlets
             part.attach(rt)
     return rt
 

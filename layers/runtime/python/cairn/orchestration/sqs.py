@@ -1,4 +1,5 @@
-"""The step queue on SQS FIFO: one message per step, in order per agent, deduplicated."""
+"""The step queue on SQS FIFO: one message per step, in order per agent, deduplicated. The
+embedding jobs' queue takes the same messages (a FIFO queue of its own)."""
 
 from __future__ import annotations
 
@@ -21,14 +22,14 @@ class SqsStepQueue:
         self._client = client
 
     def publish(self, command: OutboxCommand) -> None:
-        self._client.send_message(QueueUrl=self.queue_url, **_message(command))
+        self._client.send_message(QueueUrl=self.queue_url, **message_fields(command))
 
     def publish_many(self, commands: list[OutboxCommand]) -> list[OutboxCommand]:
         """Ten to a request (SQS's batch), in order; returns those SQS refused."""
         refused: list[OutboxCommand] = []
         for start in range(0, len(commands), 10):
             chunk = commands[start : start + 10]
-            entries = [{"Id": str(n), **_message(c)} for n, c in enumerate(chunk)]
+            entries = [{"Id": str(n), **message_fields(c)} for n, c in enumerate(chunk)]
             answer = self._client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             refused += [chunk[int(f["Id"])] for f in answer.get("Failed", ())]
         return refused
@@ -44,7 +45,7 @@ class SqsStepQueue:
         return seconds
 
 
-def _message(command: OutboxCommand) -> dict[str, str]:
+def message_fields(command: OutboxCommand) -> dict[str, str]:
     return {
         "MessageBody": json.dumps(command.payload),
         # Steps of one agent never run side by side, and come in the order they were made.

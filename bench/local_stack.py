@@ -100,6 +100,25 @@ def statements(dsn: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+def floor(fake: FakeLLM, dsn: str, *, body: dict[str, Any], n: int) -> list[float]:
+    """What no server can go below: the model's round trip through its SDK (the same fake,
+    the last request a turn sent) and one durable commit (fsync'd, as the stack's are)."""
+    import openai
+
+    client = openai.OpenAI(base_url=f"{fake.base_url}/v1", api_key="k", max_retries=0)
+    times = []
+    with psycopg.connect(dsn) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (n int)")
+        conn.commit()
+        for i in range(n):
+            started = time.perf_counter()
+            client.chat.completions.create(**body)
+            conn.execute("INSERT INTO bench_floor VALUES (%s)", (i,))
+            conn.commit()
+            times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
 def start_stack(
     data: str, dsn: str, port: int, fake: FakeLLM, log: IO[str]
 ) -> subprocess.Popen[str]:
@@ -113,6 +132,8 @@ def start_stack(
     for line in stack.stdout:
         if "listening on" in line:
             break
+    # Read on what it prints (the step function logs each step): a full pipe would stall it.
+    threading.Thread(target=log.writelines, args=(stack.stdout,), daemon=True).start()
     return stack
 
 
@@ -129,21 +150,25 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=200, help="messages to send")
     parser.add_argument("--agents", type=int, default=10, help="round-robin over this many")
+    parser.add_argument("--sql", action="store_true", help="list the statements run most")
     parser.add_argument("--clients", type=int, default=1,
                         help="clients sending at once (each waits for its answer)")  # fmt: skip
     args = parser.parse_args()
     port = free_port()
     arrivals: list[tuple[float, int]] = []  # (when, user messages in its context) per request
 
+    last_body: list[dict[str, Any]] = []
+
     def answer(recorded: Recorded) -> Reply:
         users = sum(m.get("role") == "user" for m in recorded.body.get("messages", []))
         arrivals.append((time.perf_counter(), users))
+        last_body[:] = [recorded.body]
         return Reply(text="ok", usage=(1, 1))
 
     with (
         tempfile.TemporaryDirectory() as data,
         FakeLLM() as fake,
-        open(Path(data) / "stack.log", "w") as log,
+        open(os.environ.get("BENCH_STACK_LOG") or Path(data) / "stack.log", "w") as log,
     ):
         fake.when(lambda r: True, answer)
         dsn, database = start_database(data)
@@ -184,6 +209,20 @@ def main() -> int:
                 cpu = (cpu_seconds(*roots) - cpu_before) * 1000 / args.n
                 top, nested = (after - before for after, before in
                                zip(statements(dsn), sql_before, strict=True))  # fmt: skip
+                turns = list(arrivals)
+                floors = floor(fake, dsn, body=last_body[0], n=min(args.n, 100))
+                if args.sql:
+                    with psycopg.connect(dsn, autocommit=True) as conn:
+                        for calls, toplevel, query in conn.execute(
+                            "SELECT calls, toplevel, query FROM pg_stat_statements"
+                            " ORDER BY calls DESC LIMIT 25"
+                        ):
+                            print(f"{calls:6d} {'top ' if toplevel else 'in  '} {query[:150]!r}")
+                        for table, ins, upd in conn.execute(
+                            "SELECT relname, n_tup_ins, n_tup_upd FROM pg_stat_user_tables"
+                            " WHERE n_tup_ins + n_tup_upd > 0 ORDER BY 2 + 3 DESC"
+                        ):
+                            print(f"{table:24s} inserted {ins:6d} updated {upd:6d}")
         finally:
             stop_stack(stack)
             database.cleanup()
@@ -194,6 +233,11 @@ def main() -> int:
     print(f"latency per message: p50 {statistics.median(ordered):.1f} ms, "
           f"p99 {ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]:.1f} ms")  # fmt: skip
     print(f"throughput: {args.n / wall:.1f} messages/s")
+    p50 = statistics.median(ordered)
+    print(f"the floor (one SDK call to the same fake model with the turn's last request, then "
+          f"one fsync'd commit): p50 {statistics.median(floors):.1f} ms; a message's p50 is "
+          f"{p50 / statistics.median(floors):.2f}x it")  # fmt: skip
+    arrivals = turns
     if args.agents == 1 and len(arrivals) > 1:
         # One agent: its turns run one after another, so the gap between two model calls is
         # the previous turn's checkpoint and the next one's start (the fake answers at once).
@@ -203,7 +247,7 @@ def main() -> int:
         grows = all(b[1] == a[1] + 1 for a, b in itertools.pairwise(arrivals))
         print(f"every model request carries the whole conversation: {'yes' if grows else 'NO'}")
     print(f"SQL per message (every process, the embedding jobs too): {top / args.n:.1f} "
-          f"statements, and inside them {nested / args.n:.1f} more (key checks)")  # fmt: skip
+          f"statements, and {nested / args.n:.1f} inside them (key checks, triggers)")  # fmt: skip
     print(
         f"CPU per message, the stack and its PostgreSQL: {cpu:.1f} ms "
         "(includes the 2 s of queued work after the last message)"

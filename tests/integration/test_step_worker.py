@@ -484,7 +484,7 @@ def test_dead_letters_of_any_shape_are_recorded_and_removed(
     assert dead.poll_once(wait_seconds=0) == 0
     with worker.rt.db.connection() as conn:
         kept = {r["body"]: r["reason"] for r in dead_letters.latest(conn)}
-    assert set(kept) == set(bodies)
+    assert set(bodies) <= set(kept)  # the database is shared: other tests keep theirs too
     assert "not a step or embedding command" in kept[bodies[0]]
     assert "organization_id" in kept[bodies[1]] and "step_index" in kept[bodies[1]]
     assert "embedding job" in kept[bodies[2]] and "no run run-missing" in kept[bodies[3]]

@@ -234,7 +234,7 @@ class Engine:
         faults.reached("before_commit")
         _add_commands(cp, org_id, run_id, step_index)
         try:
-            done = commit(self.db, cp, now=self._clock())
+            done = commit(self.db, cp, now=self._clock(), org_cap=self.settings.org_max_runs)
         except AlreadyCommitted:
             return StepOutcome("already_done")
         faults.reached("after_commit")

@@ -96,8 +96,7 @@ def wake_organization(db: Database, queue: StepQueue, org_id: str, cap: int) -> 
     if cap <= 0:
         return 0
     with db.connection() as conn:
-        free = cap - agents.held_in_organization(conn, org_id)
-        waiting = outbox.waiting_in_organization(conn, org_id, free) if free > 0 else []
+        waiting = outbox.waiting_in_organization(conn, org_id, cap)
     return sum(publish_and_mark(db, queue, command) for command in waiting)
 
 
@@ -138,7 +137,7 @@ def after_step(
         else:
             publish_and_mark(db, queue, other)
     if outcome.freed_agent:
-        # Read by the checkpoint that freed the agent (one round trip less than `wake`).
+        # Read by the checkpoint that freed the agent: the steps waiting for it, and for
+        # its organization's share (no round trips of `wake` and `wake_organization`).
         for waiting in outcome.waiting:
             publish_and_mark(db, queue, waiting)
-        wake_organization(db, queue, command.organization_id, cap)

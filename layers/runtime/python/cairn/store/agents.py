@@ -134,18 +134,6 @@ def lease_free(conn: Connection, org_id: str, agent_id: str, *, settled: bool = 
     return bool(row and row["free"])
 
 
-HELD_IN_ORGANIZATION = """
-SELECT count(*) AS held FROM agents
-WHERE organization_id = %(org)s AND lease_run_id IS NOT NULL AND lease_expires_at >= now()
-"""
-
-
-def held_in_organization(conn: Connection, org_id: str) -> int:
-    """How many of the organization's agents a run holds now (CAIRN_ORG_MAX_RUNS)."""
-    row = conn.execute(HELD_IN_ORGANIZATION, {"org": org_id}).fetchone()
-    return int(row["held"]) if row else 0
-
-
 def release_lease(conn: Connection, org_id: str, agent_id: str, run_id: str) -> None:
     conn.execute(RELEASE_LEASE, {"org": org_id, "id": agent_id, "run": run_id})
 

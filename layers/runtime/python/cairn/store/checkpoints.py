@@ -16,7 +16,7 @@ from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
 from cairn.errors import VersionConflictError
-from cairn.store import agents, archives, blocks, context, messages, outbox, runs
+from cairn.store import archives, blocks, context, messages, outbox, runs
 from cairn.store.db import Connection, Database, pipeline
 from cairn.store.rows import to_params
 
@@ -115,11 +115,24 @@ FROM g WHERE g.turns_counter = 0
 ON CONFLICT (dedup_key) DO NOTHING
 RETURNING *
 """
-RELEASE_IF_ENDED = """
-UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
-WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
-  AND EXISTS (SELECT 1 FROM runs WHERE id = %(run)s
-              AND status IN ('completed', 'failed', 'cancelled'))
+# What a step changes of its agent, and nothing else (the agent's other columns are the
+# API's), with the lease let go once the run has ended, by this step or by a cancel that won
+# meanwhile (FINISH_RUN ran before it in this transaction): one write of the agent row,
+# since each further one in a transaction checks its organization key again.
+CHECKPOINT_AGENT = """
+UPDATE agents SET
+    context_tokens = %(context_tokens)s, context_tokens_upto = %(context_tokens_upto)s,
+    last_stop_reason = CASE WHEN %(ended)s THEN %(last_stop_reason)s ELSE last_stop_reason END,
+    last_run_completion = CASE WHEN %(ended)s THEN %(now)s ELSE last_run_completion END,
+    version = version + 1, updated_at = now(),
+    (lease_run_id, lease_expires_at) = (
+        SELECT CASE WHEN done THEN NULL ELSE lease_run_id END,
+               CASE WHEN done THEN NULL ELSE lease_expires_at END
+        FROM (SELECT lease_run_id = %(run)s AND EXISTS (
+                  SELECT 1 FROM runs WHERE id = %(run)s
+                  AND status IN ('completed', 'failed', 'cancelled')) AS done) AS ended_run)
+WHERE organization_id = %(org)s AND id = %(id)s AND version = %(expected_version)s
+RETURNING id
 """
 DELETE_ORPHAN_BLOCK = """
 DELETE FROM blocks b WHERE b.organization_id = %(org)s AND b.id = %(id)s
@@ -132,10 +145,12 @@ class Committed(NamedTuple):
     commands: list[OutboxCommand]  # the other commands, likewise
     run: Run | None  # the run as the checkpoint left it; None if a cancel won meanwhile
     messages: list[Message]  # the step's new messages as stored (with sequence ids)
-    waiting: list[OutboxCommand]  # the run ended: steps of other runs waiting for the agent
+    # The run ended: steps of other runs waiting for the agent, then (with `org_cap`) those
+    # waiting for their organization's share, as many as it has free.
+    waiting: list[OutboxCommand]
 
 
-def commit(db: Database, cp: Checkpoint, *, now: datetime) -> Committed:
+def commit(db: Database, cp: Checkpoint, *, now: datetime, org_cap: int = 0) -> Committed:
     """Write the checkpoint and say what to publish once it is committed.
 
     Raises AlreadyCommitted for a duplicate delivery and VersionConflictError when the agent
@@ -143,19 +158,11 @@ def commit(db: Database, cp: Checkpoint, *, now: datetime) -> Committed:
     """
     run = cp.run
     ended = run.status in ("completed", "failed", "cancelled")
-    agent = cp.agent.model_copy(
-        update={
-            "message_ids": cp.message_ids,
-            "context_tokens": cp.context_tokens,
-            "context_tokens_upto": cp.context_tokens_upto,
-            **({"last_stop_reason": run.stop_reason, "last_run_completion": now} if ended else {}),
-        }
-    )
     with db.connection() as conn:
         try:
             with pipeline(conn) as pipelined:
                 conn.execute("BEGIN")
-                found = _write(conn, cp, agent, ended=ended, now=now)
+                found = _write(conn, cp, ended=ended, now=now, org_cap=org_cap)
                 pipelined.sync()
                 result = found()
                 faults.reached("inside_commit")
@@ -169,7 +176,7 @@ def commit(db: Database, cp: Checkpoint, *, now: datetime) -> Committed:
 
 
 def _write(
-    conn: Connection, cp: Checkpoint, agent: Agent, *, ended: bool, now: datetime
+    conn: Connection, cp: Checkpoint, *, ended: bool, now: datetime, org_cap: int
 ) -> Callable[[], Committed]:
     """Send every statement of the checkpoint; returns what checks and reads their results."""
     org, agent_id, run = cp.agent.organization_id, cp.agent.id, cp.run
@@ -224,10 +231,11 @@ def _write(
         entry_rows = conn.execute(context.INSERT_ENTRIES, context.entry_params(
             org, agent_id, window.added))  # fmt: skip
     run_row = conn.execute(FINISH_RUN, {**to_params(run, ("usage", "error")), "now": now})
-    agent_row = conn.execute(
-        agents.UPDATE_AGENT,
-        {**to_params(agent, agents.AGENT_JSON), "expected_version": cp.agent.version},
-    )
+    agent_row = conn.execute(CHECKPOINT_AGENT, {
+        "org": org, "id": agent_id, "run": run.id, "expected_version": cp.agent.version,
+        "context_tokens": cp.context_tokens, "context_tokens_upto": cp.context_tokens_upto,
+        "ended": ended, "last_stop_reason": run.stop_reason, "now": now,
+    })  # fmt: skip
     next_row = None
     if cp.next_command is not None and not ended:
         next_row = conn.execute(ADD_NEXT, to_params(cp.next_command, ("payload",)))
@@ -236,14 +244,14 @@ def _write(
         upto = cp.message_ids[-1] if cp.message_ids else None
         params = {"org": org, "agent_id": agent_id, "run_id": run.id, "upto": upto, "now": now}
         command_rows.append(conn.execute(SLEEPTIME_TURN, params))
-    conn.execute(RELEASE_IF_ENDED, {"org": org, "id": agent_id, "run": run.id})
     # Read before COMMIT, while this transaction holds the agent row: a step deferred after
     # this read finds the lease settled and wakes itself (dispatch.after_step).
     waiting_rows = (
-        conn.execute(outbox.WAITING_FOR_AGENT, {"org": org, "agent_id": agent_id, "run": run.id})
+        conn.execute(outbox.WAITING_FOR_RELEASE,
+                     {"org": org, "agent_id": agent_id, "run": run.id, "cap": org_cap})
         if ended
         else None
-    )
+    )  # fmt: skip
 
     def check() -> Committed:
         # A failed check raises before COMMIT is sent: the whole checkpoint rolls back.

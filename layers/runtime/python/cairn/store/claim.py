@@ -29,12 +29,6 @@ WITH run AS (
     SELECT * FROM runs WHERE organization_id = %(org)s AND id = %(run)s
 ), done AS (
     SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s
-), org AS (
-    SELECT %(cap)s > 0 AND (
-        SELECT count(*) FROM agents held
-        WHERE held.organization_id = %(org)s AND held.lease_run_id IS NOT NULL
-          AND held.lease_run_id <> %(run)s AND held.lease_expires_at >= now()
-    ) >= %(cap)s AS is_full
 ), lease AS (
     UPDATE agents a
     SET lease_run_id = %(run)s, lease_expires_at = now() + make_interval(secs => %(ttl)s)
@@ -43,8 +37,10 @@ WITH run AS (
       AND run.status NOT IN ('completed', 'failed', 'cancelled')
       AND NOT EXISTS (SELECT 1 FROM done)
       AND (a.lease_run_id IS NULL OR a.lease_run_id = %(run)s OR a.lease_expires_at < now())
-      -- A run taking a new agent waits while its organization holds `cap` of them.
-      AND (a.lease_run_id = %(run)s OR NOT (SELECT is_full FROM org))
+      -- A run taking a new agent waits while its organization holds `cap` of them (asked
+      -- only then: the question takes the organization's turn, migration 0020).
+      AND CASE WHEN a.lease_run_id = %(run)s OR %(cap)s <= 0 THEN true
+               ELSE NOT cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s) END
       AND (a.lease_run_id = %(run)s OR NOT EXISTS (
           SELECT 1 FROM runs older
           WHERE older.agent_id = a.id AND older.id <> run.id
@@ -65,7 +61,8 @@ WITH run AS (
 SELECT
     (SELECT to_jsonb(run) FROM run) AS run,
     EXISTS (SELECT 1 FROM done) AS done,
-    NOT EXISTS (SELECT 1 FROM lease) AND (SELECT is_full FROM org) AS org_full,
+    NOT EXISTS (SELECT 1 FROM lease) AND %(cap)s > 0
+        AND cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s) AS org_full,
     (SELECT to_jsonb(o) FROM outbox o
      WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s) AS next_command,
     (SELECT to_jsonb(l) || jsonb_build_object('message_ids', coalesce(
@@ -133,15 +130,16 @@ def claim(
 
 def send(
     conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float,
-    cap: int = 0,
+    cap: int = 0, turn_taken: bool = False,
 ) -> Cursor[dict[str, Any]]:  # fmt: skip
     """The claim statement alone, so a pipeline can send it after another (`read` it then).
-    `cap`: how many agents the organization's runs may hold at once (0: no limit)."""
+    `cap`: how many agents the organization's runs may hold at once (0: no limit);
+    `turn_taken`: the transaction holds its organization's turn (migration 0020)."""
     return conn.execute(
         CLAIM,
         {"org": org_id, "run": run_id, "idx": step_index, "ttl": lease_seconds,
          "key": f"{run_id}:{step_index}", "next_key": f"{run_id}:{step_index + 1}",
-         "cap": cap},
+         "cap": cap, "turn_taken": turn_taken},
     )  # fmt: skip
 
 

@@ -85,14 +85,6 @@ SELECT * FROM outbox
 WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL
 ORDER BY id
 """
-# What waits for an agent whose run ends, read by that run's last checkpoint: the run's own
-# commands are published by the step that wrote them.
-WAITING_FOR_AGENT = """
-SELECT * FROM outbox
-WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL
-  AND run_id IS DISTINCT FROM %(run)s
-ORDER BY id
-"""
 
 
 def mark_unsent(conn: Connection, org_id: str, command_id: int) -> None:
@@ -102,19 +94,46 @@ def mark_unsent(conn: Connection, org_id: str, command_id: int) -> None:
 
 
 # Steps of an organization's runs that wait for its share (CAIRN_ORG_MAX_RUNS) to free:
-# oldest first, only those whose agent no run holds (the others wait for their agent).
+# as many as it has free (its cap less the agents its runs hold now), oldest first, only
+# those whose agent no run holds (the others wait for their agent). One statement.
 WAITING_IN_ORGANIZATION = """
+WITH held AS (
+    SELECT count(*) AS n FROM agents
+    WHERE organization_id = %(org)s AND lease_run_id IS NOT NULL AND lease_expires_at >= now()
+)
 SELECT o.* FROM outbox o JOIN agents a ON a.organization_id = o.organization_id
                                       AND a.id = o.agent_id
 WHERE o.organization_id = %(org)s AND o.sent_at IS NULL AND o.kind = 'step'
   AND (a.lease_run_id IS NULL OR a.lease_expires_at < now())
 ORDER BY o.id
-LIMIT %(limit)s
+LIMIT greatest(%(cap)s - (SELECT n FROM held), 0)
 """
 
 
-def waiting_in_organization(conn: Connection, org_id: str, limit: int) -> list[OutboxCommand]:
-    rows = conn.execute(WAITING_IN_ORGANIZATION, {"org": org_id, "limit": limit}).fetchall()
+# What a run's end frees, read by its checkpoint in one statement (after it let the agent
+# go, in its transaction): the steps waiting for its agent, oldest first (the run's own
+# commands are published by the step that wrote them), then those of the organization's
+# other agents waiting for its share, as many as it has free.
+WAITING_FOR_RELEASE = """
+(SELECT * FROM outbox
+ WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL
+   AND run_id IS DISTINCT FROM %(run)s
+ ORDER BY id)
+UNION ALL
+(SELECT o.* FROM outbox o JOIN agents a ON a.organization_id = o.organization_id
+                                       AND a.id = o.agent_id
+ WHERE %(cap)s > 0 AND o.organization_id = %(org)s AND o.sent_at IS NULL AND o.kind = 'step'
+   AND o.agent_id <> %(agent_id)s AND (a.lease_run_id IS NULL OR a.lease_expires_at < now())
+ ORDER BY o.id
+ LIMIT greatest(%(cap)s - (
+     SELECT count(*) FROM agents
+     WHERE organization_id = %(org)s AND lease_run_id IS NOT NULL
+       AND lease_expires_at >= now()), 0))
+"""
+
+
+def waiting_in_organization(conn: Connection, org_id: str, cap: int) -> list[OutboxCommand]:
+    rows = conn.execute(WAITING_IN_ORGANIZATION, {"org": org_id, "cap": cap}).fetchall()
     return [OutboxCommand.model_validate(r) for r in rows]
 
 

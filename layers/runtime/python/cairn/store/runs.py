@@ -31,6 +31,9 @@ WITH agent AS (
                   ORDER BY e.position DESC LIMIT 1) AS last_id
     FROM agents a
     WHERE a.organization_id = %(organization_id)s AND a.id = %(agent_id)s
+      -- A start claiming its step takes its organization's turn before the agent row, as
+      -- every claim does (migration 0020).
+      AND (NOT %(org_turn)s OR cairn_org_turn(a.organization_id))
     FOR UPDATE
 ), last AS (
     SELECT m.id, m.run_id, m.role = 'approval' AND m.tool_calls IS NOT NULL AS pending
@@ -166,6 +169,7 @@ def start_run(
         "payload": Jsonb(first.payload),
         "dedup_key": first.dedup_key,
         "sent": claim_lease_seconds is not None,
+        "org_turn": claim_lease_seconds is not None and claim_cap > 0,
     }
     if claim_lease_seconds is None:
         row = conn.execute(START_RUN, params).fetchone()
@@ -175,7 +179,7 @@ def start_run(
         started = conn.execute(START_RUN, params)
         claiming = claims.send(
             conn, run.organization_id, run.id, 0, lease_seconds=claim_lease_seconds,
-            cap=claim_cap,
+            cap=claim_cap, turn_taken=params["org_turn"],
         )  # fmt: skip
     row = started.fetchone()
     assert row is not None

@@ -84,11 +84,12 @@ def main() -> int:
         try:
             while True:
                 try:
-                    if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).is_success:
+                    if httpx.get(f"http://127.0.0.1:{port}/v1/health/", timeout=1).is_success:
                         break
                 except httpx.HTTPError:
                     pass
                 assert stack.poll() is None, "the stack exited"
+                assert time.perf_counter() - started < 300, "no healthy API in 300 s"
                 time.sleep(0.05)
             healthy = time.perf_counter() - started
             time.sleep(5)  # what the start left behind settles

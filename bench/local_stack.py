@@ -157,12 +157,12 @@ def main() -> int:
     port = free_port()
     arrivals: list[tuple[float, int]] = []  # (when, user messages in its context) per request
 
-    last_body: list[dict[str, Any]] = []
+    bodies: list[dict[str, Any]] = []  # every request the turns sent, in order
 
     def answer(recorded: Recorded) -> Reply:
         users = sum(m.get("role") == "user" for m in recorded.body.get("messages", []))
         arrivals.append((time.perf_counter(), users))
-        last_body[:] = [recorded.body]
+        bodies.append(recorded.body)
         return Reply(text="ok", usage=(1, 1))
 
     with (
@@ -210,7 +210,8 @@ def main() -> int:
                 top, nested = (after - before for after, before in
                                zip(statements(dsn), sql_before, strict=True))  # fmt: skip
                 turns = list(arrivals)
-                floors = floor(fake, dsn, body=last_body[0], n=min(args.n, 100))
+                middle = bodies[len(bodies) - args.n + args.n // 2]  # the measured turns' median
+                floors = floor(fake, dsn, body=middle, n=min(args.n, 100))
                 if args.sql:
                     with psycopg.connect(dsn, autocommit=True) as conn:
                         for calls, toplevel, query in conn.execute(
@@ -234,7 +235,7 @@ def main() -> int:
           f"p99 {ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]:.1f} ms")  # fmt: skip
     print(f"throughput: {args.n / wall:.1f} messages/s")
     p50 = statistics.median(ordered)
-    print(f"the floor (one SDK call to the same fake model with the turn's last request, then "
+    print(f"the floor (one SDK call to the same fake model with the median turn's request, then "
           f"one fsync'd commit): p50 {statistics.median(floors):.1f} ms; a message's p50 is "
           f"{p50 / statistics.median(floors):.2f}x it")  # fmt: skip
     arrivals = turns

@@ -30,7 +30,7 @@ from cairn.local.queue import Consumer, LocalQueue, LocalStepQueue
 from cairn.local.sqs import LOCAL_RETRY_SECONDS, MAX_RECEIVES, REGION, start_moto
 from cairn.orchestration import sending, watchdog
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
-from cairn.orchestration.stepfunctions import StepFunctionsWorkflows, stepfunctions_client
+from cairn.orchestration.stepfunctions import stepfunctions_client
 from cairn.services.tenants import ensure_local_tenant
 from cairn.store import Database
 from cairn.store.migrate import apply_migrations
@@ -118,7 +118,8 @@ def start_workers(
         # One organization's runs leave a worker to the others (docs/tenancy.md).
         settings = settings.model_copy(update={"org_max_runs": STEP_WORKERS - 1})
     asl = stepfunctions.cached_definitions(**(timings or workflow_timings()))
-    arns = stepfunctions.create_workflows(endpoint, sfn, asl)
+    workflows = stepfunctions.LazyWorkflows(endpoint, sfn, asl)  # made when first used
+    arns = {name: stepfunctions.state_machine_arn(name) for name in asl}
     os.environ["CAIRN_APPROVAL_STATE_MACHINE_ARN"] = arns["approval"]
     os.environ["CAIRN_SLEEPTIME_STATE_MACHINE_ARN"] = arns["sleeptime"]
     settings = settings.model_copy(
@@ -139,7 +140,7 @@ def start_workers(
         db=Database(dsn, max_size=8),
         queue=LocalStepQueue(steps, retry_seconds=LOCAL_RETRY_SECONDS),
         embeddings=LocalStepQueue(embeds, retry_seconds=LOCAL_RETRY_SECONDS),
-        workflows=StepFunctionsWorkflows(arns["approval"], arns["sleeptime"], sfn),
+        workflows=workflows,
     )
     use_runtime(rt)
     sending.yielding = lambdas.released

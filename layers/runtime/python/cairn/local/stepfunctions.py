@@ -13,11 +13,14 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from cairn.domain.runs import OutboxCommand
 from cairn.local.lambdas import functions_dir, invoke
+from cairn.orchestration.stepfunctions import StepFunctionsWorkflows
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 FUNCTION_PREFIX = "cairn-"
@@ -168,3 +171,41 @@ if __name__ == "__main__":
         build(Path(sys.argv[1]))
     else:
         cached_definitions(**STAND_INS)
+
+
+def state_machine_arn(name: str) -> str:
+    """The ARN moto gives the workflow `create_workflows` makes under this name."""
+    return f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:cairn-{name}"
+
+
+class LazyWorkflows:
+    """The workflows on moto's Step Functions, made when first used: moto's ASL interpreter
+    is 113 MB of imports (its ANTLR parsers), which a session that never waits for an
+    approval or runs a sleeptime agent should not hold."""
+
+    def __init__(self, endpoint: str, sfn: Any, asl: dict[str, str]) -> None:
+        self.endpoint, self.sfn, self.asl = endpoint, sfn, asl
+        self._made: StepFunctionsWorkflows | None = None
+        self._lock = threading.Lock()
+
+    def made(self) -> StepFunctionsWorkflows:
+        with self._lock:
+            if self._made is None:
+                arns = create_workflows(self.endpoint, self.sfn, self.asl)
+                assert arns == {name: state_machine_arn(name) for name in self.asl}, arns
+                self._made = StepFunctionsWorkflows(arns["approval"], arns["sleeptime"], self.sfn)
+            return self._made
+
+    @property
+    def client(self) -> Any:
+        """The Step Functions client, the workflows made (for what reads their executions)."""
+        return self.made().client
+
+    def start(self, command: OutboxCommand) -> None:
+        self.made().start(command)
+
+    def succeed(self, token: str, output: dict[str, Any]) -> bool:
+        return self.made().succeed(token, output)
+
+    def fail(self, token: str, error: str, cause: str) -> bool:
+        return self.made().fail(token, error, cause)

@@ -29,6 +29,13 @@ WITH run AS (
     SELECT * FROM runs WHERE organization_id = %(org)s AND id = %(run)s
 ), done AS (
     SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s
+), org AS (
+    -- Whether the organization holds `cap` agents, asked once and only for a run taking a
+    -- new agent: the question takes the organization's turn (migration 0020), before the
+    -- agent row below is locked. A CTE with a volatile function is evaluated once.
+    SELECT CASE WHEN %(cap)s <= 0 OR a.lease_run_id = %(run)s THEN false
+                ELSE cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s) END AS is_full
+    FROM run JOIN agents a ON a.organization_id = %(org)s AND a.id = run.agent_id
 ), lease AS (
     UPDATE agents a
     SET lease_run_id = %(run)s, lease_expires_at = now() + make_interval(secs => %(ttl)s)
@@ -37,10 +44,8 @@ WITH run AS (
       AND run.status NOT IN ('completed', 'failed', 'cancelled')
       AND NOT EXISTS (SELECT 1 FROM done)
       AND (a.lease_run_id IS NULL OR a.lease_run_id = %(run)s OR a.lease_expires_at < now())
-      -- A run taking a new agent waits while its organization holds `cap` of them (asked
-      -- only then: the question takes the organization's turn, migration 0020).
-      AND CASE WHEN a.lease_run_id = %(run)s OR %(cap)s <= 0 THEN true
-               ELSE NOT cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s) END
+      -- A run taking a new agent waits while its organization holds `cap` of them.
+      AND (a.lease_run_id = %(run)s OR NOT coalesce((SELECT is_full FROM org), false))
       AND (a.lease_run_id = %(run)s OR NOT EXISTS (
           SELECT 1 FROM runs older
           WHERE older.agent_id = a.id AND older.id <> run.id
@@ -61,8 +66,7 @@ WITH run AS (
 SELECT
     (SELECT to_jsonb(run) FROM run) AS run,
     EXISTS (SELECT 1 FROM done) AS done,
-    NOT EXISTS (SELECT 1 FROM lease) AND %(cap)s > 0
-        AND cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s) AS org_full,
+    NOT EXISTS (SELECT 1 FROM lease) AND coalesce((SELECT is_full FROM org), false) AS org_full,
     (SELECT to_jsonb(o) FROM outbox o
      WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s) AS next_command,
     (SELECT to_jsonb(l) || jsonb_build_object('message_ids', coalesce(

@@ -387,3 +387,16 @@ def test_generate_schema_reads_the_source_without_running_it(stack: Stack) -> No
     assert got.json()["parameters"]["properties"]["times"]["description"] == "How many dice."
     bad = httpx.post(f"{stack.url}/v1/tools/generate-schema", json={"code": "x = 1"}, headers=auth)
     assert bad.status_code == 400 and "function" in bad.text
+
+
+def test_an_approval_with_nothing_pending_is_letta_s_400(stack: Stack) -> None:
+    """Letta answers 400 with its own words, which clients match on to recover."""
+    from letta_client import BadRequestError
+
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    with pytest.raises(BadRequestError) as err:
+        client.agents.messages.create(agent.id, messages=[{  # type: ignore[list-item]
+            "type": "approval", "approvals": [
+                {"type": "approval", "tool_call_id": "call-x", "approve": True}]}])  # fmt: skip
+    assert "No tool call is currently awaiting approval" in str(err.value.body)

@@ -11,7 +11,7 @@ from cairn.domain import Agent, Organization
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.engine.step import Engine
-from cairn.errors import ConflictError
+from cairn.errors import ConflictError, InvalidArgumentError
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
 from tests.integration.engine_harness import Turn, engine_for, make_agent, send, state_of, user
@@ -112,5 +112,5 @@ def test_missing_decision_fails_the_answering_run(
 
 def test_approval_without_a_pending_call_is_refused(db: Database, org: Organization) -> None:
     agent = make_agent(db, org)
-    with pytest.raises(ConflictError, match="No tool call is waiting"):
+    with pytest.raises(InvalidArgumentError, match="No tool call is currently awaiting approval"):
         Engine(db).start_run(org.id, agent.id, [answer(agent)])

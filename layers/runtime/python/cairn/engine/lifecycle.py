@@ -90,7 +90,12 @@ def start_run(
             raise PendingApprovalError(row["pending_id"])
         if row["pending_id"] is not None:
             raise ConflictError(f"Approval request {row['pending_id']} was already answered")
-        raise ConflictError("No tool call is waiting for approval")
+        # Letta's words and status (a ValueError, 400, in its agent loop): clients match on
+        # "No tool call is currently awaiting approval" to recover from a lost approval.
+        raise InvalidArgumentError(
+            "Cannot process approval response: No tool call is currently awaiting approval. "
+            "Please send a regular message to interact with the agent."
+        )
     return StartedRun(
         run, OutboxCommand.model_validate(row["command"]), row["approval_token"], first_claim
     )

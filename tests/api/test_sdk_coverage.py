@@ -261,12 +261,15 @@ def test_tools(stack: Stack, client: Letta) -> None:
     assert len(walk_pages(client.tools.list(limit=1))) >= 4
     found = client.tools.search(query="loudly")  # full text over names and descriptions
     assert [r.tool.name for r in found] == ["shout"]
-    ran = httpx.post(  # POST /v1/tools/run: in Letta's API, not in this SDK
+    answer = httpx.post(  # POST /v1/tools/run: in Letta's API, not in this SDK
         f"{stack.url}/v1/tools/run",
         json={"source_code": inspect.getsource(shout), "args": {"text": "hi"}},
         headers={"Authorization": f"Bearer {stack.key}"},
-    ).json()
-    assert ran["status"] == "success" and ran["func_return"] == "HI"
+    )
+    held_to_letta_shapes(answer)  # a ToolReturnMessage, as Letta declares (it had no id)
+    ran = answer.json()
+    assert ran["status"] == "success" and ran["tool_return"] == "HI" and ran["id"]
+    assert ran["message_type"] == "tool_return_message" and ran["name"] == "shout"
     agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
     client.agents.tools.attach(made.id, agent_id=agent.id)
     done = client.agents.tools.run("shout", agent_id=agent.id, args={"text": "ok"})

@@ -17,6 +17,7 @@ from cairn.domain.blocks import Block
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.groups import Group
 from cairn.domain.identities import Identity
+from cairn.domain.ids import new_id
 from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.providers import Provider
@@ -538,6 +539,21 @@ def archive_json(archive: Archive) -> dict[str, Any]:
         "created_at": iso(archive.created_at),
         "updated_at": iso(archive.updated_at),
     }
+
+
+def tool_return_json(name: str, result: SandboxResult) -> dict[str, Any]:
+    """Letta's ToolReturnMessage for a tool run from source (`POST /v1/tools/run`). Letta
+    answers with the id and call id "null" (no message is stored); Cairn gives the answer a
+    message id of its own, still stored nowhere, and keeps Letta's "null" call id."""
+    status = "success" if result.success else "error"
+    outcome = {"tool_return": result.value, "status": status, "tool_call_id": "null",
+               "stdout": result.stdout, "stderr": result.stderr}  # fmt: skip
+    return {
+        "id": new_id("message"), "date": iso(datetime.now(UTC)), "name": name,
+        "message_type": "tool_return_message", "otid": None, "sender_id": None,
+        "step_id": None, "is_err": None, "seq_id": None, "run_id": None,
+        **outcome, "tool_returns": [outcome],
+    }  # fmt: skip
 
 
 def execution_json(result: SandboxResult) -> dict[str, Any]:

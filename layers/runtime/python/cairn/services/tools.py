@@ -221,8 +221,9 @@ def _either(value: bool | None, default: bool) -> bool:
     return default if value is None else value
 
 
-def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> SandboxResult:
-    """Try a tool's source without storing it: the same sandbox as a step's calls."""
+def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> tuple[str, SandboxResult]:
+    """Try a tool's source without storing it: the same sandbox as a step's calls. Returns
+    the tool's name (from its source) and what the run gave."""
     tool = _from_source(ToolCreate(source_code=req.source_code, json_schema=req.json_schema), org)
     if req.name is not None and req.name != tool.name:
         raise InvalidArgumentError(f"name: the source defines `{tool.name}`, not `{req.name}`")
@@ -230,7 +231,7 @@ def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> SandboxResult:
         raise InvalidArgumentError("source_code: a tool taking agent_state runs for an agent")
     with rt.db.connection() as conn:
         hosts = tenancy.tool_hosts(conn, org)
-    return rt.engine.sandbox.run(
+    return tool.name, rt.engine.sandbox.run(
         SandboxRequest(
             source=tool.source_code or "",
             name=tool.name,

@@ -127,9 +127,8 @@ def generate_schema(req: Annotated[CodeInput, Body()]) -> Response[Any]:
 
 @router.post("/tools/run")
 def run_tool_from_source(req: Annotated[ToolRunFromSource, Body()]) -> Response[Any]:
-    return http.json_reply(
-        200, letta.execution_json(tools.run_source(http.rt(), http.org_id(), req))
-    )
+    name, result = tools.run_source(http.rt(), http.org_id(), req)
+    return http.json_reply(200, letta.tool_return_json(name, result))
 
 
 @router.post("/agents/<agent_id>/tools/<tool_name>/run")

@@ -425,3 +425,14 @@ def test_every_sdk_method_is_exercised_or_listed_as_not_served(stack: Stack) -> 
     readme = README.read_text()
     unlisted = [m for m in NOT_SERVED if not re.search(rf"`{re.escape(m)}`", readme)]
     assert unlisted == [], f"not served but not in the README: {unlisted}"
+
+
+def test_the_context_overview_is_letta_s_shape(client: Letta, stack: Stack) -> None:
+    """`GET /v1/agents/{id}/context` (not in this SDK): only the fields Letta's
+    ContextWindowOverview and its Message list (both forbid others); it sent the agent's
+    archive id and each message's organization and sequence."""
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    answer = httpx.get(f"{stack.url}/v1/agents/{agent.id}/context",
+                       headers={"Authorization": f"Bearer {stack.key}"})  # fmt: skip
+    assert answer.status_code == 200 and answer.json()["messages"]
+    held_to_letta_shapes(answer)  # the fixture's teardown fails on any violation

@@ -519,8 +519,8 @@ def context_json(overview: ContextOverview) -> dict[str, Any]:
         "num_tokens_functions_definitions": fn_tokens,
         "functions_definitions": overview.functions,
         "num_tokens_messages": overview.message_tokens,
-        "messages": [m.model_dump(mode="json") for m in overview.context],
-        "archive_id": overview.archive_id,
+        # Letta's Message, as its schema lists it (no other field: it forbids them).
+        "messages": [message_json(m) for m in overview.context],
     }
 
 

@@ -292,7 +292,6 @@ class ContextOverview:
     message_tokens: int
     archival_count: int
     recall_count: int
-    archive_id: str | None
 
 
 def context_overview(rt: Runtime, org: str, agent_id: str) -> ContextOverview:
@@ -301,7 +300,6 @@ def context_overview(rt: Runtime, org: str, agent_id: str) -> ContextOverview:
         active = runs.active_runs(conn, org, agent.id)
         # The overview reads what a step would: any run will do as the frame.
         state = load(conn, active[0] if active else Run(organization_id=org, agent_id=agent.id), 0)
-        archive = archives.archive_for_agent(conn, org, agent.id)
     if state is None:
         raise NotFoundError(f"Agent with ID {agent_id} not found")
     return ContextOverview(
@@ -312,7 +310,6 @@ def context_overview(rt: Runtime, org: str, agent_id: str) -> ContextOverview:
         message_tokens=prompt.context_estimate(state, []),
         archival_count=state.archival_count,
         recall_count=state.recall_count,
-        archive_id=archive.id if archive else None,
     )
 
 

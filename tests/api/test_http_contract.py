@@ -68,7 +68,7 @@ def test_list_messages_order_quirks(stack: Stack) -> None:
         assert [m["content"] for m in after] == ["re: three"]
 
 
-def test_block_over_its_limit_is_400_with_both_numbers(stack: Stack) -> None:
+def test_block_over_its_limit_is_400_or_422_as_in_letta(stack: Stack) -> None:
     with http(stack) as client:
         agent = client.post(
             "/v1/agents/",
@@ -84,6 +84,27 @@ def test_block_over_its_limit_is_400_with_both_numbers(stack: Stack) -> None:
         assert edit.status_code == 400
         assert edit.json()["detail"] == (
             "INVALID_ARGUMENT: Value length (12 characters) exceeds block limit (5 characters)"
+        )
+        # Letta's request model refuses a body whose own value exceeds its own limit: 422.
+        both = client.patch(
+            f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human",
+            json={"value": "far too long", "limit": 3},
+        )
+        assert both.status_code == 422
+        assert both.json()["detail"][0]["msg"] == (
+            "Edit failed: Exceeds 3 character limit (requested 12)"
+        )
+        shrink = client.patch(
+            f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human", json={"limit": 0}
+        )
+        assert shrink.status_code == 422  # under the schema's minimum, before any check
+        client.patch(f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human",
+                     json={"value": "ABC"})  # fmt: skip
+        shrink = client.patch(
+            f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human", json={"limit": 2}
+        )
+        assert shrink.status_code == 400 and shrink.json()["detail"] == (
+            "INVALID_ARGUMENT: Limit (2) cannot be less than current value length (3 characters)"
         )
 
 

@@ -17,6 +17,18 @@ from cairn.store.rows import Order
 
 
 def _edited(block: Block, req: BlockUpdate) -> Block:
+    """The block as the update leaves it, checked as Letta 0.16.1 checks it: a body whose own
+    value exceeds its own limit fails Letta's request model (422, "Edit failed..."); a value
+    over the stored limit, or a limit under the value, its block manager (400)."""
+    if req.value is not None and req.limit is not None and len(req.value) > req.limit:
+        raise UnprocessableError(
+            f"Edit failed: Exceeds {req.limit} character limit (requested {len(req.value)})"
+        )
+    if req.limit is not None and req.value is None and req.limit < len(block.value):
+        raise InvalidArgumentError(
+            f"INVALID_ARGUMENT: Limit ({req.limit}) cannot be less than current value length "
+            f"({len(block.value)} characters)"
+        )
     try:
         return Block.model_validate(block.model_dump() | req.model_dump(exclude_unset=True))
     except ValidationError as err:

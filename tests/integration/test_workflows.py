@@ -23,7 +23,7 @@ from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.engine.sleeptime import provision_helper, provision_sleeptime
-from cairn.errors import ConflictError
+from cairn.errors import ConflictError, InvalidArgumentError
 from cairn.local.__main__ import start_workers
 from cairn.local.http import make_server
 from cairn.orchestration import sending, tasks
@@ -193,12 +193,13 @@ def test_approve_hands_the_token_back_and_the_workflow_queues_the_step(
     assert fresh.states(execution["executionArn"]) == [
         "WaitForAnswer", "QueueContinuation", "Answered"]  # fmt: skip
     assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"
-    # and over HTTP, a third answer is a 409
+    # and over HTTP, a third answer is refused as Letta refuses it: 400, its words
     with api(fresh, db, org, user) as client:
         again = client.post(f"/v1/agents/{agent.id}/messages", json={"messages": [
             {"type": "approval", "approvals": [
                 {"type": "approval", "tool_call_id": pending.id, "approve": True}]}]})  # fmt: skip
-    assert again.status_code == 409
+    assert again.status_code == 400
+    assert "No tool call is currently awaiting approval" in again.text
 
 
 def test_deny_over_http_runs_in_the_request_and_ends_the_wait(
@@ -241,7 +242,7 @@ def test_no_answer_in_time_denies_with_the_reason_and_the_agent_goes_on(
     assert f"No answer to the approval request within {APPROVAL_TIMEOUT} seconds" in text
     assert state_of(db, agent)[1]["human"] == "Name: Ada"
     # the request is closed: a late answer is refused
-    with pytest.raises(ConflictError):
+    with pytest.raises(InvalidArgumentError, match="No tool call is currently awaiting"):
         sending.send(fresh.rt, org.id, agent.id, [answer(agent, ApprovalDecision(
             tool_call_id="whatever", approve=True))], max_steps=10, wait=False)  # fmt: skip
 

@@ -22,7 +22,7 @@ from cairn_infra.functions import SPECS, Functions
 from cairn_infra.monitoring import Alarms, Watched
 from cairn_infra.network import Network
 from cairn_infra.packaging import ROOT, Layers
-from cairn_infra.workers import STEP_CONCURRENCY, EmbedQueue, StepQueue
+from cairn_infra.workers import EMBED_CONCURRENCY, STEP_CONCURRENCY, WorkQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
 
 # Who may send to and answer the workflows: every function that publishes the outbox.
@@ -64,13 +64,15 @@ class CairnStack(Stack):
             secret_object_value={},
             removal_policy=removal,
         )
-        queue = StepQueue(
-            self, "StepQueue", step_timeout=SPECS["step"].timeout,
-            dead_letter_timeout=SPECS["step-dead-letter"].timeout, removal=removal,
+        queue = WorkQueue(
+            self, "StepQueue", queue_id="Steps", consumer_timeout=SPECS["step"].timeout,
+            dead_letter_timeout=SPECS["step-dead-letter"].timeout,
+            concurrency=STEP_CONCURRENCY, removal=removal,
         )  # fmt: skip
-        embed_queue = EmbedQueue(
-            self, "EmbedQueue", step_timeout=SPECS["step"].timeout,
-            dead_letter_timeout=SPECS["step-dead-letter"].timeout, removal=removal,
+        embed_queue = WorkQueue(
+            self, "EmbedQueue", queue_id="Embeddings", consumer_timeout=SPECS["step"].timeout,
+            dead_letter_timeout=SPECS["step-dead-letter"].timeout,
+            concurrency=EMBED_CONCURRENCY, removal=removal,
         )  # fmt: skip
         # State machine ARNs by name: the functions name them and they name the functions,
         # so neither can refer to the other's resource without a cycle.

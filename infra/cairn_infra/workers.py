@@ -25,17 +25,30 @@ def visibility_for(consumer_timeout: Duration) -> Duration:
     return Duration.seconds(consumer_timeout.to_seconds() * 6)
 
 
-class StepQueue(Construct):
+class WorkQueue(Construct):
+    """An SQS FIFO queue with its dead-letter queue, run by a function one message at a
+    time (at most `concurrency` at once), its dead letters by another. The steps' queue (a
+    group per agent) and the embedding jobs' (their own, so a job never sits in its agent's
+    step group, where the next turn would wait behind a slow or failing embedding provider;
+    FIFO for its deduplication: one job per agent per window) are two of these.
+
+    Batches of one: a batch runs its messages one after another in one invocation, so with
+    more, one slow agent would hold up the others' steps behind it, and the batch's steps
+    would share one function timeout."""
+
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        step_timeout: Duration,
+        queue_id: str,
+        consumer_timeout: Duration,
         dead_letter_timeout: Duration,
+        concurrency: int,
         removal: RemovalPolicy,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.concurrency = concurrency
         self.dead_letters = sqs.Queue(
             self,
             "DeadLetters",
@@ -46,14 +59,14 @@ class StepQueue(Construct):
             retention_period=Duration.days(14),
             removal_policy=removal,
         )
-        self.visibility = visibility_for(step_timeout)
+        self.visibility = visibility_for(consumer_timeout)
         self.queue = sqs.Queue(
             self,
-            "Steps",
+            queue_id,
             fifo=True,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            # What brings back a step whose function died without answering; a step that
+            # What brings back a message whose function died without answering; a step that
             # fails and says so shortens its own wait (5 s, doubling: SqsStepQueue.retry_after).
             visibility_timeout=self.visibility,
             dead_letter_queue=sqs.DeadLetterQueue(
@@ -62,64 +75,16 @@ class StepQueue(Construct):
             removal_policy=removal,
         )
 
-    def connect(self, step: lambda_.IFunction, dead_letter: lambda_.IFunction) -> None:
-        """One message is one step; a failed one fails only itself (and its agent's group).
-
-        Batches of one: a batch runs its steps one after another in one invocation, so with
-        more, one slow agent would hold up the others' steps behind it, and the batch's
-        steps would share one function timeout."""
-        step.add_event_source(
+    def connect(self, consumer: lambda_.IFunction, dead_letter: lambda_.IFunction) -> None:
+        """One message is one invocation; a failed one fails only itself (and its group)."""
+        consumer.add_event_source(
             sources.SqsEventSource(
                 self.queue,
                 batch_size=1,
                 report_batch_item_failures=True,
-                max_concurrency=STEP_CONCURRENCY,
+                max_concurrency=self.concurrency,
             )
         )
-        dead_letter.add_event_source(
-            sources.SqsEventSource(
-                self.dead_letters, batch_size=10, report_batch_item_failures=True
-            )
-        )
-
-
-class EmbedQueue(Construct):
-    """The message-embedding jobs: a queue of their own, so a job never sits in its agent's
-    step group, where the agent's next turn would wait behind it (a slow or failing
-    embedding provider would hold the conversation). FIFO for its deduplication: one job
-    per agent per window (`EMBED_WINDOW_SECONDS`), the window's other sends dropped."""
-
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        step_timeout: Duration,
-        dead_letter_timeout: Duration,
-        removal: RemovalPolicy,
-    ) -> None:
-        super().__init__(scope, construct_id)
-        common = {"encryption": sqs.QueueEncryption.SQS_MANAGED, "enforce_ssl": True,
-                  "removal_policy": removal}  # fmt: skip
-        self.dead_letters = sqs.Queue(
-            self, "DeadLetters", fifo=True, visibility_timeout=visibility_for(dead_letter_timeout),
-            retention_period=Duration.days(14), **common,
-        )  # fmt: skip
-        self.queue = sqs.Queue(
-            self, "Embeddings", fifo=True, visibility_timeout=visibility_for(step_timeout),
-            dead_letter_queue=sqs.DeadLetterQueue(
-                max_receive_count=MAX_RECEIVES, queue=self.dead_letters),
-            **common,
-        )  # fmt: skip
-
-    def connect(self, step: lambda_.IFunction, dead_letter: lambda_.IFunction) -> None:
-        """The step function runs the jobs (its handler takes both queues' records)."""
-        step.add_event_source(
-            sources.SqsEventSource(
-                self.queue, batch_size=1, report_batch_item_failures=True,
-                max_concurrency=EMBED_CONCURRENCY,
-            )
-        )  # fmt: skip
         dead_letter.add_event_source(
             sources.SqsEventSource(
                 self.dead_letters, batch_size=10, report_batch_item_failures=True

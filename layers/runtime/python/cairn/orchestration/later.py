@@ -45,7 +45,7 @@ def _run() -> None:
         fn, args = _work.get()
         try:
             fn(*args)
-        except Exception:  # the outbox row stays unsent: the sweeper sends it
+        except Exception:  # nothing waits on it: the sweeper's backfill embeds what is missing
             logger.exception("background work %s failed", getattr(fn, "__name__", fn))
         finally:
             _work.task_done()

@@ -400,3 +400,105 @@ def test_an_approval_with_nothing_pending_is_letta_s_400(stack: Stack) -> None:
             "type": "approval", "approvals": [
                 {"type": "approval", "tool_call_id": "call-x", "approve": True}]}])  # fmt: skip
     assert "No tool call is currently awaiting approval" in str(err.value.body)
+
+
+def test_model_settings_are_the_models_and_change_what_is_sent(stack: Stack) -> None:
+    """Letta fills model_settings (and llm_config.max_tokens) from the model at create, keeps
+    them on update and applies settings a client sends to the model's calls."""
+    client = stack.client()
+    agent = client.agents.create(model="openai/gpt-fake-mini")
+    settings = agent.api_model_settings.model_dump()  # type: ignore[union-attr]
+    assert settings == {
+        "max_output_tokens": 16384, "parallel_tool_calls": False, "provider_type": "openai",
+        "temperature": 0.7, "reasoning": {"reasoning_effort": "minimal"},
+        "response_format": None}  # fmt: skip
+    assert agent.llm_config.max_tokens == 16384
+    renamed = client.agents.update(agent.id, name="kept")
+    assert renamed.api_model_settings.model_dump() == settings  # type: ignore[union-attr]
+    # Settings read and sent back change nothing: no effort for a model that has none.
+    echoed = client.agents.update(agent.id, model_settings=settings)  # type: ignore[arg-type]
+    assert echoed.llm_config.reasoning_effort is None
+    changed = client.agents.update(
+        agent.id,
+        model_settings={  # type: ignore[arg-type]
+            "provider_type": "openai",
+            "temperature": 0.2,
+            "max_output_tokens": 500,
+        },
+    )
+    assert changed.llm_config.temperature == 0.2 and changed.llm_config.max_tokens == 500
+    assert changed.api_model_settings.max_output_tokens == 500  # type: ignore[union-attr]
+    stack.fake.reply("hello")
+    client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
+    sent = stack.fake.requests[-1].body
+    assert sent["temperature"] == 0.2 and sent["max_tokens"] == 500
+    assert "reasoning_effort" not in sent
+
+    claude = client.agents.create(model="anthropic/claude-sonnet-4-5")
+    assert claude.api_model_settings.model_dump() == {  # type: ignore[union-attr]
+        "max_output_tokens": 16384, "parallel_tool_calls": False,
+        "provider_type": "anthropic", "temperature": 0.7,
+        "thinking": {"type": "disabled", "budget_tokens": 1024},
+        "response_format": None, "verbosity": None, "effort": None}  # fmt: skip
+    thinking = client.agents.update(
+        claude.id,
+        model_settings={  # type: ignore[arg-type]
+            "provider_type": "anthropic",
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+        },
+    )
+    assert thinking.llm_config.enable_reasoner and thinking.llm_config.max_reasoning_tokens == 2048
+
+
+def test_settings_cairn_cannot_send_are_refused_by_name(stack: Stack) -> None:
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    body = {
+        "model": "openai/gpt-fake-mini",
+        "model_settings": {"provider_type": "openai", "response_format": {"type": "json_object"}},
+    }
+    refused = httpx.post(f"{stack.url}/v1/agents/", json=body, headers=auth)
+    assert refused.status_code == 400 and "model_settings.response_format" in refused.text
+    assert httpx.get(f"{stack.url}/v1/agents/", headers=auth).json() == []
+
+
+def test_a_model_whose_provider_has_no_key_is_refused_at_create(stack: Stack) -> None:
+    """Letta refuses it at create, naming the provider; not at the first send with a 401."""
+    from letta_client import BadRequestError
+
+    client = stack.client()
+    with pytest.raises(BadRequestError) as err:
+        client.agents.create(model="google_ai/gemini-2.5-flash")
+    assert "Provider google_ai is not supported" in str(err.value.body)
+    assert "openai, anthropic" in str(err.value.body)
+    assert client.agents.list().items == []
+
+
+def test_a_block_attached_to_a_sleeptime_primary_reaches_its_sleeptime_agent(
+    stack: Stack,
+) -> None:
+    client = stack.client()
+    primary = client.agents.create(llm_config=LLM, enable_sleeptime=True)  # type: ignore[arg-type]
+    group = client.agents.retrieve(primary.id).multi_agent_group
+    assert group is not None
+    (helper_id,) = group.agent_ids
+    notes = client.blocks.create(label="notes", value="tea at four")
+    client.agents.blocks.attach(notes.id, agent_id=primary.id)
+    helper_labels = [b.label for b in client.agents.blocks.list(helper_id)]
+    assert "notes" in helper_labels and helper_labels.count("memory_persona") == 1
+    # Detaching is the primary's alone, as in Letta.
+    client.agents.blocks.detach(notes.id, agent_id=primary.id)
+    assert "notes" in [b.label for b in client.agents.blocks.list(helper_id)]
+    assert "notes" not in [b.label for b in client.agents.blocks.list(primary.id)]
+
+
+def test_a_sleeptime_agent_with_sleeptime_and_a_persona_is_created(stack: Stack) -> None:
+    """Letta answers 200; the helper shares the agent's memory_persona instead of a second."""
+    client = stack.client()
+    agent = client.agents.create(
+        llm_config=LLM, agent_type="sleeptime_agent", enable_sleeptime=True,  # type: ignore[arg-type]
+        memory_blocks=[{"label": "memory_persona", "value": "I keep notes."}])  # fmt: skip
+    group = client.agents.retrieve(agent.id).multi_agent_group
+    assert group is not None
+    (helper_id,) = group.agent_ids
+    personas = [b for b in client.agents.blocks.list(helper_id) if b.label == "memory_persona"]
+    assert [p.value for p in personas] == ["I keep notes."]

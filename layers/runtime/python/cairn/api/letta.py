@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cairn.domain import model_settings
 from cairn.domain.agents import Agent
 from cairn.domain.batches import Batch
 from cairn.domain.blocks import Block
@@ -283,7 +284,7 @@ def agent_json(
         "multi_agent_group": None,
         "managed_group": None,
         "response_format": None,
-        "model_settings": None,
+        "model_settings": model_settings.of(llm),
         "max_files_open": agent.max_files_open or 10,
         "per_file_view_window_char_limit": agent.per_file_view_window_char_limit or 25_000,
         "created_at": iso(agent.created_at),

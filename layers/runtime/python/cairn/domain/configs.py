@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.domain.constants import DEFAULT_CONTEXT_WINDOW, MAX_EMBEDDING_DIM, MIN_CONTEXT_WINDOW
 
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
 
 class _Config(BaseModel):
     # Letta clients send fields we do not use yet; keep them so a round trip loses nothing.
@@ -27,7 +29,7 @@ class LLMConfig(_Config):
     temperature: float | None = Field(default=None, ge=0, le=2)
     put_inner_thoughts_in_kwargs: bool = False
     enable_reasoner: bool = False
-    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    reasoning_effort: ReasoningEffort | None = None
     max_reasoning_tokens: int = Field(default=0, ge=0)
     parallel_tool_calls: bool = False
 

@@ -139,7 +139,10 @@ def provision_helper(db: Database, primary: Agent, *, now: datetime, suffix: str
         value=SLEEPTIME_PERSONA,
         description="Who the memory keeper is.",
     )
-    return provision_agent(db, helper, memory_blocks=[persona], existing_blocks=shared, now=now)
+    # A primary with a memory_persona of its own (a sleeptime agent made with sleeptime)
+    # shares it: Letta gives the helper both, and an agent here has one block per label.
+    own = [] if any(b.label == persona.label for b in shared) else [persona]
+    return provision_agent(db, helper, memory_blocks=own, existing_blocks=shared, now=now)
 
 
 def delete_with_helpers(db: Database, org_id: str, agent_id: str) -> bool:

@@ -52,6 +52,24 @@ def providers(settings: Settings) -> list[str]:
     return found
 
 
+def unsupported(provider: str, settings: Settings) -> InvalidArgumentError:
+    """Letta's refusal of a handle whose provider the server has no key for."""
+    names = ", ".join([*providers(settings), "bedrock"])
+    return InvalidArgumentError(
+        f"Provider {provider} is not supported (supported providers: {names})"
+    )
+
+
+def configured(handle: str, settings: Settings, **limits: int | None) -> LLMConfig:
+    """`resolve_model` for an agent of the server's providers: refused at create when the
+    server has no key for the handle's provider (Letta's 400), not at the first send.
+    Bedrock is called with the functions' role, so it needs none."""
+    provider, sep, _ = handle.partition("/")
+    if sep and provider != "bedrock" and provider not in providers(settings):
+        raise unsupported(provider, settings)
+    return resolve_model(handle, settings, **limits)
+
+
 def resolve_model(
     handle: str,
     settings: Settings,
@@ -65,10 +83,7 @@ def resolve_model(
             f"model: `{handle}` is not a handle; use provider/model, e.g. openai/gpt-4o-mini"
         )
     if provider not in ("openai", "anthropic", "bedrock", "google_ai"):
-        raise InvalidArgumentError(
-            f"model: unknown provider `{provider}` "
-            f"(configured: {', '.join(providers(settings)) or 'none'})"
-        )
+        raise unsupported(provider, settings)
     endpoint: str | None
     if provider == "bedrock":  # the model id as Bedrock names it; the region's endpoint
         window = context_window or 200_000
@@ -87,9 +102,21 @@ def resolve_model(
         model_endpoint_type=provider,
         model_endpoint=endpoint,
         context_window=window,
-        max_tokens=max_tokens,
+        max_tokens=max_tokens or default_max_tokens(provider, model),
         handle=handle,
     )
+
+
+def default_max_tokens(provider: str, model: str) -> int:
+    """The output limit an agent gets unless it names one: Letta 0.16.1's per-provider
+    defaults (`get_default_max_output_tokens` of its providers)."""
+    if provider == "openai":
+        return 100_000 if model.startswith(("o1", "o3")) else 16_384
+    if provider == "anthropic":
+        return 16_384 if "opus" in model or "sonnet" in model else 8_192
+    if provider == "google_ai":
+        return 65_536 if "2.5" in model or "2-5" in model or model.startswith("gemini-3") else 8_192
+    return 4_096
 
 
 # Bedrock's embedding models Cairn knows the size of (Titan v2 can be asked for less).

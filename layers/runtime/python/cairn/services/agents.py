@@ -6,9 +6,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from cairn.domain import model_settings
 from cairn.domain.agents import Agent, AgentFilter, check_timezone
 from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block
+from cairn.domain.configs import LLMConfig
 from cairn.domain.groups import Group
 from cairn.domain.identities import Identity
 from cairn.domain.messages import Message
@@ -94,6 +96,8 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
         )
     else:
         raise InvalidArgumentError("Must specify either model or llm_config in request")
+    if req.model_settings is not None:
+        llm = _with_settings(llm, req)
     # Pinned at creation: vectors of one agent must keep one size even if the server's
     # default changes later (a key added, the local model installed).
     embedding = req.embedding_config or (
@@ -204,6 +208,8 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
             "block_ids",
             "model",
             "context_window_limit",
+            "max_tokens",
+            "model_settings",
             "llm_config",
             "identity_ids",
         },
@@ -214,14 +220,16 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
         changes["llm_config"] = req.llm_config
     elif req.model:
         changes["llm_config"] = providers.resolve_handle(
-            rt, org, req.model, context_window=req.context_window_limit
+            rt, org, req.model, context_window=req.context_window_limit, max_tokens=req.max_tokens
         )
     with rt.db.transaction() as conn:
         agent = fetch(conn, org, agent_id)
-        if req.context_window_limit and "llm_config" not in changes:
-            changes["llm_config"] = agent.llm_config.model_copy(
-                update={"context_window": req.context_window_limit}
-            )
+        if "llm_config" not in changes:
+            limits = {"context_window": req.context_window_limit, "max_tokens": req.max_tokens}
+            if limits := {k: v for k, v in limits.items() if v}:
+                changes["llm_config"] = agent.llm_config.model_copy(update=limits)
+        if req.model_settings is not None:
+            changes["llm_config"] = _with_settings(changes.get("llm_config", agent.llm_config), req)
         try:
             updated = Agent.model_validate(agent.model_dump() | changes)
         except ValueError as err:
@@ -236,6 +244,14 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
         if req.identity_ids is not None:
             identity_service.identities_for_agent(conn, org, agent.id, req.identity_ids)
         return view_of(conn, agent)
+
+
+def _with_settings(llm: LLMConfig, req: CreateAgent | UpdateAgent) -> LLMConfig:
+    assert req.model_settings is not None
+    try:
+        return model_settings.applied(llm, req.model_settings.given())
+    except ValueError as err:
+        raise InvalidArgumentError(str(err)) from None
 
 
 def _replace(

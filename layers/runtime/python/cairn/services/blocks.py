@@ -11,7 +11,7 @@ from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.pages import window
 from cairn.services.requests import BlockUpdate, CreateBlock
-from cairn.store import agents, blocks
+from cairn.store import agents, blocks, groups
 from cairn.store.db import Connection
 from cairn.store.rows import Order
 
@@ -88,6 +88,9 @@ def attach(rt: Runtime, org: str, agent_id: str, block_id: str, *, attach: bool)
         _fetch(conn, org, block_id)
         if attach:
             blocks.attach(conn, org, agent.id, block_id)
+            group = groups.managed_by(conn, org, agent.id) if agent.enable_sleeptime else None
+            if group is not None and group.manager_type == "sleeptime":
+                blocks.attach_to_sleeptime_agents(conn, org, group.agent_ids, block_id)
         else:
             blocks.detach(conn, org, agent.id, block_id)
         return agent_service.view_of(conn, agent)

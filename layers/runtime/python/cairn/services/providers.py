@@ -236,7 +236,7 @@ def resolve_handle(rt: Runtime, org: str, handle: str, **limits: Any) -> LLMConf
             if provider.provider_type == "bedrock":
                 model = _bedrock_profile(rt, provider, model)
             return resolve(provider, model, **limits)
-    return catalog.resolve_model(handle, rt.settings, **limits)
+    return catalog.configured(handle, rt.settings, **limits)
 
 
 def _bedrock_profile(rt: Runtime, provider: Provider, model: str) -> str:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig
+from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig, ReasoningEffort
 from cairn.domain.constants import (
     CORE_MEMORY_BLOCK_CHAR_LIMIT,
     DEFAULT_MAX_STEPS,
@@ -67,6 +67,40 @@ class BlockUpdate(_Body):
     hidden: bool | None = None
 
 
+class _Reasoning(_Body):
+    reasoning_effort: ReasoningEffort = "minimal"
+
+
+class _Thinking(_Body):
+    type: Literal["enabled", "disabled"] = "enabled"
+    budget_tokens: int = Field(default=1024, ge=0)
+
+
+class _ThinkingConfig(_Body):
+    include_thoughts: bool = True
+    thinking_budget: int = Field(default=1024, ge=0)
+
+
+class ModelSettings(_Body):
+    """Letta's model settings of any provider type, as one body: what each type has."""
+
+    provider_type: str | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    parallel_tool_calls: bool | None = None
+    reasoning: _Reasoning | None = None
+    thinking: _Thinking | None = None
+    thinking_config: _ThinkingConfig | None = None
+    response_format: dict[str, Any] | None = None
+    response_schema: dict[str, Any] | None = None
+    verbosity: str | None = None
+    effort: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields the client set (an object it set, whole, with its defaults)."""
+        return {name: self.model_dump()[name] for name in self.model_fields_set}
+
+
 class CreateAgent(_Body):
     name: str | None = None
     description: str | None = None
@@ -84,7 +118,8 @@ class CreateAgent(_Body):
     model: str | None = None
     llm_config: LLMConfig | None = None
     context_window_limit: int | None = Field(default=None, ge=MIN_CONTEXT_WINDOW)
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    model_settings: ModelSettings | None = None
     embedding: str | None = None
     embedding_config: EmbeddingConfig | None = None
     compaction_settings: CompactionSettings | None = None
@@ -110,6 +145,8 @@ class UpdateAgent(_Body):
     model: str | None = None
     llm_config: LLMConfig | None = None
     context_window_limit: int | None = Field(default=None, ge=MIN_CONTEXT_WINDOW)
+    max_tokens: int | None = Field(default=None, ge=1)
+    model_settings: ModelSettings | None = None
     embedding_config: EmbeddingConfig | None = None
     compaction_settings: CompactionSettings | None = None
     timezone: str | None = None

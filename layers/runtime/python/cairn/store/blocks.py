@@ -95,6 +95,16 @@ WITH pair AS (
 )
 SELECT count(*) AS found FROM pair
 """
+# A block attached to a primary reaches its sleeptime agents too, as in Letta; one whose
+# label an agent already has (its own memory_persona) is left off that agent.
+ATTACH_TO_SLEEPTIME_AGENTS = """
+INSERT INTO agents_blocks (agent_id, block_id, block_label, organization_id)
+SELECT a.id, b.id, b.label, a.organization_id
+FROM agents a JOIN blocks b ON b.organization_id = a.organization_id
+WHERE a.organization_id = %(org)s AND a.id = ANY(%(agent_ids)s) AND b.id = %(block_id)s
+  AND a.agent_type = 'sleeptime_agent'
+ON CONFLICT DO NOTHING
+"""
 DETACH_BLOCK = """
 DELETE FROM agents_blocks
 WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND block_id = %(block_id)s
@@ -250,6 +260,14 @@ def attach(conn: Connection, org_id: str, agent_id: str, block_id: str) -> bool:
     params = {"org": org_id, "agent_id": agent_id, "block_id": block_id}
     row = conn.execute(ATTACH_BLOCK, params).fetchone()
     return bool(row and row["found"])
+
+
+def attach_to_sleeptime_agents(
+    conn: Connection, org_id: str, agent_ids: list[str], block_id: str
+) -> None:
+    """Attach a block to each sleeptime agent of `agent_ids` that has none of its label."""
+    params = {"org": org_id, "agent_ids": agent_ids, "block_id": block_id}
+    conn.execute(ATTACH_TO_SLEEPTIME_AGENTS, params)
 
 
 def detach(conn: Connection, org_id: str, agent_id: str, block_id: str) -> bool:

@@ -105,8 +105,10 @@ class Stack:
 def stack(pg_dsn: str) -> Iterator[Stack]:
     saved = dict(os.environ)
     with FakeLLM() as fake:
+        # One failed embedding try stops an agent's embeddings (the default is ten).
         settings = Settings(openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1",
-                            llm_max_retries=0, sync_budget_seconds=20)  # fmt: skip
+                            llm_max_retries=0, sync_budget_seconds=20,
+                            embed_max_tries=1)  # fmt: skip
         workers = start_workers(pg_dsn, settings=settings, sweep_every_seconds=3600)
         server = make_server("127.0.0.1", 0)
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -200,10 +202,11 @@ def test_an_embedding_job_that_hangs_holds_no_turn_of_its_agent(
     assert unembedded(db, agent) == 0
 
 
-def test_an_embedding_provider_that_fails_holds_no_turn_and_its_job_ends_as_a_dead_letter(
+def test_an_embedding_provider_that_fails_holds_no_turn_and_stops_with_a_dead_letter(
     stack: Stack, db: Database, org: Organization, user: User
 ) -> None:
     stack.fake.reset()
+    stack.fake.embedding_requests.clear()
     stack.fake.embedding_failures = 1000
     try:
         with client(stack, db, org, user) as http:
@@ -218,13 +221,19 @@ def test_an_embedding_provider_that_fails_holds_no_turn_and_its_job_ends_as_a_de
                 "status"] in ("completed", "failed") and got)  # fmt: skip
             assert done["status"] == "completed"
 
-            def dead_lettered() -> bool:
+            def dead_letters() -> list[dict[str, Any]]:
                 with db.connection() as conn:
-                    row = conn.execute("SELECT count(*) AS n FROM dead_letters WHERE body LIKE %s",
-                                       (f"%{agent}%",)).fetchone()  # fmt: skip
-                return row is not None and row["n"] > 0
+                    return conn.execute("SELECT * FROM dead_letters WHERE body LIKE %s",
+                                        (f"%{agent}%",)).fetchall()  # fmt: skip
 
-            eventually(dead_lettered)  # each delivery failed: kept, nothing waits on it
+            # The job's failure stopped the agent's embeddings, with the reason kept...
+            (letter,) = eventually(dead_letters)
+            assert letter["source"] == "embeddings" and "embeddings are down" in letter["reason"]
+            # ...and no later job, delivery or sweep asks the failing provider again.
+            stack.fake.reply("after the stop")
+            assert http.post(f"/v1/agents/{agent}/messages", json={"input": "more"}).is_success
+            invoke("sweeper", {"source": "test"})
+            assert len(stack.fake.embedding_requests) == 1 and len(dead_letters()) == 1
     finally:
         stack.fake.embedding_failures = 0
 

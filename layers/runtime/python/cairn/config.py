@@ -49,6 +49,11 @@ class Settings(BaseModel):
     stream_budget_seconds: float = Field(default=840.0, gt=0)
     # A ping on a stream this long after its last event (Letta's keepalive_interval).
     stream_ping_seconds: float = Field(default=50.0, gt=0)
+    # An agent whose embeddings fail is tried again after this long, doubling each time (at
+    # most 6 h apart), and no more after this many failures until its embedding_config
+    # changes (store.embedding_holds).
+    embed_retry_seconds: float = Field(default=60.0, ge=0)
+    embed_max_tries: int = Field(default=10, ge=1)
     # Sent outbox rows are history nobody reads; the sweeper deletes them after this long.
     outbox_retention_days: float = Field(default=7.0, gt=0)
     # The sweeper's watchdog re-sends the step of a run that made no progress for this long
@@ -139,6 +144,8 @@ class Settings(BaseModel):
             "data_dir": "CAIRN_DATA_DIR",
             "step_queue_url": "CAIRN_STEP_QUEUE_URL",
             "embed_queue_url": "CAIRN_EMBED_QUEUE_URL",
+            "embed_retry_seconds": "CAIRN_EMBED_RETRY_SECONDS",
+            "embed_max_tries": "CAIRN_EMBED_MAX_TRIES",
             "approval_state_machine_arn": "CAIRN_APPROVAL_STATE_MACHINE_ARN",
             "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",

@@ -7,6 +7,7 @@ outbox until the run holding the agent ends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import queue
@@ -14,7 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from cairn.domain.runs import OutboxCommand
-from cairn.engine.embedding_jobs import embed_agent
+from cairn.engine.embedding_jobs import EmbeddingFailed, embed_agent
 from cairn.engine.step import Engine
 from cairn.orchestration import group_turns, later, worker
 from cairn.orchestration.dispatch import after_step
@@ -82,7 +83,8 @@ class InlineStepQueue:
     def _run(self, command: OutboxCommand) -> None:
         p = command.payload
         if p.get("kind") == "embed":
-            embed_agent(self.engine, p["organization_id"], p["agent_id"])
+            with contextlib.suppress(EmbeddingFailed):  # held back: the hold tries again
+                embed_agent(self.engine, p["organization_id"], p["agent_id"])
             return
         if p.get("kind") == "group_turn":
             assert self.rt is not None, "group turns need the runtime (attach)"

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand
-from cairn.engine.embedding_jobs import embed_agent
+from cairn.engine.embedding_jobs import EmbeddingFailed, embed_agent
 from cairn.llm.deadline import DeadlineReached
 from cairn.orchestration import group_turns
 from cairn.orchestration.dispatch import after_step
@@ -64,7 +64,10 @@ def parse(body: str) -> dict[str, Any]:
 def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
     """Run the step a message names; raises (so the queue redelivers) on transient failures."""
     if payload.get("kind") == "embed":
-        written = embed_agent(rt.engine, payload["organization_id"], payload["agent_id"])
+        try:
+            written = embed_agent(rt.engine, payload["organization_id"], payload["agent_id"])
+        except EmbeddingFailed as err:  # held back: delivering it again would only skip it
+            return f"held: {err}"[:200]
         return f"embedded {written}"
     if payload.get("kind") == "group_turn":
         return group_turns.start_turn(rt, payload)

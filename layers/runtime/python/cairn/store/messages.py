@@ -188,15 +188,24 @@ def rewrite_content(conn: Connection, message: Message) -> None:
 
 # The agent's embedding config with its next texts to embed, so a job costs one read: no
 # row means no agent; one row without an id, nothing to embed.
-TO_EMBED = """
-SELECT a.embedding_config, m.id, m.search_text FROM agents a
+# An agent held back after failures (store.embedding_holds) of its current config.
+_HELD = """EXISTS (SELECT 1 FROM embedding_holds h WHERE h.agent_id = a.id
+              AND h.config IS NOT DISTINCT FROM a.embedding_config
+              AND (h.next_try_at IS NULL OR h.next_try_at > now()))"""
+TO_EMBED = f"""
+WITH a AS (
+    SELECT a.id, a.organization_id, a.embedding_config, {_HELD} AS held,
+           EXISTS (SELECT 1 FROM embedding_holds h WHERE h.agent_id = a.id) AS failing
+    FROM agents a
+    WHERE a.organization_id = %(org)s AND a.id = %(agent)s
+)
+SELECT a.embedding_config, a.held, a.failing, m.id, m.search_text FROM a
 LEFT JOIN LATERAL (
     SELECT id, search_text FROM messages
     WHERE organization_id = a.organization_id AND agent_id = a.id AND embedding IS NULL
       AND search_text <> ''
     ORDER BY sequence_id LIMIT %(limit)s
-) m ON true
-WHERE a.organization_id = %(org)s AND a.id = %(agent)s
+) m ON NOT a.held
 """
 # Only rows still without one: two workers embedding the same batch write it once. The
 # vectors travel in pgvector's binary form (formatting floats as text cost more than the
@@ -209,9 +218,10 @@ WHERE m.organization_id = %(org)s AND m.id = v.id AND m.embedding IS NULL
 # Agents with messages still to embed, unless their message embeddings are off (those
 # stay full-text only): one probe of `messages_to_embed` per agent, however many messages
 # an agent that turned them off keeps without a vector.
-AGENTS_TO_EMBED = """
+AGENTS_TO_EMBED = f"""
 SELECT a.organization_id, a.id AS agent_id FROM agents a
 WHERE coalesce(a.metadata ->> 'cairn_message_embeddings', 'true') <> 'false'
+  AND NOT {_HELD}
   AND EXISTS (SELECT 1 FROM messages m WHERE m.agent_id = a.id
               AND m.embedding IS NULL AND m.search_text <> '')
 ORDER BY random() LIMIT %(limit)s
@@ -220,7 +230,9 @@ ORDER BY random() LIMIT %(limit)s
 
 class ToEmbed(NamedTuple):
     config: EmbeddingConfig | None  # None: the server's default
-    texts: list[tuple[str, str]]  # (message id, text)
+    texts: list[tuple[str, str]]  # (message id, text); none while held
+    held: bool = False  # held back after failures (store.embedding_holds)
+    failing: bool = False  # failed before (held or due): a success ends its hold
 
 
 def to_embed(conn: Connection, org_id: str, agent_id: str, limit: int) -> ToEmbed | None:
@@ -232,6 +244,8 @@ def to_embed(conn: Connection, org_id: str, agent_id: str, limit: int) -> ToEmbe
     return ToEmbed(
         EmbeddingConfig.model_validate(config) if config else None,
         [(r["id"], r["search_text"]) for r in rows if r["id"] is not None],
+        bool(rows[0]["held"]),
+        bool(rows[0]["failing"]),
     )
 
 

@@ -28,6 +28,32 @@ def shape(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "{}", path)
 
 
+def _json(ref: str, description: str) -> dict[str, Any]:
+    schema = {"$ref": f"#/components/schemas/{ref}"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+# Cairn's answers Letta's document has no status for, declared so that every answer a
+# client can get has a shape to hold it to (tests/api/test_schemathesis.py).
+PAST_THE_BUDGET = _json("Run", "The run, still going past the request's budget: poll it")
+PAST_THE_BUDGET_ROUTES = {("post", "/v1/agents/{}/messages"), ("post", "/v1/agents/{}/summarize"),
+                          ("post", "/v1/groups/{}/messages")}  # fmt: skip
+CLIENT_ERROR = _json("ErrorResponse", "The request cannot be served (the detail says why)")
+ERROR_RESPONSE = {
+    "title": "ErrorResponse",
+    "description": "Letta's error body, {\"detail\": ...}; a model provider's failure is "
+                   "{\"error\": {\"type\", \"message\", ...}}",
+    "anyOf": [
+        {"type": "object", "required": ["detail"], "properties": {"detail": {"anyOf": [
+            {"type": "string"}, {"type": "object"},
+            {"type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}}]}}},
+        {"type": "object", "required": ["error"], "properties": {"error": {
+            "type": "object", "required": ["type", "message"],
+            "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}},
+    ],
+}  # fmt: skip
+
+
 def with_letta_responses(ours: dict[str, Any]) -> dict[str, Any]:
     letta = letta_document()
     theirs = {
@@ -38,9 +64,15 @@ def with_letta_responses(ours: dict[str, Any]) -> dict[str, Any]:
     schemas = ours.setdefault("components", {}).setdefault("schemas", {})
     for name, schema in letta["components"]["schemas"].items():
         schemas.setdefault(name, schema)
+    schemas["ErrorResponse"] = ERROR_RESPONSE
     for path, ops in ours["paths"].items():
         for method, op in ops.items():
-            success = theirs.get((method, shape(path)), {}).get("responses", {}).get("200")
-            if success is not None:
-                op["responses"]["200"] = success
+            responses = op["responses"]
+            letta_op = theirs.get((method, shape(path)), {})
+            for status, answer in letta_op.get("responses", {}).items():
+                if status.startswith("2"):
+                    responses[status] = answer
+            if (method, shape(path)) in PAST_THE_BUDGET_ROUTES:
+                responses["202"] = PAST_THE_BUDGET
+            responses.setdefault("4XX", CLIENT_ERROR)
     return ours

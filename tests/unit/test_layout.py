@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import cairn
@@ -105,6 +106,88 @@ def test_no_route_imports_another_route() -> None:
     for module, imports in _modules("api").items():
         if ".routes." in module:
             assert not any(i.startswith("cairn.api.routes") for i in imports), module
+
+
+# ARCHITECTURE.md's order, top to bottom: `functions -> cairn.api -> cairn.services ->
+# cairn.orchestration -> cairn.engine -> cairn.memory, cairn.tools, cairn.llm, cairn.store
+# -> cairn.domain`, with the local stack above it all and the leaf modules (settings,
+# errors, the outbound policy) below it all. An import may go down any number of floors,
+# never up; on one floor only the arrows listed.
+RANKS = [
+    {"local"},
+    {"api"},
+    {"services"},
+    {"orchestration"},
+    {"engine"},
+    {"memory", "tools", "llm", "embeddings", "store"},
+    {"domain"},
+    {"config", "errors", "faults", "heap", "outbound", "__init__"},
+]
+SAME_FLOOR = {
+    ("tools", "memory"),  # the memory tools run memory's edits
+    ("embeddings", "llm"),  # embedding providers share the model providers' clients
+} | {(a, b) for a in RANKS[-1] for b in RANKS[-1]}  # the leaves use each other
+
+
+def _package(path: Path) -> str:
+    rel = path.relative_to(LIBRARY)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def test_imports_follow_the_architectures_order_of_floors() -> None:
+    floor = {name: n for n, names in enumerate(RANKS) for name in names}
+    packages = {_package(p) for p in LIBRARY.rglob("*.py")}
+    assert packages <= set(floor), f"a package with no floor: {packages - set(floor)}"
+    wrong = set()
+    for path in LIBRARY.rglob("*.py"):
+        here = _package(path)
+        for name in _imports(path):
+            if not name.startswith("cairn.") or name.split(".")[1] == here:
+                continue
+            there = name.split(".")[1]
+            up = floor[there] < floor[here]
+            sideways = floor[there] == floor[here] and (here, there) not in SAME_FLOOR
+            if up or sideways:
+                wrong.add(f"{path.relative_to(LIBRARY)} imports {name}")
+    assert sorted(wrong) == []
+
+
+# SQL text, wherever it hides (a string constant or an f-string's parts); docstrings aside.
+SQL_TEXT = re.compile(
+    r"\b(SELECT\s+[\w*(]|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|FOR\s+UPDATE"
+    r"|CREATE\s+(TABLE|INDEX|FUNCTION|EXTENSION|ROLE|DATABASE)|ALTER\s+(TABLE|ROLE)"
+    r"|DROP\s+TABLE|pg_advisory)",
+)
+
+
+def _sql_in(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }  # fmt: skip
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and id(node) not in docstrings and SQL_TEXT.search(node.value)
+    ]  # fmt: skip
+
+
+def test_no_sql_text_outside_the_store() -> None:
+    # The embedded server's bootstrap sets the superuser's password before any store exists.
+    allowed = {"local/postgres.py"}
+    offenders = {
+        rel: lines
+        for p in LIBRARY.rglob("*.py")
+        if (rel := p.relative_to(LIBRARY).as_posix()).split("/")[0] != "store"
+        and rel not in allowed and (lines := _sql_in(p))
+    }  # fmt: skip
+    assert offenders == {}
+    assert _sql_in(LIBRARY / "store" / "claim.py"), "the probe finds the store's own SQL"
 
 
 def test_all_sql_lives_in_the_store() -> None:

@@ -1,6 +1,6 @@
 """The HTTP API: a Powertools resolver for API Gateway HTTP APIs (payload v2).
 
-Letta's contract: every error body is `{"detail": ...}`; see `shared/api/letta-api.md` §0.
+Letta's error bodies are `{"detail": ...}` (its OpenAPI document, `api/letta-0.16.1-openapi.json`).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def build_app() -> APIGatewayHttpResolver:
         event = app.current_event
         path = event.path
         if not path.endswith("/") and _is_route(app, event.http_method, path + "/"):
-            # FastAPI's redirect, which the SDKs expect for collection routes (contract §0).
+            # FastAPI's redirect, which the SDKs expect for collection routes.
             query = event.raw_query_string
             location = path + "/" + (f"?{query}" if query else "")
             return Response(status_code=307, headers={"Location": location}, body="")

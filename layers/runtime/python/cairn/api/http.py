@@ -44,7 +44,7 @@ def rt() -> Runtime:
     return runtime()
 
 
-# Letta's statuses for a provider failure (contract §0): auth 401, rate limit 429, timeout 504,
+# Letta's statuses for a provider failure: auth 401, rate limit 429, timeout 504,
 # anything else 502; the body is {"error": {...}}, not {"detail": ...}.
 LLM_ERROR_STATUS = {"auth": 401, "rate_limit": 429, "timeout": 504}
 

@@ -1,4 +1,4 @@
-"""Stored rows as Letta's wire objects (contract §2.2, §3.3, §6, §7, §8).
+"""Stored rows as Letta's wire objects.
 
 One stored message can become several LettaMessages sharing its id (reasoning, then the
 tool call), exactly as a 0.16.1 server expands them.
@@ -38,7 +38,7 @@ def iso(moment: datetime | None) -> str | None:
 
 
 def _date(moment: datetime) -> str:
-    # LettaMessage dates are whole seconds with an offset (contract §0).
+    # LettaMessage dates are whole seconds with an offset.
     return moment.astimezone(UTC).replace(microsecond=0).isoformat()
 
 

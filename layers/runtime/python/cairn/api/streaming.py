@@ -1,4 +1,4 @@
-"""A stream's events in Letta's SSE wire format (contract §3.5).
+"""A stream's events in Letta's SSE wire format.
 
 Each event is `data: <json>` and a blank line. The model's answer, when tokens are asked
 for, comes as pieces sharing the id of the message they add up to, as Letta's chunks do

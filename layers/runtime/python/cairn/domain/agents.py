@@ -1,4 +1,4 @@
-"""Agents (reference §1): the whole state of one memory agent."""
+"""Agents: the whole state of one memory agent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Core-memory blocks (reference §1)."""
+"""Core-memory blocks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Letta's constants (reference §11) that Cairn keeps so agents behave the same."""
+"""Letta's constants that Cairn keeps so agents behave the same."""
 
 CORE_MEMORY_BLOCK_CHAR_LIMIT = 20_000
 TOOL_RETURN_CHAR_LIMIT = 50_000

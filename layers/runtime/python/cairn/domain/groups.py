@@ -1,4 +1,4 @@
-"""Groups of agents: sleeptime groups (reference §10) and Letta's multi-agent groups."""
+"""Groups of agents: sleeptime groups and Letta's multi-agent groups."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Messages (reference §1): immutable rows; every one is kept as recall memory."""
+"""Messages: immutable rows; every one is kept as recall memory."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ class Message(DomainModel):
 
         An assistant's `send_message` call is searchable by its message argument. Tool
         returns, heartbeats, login and system alerts, and turns that only call
-        `conversation_search`, have no search text: recall leaves them out (reference §5).
+        `conversation_search`, have no search text: recall leaves them out.
         """
         if self.role in ("tool", "system", "approval"):
             return ""

@@ -1,4 +1,4 @@
-"""The nine tool-rule types of Letta (reference §6), discriminated by `type`."""
+"""The nine tool-rule types of Letta, discriminated by `type`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction: summarise the oldest part of the context when it outgrows the window (§8).
+"""Compaction: summarise the oldest part of the context when it outgrows the window.
 
 Evicted messages leave `message_ids` only; they stay in the database as recall memory.
 """

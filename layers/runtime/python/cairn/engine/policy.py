@@ -1,4 +1,4 @@
-"""Loop policies: how each agent type decides whether its turn goes on (reference §4)."""
+"""Loop policies: how each agent type decides whether its turn goes on."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Archival and recall memory as the tools and the API both use them (one implementation).
 
-Results keep Letta's shapes (reference §5): archival `{timestamp, content, tags,
+Results keep Letta's shapes: archival `{timestamp, content, tags,
 relevance}`, recall `{"message": "Showing N results:", "results": [...]}` with
 `search_mode`, `rrf_score`, `vector_rank` and `fts_rank`.
 """

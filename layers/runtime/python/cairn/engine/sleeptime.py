@@ -1,4 +1,4 @@
-"""Sleeptime agents (reference §10): a background agent that keeps a primary's memory.
+"""Sleeptime agents: a background agent that keeps a primary's memory.
 
 Creating a primary with `enable_sleeptime` builds, as Letta does, a `<name>-sleeptime`
 agent of type `sleeptime_agent` that shares the primary's blocks (plus a persona block of
@@ -27,7 +27,7 @@ SLEEPTIME_PERSONA = (
 )
 
 
-# Reference §10: the sleeptime agent is told it is not the primary and only keeps memory.
+# As in Letta: the sleeptime agent is told it is not the primary and only keeps memory.
 REMINDER = """<system-reminder>
 You are a sleeptime agent: a background agent that reviews a conversation after it happened.
 You are NOT the primary agent. Messages labeled "assistant" are from the primary agent, not

@@ -1,4 +1,4 @@
-"""`<directories>`: the folders attached to an agent and its open files (reference §9).
+"""`<directories>`: the folders attached to an agent and its open files.
 
 Rendering only; opening, closing and grepping files are tools of their own. A file is shown
 as open exactly when its view window holds text, as Letta decides it, so the count in

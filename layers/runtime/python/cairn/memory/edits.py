@@ -1,4 +1,4 @@
-"""The memory-editing operations of Letta's memory tools (reference §5), with every guard.
+"""The memory-editing operations of Letta's memory tools, with every guard.
 
 `CoreMemory` holds an agent's blocks by label for the length of one step. Each operation
 checks everything first and changes nothing when a check fails, so a failed tool call

@@ -1,4 +1,4 @@
-"""The messages a new agent starts with (reference §3), per agent type.
+"""The messages a new agent starts with, per agent type.
 
 Chat agents open with a `send_message` call and its return, so the model has seen the
 calling convention once, then a login event. `letta_v1_agent` needs no such priming, and a

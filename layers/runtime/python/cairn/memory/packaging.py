@@ -1,4 +1,4 @@
-"""Letta's packaged messages (reference §3): JSON strings inside user and tool messages.
+"""Letta's packaged messages: JSON strings inside user and tool messages.
 
 Serialised with two-space indentation and unescaped unicode, as a 0.16.1 server sends them.
 """

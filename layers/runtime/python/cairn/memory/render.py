@@ -1,4 +1,4 @@
-"""Compiled memory and the system message, byte for byte as Letta renders them (reference §2).
+"""Compiled memory and the system message, byte for byte as Letta renders them.
 
 Pure functions: no I/O, no clock. Callers pass "now" and the counts in, so a render is
 reproducible and the rebuild rule can compare two renders exactly.

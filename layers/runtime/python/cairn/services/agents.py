@@ -1,4 +1,4 @@
-"""Agents: create, read, list, count, modify, delete, reset, context overview (contract §2, §9)."""
+"""Agents: create, read, list, count, modify, delete, reset, context overview."""
 
 from __future__ import annotations
 

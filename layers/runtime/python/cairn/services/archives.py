@@ -1,4 +1,4 @@
-"""Archives: named collections of passages that agents search as their archival memory (§8).
+"""Archives: named collections of passages that agents search as their archival memory.
 
 An agent searches and inserts into one archive: the one it owns (made on its first insert)
 or the one attached to it. Attaching a second archive to an agent is a conflict: detach the

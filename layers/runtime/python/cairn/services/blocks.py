@@ -1,4 +1,4 @@
-"""Core-memory blocks: an agent's view by label, and the organisation's blocks (§7)."""
+"""Core-memory blocks: an agent's view by label, and the organisation's blocks."""
 
 from __future__ import annotations
 

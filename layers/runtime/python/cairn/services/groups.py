@@ -1,4 +1,4 @@
-"""Groups (contract §10): the sleeptime groups Cairn builds, and Letta's multi-agent groups.
+"""Groups: the sleeptime groups Cairn builds, and Letta's multi-agent groups.
 
 A message to a round-robin group is a chain of turns (engine/group_chat.py); one to a
 sleeptime group goes to its primary agent, whose turns start the sleeptime agents.

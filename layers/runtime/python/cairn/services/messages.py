@@ -1,4 +1,4 @@
-"""Messages: send (sync, async, stream), list, cancel, capture (contract §3, §4)."""
+"""Messages: send (sync, async, stream), list, cancel, capture."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Archival memory through the API: list, insert, search, delete (contract §8)."""
+"""Archival memory through the API: list, insert, search, delete."""
 
 from __future__ import annotations
 

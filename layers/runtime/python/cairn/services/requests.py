@@ -1,4 +1,4 @@
-"""The inputs of the use cases: Letta's request bodies (contract §2.1, §3.1, §4, §5.2, §7, §8).
+"""The inputs of the use cases: Letta's request bodies.
 
 The API declares them as its request schemas; the services take them as they are.
 

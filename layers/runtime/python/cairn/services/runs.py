@@ -1,4 +1,4 @@
-"""Runs and their messages, steps and usage (contract §6)."""
+"""Runs and their messages, steps and usage."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ ACTIVE = ["created", "running"]
 
 
 def _fetch(conn: Connection, org: str, run_id: str) -> Run:
-    if not is_id(run_id, "run"):  # Letta answers 400 here, not 422 (contract §0)
+    if not is_id(run_id, "run"):  # Letta answers 400 here, not 422
         raise InvalidArgumentError(f"INVALID_ARGUMENT: Invalid run ID format: {run_id}")
     run = runs.get_run(conn, org, run_id)
     if run is None:

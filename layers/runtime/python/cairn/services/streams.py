@@ -1,4 +1,4 @@
-"""Streams: a turn's events as they happen (contract §3.5), and a run's events read again.
+"""Streams: a turn's events as they happen, and a run's events read again.
 
 A streamed send runs its turn's steps on a thread of this process (as a sync send does in
 the caller), while the reader takes what the steps make from a queue: the model's answer

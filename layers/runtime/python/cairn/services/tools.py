@@ -1,4 +1,4 @@
-"""Tools: the organisation's tools, an agent's tools and their approval switch (§5)."""
+"""Tools: the organisation's tools, an agent's tools and their approval switch."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ BASE_TOOLS = (
 )
 MEMORY_TOOLS = ("core_memory_append", "core_memory_replace", "memory")
 SLEEPTIME_TOOLS = ("memory_replace", "memory_insert", "memory_rethink", "memory_finish_edits")
-# What a 0.16.1 server attaches by default, seen on the wire (reference §5): the v1 loop
+# What a 0.16.1 server attaches by default, seen on the wire: the v1 loop
 # edits memory with the line-based tools and answers in plain text; the v2 loop adds
 # send_message. Neither gets the archival or core_memory_* tools unless asked.
 V1_TOOLS = ("conversation_search", "memory_insert", "memory_replace")

@@ -1,4 +1,4 @@
-"""The tool-rule solver (reference §6): which tools a step may call, and what a call means.
+"""The tool-rule solver: which tools a step may call, and what a call means.
 
 `history` is the names of the tools called so far in this turn, oldest first. The solver
 is pure and holds no state; the engine passes the history in, so a resumed step decides

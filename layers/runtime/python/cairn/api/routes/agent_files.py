@@ -1,4 +1,4 @@
-"""Agent files: export an agent as Letta 0.16.1's .af, import one (contract §2)."""
+"""Agent files: export an agent as Letta 0.16.1's .af, import one."""
 
 from __future__ import annotations
 

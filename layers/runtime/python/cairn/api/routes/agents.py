@@ -1,4 +1,4 @@
-"""Agents: create, list, count, retrieve, modify, delete, reset, context (contract §2, §9)."""
+"""Agents: create, list, count, retrieve, modify, delete, reset, context."""
 
 from __future__ import annotations
 

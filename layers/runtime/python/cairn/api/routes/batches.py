@@ -1,4 +1,4 @@
-"""Message batches: one message to each of many agents, run in the background (§3)."""
+"""Message batches: one message to each of many agents, run in the background."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Groups (contract §10): sleeptime groups and Letta's multi-agent groups."""
+"""Groups: sleeptime groups and Letta's multi-agent groups."""
 
 from __future__ import annotations
 

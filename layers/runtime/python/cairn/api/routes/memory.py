@@ -1,4 +1,4 @@
-"""Core-memory blocks (agent view and global `/v1/blocks/`) and archival memory (§7, §8)."""
+"""Core-memory blocks (agent view and global `/v1/blocks/`) and archival memory."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runs and their messages, steps and usage (contract §6)."""
+"""Runs and their messages, steps and usage."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tools: the organisation's list, an agent's tools and their approval switch (§5); models."""
+"""Tools: the organisation's list, an agent's tools and their approval switch; models."""
 
 from __future__ import annotations
 

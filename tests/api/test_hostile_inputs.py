@@ -1,5 +1,5 @@
 """Hostile inputs against the local HTTP bridge and the real handler: none may answer 5xx,
-hang, or leave anything half-written (README "Reliability" counts what this tries).
+hang, or leave anything half-written (docs/reliability.md counts what this tries).
 
 Each payload goes to every writing route that takes text; each answer must be a 4xx (or a
 2xx where the input is legal), within the client's timeout, and the stack must still answer

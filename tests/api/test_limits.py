@@ -1,4 +1,4 @@
-"""Input limits: each answered with a 4xx naming the limit, never a hang (README "Limits")."""
+"""Input limits: each answered with a 4xx naming the limit, never a hang (docs/api.md, "Limits")."""
 
 from __future__ import annotations
 

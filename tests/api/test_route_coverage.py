@@ -1,7 +1,7 @@
 """Cairn's routes against Letta 0.16.1's own OpenAPI document (taken from a running server).
 
 For the resources Cairn serves, every operation of the document is either served, with
-the parameters and request body the document gives it, or listed in the README's table of
+the parameters and request body the document gives it, or listed in docs/api.md's table of
 what is not served. /openapi.json describes every served route with its request schemas.
 """
 
@@ -25,7 +25,7 @@ SCOPE = (
     "/v1/providers", "/v1/identities",
 )  # fmt: skip
 METHODS = ("get", "post", "put", "patch", "delete")
-# Cairn's own addition, documented in the README ("History capture").
+# Cairn's own addition, documented in docs/memory.md ("History capture").
 CAIRN_ONLY = {("POST", "/v1/agents/{}/messages/capture"), ("GET", "/openapi.json")}
 
 
@@ -53,7 +53,7 @@ def letta_ops() -> dict[tuple[str, str], dict[str, Any]]:
 
 def test_every_letta_operation_is_served_or_listed_with_a_reason(ours: dict[str, Any]) -> None:
     served = set(_operations(ours))
-    readme = ROOT.joinpath("README.md").read_text()
+    readme = ROOT.joinpath("docs", "api.md").read_text()
     table = readme[readme.index("Not served, and why:") : readme.index("Differences a client")]
     listed = {
         (m, shape(p)) for m, p in re.findall(r"`(GET|POST|PUT|PATCH|DELETE) (/v1/[^`]+)`", table)

@@ -3,7 +3,7 @@ local stack; every list walked by the SDK's own auto-pager across at least two p
 
 The methods are enumerated from the installed SDK, not written down here, so a method the
 SDK grows shows up as missing. Those Cairn does not serve are listed with their reason,
-and each must also be listed in the README's table of what is not served. The tests run
+and each must also be listed in docs/api.md's table of what is not served. The tests run
 in file order and the last one checks that nothing was left out.
 """
 
@@ -32,9 +32,9 @@ RESOURCES = (
     "agents", "blocks", "tools", "runs", "steps", "groups", "passages", "archives", "tags",
     "messages", "batches", "models", "health", "identities",
 )  # fmt: skip
-README = Path(__file__).resolve().parents[2] / "README.md"
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
-# Method -> why Cairn does not serve it. Mirrored in the README ("Not served").
+# Method -> why Cairn does not serve it. Mirrored in docs/api.md ("Not served").
 NOT_SERVED = {
     "agents.files.close": "files and folders (data sources) are not part of Cairn",
     "agents.files.close_all": "files and folders (data sources) are not part of Cairn",
@@ -422,9 +422,9 @@ def test_every_sdk_method_is_exercised_or_listed_as_not_served(stack: Stack) -> 
     assert set(NOT_SERVED) <= methods, set(NOT_SERVED) - methods  # no stale exclusions
     missing = methods - called - set(NOT_SERVED)
     assert missing == set(), f"SDK methods no test calls: {sorted(missing)}"
-    readme = README.read_text()
+    readme = API_DOC.read_text()
     unlisted = [m for m in NOT_SERVED if not re.search(rf"`{re.escape(m)}`", readme)]
-    assert unlisted == [], f"not served but not in the README: {unlisted}"
+    assert unlisted == [], f"not served but not in docs/api.md: {unlisted}"
 
 
 def test_the_context_overview_is_letta_s_shape(client: Letta, stack: Stack) -> None:

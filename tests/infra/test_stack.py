@@ -369,7 +369,7 @@ def _unique_names(template: dict[str, Any]) -> dict[str, str]:
 
 
 def test_a_second_stack_shares_no_physical_name_with_the_first(template: dict[str, Any]) -> None:
-    """The README's `-c stack_name=...`: two stacks in one account and region."""
+    """docs/deploy.md's `-c stack_name=...`: two stacks in one account and region."""
     _, second = synth(stack_name="CairnTwo", tool_network="true")
     _, first = synth(tool_network="true")
     ours, theirs = _unique_names(first.to_json()), _unique_names(second.to_json())

@@ -233,7 +233,7 @@ def test_the_api_handler_preloads_sdks_turn_and_models_only_for_a_snapshot(
     assert built == ("True True True" if loaded else "False False False")
 
 
-# Loaded by the requests that use them, not by every cold start (README "Packaging").
+# Loaded by the requests that use them, not by every cold start (docs/numbers.md, packaging).
 ONLY_SOME_REQUESTS = (
     "docstring_parser",  # a tool made from source, a step's first tool schemas
     "cairn.tools.egress",  # a custom tool call that may use the network

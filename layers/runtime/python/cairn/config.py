@@ -64,11 +64,11 @@ class Settings(BaseModel):
     tool_timeout_seconds: float = Field(default=10.0, gt=0, le=900)
     # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
     sandbox_function: str | None = None
-    # Locally: "namespaces" (each call in namespaces of its own, README "The tool
+    # Locally: "namespaces" (each call in namespaces of its own, docs/tools.md "The tool
     # sandbox") or "process" (a plain child process: only for code you trust).
     sandbox_isolation: Literal["namespaces", "process"] = "namespaces"
     # On AWS: the egress proxy (host:port) through which tools reach their organization's
-    # allowed hosts, and the secret whose value signs their passes (README "The tool
+    # allowed hosts, and the secret whose value signs their passes (docs/tools.md "The tool
     # sandbox"). Locally the sandbox runs its own proxy and needs neither.
     tool_egress_proxy: str | None = None
     tool_egress_secret_arn: str | None = None

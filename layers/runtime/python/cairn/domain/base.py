@@ -12,7 +12,7 @@ def utc_now() -> datetime:
 
 
 # A model's validator is built on its first use, not when its module is imported: a cold
-# start pays only for the models its request touches (README "Packaging").
+# start pays only for the models its request touches (docs/numbers.md, packaging).
 DEFERRED = ConfigDict(defer_build=True)
 
 

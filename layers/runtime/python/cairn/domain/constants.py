@@ -21,7 +21,7 @@ MAX_BLOCK_LABEL_LENGTH = 100
 BLOCK_LABEL_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$"
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_\-]+$"
 
-# Input limits (README "Limits"). A request body is held to Lambda's own synchronous payload
+# Input limits (docs/api.md, "Limits"). A request body is held to Lambda's own synchronous payload
 # limit, so local and AWS answer alike; the rest are far above any model's context window.
 MAX_REQUEST_BYTES = 6 * 1024 * 1024
 

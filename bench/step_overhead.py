@@ -27,6 +27,7 @@ from tests.fakes.round_trips import RoundTrips  # noqa: E402
 
 from cairn.config import Settings  # noqa: E402
 from cairn.domain import Organization, User  # noqa: E402
+from cairn.engine import lifecycle  # noqa: E402
 from cairn.local import lambdas  # noqa: E402
 from cairn.local.http import make_server  # noqa: E402
 from cairn.local.postgres import start_embedded  # noqa: E402
@@ -63,7 +64,7 @@ def engine_steps(rt, org_id, agent_id, counter, n=50):  # type: ignore[no-untype
             role="user",
             content=[TextContent(text=f"engine {i}")],
         )
-        run, _, *_ = rt.engine.start_run(org_id, agent_id, [msg])
+        run, _, *_ = lifecycle.start_run(rt.db, org_id, agent_id, [msg])
         index = 0
         while True:
             mark, waited, started = counter.round_trips, counter.wait_seconds, time.perf_counter()

@@ -9,9 +9,11 @@ from typing import Any
 
 from cairn.config import Settings
 from cairn.domain import Agent, Block, LLMConfig, Message, Organization, TextContent
-from cairn.domain.runs import OutboxCommand, Run
+from cairn.domain.runs import OutboxCommand, Run, RunOptions
 from cairn.domain.tool_rules import ToolRule
+from cairn.engine import lifecycle
 from cairn.engine.agents import provision_agent
+from cairn.engine.lifecycle import StartedRun
 from cairn.engine.step import Engine, StepOutcome
 from cairn.store import agents, blocks, messages, outbox, runs
 from cairn.store.db import Database
@@ -135,9 +137,16 @@ def drive(engine: Engine, command: OutboxCommand, *, limit: int = 60) -> list[St
     return outcomes
 
 
+def start_run(
+    engine: Engine, org_id: str, agent_id: str, inputs: list[Message], **options: Any
+) -> StartedRun:
+    """A run started on the engine's database, its first step for the caller to drive."""
+    return lifecycle.start_run(engine.db, org_id, agent_id, inputs, RunOptions(**options))
+
+
 def send(engine: Engine, agent: Agent, *inputs: Message | str, max_steps: int = 50) -> Turn:
     msgs = [user(agent, m) if isinstance(m, str) else m for m in inputs]
-    run, command, *_ = engine.start_run(agent.organization_id, agent.id, msgs, max_steps=max_steps)
+    run, command, *_ = start_run(engine, agent.organization_id, agent.id, msgs, max_steps=max_steps)
     outcomes = drive(engine, command)
     return finished(engine, run, outcomes)
 

@@ -10,7 +10,7 @@ import pytest
 
 from cairn.local import admin
 from cairn.local.lambdas import invoke
-from cairn.orchestration.admin import CommandFailed, run_remote
+from cairn.orchestration.aws.admin import CommandFailed, run_remote
 from cairn.store import tenancy
 from cairn.store.db import Database
 

@@ -15,8 +15,8 @@ from moto import mock_aws
 
 from cairn.config import Settings
 from cairn.local.lambdas import invoke
+from cairn.orchestration.aws.secrets import ConfigurationError, database_dsn, with_provider_keys
 from cairn.orchestration.runtime import after_restore, build_runtime, use_runtime
-from cairn.orchestration.secrets import ConfigurationError, database_dsn, with_provider_keys
 from cairn.store import tenancy
 from cairn.store.db import Database
 from cairn.store.migrate import available_migrations
@@ -138,7 +138,7 @@ def test_a_rotated_database_password_reaches_a_warm_function(
     function's pool reads the secret again for new connections, not once for its life."""
     from aws_lambda_powertools.utilities import parameters
 
-    from cairn.orchestration import secrets
+    from cairn.orchestration.aws import secrets
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setattr(secrets, "SECRET_MAX_AGE_SECONDS", 0)  # the minute, elapsed

@@ -14,7 +14,7 @@ from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
 from cairn.local.lambdas import invoke
-from cairn.orchestration.lambda_sandbox import LambdaSandbox
+from cairn.orchestration.aws.lambda_sandbox import LambdaSandbox
 from cairn.tools.sandbox import SandboxRequest
 
 EVENT = json.loads(

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from cairn.domain import Organization, User
-from cairn.orchestration.lambda_stream import PRELUDE_END, RuntimeAPI
+from cairn.orchestration.aws.lambda_stream import PRELUDE_END, RuntimeAPI
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM

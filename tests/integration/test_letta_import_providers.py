@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
-from cairn.orchestration.provider_vault import EnvelopeVault, ProviderVault
+from cairn.orchestration.aws.provider_vault import EnvelopeVault, ProviderVault
 from cairn.services.letta_import import import_letta
 from cairn.store import providers
 from cairn.store.db import Database

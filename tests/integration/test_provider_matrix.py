@@ -15,10 +15,18 @@ from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.engine.compaction import DEFAULT_PROMPT
 from cairn.engine.step import Engine
-from cairn.orchestration import bedrock
+from cairn.orchestration.aws import bedrock
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
-from tests.integration.engine_harness import engine_for, make_agent, on_model, send, state_of, user
+from tests.integration.engine_harness import (
+    engine_for,
+    make_agent,
+    on_model,
+    send,
+    start_run,
+    state_of,
+    user,
+)
 
 PROVIDERS = {
     "openai": ("gpt-4.1-mini", "openai"),
@@ -166,7 +174,7 @@ def test_the_answer_streams_in_pieces_that_add_up_to_the_stored_message(
     agent = agent_on(db, org, fake, provider)
     fake.reply("Steeping now; ready in three minutes.", chunk_delay=0.01)
     eng = engine(db, fake)
-    run, *_ = eng.start_run(org.id, agent.id, [user(agent, "tea?")])
+    run, *_ = start_run(eng, org.id, agent.id, [user(agent, "tea?")])
     pieces: list[tuple[str, str]] = []
     outcome = eng.step(org.id, run.id, 0, on_delta=lambda mid, d: pieces.append((mid, d.text)))
     (said,) = [m for m in outcome.messages if m.role == "assistant"]

@@ -15,7 +15,7 @@ from moto import mock_aws
 from cairn.config import Settings
 from cairn.domain.ids import new_id
 from cairn.domain.providers import Provider
-from cairn.orchestration.provider_vault import (
+from cairn.orchestration.aws.provider_vault import (
     EnvelopeVault,
     SecretsManagerVault,
     envelope_key,

@@ -14,7 +14,15 @@ from cairn.engine.step import Engine
 from cairn.errors import ConflictError, InvalidArgumentError
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
-from tests.integration.engine_harness import Turn, engine_for, make_agent, send, state_of, user
+from tests.integration.engine_harness import (
+    Turn,
+    engine_for,
+    make_agent,
+    send,
+    start_run,
+    state_of,
+    user,
+)
 
 RULES = [RequiresApprovalToolRule(tool_name="core_memory_append")]
 
@@ -48,7 +56,7 @@ def test_a_call_needing_approval_stops_the_run(
         "core_memory_append", "conversation_search"]  # fmt: skip
     assert state_of(db, agent)[1]["human"] == "Name: Ada"  # nothing ran
     with pytest.raises(ConflictError, match="waiting for approval"):
-        engine.start_run(org.id, agent.id, [user(agent, "hello?")])
+        start_run(engine, org.id, agent.id, [user(agent, "hello?")])
 
 
 def test_approved_calls_run_and_the_turn_goes_on(
@@ -113,4 +121,4 @@ def test_missing_decision_fails_the_answering_run(
 def test_approval_without_a_pending_call_is_refused(db: Database, org: Organization) -> None:
     agent = make_agent(db, org)
     with pytest.raises(InvalidArgumentError, match="No tool call is currently awaiting approval"):
-        Engine(db).start_run(org.id, agent.id, [answer(agent)])
+        start_run(Engine(db), org.id, agent.id, [answer(agent)])

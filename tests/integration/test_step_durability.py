@@ -24,6 +24,7 @@ from tests.integration.engine_harness import (
     finished,
     make_agent,
     send,
+    start_run,
     state_of,
     user,
 )
@@ -125,7 +126,7 @@ def test_crash_then_retry_matches_an_uninterrupted_run(
     agent = make_agent(db, org)
     script(fake)
     engine = engine_for(db, fake, fixed_clock=True)
-    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "I like tea")])
     with faults.crash_at(point) as fired, pytest.raises(SimulatedCrash):  # type: ignore[arg-type]
         engine.step(org.id, run.id, 0)
     assert fired == [point]
@@ -144,7 +145,7 @@ def test_after_commit_crash_is_recovered_by_the_outbox(
     agent = make_agent(db, org)
     script(fake)
     engine = engine_for(db, fake, fixed_clock=True)
-    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "I like tea")])
     with db.connection() as conn:
         outbox.mark_sent(conn, org.id, command.id)  # type: ignore[arg-type]
     with faults.crash_at("after_commit"), pytest.raises(SimulatedCrash):
@@ -184,7 +185,7 @@ def test_a_provider_error_past_the_retry_budget_fails_the_run_once(
     agent = make_agent(db, org)
     fake.fail(503, "overloaded, try later").reply("never asked")
     engine = engine_for(db, fake)
-    run, *_ = engine.start_run(org.id, agent.id, [user(agent, "hi")])
+    run, *_ = start_run(engine, org.id, agent.id, [user(agent, "hi")])
     outcome = engine.step(org.id, run.id, 0)
     assert (outcome.run_status, outcome.stop_reason) == ("failed", "llm_api_error")
     assert engine.step(org.id, run.id, 0).status == "already_done"
@@ -204,7 +205,7 @@ def test_a_transient_provider_error_within_the_budget_is_retried_by_the_sdk(
     fake.fail(503).reply("recovered")
     settings = engine_for(db, fake).settings.model_copy(update={"llm_max_retries": 1})
     engine = Engine(db, settings)
-    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "hi")])
+    run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "hi")])
     turn = finished(engine, run, drive(engine, command))
     assert turn.run.stop_reason == "end_turn" and turn.roles == ["user", "assistant"]
     assert len(fake.requests) == 2
@@ -285,7 +286,7 @@ def test_cancel_landing_mid_step_keeps_the_work_and_goes_no_further(
     agent = make_agent(db, org)
     fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
     engine = engine_for(db, fake)
-    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "I like tea")])
+    run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "I like tea")])
     with faults.run_at("before_commit", lambda: engine.fail_run(org.id, run.id, "cancelled", "")):
         outcomes = drive(engine, command)
     turn = finished(engine, run, outcomes)
@@ -359,7 +360,7 @@ def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
     # The effect is a file of the host's, which only a trusted (process) sandbox can write:
     # this is about the step running the tool once, not about isolation.
     engine.sandbox = SubprocessSandbox(isolation="process")
-    run, command, *_ = engine.start_run(org.id, agent.id, [user(agent, "go")])
+    run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "go")])
     with faults.crash_at("between_tools"), pytest.raises(SimulatedCrash):
         engine.step(org.id, run.id, 0)
     drive(engine, command)
@@ -383,8 +384,8 @@ def test_a_step_deferred_while_the_freeing_checkpoint_commits_still_goes(
 
     queue = Recording()
     fake.reply("first").reply("second")
-    a, _, *_ = engine.start_run(org.id, agent.id, [user(agent, "one")])
-    b, b_first, *_ = engine.start_run(org.id, agent.id, [user(agent, "two")])
+    a, _, *_ = start_run(engine, org.id, agent.id, [user(agent, "one")])
+    b, b_first, *_ = start_run(engine, org.id, agent.id, [user(agent, "two")])
     assert dispatch.publish_and_mark(db, queue, b_first)  # b's step is on its way...
     busy: list[StepOutcome] = []
 

@@ -17,13 +17,13 @@ from moto import mock_aws
 from cairn import faults
 from cairn.config import Settings
 from cairn.domain import Organization
-from cairn.domain.runs import OutboxCommand
+from cairn.domain.runs import OutboxCommand, RunOptions
 from cairn.local.lambdas import invoke
 from cairn.local.sqs import Poller, create_step_queues, to_event
 from cairn.orchestration import later, sending
 from cairn.orchestration import worker as step_worker
+from cairn.orchestration.aws.sqs import SqsStepQueue
 from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
-from cairn.orchestration.sqs import SqsStepQueue
 from cairn.orchestration.watchdog import MAX_LOST_SENDS, MAX_REDRIVES
 from cairn.store import agents, dead_letters, messages, runs
 from cairn.store import db as db_module
@@ -115,7 +115,12 @@ def test_async_send_runs_every_step_through_the_fifo_queue(
     worker.fake.reply("", call("conversation_search", query="tea"))
     worker.fake.reply("Found nothing.")
     run = sending.send(
-        worker.rt, org.id, agent.id, [user(agent, "search tea")], max_steps=10, wait=False
+        worker.rt,
+        org.id,
+        agent.id,
+        [user(agent, "search tea")],
+        RunOptions(max_steps=10),
+        wait=False,
     ).run
     done = worker.drain(run.id, org.id)
     assert done.status == "completed" and done.stop_reason == "end_turn"
@@ -133,11 +138,13 @@ def test_a_sync_turn_of_one_step_costs_three_round_trips(
     monkeypatch.setattr(db_module, "IDLE_CHECK_SECONDS", float("inf"))
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("Hello Ada.")
-    sending.send(worker.rt, org.id, agent.id, [user(agent, "warm up")], max_steps=10, wait=True)
+    sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "warm up")], RunOptions(max_steps=10), wait=True
+    )
     worker.fake.reply("Hello again.")
     with RoundTrips(threading.current_thread()) as counted:
         sent = sending.send(
-            worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=True
+            worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=True
         )
     assert sent.run.stop_reason == "end_turn"
     assert sent.messages is not None and [m.role for m in sent.messages] == ["user", "assistant"]
@@ -148,7 +155,7 @@ def test_a_redelivered_message_is_harmless(worker: Worker, org: Organization) ->
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("hello")
     run = sending.send(
-        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
     ).run
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, AttributeNames=["All"])["Messages"]
     event = to_event(got, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo")
@@ -170,7 +177,7 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
 
     worker.fake.reply("never reached")
     run = sending.send(
-        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
     ).run
     main = Poller(worker.sqs, worker.queue_url, "step")
     dead = Poller(worker.sqs, worker.dlq_url, "step", attribute="dead_letter_handler")
@@ -195,7 +202,7 @@ def test_a_step_that_keeps_failing_lands_in_the_dlq_and_fails_its_run(
     worker.fake.clear()
     worker.fake.reply("back")
     again = sending.send(
-        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
     ).run
     assert worker.drain(again.id, org.id).stop_reason == "end_turn"
 
@@ -218,7 +225,7 @@ def test_a_sync_send_runs_its_turn_here_and_does_not_poll_while_it_waits(
         started = time.monotonic()
         try:
             sent = sending.send(worker.rt, org.id, agent.id, [user(agent, "tea?")],
-                                max_steps=10, wait=True)  # fmt: skip
+                                RunOptions(max_steps=10), wait=True)  # fmt: skip
         finally:
             counter.uninstall()
         return counter.statements, time.monotonic() - started, sent
@@ -248,8 +255,8 @@ def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
     agent = make_agent(worker.rt.db, org)
     for n in range(3):
         worker.fake.reply(f"answer {n}")
-        sending.send(worker.rt, org.id, agent.id, [user(agent, f"message {n}")], max_steps=10,
-                     wait=True)  # fmt: skip
+        sending.send(worker.rt, org.id, agent.id, [user(agent, f"message {n}")],
+                     RunOptions(max_steps=10), wait=True)  # fmt: skip
     later.settle()  # the jobs are published after the replies, not before
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10,
                                      AttributeNames=["All"]).get("Messages", [])  # fmt: skip
@@ -278,7 +285,7 @@ def test_an_agent_can_turn_message_embeddings_off(
     on = make_agent(worker.rt.db, org)
     for agent in (off, on):
         worker.fake.reply("hello there")
-        sending.send(worker.rt, org.id, agent.id, [user(agent, "hello")], max_steps=10,
+        sending.send(worker.rt, org.id, agent.id, [user(agent, "hello")], RunOptions(max_steps=10),
                      wait=True)  # fmt: skip
     later.settle()
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10)
@@ -316,8 +323,8 @@ def test_a_sync_send_waits_no_longer_than_its_invocation_has_left(
     worker.fake.when(lambda _: True, lambda _: Reply(text="late", delay=4.0))
     started = time.monotonic()
     with deadline.within(1.5):
-        sent = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10,
-                            wait=True)  # fmt: skip
+        sent = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")],
+                            RunOptions(max_steps=10), wait=True)  # fmt: skip
     assert time.monotonic() - started < 3.0
     assert sent.run.status not in ("completed", "failed")
     assert worker.drain(sent.run.id, org.id).status == "completed"
@@ -333,7 +340,7 @@ def test_a_failed_step_comes_back_after_a_short_backoff_not_the_visibility_timeo
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("after the retry")
     run = sending.send(
-        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
     ).run
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, AttributeNames=["All"])["Messages"]
 
@@ -362,7 +369,7 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
     worker.fake.reply("", call("conversation_search", query="tea"))
     worker.fake.reply("done")
     run = sending.send(
-        worker.rt, org.id, agent.id, [user(agent, "go")], max_steps=10, wait=False
+        worker.rt, org.id, agent.id, [user(agent, "go")], RunOptions(max_steps=10), wait=False
     ).run
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, AttributeNames=["All"])["Messages"]
     real = worker.rt.queue
@@ -420,7 +427,9 @@ def test_a_step_whose_message_was_lost_is_redriven_by_the_watchdog(
 ) -> None:
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("back again")
-    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
+    )
     assert _lose_queued(worker) == 1
     swept = invoke("sweeper", {"source": "aws.events"})
     assert swept["watchdog"] == {"redriven": 0, "failed": 0}  # not stalled yet: 30 min
@@ -450,7 +459,9 @@ def test_a_run_that_never_progresses_fails_with_the_reason_and_frees_its_agent(
     worker: Worker, org: Organization
 ) -> None:
     agent = make_agent(worker.rt.db, org)
-    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
+    )
     # The first send and every re-drive, each lost.
     assert _stalled_sweeps(worker, MAX_LOST_SENDS + 1) == [
         {"redriven": 1, "failed": 0}
@@ -461,7 +472,9 @@ def test_a_run_that_never_progresses_fails_with_the_reason_and_frees_its_agent(
     assert failed.error and "made no progress" in failed.error["message"]
     assert failed.error["type"] == "stalled"
     worker.fake.reply("free")
-    again = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    again = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
+    )
     assert worker.drain(again.run.id, org.id).stop_reason == "end_turn"
 
 
@@ -498,7 +511,7 @@ def test_a_dead_letter_of_a_run_that_already_ended_changes_nothing(
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("done")
     run = sending.send(
-        worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
     ).run
     assert worker.drain(run.id, org.id).status == "completed"
     body = json.dumps({"organization_id": org.id, "run_id": run.id, "step_index": 0})
@@ -542,7 +555,9 @@ def test_sweeper_phases_fail_on_their_own_and_name_the_agent(
              broken.id),
         )  # fmt: skip
     worker.fake.reply("hello")
-    run = sending.send(worker.rt, org.id, broken.id, [user(broken, "hi")], max_steps=10, wait=True)
+    run = sending.send(
+        worker.rt, org.id, broken.id, [user(broken, "hi")], RunOptions(max_steps=10), wait=True
+    )
     assert run.run.status == "completed"
     _lose_queued(worker)  # the embedding job: left to the backfill
     with worker.rt.db.connection() as conn:  # and one continuation left unsent by a crash
@@ -576,7 +591,9 @@ def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Or
     )
     with worker.workers(2):
         started = [
-            sending.send(worker.rt, org.id, a.id, [user(a, "hi")], max_steps=10, wait=False).run
+            sending.send(
+                worker.rt, org.id, a.id, [user(a, "hi")], RunOptions(max_steps=10), wait=False
+            ).run
             for a in (make_agent(worker.rt.db, org), make_agent(worker.rt.db, org))
         ]
         for run in started:
@@ -615,14 +632,19 @@ def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
         with worker.workers(4):
             hanging = [
                 sending.send(
-                    rt, noisy.id, a.id, [user(a, "PLEASE-HANG")], max_steps=3, wait=False
+                    rt,
+                    noisy.id,
+                    a.id,
+                    [user(a, "PLEASE-HANG")],
+                    RunOptions(max_steps=3),
+                    wait=False,
                 ).run
                 for a in [make_agent(db, noisy) for _ in range(6)]
             ]
             wait_for(lambda: len(worker.fake.requests) >= 3)
             bystander = make_agent(db, quiet)
             run = sending.send(rt, quiet.id, bystander.id, [user(bystander, "hi")],
-                               max_steps=3, wait=False).run  # fmt: skip
+                               RunOptions(max_steps=3), wait=False).run  # fmt: skip
             wait_for(lambda: worker.run(quiet.id, run.id).status == "completed")
             assert not hang.is_set() and len(worker.fake.requests) == 4  # 3 hang + bystander
             hang.set()
@@ -650,7 +672,7 @@ def test_a_queued_step_whose_model_takes_its_whole_time_fails_the_run_once(
     hang = threading.Event()
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("late", gate=hang)
-    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=3,
+    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=3),
                        wait=False).run  # fmt: skip
     body = json.dumps({"organization_id": org.id, "run_id": run.id, "step_index": 0})
     try:
@@ -662,7 +684,9 @@ def test_a_queued_step_whose_model_takes_its_whole_time_fails_the_run_once(
     assert ended.status == "failed" and ended.stop_reason == "llm_api_error"
     assert "did not answer" in str(ended.error)
     worker.fake.reply("Back again.")
-    again = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=3, wait=False)
+    again = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=3), wait=False
+    )
     assert worker.drain(again.run.id, org.id).status == "completed"
 
 
@@ -672,7 +696,9 @@ def test_a_step_that_kills_its_worker_each_time_fails_after_three_starts(
     """Started (its claim took the agent) and never finished, three times: the run fails;
     a step only sent and never started is re-sent instead (the test above)."""
     agent = make_agent(worker.rt.db, org)
-    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], max_steps=10, wait=False)
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=False
+    )
     body = json.dumps({"organization_id": org.id, "run_id": run.run.id, "step_index": 0})
 
     def dies() -> None:
@@ -744,7 +770,7 @@ def test_fifty_concurrent_tool_call_sends_to_one_agent_end_in_order_each_edit_on
 
     def client(n: int) -> None:
         run = sending.send(worker.rt, org.id, agent.id, [user(agent, f"remember fact-{n}")],
-                           max_steps=5, wait=False).run  # fmt: skip
+                           RunOptions(max_steps=5), wait=False).run  # fmt: skip
         with lock:
             made.append(run)
 

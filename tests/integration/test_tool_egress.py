@@ -23,7 +23,7 @@ from cairn.domain import Organization, Tool
 from cairn.errors import InvalidArgumentError, NotFoundError
 from cairn.local.invoke import substitute
 from cairn.local.lambdas import invoke
-from cairn.orchestration.lambda_sandbox import LambdaSandbox
+from cairn.orchestration.aws.lambda_sandbox import LambdaSandbox
 from cairn.services import tenants
 from cairn.store import tenancy, tools
 from cairn.store.db import Database

@@ -20,15 +20,15 @@ import pytest
 from cairn.config import Settings
 from cairn.domain import Agent, Organization, User
 from cairn.domain.messages import ApprovalDecision, Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.engine.sleeptime import provision_helper, provision_sleeptime
 from cairn.errors import ConflictError, InvalidArgumentError
 from cairn.local.__main__ import start_workers
 from cairn.local.http import make_server
 from cairn.orchestration import sending, tasks
+from cairn.orchestration.aws.stepfunctions import execution_name
 from cairn.orchestration.runtime import Runtime, use_runtime
-from cairn.orchestration.stepfunctions import execution_name
 from cairn.store import groups, messages, runs, tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
@@ -146,7 +146,12 @@ def ask(flows: Flows, db: Database, org: Organization) -> tuple[Agent, Run, Mess
     agent = make_agent(db, org, rules=RULES)
     flows.fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
     run = sending.send(
-        flows.rt, org.id, agent.id, [user(agent, "remember I like tea")], max_steps=10, wait=True
+        flows.rt,
+        org.id,
+        agent.id,
+        [user(agent, "remember I like tea")],
+        RunOptions(max_steps=10),
+        wait=True,
     ).run
     assert run.stop_reason == "requires_approval"
     eventually(lambda: flows.run(org.id, run.id).approval_task_token)
@@ -179,10 +184,10 @@ def test_approve_hands_the_token_back_and_the_workflow_queues_the_step(
     fresh.fake.reply("Saved!")
     approve = ApprovalDecision(tool_call_id=pending.id, approve=True)
     continuation = sending.send(fresh.rt, org.id, agent.id, [answer(agent, approve)],
-                                max_steps=10, wait=False).run  # fmt: skip
+                                RunOptions(max_steps=10), wait=False).run  # fmt: skip
     # a second answer to the same request, before the first has run a step
     with pytest.raises(ConflictError, match="already answered"):
-        sending.send(fresh.rt, org.id, agent.id, [answer(agent, approve)], max_steps=10,
+        sending.send(fresh.rt, org.id, agent.id, [answer(agent, approve)], RunOptions(max_steps=10),
                      wait=False)  # fmt: skip
     assert fresh.ended(org.id, continuation.id).stop_reason == "end_turn"
     execution = fresh.finished("approval", f"{run.id}:approval")
@@ -244,7 +249,8 @@ def test_no_answer_in_time_denies_with_the_reason_and_the_agent_goes_on(
     # the request is closed: a late answer is refused
     with pytest.raises(InvalidArgumentError, match="No tool call is currently awaiting"):
         sending.send(fresh.rt, org.id, agent.id, [answer(agent, ApprovalDecision(
-            tool_call_id="whatever", approve=True))], max_steps=10, wait=False)  # fmt: skip
+            tool_call_id="whatever", approve=True))], RunOptions(max_steps=10),
+            wait=False)  # fmt: skip
 
 
 def test_a_client_side_tool_return_answers_the_request(
@@ -257,7 +263,7 @@ def test_a_client_side_tool_return_answers_the_request(
         type="tool", tool_call_id=pending.id, tool_return="stored on the client", status="success"
     )
     continuation = sending.send(fresh.rt, org.id, agent.id, [answer(agent, ran_by_client)],
-                                max_steps=10, wait=True).run  # fmt: skip
+                                RunOptions(max_steps=10), wait=True).run  # fmt: skip
     assert continuation.stop_reason == "end_turn"
     assert "stored on the client" in tool_text(fresh, agent, continuation.id)
     assert state_of(db, agent)[1]["human"] == "Name: Ada"  # the server did not run the tool
@@ -339,7 +345,7 @@ def sleeptime_agent(db: Database, org: Organization, helpers: int = 1) -> tuple[
 
 def turn(flows: Flows, primary: Agent, text: str) -> Run:
     run = sending.send(flows.rt, primary.organization_id, primary.id, [user(primary, text)],
-                       max_steps=10, wait=True).run  # fmt: skip
+                       RunOptions(max_steps=10), wait=True).run  # fmt: skip
     assert run.status == "completed", run.error
     return run
 

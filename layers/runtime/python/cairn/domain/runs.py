@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -9,12 +11,27 @@ from pydantic import BaseModel, Field
 
 from cairn.domain.agents import StopReason
 from cairn.domain.base import DomainModel, Value, utc_now
+from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.ids import AgentId, OrgId, RunId, StepId, new_id
 
 RunStatus = Literal["created", "running", "completed", "failed", "cancelled"]
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 StepKind = Literal["llm", "compaction", "approval"]
 StepStatus = Literal["success", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run starts, one value from the request to the run's row (Letta's request
+    fields, and what the workflows give their runs)."""
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    # None: in the background unless its caller runs its steps (a sync send, a stream).
+    background: bool | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    task_token: str | None = None  # a workflow waits for this run's end
+    compact_only: bool = False  # a summarise request: one compaction step
+    run_id: str | None = None  # chosen by the caller (a fan-out, a group's chain)
 
 
 def run_status_for(stop_reason: StopReason) -> RunStatus:

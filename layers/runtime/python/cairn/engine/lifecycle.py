@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.messages import Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, step_command
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, RunOptions, step_command
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, PendingApprovalError
 from cairn.store import agents, messages, runs
 from cairn.store.claim import Claim
 from cairn.store.db import Connection, Database
 
+DEFAULT_OPTIONS = RunOptions()
 # How long a run holds its agent without renewing (renewed by every step).
 LEASE_SECONDS = 900.0
 
@@ -33,14 +33,9 @@ def start_run(
     org_id: str,
     agent_id: str,
     inputs: list[Message],
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    background: bool = False,
-    metadata: dict[str, Any] | None = None,
     run_here: bool = False,
-    task_token: str | None = None,
-    compact_only: bool = False,
-    run_id: str | None = None,
     conn: Connection | None = None,
     org_cap: int = 0,
 ) -> StartedRun:
@@ -49,19 +44,20 @@ def start_run(
     With `run_here` the caller runs the first step itself: the command is stored as
     published, and goes back to the outbox only if that step cannot run (busy, crash).
     With `conn`, inside the caller's transaction (a batch starts all its runs or none).
+    `org_cap`: the organization's share of the workers (settings.org_max_runs).
     """
-    if not inputs and not compact_only:
+    if not inputs and not options.compact_only:
         raise InvalidArgumentError("messages: at least one message is required")
-    if max_steps < 1:
+    if options.max_steps < 1:
         raise InvalidArgumentError("max_steps: must be at least 1")
     answering = any(m.role == "approval" for m in inputs)
     run = Run(
-        **({"id": run_id} if run_id else {}),
+        **({"id": options.run_id} if options.run_id else {}),
         organization_id=org_id,
         agent_id=agent_id,
-        background=background,
-        metadata=dict(metadata or {}),
-        task_token=task_token,
+        background=bool(options.background),
+        metadata=dict(options.metadata),
+        task_token=options.task_token,
     )
     stamped = [
         m.model_copy(update={"run_id": run.id, "agent_id": agent_id, "organization_id": org_id})
@@ -69,9 +65,9 @@ def start_run(
     ]
     run.request_config = {
         "input": [m.model_dump(mode="json") for m in stamped],
-        "max_steps": max_steps,
+        "max_steps": options.max_steps,
         # A summarise request: one compaction step, then the run ends.
-        **({"compact_only": True} if compact_only else {}),
+        **({"compact_only": True} if options.compact_only else {}),
     }
     first = step_command(run, 0)
     with nullcontext(conn) if conn is not None else db.connection() as on:

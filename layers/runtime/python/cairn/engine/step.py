@@ -5,8 +5,8 @@ or after a crash at any point. It reads, calls the model with no transaction ope
 the response before any tool runs, and commits everything in `store.checkpoints.commit`. A second
 delivery reuses the journal (no second model call) and a committed step is never redone.
 
-Here: claiming a step, choosing its kind, the journaled model call and the commit. The
-turn's own work (model step, tools, approval, compaction, endings) is `engine/turn.py`; a
+Here: claiming a step, choosing its kind and the commit. The turn's own work (the model
+and its key, tools, endings) is `engine/turn.py` and the modules of each kind it names; a
 run's start and its end from outside a step, `engine/lifecycle.py`.
 """
 
@@ -16,19 +16,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cairn import faults
 from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
-from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.messages import Message
-from cairn.domain.providers import Provider
 from cairn.domain.runs import (
     TERMINAL_RUN_STATUSES,
-    JournalEntry,
     OutboxCommand,
     Run,
     StepKind,
@@ -41,22 +38,24 @@ from cairn.domain.runs import (
 from cairn.embeddings import providers
 from cairn.embeddings.base import Embedder
 from cairn.engine import lifecycle
-from cairn.engine.lifecycle import LEASE_SECONDS, StartedRun
+from cairn.engine.lifecycle import LEASE_SECONDS
 from cairn.engine.state import StepState, load
+from cairn.engine.turn_model import ProviderKeyLookup, TurnModel
 from cairn.errors import (
     ConflictError,
     NotFoundError,
     VersionConflictError,
 )
-from cairn.llm import deadline
-from cairn.llm.clients import LLMClient, client_for, wire_body, with_key
-from cairn.llm.types import LLMError, LLMRequest, LLMResponse, MessageDelta, OnDelta
+from cairn.llm.clients import LLMClient, client_for, wire_body
+from cairn.llm.types import MessageDelta
 from cairn.store import claim as claims
-from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
 from cairn.store.claim import Claim
-from cairn.store.db import Connection, Database
+from cairn.store.db import Database
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
+
+if TYPE_CHECKING:
+    from cairn.engine.turn import TurnParts
 
 logger = logging.getLogger(__name__)
 
@@ -64,10 +63,6 @@ logger = logging.getLogger(__name__)
 MAX_CONFLICT_RETRIES = 3
 # A busy agent's messages are embedded by one job per window, not one per step.
 EMBED_WINDOW_SECONDS = 30
-LLM_JOURNAL_KEY = "llm"
-
-# (organization, provider name) -> the provider and its key, or None if it has none by that name.
-ProviderKeyLookup = Callable[[str, str], "tuple[Provider, dict[str, str]] | None"]
 
 StepStatus = Literal["committed", "already_done", "busy", "throttled", "run_finished", "missing"]
 
@@ -122,39 +117,13 @@ class Engine:
     def embedder_for(self, config: EmbeddingConfig | None) -> Embedder:
         return self._embedder_for(config or providers.default_config(self.settings))
 
-    # -- a run's start and end ------------------------------------------------------
+    def turn_parts(self) -> TurnParts:
+        """What a step's turn works with, as the engine has them now (tests swap parts)."""
+        from cairn.engine.turn import TurnParts
 
-    def start_run(
-        self,
-        org_id: str,
-        agent_id: str,
-        inputs: list[Message],
-        *,
-        max_steps: int = DEFAULT_MAX_STEPS,
-        background: bool = False,
-        metadata: dict[str, Any] | None = None,
-        run_here: bool = False,
-        task_token: str | None = None,
-        compact_only: bool = False,
-        run_id: str | None = None,
-        conn: Connection | None = None,
-    ) -> StartedRun:
-        """`lifecycle.start_run` on this engine's database."""
-        return lifecycle.start_run(
-            self.db,
-            org_id,
-            agent_id,
-            inputs,
-            max_steps=max_steps,
-            background=background,
-            metadata=metadata,
-            run_here=run_here,
-            task_token=task_token,
-            compact_only=compact_only,
-            run_id=run_id,
-            conn=conn,
-            org_cap=self.settings.org_max_runs,
-        )
+        model = TurnModel(self.db, self.settings, self._llm_for, self._provider_keys)
+        return TurnParts(model, self.db, self.settings, self.sandbox, self.embedder_for,
+                         self._clock)  # fmt: skip
 
     # -- one step ---------------------------------------------------------------------
 
@@ -220,17 +189,21 @@ class Engine:
         journal = got.journal
         previous_kind = got.previous_kind
         now = self._clock()
-        from cairn.engine.turn import Turn  # what only a step needs: not imported by requests
+        # What only a step needs, not imported by requests.
+        from cairn.engine.approval_step import approval_step
+        from cairn.engine.compaction_step import compaction_step
+        from cairn.engine.llm_step import llm_step
+        from cairn.engine.turn import Turn
 
-        turn = Turn(self, state, journal, now, on_delta)
+        turn = Turn(self.turn_parts(), state, journal, now, on_delta)
         if run.request_config.get("compact_only"):
-            cp = turn.compaction_step() or turn.finish("end_turn")
+            cp = compaction_step(turn) or turn.finish("end_turn")
         elif turn.inputs and turn.inputs[-1].role == "approval":
-            cp = turn.approval_step()
+            cp = approval_step(turn)
         elif previous_kind != "compaction" and turn.over_window():
-            cp = turn.compaction_step() or turn.llm_step()
+            cp = compaction_step(turn) or llm_step(turn)
         else:
-            cp = turn.llm_step()
+            cp = llm_step(turn)
         faults.reached("before_commit")
         _add_commands(cp, org_id, run_id, step_index)
         try:
@@ -265,75 +238,13 @@ class Engine:
             state = load(conn, run, 0)
         if state is None:
             raise NotFoundError(f"Agent with ID {agent_id} not found")
+        from cairn.engine.llm_step import llm_request
         from cairn.engine.turn import Turn
 
-        request, *_ = Turn(self, state, {}, self._clock()).llm_request()
+        request, *_ = llm_request(Turn(self.turn_parts(), state, {}, self._clock()))
         if request is None:
             raise ConflictError("The tool rules leave the agent no tool to call")
         return wire_body(request)
-
-    # -- the model --------------------------------------------------------------------
-
-    def call_llm(
-        self,
-        state: StepState,
-        request: LLMRequest,
-        journal: dict[str, dict[str, Any]],
-        on_delta: OnDelta | None = None,
-    ) -> LLMResponse:
-        """The journaled response if there is one; else call, then journal before returning.
-
-        A response without tool calls is not journaled: nothing runs before the checkpoint
-        that stores it, so a retry after a crash only repeats the call (one round trip saved
-        on every answering step).
-        """
-        if LLM_JOURNAL_KEY in journal:
-            return LLMResponse.model_validate(journal[LLM_JOURNAL_KEY])
-        faults.reached("before_llm")
-        client = self._client(state.org_id, request.config)
-        response = deadline.retried(
-            lambda: client.complete(request, on_delta), self.settings.llm_max_retries
-        )
-        if not response.tool_calls:
-            return response
-        entry = JournalEntry(
-            organization_id=state.org_id,
-            run_id=state.run.id,
-            step_index=state.step_index,
-            key=LLM_JOURNAL_KEY,
-            payload=response.model_dump(mode="json"),
-        )
-        with self.db.connection() as conn:
-            # Two deliveries may race to the model; both go on with the one journaled first.
-            stored = runs.journal_once(conn, entry)
-        faults.reached("after_journal")
-        return LLMResponse.model_validate(stored)
-
-    def _client(self, org_id: str, config: LLMConfig) -> LLMClient:
-        """The client for the model: the server's keys, or the organization's own key for a
-        model of one of its providers (`provider_category` byok)."""
-        if config.provider_category != "byok":
-            return self._llm_for(config)
-        found = (
-            self._provider_keys(org_id, config.provider_name or "") if self._provider_keys else None
-        )
-        if found is None:
-            raise LLMError("auth", f"The provider `{config.provider_name}` is not configured "
-                           "for this organization (the providers API)")  # fmt: skip
-        provider, secret = found
-        own = with_key(self.settings, provider.provider_type, secret, region=provider.region)
-        return client_for(config, own)
-
-    def write_journal(self, state: StepState, key: str, payload: dict[str, Any]) -> None:
-        entry = JournalEntry(
-            organization_id=state.org_id,
-            run_id=state.run.id,
-            step_index=state.step_index,
-            key=key,
-            payload=payload,
-        )
-        with self.db.connection() as conn:
-            runs.journal(conn, entry)
 
 
 def _add_commands(cp: Checkpoint, org_id: str, run_id: str, step_index: int) -> None:

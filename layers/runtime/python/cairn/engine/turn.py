@@ -1,17 +1,22 @@
-"""The turn: one step's work on loaded state (an LLM step, an approval answer or a
-compaction), built into a checkpoint value; it writes nothing itself (`engine/step.py`)."""
+"""The turn: one step's work on loaded state, built into a checkpoint value; it writes
+nothing itself (`engine/step.py` commits it).
+
+Here: what every kind of step shares (its messages, the model's answer, running the tools
+called, the endings and the checkpoint). The kinds: `llm_step.py` (a model call),
+`approval_step.py` (an answer to an approval request), `compaction_step.py` (a summary of
+the oldest context); the model and its key, `turn_model.py`."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from cairn.config import Settings
-from cairn.domain.agents import Agent
+from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.ids import new_id
 from cairn.domain.messages import ContentPart, Message, TextContent
@@ -22,50 +27,35 @@ from cairn.domain.runs import (
     step_command,
 )
 from cairn.embeddings.base import Embedder
-from cairn.engine import calls, compaction
+from cairn.engine import calls
 from cairn.engine.context import StepToolContext
 from cairn.engine.policy import CallOutcome, after_tools, must_call_first, policy_for
-from cairn.engine.prompt import context_estimate, refreshed_system, tool_schemas
+from cairn.engine.prompt import context_estimate, refreshed_system
 from cairn.engine.state import StepState
+from cairn.engine.turn_model import TurnModel
 from cairn.llm.clients import wire_body
-from cairn.llm.deadline import DeadlineReached
-from cairn.llm.types import Delta, LLMError, LLMRequest, LLMResponse, MessageDelta, OnDelta
+from cairn.llm.types import Delta, LLMRequest, LLMResponse, MessageDelta
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.store.checkpoints import Checkpoint
 from cairn.store.db import Database
-from cairn.tools.rules import ToolRulesSolver, ToolRuleViolation
+from cairn.tools.rules import ToolRulesSolver
 from cairn.tools.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
 
 
-class StepEngine(Protocol):
-    """What a turn uses of the engine that runs it (`engine/step.py`'s Engine)."""
+@dataclass(frozen=True)
+class TurnParts:
+    """What a turn works with, handed over by the engine that runs it: the model, the
+    database its tools read, the sandbox of custom tools, the settings, the clock."""
 
+    model: TurnModel
     db: Database
     settings: Settings
     sandbox: Sandbox
-
-    _clock: Callable[[], datetime]
-
-    def call_llm(
-        self,
-        state: StepState,
-        request: LLMRequest,
-        journal: dict[str, dict[str, Any]],
-        on_delta: OnDelta | None = None,
-    ) -> LLMResponse: ...
-
-    def embedder_of(self, agent: Agent) -> Embedder: ...
-
-    def write_journal(self, state: StepState, key: str, payload: dict[str, Any]) -> None: ...
-
-
-def _pending_approval(last: Message | None) -> Message | None:
-    if last is not None and last.role == "approval" and last.tool_calls:
-        return last
-    return None
+    embedder_for: Callable[[EmbeddingConfig | None], Embedder]
+    clock: Callable[[], datetime]
 
 
 class Turn:
@@ -73,13 +63,13 @@ class Turn:
 
     def __init__(
         self,
-        engine: StepEngine,
+        parts: TurnParts,
         state: StepState,
         journal: dict[str, dict[str, Any]],
         now: datetime,
         on_delta: MessageDelta | None = None,
     ) -> None:
-        self.engine, self.state, self.journal, self.now = engine, state, journal, now
+        self.parts, self.state, self.journal, self.now = parts, state, journal, now
         self.on_delta = on_delta
         # The id the model's answer is stored under, known before it is asked: the pieces
         # a stream's reader gets while it answers carry it.
@@ -134,9 +124,9 @@ class Turn:
         `streamed`: its pieces go to the turn's listener as they arrive."""
         started = time.monotonic_ns()
         relay = self._relay if streamed and self.on_delta is not None else None
-        response = self.engine.call_llm(self.state, request, self.journal, relay)
+        response = self.parts.model.call(self.state, request, self.journal, relay)
         self.step.llm_request_ns = time.monotonic_ns() - started
-        if self.engine.settings.provider_traces:
+        if self.parts.settings.provider_traces:
             self.trace = (wire_body(request), response.model_dump(mode="json"))
         return response
 
@@ -154,122 +144,8 @@ class Turn:
             tool.name, default=tool.default_requires_approval
         )
 
-    # -- kinds of step ----------------------------------------------------------------
-
     def over_window(self) -> bool:
         return context_estimate(self.state, self.inputs) > self.agent.llm_config.context_window
-
-    def llm_request(self) -> tuple[LLMRequest | None, Message | None, list[str], list[str]]:
-        """What this step asks the model (None: the rules leave no tool to call), the
-        rewritten system message if memory changed, the tools called so far and the tools
-        allowed now."""
-        state, solver = self.state, self.solver
-        system = refreshed_system(state, state.blocks, solver, now=self.now)
-        history = state.tool_history()
-        available = [t.name for t in state.tools]
-        allowed = solver.allowed_tools(available, history, state.last_tool_output())
-        if history and not allowed and self.policy.tool_choice == "required":
-            return None, system, history, allowed
-        schemas = tool_schemas(
-            state.tools,
-            allowed,
-            solver,
-            self.policy,
-            thinking=self.agent.llm_config.put_inner_thoughts_in_kwargs,
-        )
-        request = LLMRequest(
-            config=self.agent.llm_config,
-            messages=[system or state.context[0], *state.context[1:], *self.inputs],
-            tools=schemas,
-            tool_choice=self.policy.tool_choice if schemas else "auto",
-        )
-        return request, system, history, allowed
-
-    def llm_step(self) -> Checkpoint:
-        state, solver = self.state, self.solver
-        memory = CoreMemory.of(state.org_id, state.blocks)
-        request, system, history, allowed = self.llm_request()
-        if request is None:
-            return self.finish("tool_rule", system=system)
-        try:
-            response = self.ask(request, streamed=True)
-        except DeadlineReached:
-            raise  # the caller's time ran out, not the provider: the queue runs it again
-        except LLMError as err:
-            # The SDK has spent the step's retries (CAIRN_LLM_MAX_RETRIES, with backoff):
-            # the run ends here with the provider's message, as Letta's does; the queue's
-            # redeliveries are for crashes, not for asking a failing provider again.
-            return self.failed("llm_api_error", str(err), system=system, kind=err.kind)
-        self.step = self.step.model_copy(
-            update={
-                "prompt_tokens": response.usage.prompt_tokens,
-                "completion_tokens": response.usage.completion_tokens,
-                "total_tokens": response.usage.total_tokens,
-                "model": response.model or self.step.model,
-            }
-        )
-        parts: list[ContentPart] = [*response.reasoning]
-        if response.text:
-            parts.append(TextContent(text=response.text))
-        assistant = self.message(
-            "assistant",
-            parts,
-            tool_calls=response.tool_calls or None,
-            model=response.model,
-            id=self.reply_id,
-        )
-        covered = len(state.context) + len(self.inputs) + 1
-        tokens = (response.usage.total_tokens, covered)
-        if not response.tool_calls:
-            self.new.append(assistant)
-            missing = solver.missing_before_exit(history)
-            if missing:
-                return self.go_on(
-                    self.heartbeat(must_call_first(missing)),
-                    system,
-                    memory,
-                    tokens=tokens,
-                    usage=response,
-                )
-            if self.policy.text_ends_turn:
-                return self.finish("end_turn", system=system, tokens=tokens, usage=response)
-            return self.go_on(
-                self.heartbeat(packaging.NO_TOOL_CALL_REASON),
-                system,
-                memory,
-                tokens=tokens,
-                usage=response,
-            )
-        try:
-            prepared = calls.prepare(
-                response.tool_calls,
-                tools=state.tools,
-                allowed=allowed,
-                solver=solver,
-                history=history,
-            )
-        except ToolRuleViolation as err:
-            self.new.append(assistant)
-            self.new.append(
-                self.tool_message(
-                    [
-                        calls.CallResult(
-                            c,
-                            False,
-                            packaging.tool_return(
-                                str(err), success=False, now=self.now, timezone=self.agent.timezone
-                            ),
-                        )
-                        for c in response.tool_calls
-                    ]
-                )
-            )
-            return self.finish("invalid_tool_call", system=system, tokens=tokens, usage=response)
-        if any(p.needs_approval and not p.error for p in prepared):
-            self.new.append(assistant.model_copy(update={"role": "approval"}))
-            return self.finish("requires_approval", system=system, tokens=tokens, usage=response)
-        self.new.append(assistant)
-        return self.run_tools(prepared, memory, history, system, tokens=tokens, usage=response)
 
     def run_tools(
         self,
@@ -284,12 +160,12 @@ class Turn:
     ) -> Checkpoint:
         ctx = StepToolContext(
             self.state,
-            self.engine.db,
+            self.parts.db,
             self.now,
             memory,
-            sandbox=self.engine.sandbox,
-            embedder=self.engine.embedder_of(self.agent),
-            tool_timeout_seconds=self.engine.settings.tool_timeout_seconds,
+            sandbox=self.parts.sandbox,
+            embedder=self.parts.embedder_for(self.agent.embedding_config),
+            tool_timeout_seconds=self.parts.settings.tool_timeout_seconds,
         )
         to_run = [p for p in prepared if p.call.id not in (overrides or {})]
         started = time.monotonic_ns()
@@ -299,7 +175,7 @@ class Turn:
             now=self.now,
             timezone=self.agent.timezone,
             journaled=self.journal,
-            write_journal=lambda key, payload: self.engine.write_journal(self.state, key, payload),
+            write_journal=lambda key, done: self.parts.model.write_journal(self.state, key, done),
         )
         self.step.tool_execution_ns = time.monotonic_ns() - started
         by_id = {r.call.id: r for r in ran} | (overrides or {})
@@ -343,92 +219,6 @@ class Turn:
             name=results[0].call.function.name,
             tool_returns=[r.tool_return() for r in results],
         )
-
-    def approval_step(self) -> Checkpoint:
-        """Answer the pending approval: run approved calls, refuse denied ones, no LLM call."""
-        self.step = self.step.model_copy(update={"kind": "approval"})
-        pending = _pending_approval(self.state.context[-1] if self.state.context else None)
-        response = self.inputs[-1]
-        if pending is None:
-            return self.failed("invalid_tool_call", "no tool call is waiting for approval")
-        decisions = {d.tool_call_id: d for d in response.approvals or ()}
-        tool_calls = list(pending.tool_calls or ())
-        missing = [c.id for c in tool_calls if c.id not in decisions]
-        if missing:
-            return self.failed("invalid_tool_call", f"no decision for tool calls {missing}")
-        memory = CoreMemory.of(self.state.org_id, self.state.blocks)
-        solver, history = self.solver, self.state.tool_history()
-        try:
-            prepared = calls.prepare(
-                tool_calls,
-                tools=self.state.tools,
-                allowed=[t.name for t in self.state.tools],
-                solver=solver,
-                history=history,
-            )
-        except ToolRuleViolation as err:
-            return self.failed("invalid_tool_call", str(err))
-        overrides: dict[str, calls.CallResult] = {}
-        tz = self.agent.timezone
-        for call in tool_calls:
-            decision = decisions[call.id]
-            if decision.type == "tool":  # the client ran the tool itself
-                ok = decision.status != "error"
-                text = packaging.tool_return(
-                    decision.tool_return or "", success=ok, now=self.now, timezone=tz
-                )
-                overrides[call.id] = calls.CallResult(call, ok, text)
-            elif not decision.approve:
-                reason = decision.reason or "no reason given"
-                text = packaging.tool_return(
-                    f"Error: request to call tool denied. User reason: {reason}",
-                    success=False,
-                    now=self.now,
-                    timezone=tz,
-                )
-                overrides[call.id] = calls.CallResult(call, False, text)
-        system = refreshed_system(self.state, self.state.blocks, solver, now=self.now)
-        return self.run_tools(prepared, memory, history, system, overrides=overrides)
-
-    def compaction_step(self) -> Checkpoint | None:
-        """Summarise the oldest part of the context; None when there is nothing to evict."""
-        state = self.state
-        settings = compaction.settings_of(self.agent)
-        cut = compaction.cut_index(state.context, settings)
-        evicted = state.context[1:cut]
-        if not evicted:
-            return None
-        self.step = self.step.model_copy(update={"kind": "compaction"})
-        request = compaction.summary_request(self.agent, evicted)
-        try:
-            response = self.ask(request)
-        except DeadlineReached:
-            raise
-        except LLMError as err:
-            return self.failed("llm_api_error", f"summarising failed: {err}", kind=err.kind)
-        summary = compaction.summary_message(
-            self.agent, response.text, now=self.now, run_id=state.run.id, step_id=self.step.id
-        )
-        self.step = self.step.model_copy(
-            update={
-                "prompt_tokens": response.usage.prompt_tokens,
-                "completion_tokens": response.usage.completion_tokens,
-                "total_tokens": response.usage.total_tokens,
-            }
-        )
-        kept = state.context[cut:]
-        ids = [state.context[0].id, summary.id, *(m.id for m in kept), *(m.id for m in self.inputs)]
-        only = bool(state.run.request_config.get("compact_only"))  # summarise on request
-        cp = self.checkpoint(
-            status="completed" if only else "running",
-            stop_reason="end_turn" if only else None,
-            usage=response,
-            message_ids=ids,
-            new=[summary, *self.inputs],
-        )
-        if not only:
-            cp.next_command = step_command(state.run, state.step_index + 1)
-        return cp
 
     # -- endings ----------------------------------------------------------------------
 
@@ -559,7 +349,7 @@ class Turn:
             # An archival insert refreshes <memory_metadata> (its count and tags), as in Letta.
             system = self.after_archival_insert(ctx, memory)
         step = self.step.model_copy(
-            update={"completed_at": self.engine._clock(), "kind": self.step.kind}
+            update={"completed_at": self.parts.clock(), "kind": self.step.kind}
         )
         return Checkpoint(
             agent=self.agent,

@@ -183,7 +183,7 @@ def _bedrock(endpoint: str | None, timeout: float, retries: int, own: BedrockOwn
 
 
 # Bedrock's runtime client is made by an orchestration adapter (boto3 lives there only);
-# the runtime installs its factory (orchestration/bedrock.py).
+# the runtime installs its factory (orchestration/aws/bedrock.py).
 _bedrock_factory: Callable[[str | None, float, int, BedrockOwnKey], Any] | None = None
 
 

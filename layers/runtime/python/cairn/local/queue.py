@@ -27,7 +27,7 @@ from typing import Any
 
 from cairn.domain.runs import OutboxCommand
 from cairn.local.lambdas import invoke
-from cairn.orchestration.sqs import RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, message_fields
+from cairn.orchestration.aws.sqs import RETRY_BASE_SECONDS, RETRY_MAX_SECONDS, message_fields
 
 logger = logging.getLogger(__name__)
 DEDUP_SECONDS = 300.0  # SQS FIFO's deduplication interval

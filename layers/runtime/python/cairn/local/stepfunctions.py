@@ -20,7 +20,7 @@ from typing import Any
 
 from cairn.domain.runs import OutboxCommand
 from cairn.local.lambdas import functions_dir, invoke
-from cairn.orchestration.stepfunctions import StepFunctionsWorkflows
+from cairn.orchestration.aws.stepfunctions import StepFunctionsWorkflows
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 FUNCTION_PREFIX = "cairn-"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn.engine import group_chat
+from cairn.domain.runs import RunOptions
+from cairn.engine import group_chat, lifecycle
 from cairn.orchestration.dispatch import publish_and_mark
 from cairn.orchestration.parts import Runtime
 from cairn.store import runs
@@ -24,13 +25,12 @@ def start_turn(rt: Runtime, payload: dict[str, Any]) -> str:
     if found is None:
         return "chain ended"
     group, inputs = found
-    started = rt.engine.start_run(
-        org,
-        group_chat.speaker(group, turn),
-        inputs,
+    options = RunOptions(
         background=True,
-        metadata=group_chat.chain_metadata(group, chain, turn, payload["turns"]),
         run_id=run_id,
+        metadata=group_chat.chain_metadata(group, chain, turn, payload["turns"]),
     )
+    started = lifecycle.start_run(rt.db, org, group_chat.speaker(group, turn), inputs, options,
+                                  org_cap=rt.settings.org_max_runs)  # fmt: skip
     publish_and_mark(rt.db, rt.queue, started.command)
     return "started"

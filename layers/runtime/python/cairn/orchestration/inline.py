@@ -1,4 +1,4 @@
-"""A step queue inside the process: a worker thread runs each command on the engine.
+"""A step queue inside the process: a worker thread runs each command (`worker.run_step`).
 
 For the local stack without SQS, and for tests of the API that are not about SQS. Same
 contract as the SQS queue: at least once, in order; a step for a busy agent waits in the
@@ -7,7 +7,6 @@ outbox until the run holding the agent ends.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import queue
@@ -15,11 +14,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from cairn.domain.runs import OutboxCommand
-from cairn.engine.embedding_jobs import EmbeddingFailed, embed_agent
-from cairn.engine.step import Engine
-from cairn.orchestration import group_turns, later, worker
-from cairn.orchestration.dispatch import after_step
-from cairn.orchestration.ports import StepQueue
+from cairn.orchestration import later, worker
 
 if TYPE_CHECKING:
     from cairn.orchestration.parts import Runtime
@@ -28,21 +23,17 @@ logger = logging.getLogger(__name__)
 
 
 class InlineStepQueue:
-    def __init__(
-        self, engine: Engine, *, max_attempts: int = 3, retry_seconds: float = 1.0
-    ) -> None:
-        self.engine = engine
+    def __init__(self, *, max_attempts: int = 3, retry_seconds: float = 1.0) -> None:
         self.max_attempts, self.retry_seconds = max_attempts, retry_seconds
         self._attempts: dict[str, int] = {}
         self._queue: queue.Queue[OutboxCommand | None] = queue.Queue()
-        # Continuations of other kinds (workflows) go where the runtime routes them.
-        self.outlet: StepQueue = self
+        # Its commands run on the runtime it belongs to (continuations go where that routes).
         self.rt: Runtime | None = None
         self._thread = threading.Thread(target=self._work, name="cairn-steps", daemon=True)
         self._thread.start()
 
     def attach(self, rt: Runtime) -> None:
-        self.outlet, self.rt = rt.queue, rt
+        self.rt = rt
 
     def publish(self, command: OutboxCommand) -> None:
         self._queue.put(command)
@@ -81,18 +72,8 @@ class InlineStepQueue:
             worker.dead_letter(self.rt, json.dumps(command.payload), attempts)
 
     def _run(self, command: OutboxCommand) -> None:
-        p = command.payload
-        if p.get("kind") == "embed":
-            with contextlib.suppress(EmbeddingFailed):  # held back: the hold tries again
-                embed_agent(self.engine, p["organization_id"], p["agent_id"])
-            return
-        if p.get("kind") == "group_turn":
-            assert self.rt is not None, "group turns need the runtime (attach)"
-            group_turns.start_turn(self.rt, p)
-            return
-        outcome = self.engine.step(p["organization_id"], p["run_id"], p["step_index"])
-        after_step(self.engine.db, self.outlet, command, outcome,
-                   cap=self.engine.settings.org_max_runs)  # fmt: skip
+        assert self.rt is not None, "the runtime attaches its queues (build_runtime)"
+        worker.run_step(self.rt, command.payload, command)
 
 
 class InlineWorkflows:

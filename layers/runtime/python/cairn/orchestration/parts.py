@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from cairn.config import Settings
 from cairn.engine.step import Engine
+from cairn.orchestration.aws.provider_vault import ProviderKeys, ProviderVault
 from cairn.orchestration.ports import Workflows
-from cairn.orchestration.provider_vault import ProviderKeys, ProviderVault
 from cairn.orchestration.routing import Outlets
 from cairn.store.db import Database
 

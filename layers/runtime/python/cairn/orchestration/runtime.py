@@ -11,12 +11,12 @@ import threading
 from cairn import heap
 from cairn.config import Settings
 from cairn.engine.step import Engine
-from cairn.orchestration import bedrock
+from cairn.orchestration.aws import bedrock
+from cairn.orchestration.aws.provider_vault import ProviderKeys, vault_for
+from cairn.orchestration.aws.secrets import database_conninfo, egress_key, with_provider_keys
 from cairn.orchestration.parts import Runtime
 from cairn.orchestration.ports import StepQueue, Workflows
-from cairn.orchestration.provider_vault import ProviderKeys, vault_for
 from cairn.orchestration.routing import Outlets
-from cairn.orchestration.secrets import database_conninfo, egress_key, with_provider_keys
 from cairn.store.db import Database
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
@@ -40,7 +40,7 @@ def build_runtime(
     )
     sandbox: Sandbox
     if settings.sandbox_function:
-        from cairn.orchestration.lambda_sandbox import LambdaSandbox
+        from cairn.orchestration.aws.lambda_sandbox import LambdaSandbox
 
         sandbox = LambdaSandbox(
             settings.sandbox_function, proxy=settings.tool_egress_proxy, key=egress_key(settings)
@@ -54,23 +54,23 @@ def build_runtime(
     keys = ProviderKeys(database, vault)
     engine = Engine(database, settings, sandbox=sandbox, provider_keys=keys)
     if embeddings is None and settings.embed_queue_url:
-        from cairn.orchestration.sqs import SqsStepQueue
+        from cairn.orchestration.aws.sqs import SqsStepQueue
 
         embeddings = SqsStepQueue(settings.embed_queue_url)
     if queue is None:
         if settings.step_queue_url:
-            from cairn.orchestration.sqs import SqsStepQueue
+            from cairn.orchestration.aws.sqs import SqsStepQueue
 
             queue = SqsStepQueue(settings.step_queue_url)
         else:
             from cairn.orchestration.inline import InlineStepQueue
 
-            queue = InlineStepQueue(engine)
+            queue = InlineStepQueue()
             # Not behind the steps on their one thread: a slow embedding holds no turn.
-            embeddings = embeddings or InlineStepQueue(engine)
+            embeddings = embeddings or InlineStepQueue()
     if workflows is None:
         if settings.approval_state_machine_arn and settings.sleeptime_state_machine_arn:
-            from cairn.orchestration.stepfunctions import StepFunctionsWorkflows
+            from cairn.orchestration.aws.stepfunctions import StepFunctionsWorkflows
 
             workflows = StepFunctionsWorkflows(
                 settings.approval_state_machine_arn, settings.sleeptime_state_machine_arn
@@ -112,7 +112,8 @@ def preload_for_snapshot() -> None:
     import openai  # noqa: F401
     from google import genai  # noqa: F401
 
-    from cairn.engine import turn  # noqa: F401  the turn's modules, loaded by a first step
+    # The turn's modules, loaded by a first step.
+    from cairn.engine import approval_step, compaction_step, llm_step  # noqa: F401
 
     build_deferred_models()
     try:  # the Lambda Python runtime ships this module for SnapStart hooks

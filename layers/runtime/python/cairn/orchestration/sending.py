@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from typing import NamedTuple, Protocol
 
 from cairn.domain.messages import Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, RunOptions
 from cairn.embeddings.base import Embedder
+from cairn.engine import lifecycle
 from cairn.engine.lifecycle import StartedRun
 from cairn.engine.step import StepOutcome
 from cairn.llm import deadline
@@ -55,19 +57,12 @@ def send(
     org_id: str,
     agent_id: str,
     inputs: list[Message],
+    options: RunOptions,
     *,
-    max_steps: int,
     wait: bool,
-    metadata: dict[str, object] | None = None,
-    compact_only: bool = False,
-    run_id: str | None = None,
-    background: bool | None = None,
 ) -> Sent:
     """Start a run; with `wait`, run its steps here and wait (within the budget) for it."""
-    started = begin(
-        rt, org_id, agent_id, inputs, max_steps=max_steps, wait=wait, metadata=metadata,
-        compact_only=compact_only, run_id=run_id, background=background,
-    )  # fmt: skip
+    started = begin(rt, org_id, agent_id, inputs, options, wait=wait)
     if not wait:
         return Sent(started.run)
     budget = sync_budget(rt)
@@ -83,13 +78,9 @@ def begin(
     org_id: str,
     agent_id: str,
     inputs: list[Message],
+    options: RunOptions,
     *,
-    max_steps: int,
     wait: bool,
-    metadata: dict[str, object] | None = None,
-    compact_only: bool = False,
-    run_id: str | None = None,
-    background: bool | None = None,
 ) -> StartedRun:
     """Start a run: with `wait` its first step is claimed for the caller to `drive`, else
     it goes on the queue.
@@ -97,17 +88,10 @@ def begin(
     An answer to an approval also ends the workflow waiting for it; that workflow queues
     the answer's first step (unless it runs here), so a lost answer still times out cleanly.
     """
-    started = rt.engine.start_run(
-        org_id,
-        agent_id,
-        inputs,
-        max_steps=max_steps,
-        background=not wait if background is None else background,
-        metadata=metadata,
-        run_here=wait,
-        compact_only=compact_only,
-        run_id=run_id,
-    )
+    if options.background is None:  # a run nobody waits for is a background run
+        options = replace(options, background=not wait)
+    started = lifecycle.start_run(rt.db, org_id, agent_id, inputs, options, run_here=wait,
+                                  org_cap=rt.settings.org_max_runs)  # fmt: skip
     token, run = started.approval_token, started.run
     if not wait:
         handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})

@@ -12,8 +12,8 @@ from typing import Any
 
 from cairn.domain.ids import stable_id
 from cairn.domain.messages import ApprovalDecision, Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, task_result
-from cairn.engine import sleeptime
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, RunOptions, task_result
+from cairn.engine import lifecycle, sleeptime
 from cairn.errors import ConflictError
 from cairn.orchestration.dispatch import publish_and_mark
 from cairn.orchestration.parts import Runtime
@@ -90,9 +90,9 @@ def deny_pending(
         denial_reason=reason,
     )
     try:
-        started = rt.engine.start_run(
-            org, agent.id, [answer], background=True, metadata={"run_type": kind}
-        )
+        options = RunOptions(background=True, metadata={"run_type": kind})
+        started = lifecycle.start_run(rt.db, org, agent.id, [answer], options,
+                                      org_cap=rt.settings.org_max_runs)  # fmt: skip
     except ConflictError:  # answered (or cancelled) at the last moment
         return None
     publish_and_mark(rt.db, rt.queue, started.command)
@@ -154,14 +154,13 @@ def start_background(rt: Runtime, item: dict[str, str], token: str | None) -> di
         if token:
             rt.workflows.succeed(token, {"run_id": None, "status": "skipped"})
         return {"run_id": None}
-    started = rt.engine.start_run(
-        org,
-        item["agent_id"],
-        [message],
+    options = RunOptions(
         background=True,
-        metadata={"run_type": "sleeptime", "group_id": item["group_id"]},
         task_token=token,
         run_id=run_id,
+        metadata={"run_type": "sleeptime", "group_id": item["group_id"]},
     )
+    started = lifecycle.start_run(rt.db, org, item["agent_id"], [message], options,
+                                  org_cap=rt.settings.org_max_runs)  # fmt: skip
     publish_and_mark(rt.db, rt.queue, started.command)
     return {"run_id": started.run.id}

@@ -1,9 +1,12 @@
-"""The step worker: one queue message is one step; a dead-lettered one fails its run."""
+"""The step worker: what a queue message does, by its kind (a step, an embedding job, a
+group's next turn), and what its dead letter means (a step's fails its run)."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -42,7 +45,13 @@ class GroupTurnMessage(Value):
     turns: int = Field(ge=2)
 
 
-SHAPES: dict[object, type[BaseModel]] = {"embed": EmbedMessage, "group_turn": GroupTurnMessage}
+# What each kind of queue message is, does, and means when its last delivery failed: the
+# one place that decides (the SQS consumers and the in-process queue both come here).
+@dataclass(frozen=True)
+class Kind:
+    shape: type[BaseModel]
+    run: Callable[[Runtime, dict[str, Any], OutboxCommand | None], str]
+    dead: Callable[[Runtime, dict[str, Any], str, int], str]
 
 
 def parse(body: str) -> dict[str, Any]:
@@ -51,39 +60,18 @@ def parse(body: str) -> dict[str, Any]:
         raw = json.loads(body)
     except ValueError:
         raise ValueError("not a step or embedding command (the body is not JSON)") from None
-    kind = raw.get("kind") if isinstance(raw, dict) else None
-    shape = SHAPES.get(kind, StepMessage)
     try:
-        return shape.model_validate(raw).model_dump()
+        return _kind(raw).shape.model_validate(raw).model_dump()
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
                              for e in err.errors()[:3])  # fmt: skip
         raise ValueError(f"not a step or embedding command ({problems})") from None
 
 
-def run_step(rt: Runtime, payload: dict[str, Any]) -> str:
-    """Run the step a message names; raises (so the queue redelivers) on transient failures."""
-    if payload.get("kind") == "embed":
-        try:
-            written = embed_agent(rt.engine, payload["organization_id"], payload["agent_id"])
-        except EmbeddingFailed as err:  # held back: delivering it again would only skip it
-            return f"held: {err}"[:200]
-        return f"embedded {written}"
-    if payload.get("kind") == "group_turn":
-        return group_turns.start_turn(rt, payload)
-    org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
-    command = _command(rt, org, run_id, index)
-    try:
-        outcome = rt.engine.step(org, run_id, index)
-    except DeadlineReached as err:
-        # The model took the step's whole invocation (every retry included): it has failed,
-        # as a timeout after the SDK's retries fails the run. Delivering the step again
-        # would only hold another worker as long (three times over before the DLQ).
-        detail = f"The model did not answer within the step's time: {err}"
-        end_failed_run(rt, org, run_id, "llm_api_error", detail, kind="timeout")
-        return "timed_out"
-    after_step(rt.db, rt.queue, command, outcome, cap=rt.settings.org_max_runs)
-    return outcome.status
+def run_step(rt: Runtime, payload: dict[str, Any], command: OutboxCommand | None = None) -> str:
+    """Do what a message says (`command`: its outbox row, when the caller has it); raises
+    (so the queue redelivers) on transient failures."""
+    return _kind(payload).run(rt, payload, command)
 
 
 def run_message(rt: Runtime, body: str, receives: int) -> str:
@@ -103,12 +91,26 @@ def dead_letter(rt: Runtime, body: str, receives: int) -> str:
         payload = parse(body)
     except ValueError as err:
         return poison(rt, "step-dlq", body, str(err), receives)
-    if payload.get("kind") == "embed":
-        # Nothing waits on it: the sweeper's backfill embeds whatever is still missing.
-        return poison(rt, "step-dlq", body, "embedding job failed on each delivery", receives)
-    if payload.get("kind") == "group_turn":
-        # The turns before it are kept; the group's message ends short of its last turns.
-        return poison(rt, "step-dlq", body, "group turn failed to start", receives)
+    return _kind(payload).dead(rt, payload, body, receives)
+
+
+def _step(rt: Runtime, payload: dict[str, Any], command: OutboxCommand | None) -> str:
+    org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
+    command = command or _command(rt, org, run_id, index)
+    try:
+        outcome = rt.engine.step(org, run_id, index)
+    except DeadlineReached as err:
+        # The model took the step's whole invocation (every retry included): it has failed,
+        # as a timeout after the SDK's retries fails the run. Delivering the step again
+        # would only hold another worker as long (three times over before the DLQ).
+        detail = f"The model did not answer within the step's time: {err}"
+        end_failed_run(rt, org, run_id, "llm_api_error", detail, kind="timeout")
+        return "timed_out"
+    after_step(rt.db, rt.queue, command, outcome, cap=rt.settings.org_max_runs)
+    return outcome.status
+
+
+def _step_dead(rt: Runtime, payload: dict[str, Any], body: str, receives: int) -> str:
     org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
     reason = f"step {index} failed on each of {receives} deliveries; see the step function logs"
     ended = end_failed_run(rt, org, run_id, "error", reason)
@@ -118,6 +120,40 @@ def dead_letter(rt: Runtime, body: str, receives: int) -> str:
         return f"already {ended.status}"  # a step of a later delivery ended it first
     logger.error("run %s failed: %s", run_id, reason)
     return "failed"
+
+
+def _embed(rt: Runtime, payload: dict[str, Any], _: OutboxCommand | None) -> str:
+    try:
+        written = embed_agent(rt.engine, payload["organization_id"], payload["agent_id"])
+    except EmbeddingFailed as err:  # held back: delivering it again would only skip it
+        return f"held: {err}"[:200]
+    return f"embedded {written}"
+
+
+def _embed_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int) -> str:
+    # Nothing waits on it: the sweeper's backfill embeds whatever is still missing.
+    return poison(rt, "step-dlq", body, "embedding job failed on each delivery", receives)
+
+
+def _group_turn(rt: Runtime, payload: dict[str, Any], _: OutboxCommand | None) -> str:
+    return group_turns.start_turn(rt, payload)
+
+
+def _group_turn_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int) -> str:
+    # The turns before it are kept; the group's message ends short of its last turns.
+    return poison(rt, "step-dlq", body, "group turn failed to start", receives)
+
+
+KINDS: dict[object, Kind] = {
+    None: Kind(StepMessage, _step, _step_dead),
+    "embed": Kind(EmbedMessage, _embed, _embed_dead),
+    "group_turn": Kind(GroupTurnMessage, _group_turn, _group_turn_dead),
+}
+
+
+def _kind(raw: object) -> Kind:
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    return KINDS.get(kind, KINDS[None])
 
 
 def poison(rt: Runtime, source: str, body: str, reason: str, receives: int) -> str:

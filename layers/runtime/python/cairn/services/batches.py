@@ -11,6 +11,8 @@ from __future__ import annotations
 from cairn.domain.base import utc_now
 from cairn.domain.batches import Batch
 from cairn.domain.messages import Message
+from cairn.domain.runs import RunOptions
+from cairn.engine import lifecycle
 from cairn.engine.lifecycle import StartedRun
 from cairn.errors import NotFoundError
 from cairn.orchestration.dispatch import publish_all, wake
@@ -33,10 +35,14 @@ def create(rt: Runtime, org: str, user_id: str | None, req: CreateBatch) -> Batc
     started: list[StartedRun] = []
     with rt.db.transaction() as conn:
         for request, inputs in prepared:
-            started.append(rt.engine.start_run(
-                org, request.agent_id, inputs, max_steps=request.max_steps, background=True,
-                metadata={"run_type": "batch", "batch_id": batch.id}, conn=conn,
-            ))  # fmt: skip
+            options = RunOptions(
+                max_steps=request.max_steps,
+                background=True,
+                metadata={"run_type": "batch", "batch_id": batch.id},
+            )
+            started.append(lifecycle.start_run(
+                rt.db, org, request.agent_id, inputs, options, conn=conn,
+                org_cap=rt.settings.org_max_runs))  # fmt: skip
         batch = batch.model_copy(update={"run_ids": [s.run.id for s in started]})
         batches.create(conn, batch)
     # All at once; a lost publish is delivered by the sweeper from the outbox.

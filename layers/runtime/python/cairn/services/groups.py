@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from cairn.domain.groups import Group, round_robin_turns
 from cairn.domain.ids import new_id
 from cairn.domain.messages import Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, Usage
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
 from cairn.engine import group_chat
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.orchestration import sending
@@ -299,10 +299,10 @@ def _start(
     if any(m.role == "approval" for m in inputs):
         raise UnprocessableError("messages: answer an approval on the agent that asked for it")
     inputs = [m.model_copy(update={"group_id": group.id}) for m in inputs]
-    sent = sending.send(
-        rt, org, first, inputs, max_steps=req.max_steps, wait=wait,
-        metadata={"run_type": "send_message", **metadata}, run_id=run_id,
-    )  # fmt: skip
+    options = RunOptions(
+        max_steps=req.max_steps, run_id=run_id, metadata={"run_type": "send_message", **metadata}
+    )
+    sent = sending.send(rt, org, first, inputs, options, wait=wait)
     return group, run_id, turns, sent
 
 

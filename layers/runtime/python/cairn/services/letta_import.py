@@ -35,8 +35,8 @@ from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
 from cairn.embeddings.providers import embedder_for
 from cairn.llm import endpoints
-from cairn.orchestration import bedrock
-from cairn.orchestration.provider_vault import ProviderVault, vault_for
+from cairn.orchestration.aws import bedrock
+from cairn.orchestration.aws.provider_vault import ProviderVault, vault_for
 from cairn.services.letta_keys import SealedKeyError, open_key
 from cairn.store import (
     agents,

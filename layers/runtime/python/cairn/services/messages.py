@@ -9,7 +9,7 @@ from typing import Any
 
 from cairn.domain.agents import Agent
 from cairn.domain.messages import ApprovalDecision, Message, ReasoningContent, TextContent
-from cairn.domain.runs import embed_command
+from cairn.domain.runs import RunOptions, embed_command
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.orchestration import dispatch, sending, tasks
 from cairn.orchestration.parts import Runtime
@@ -34,26 +34,17 @@ def send(
     rt: Runtime, org: str, agent_id: str, req: LettaRequest, *, wait: bool, run_type: str
 ) -> Sent:
     """Start a run on the request's messages; with `wait`, run its first step here."""
-    return sending.send(
-        rt,
-        org,
-        agent_id,
-        inputs(rt, org, agent_id, req),
-        max_steps=req.max_steps,
-        wait=wait,
-        metadata={"run_type": run_type},
-        # A background stream's run outlives its client: its events can be read again.
-        background=req.background or not wait,
-    )
+    # A background stream's run outlives its client: its events can be read again.
+    options = RunOptions(max_steps=req.max_steps, metadata={"run_type": run_type},
+                         background=req.background or not wait)  # fmt: skip
+    return sending.send(rt, org, agent_id, inputs(rt, org, agent_id, req), options, wait=wait)
 
 
 def summarize(rt: Runtime, org: str, agent_id: str) -> Sent:
     """Compact the agent's context now: a run of one compaction step (the oldest messages
     summarised as its compaction settings say), waited for within the sync budget."""
-    return sending.send(
-        rt, org, agent_id, [], max_steps=1, wait=True, metadata={"run_type": "summarize"},
-        compact_only=True,
-    )  # fmt: skip
+    options = RunOptions(max_steps=1, metadata={"run_type": "summarize"}, compact_only=True)
+    return sending.send(rt, org, agent_id, [], options, wait=True)
 
 
 def preview(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> dict[str, Any]:

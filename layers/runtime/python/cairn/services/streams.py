@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from cairn.domain.messages import Message
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, Usage
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
 from cairn.engine.lifecycle import StartedRun
 from cairn.llm import deadline
 from cairn.llm.types import Delta, LLMError
@@ -103,10 +103,9 @@ def stream_budget(rt: Runtime) -> float:
 def send(rt: Runtime, org: str, agent_id: str, req: LettaRequest, *, run_type: str) -> Streamed:
     """Start the run now (a bad request or a busy agent is an error before any event) and
     its steps on a thread; the events come as the returned iterator is read."""
-    started = sending.begin(
-        rt, org, agent_id, inputs(rt, org, agent_id, req), max_steps=req.max_steps, wait=True,
-        metadata={"run_type": run_type}, background=req.background,
-    )  # fmt: skip
+    options = RunOptions(max_steps=req.max_steps, metadata={"run_type": run_type},
+                         background=req.background)  # fmt: skip
+    started = sending.begin(rt, org, agent_id, inputs(rt, org, agent_id, req), options, wait=True)
     budget = stream_budget(rt)
     ends_at = time.monotonic() + budget
     relay = _Relay(tokens=req.stream_tokens)

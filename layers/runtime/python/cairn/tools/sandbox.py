@@ -2,7 +2,7 @@
 
 Locally: a fresh interpreter in namespaces of its own (`SubprocessSandbox`, `tools/jail.py`).
 On AWS: a Lambda function without database or secret access, in a network with no way out
-(`cairn.orchestration.lambda_sandbox`, `functions/sandbox`). Both run `RUNNER` and answer
+(`cairn.orchestration.aws.lambda_sandbox`, `functions/sandbox`). Both run `RUNNER` and answer
 in the same `SandboxResult`; errors and timeouts are results, never exceptions. A call
 whose organization allows some hosts reaches them, and only them, through the egress
 proxy (`tools/egress.py`).

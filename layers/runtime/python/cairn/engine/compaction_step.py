@@ -1,0 +1,52 @@
+"""A compaction step: summarise the oldest part of the context (`compaction.py` decides
+what and asks how), keep the rest, and go on with the turn unless it was all it was for."""
+
+from __future__ import annotations
+
+from cairn.domain.runs import step_command
+from cairn.engine import compaction
+from cairn.engine.turn import Turn
+from cairn.llm.deadline import DeadlineReached
+from cairn.llm.types import LLMError
+from cairn.store.checkpoints import Checkpoint
+
+
+def compaction_step(turn: Turn) -> Checkpoint | None:
+    """Summarise the oldest part of the context; None when there is nothing to evict."""
+    state = turn.state
+    settings = compaction.settings_of(turn.agent)
+    cut = compaction.cut_index(state.context, settings)
+    evicted = state.context[1:cut]
+    if not evicted:
+        return None
+    turn.step = turn.step.model_copy(update={"kind": "compaction"})
+    request = compaction.summary_request(turn.agent, evicted)
+    try:
+        response = turn.ask(request)
+    except DeadlineReached:
+        raise
+    except LLMError as err:
+        return turn.failed("llm_api_error", f"summarising failed: {err}", kind=err.kind)
+    summary = compaction.summary_message(
+        turn.agent, response.text, now=turn.now, run_id=state.run.id, step_id=turn.step.id
+    )
+    turn.step = turn.step.model_copy(
+        update={
+            "prompt_tokens": response.usage.prompt_tokens,
+            "completion_tokens": response.usage.completion_tokens,
+            "total_tokens": response.usage.total_tokens,
+        }
+    )
+    kept = state.context[cut:]
+    ids = [state.context[0].id, summary.id, *(m.id for m in kept), *(m.id for m in turn.inputs)]
+    only = bool(state.run.request_config.get("compact_only"))  # summarise on request
+    cp = turn.checkpoint(
+        status="completed" if only else "running",
+        stop_reason="end_turn" if only else None,
+        usage=response,
+        message_ids=ids,
+        new=[summary, *turn.inputs],
+    )
+    if not only:
+        cp.next_command = step_command(state.run, state.step_index + 1)
+    return cp

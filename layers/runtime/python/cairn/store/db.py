@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -43,9 +44,23 @@ def pipeline(conn: Connection) -> Iterator[psycopg.Pipeline]:
     try:
         with conn.pipeline() as opened:
             yield opened
+    except psycopg.Error:
+        _forget_prepared(conn)
+        raise
     finally:
         if not conn.closed:
             conn.pgconn.nonblocking = 1
+
+
+def _forget_prepared(conn: Connection) -> None:
+    """After a statement failed in a pipeline, the ones queued behind it never ran, but
+    psycopg (3.3.9) has already counted the one it was preparing as prepared: every later
+    use of it on this connection failed with 'prepared statement "_pg3_N" does not exist'
+    (tests/integration/test_pipeline_errors.py). DEALLOCATE ALL makes both sides forget
+    every prepared statement (psycopg clears its cache on seeing it); inside a transaction
+    the caller's ROLLBACK does the same."""
+    if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+        conn.execute("DEALLOCATE ALL")
 
 
 class Database:

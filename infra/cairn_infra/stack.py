@@ -2,33 +2,27 @@
 
 from __future__ import annotations
 
-import hashlib
-
-from aws_cdk import ArnFormat, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_apigatewayv2 as apigw
-from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from cairn_infra.database import ADMIN_USER, APP_USER, DB_NAME, Database
+from cairn_infra.access import grant_access
+from cairn_infra.api import Api
+from cairn_infra.database import APP_USER, DB_NAME, Database
 from cairn_infra.egress import EgressProxy
 from cairn_infra.functions import SPECS, Functions
+from cairn_infra.migrations import migrate_on_deploy
 from cairn_infra.monitoring import Alarms, Watched
 from cairn_infra.network import Network
-from cairn_infra.packaging import ROOT, Layers
+from cairn_infra.packaging import Layers
 from cairn_infra.workers import EMBED_CONCURRENCY, STEP_CONCURRENCY, WorkQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
 
-# Who may send to and answer the workflows: every function that publishes the outbox.
 # Prefixes of Bedrock's cross-region inference profile ids (`us.anthropic.claude-...`).
 INFERENCE_GEOS = frozenset({"us", "eu", "apac", "jp", "au", "ca", "us-gov", "global"})
-PUBLISHERS = ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper")
 
 
 class CairnStack(Stack):
@@ -105,7 +99,7 @@ class CairnStack(Stack):
             "CAIRN_ORG_MAX_RUNS": str(STEP_CONCURRENCY // 2),
         }
         egress = None
-        if tool_network:  # tools reach their organization's allowed hosts (README)
+        if tool_network:  # tools reach their organization's allowed hosts (docs/tools.md)
             egress = EgressProxy(
                 self, "Egress", vpc=network.vpc, sandbox_security_group=network.sandbox_sg,
                 dev=dev, log_retention=retention, removal=removal,
@@ -121,61 +115,11 @@ class CairnStack(Stack):
             log_retention=retention, removal=removal,
         )  # fmt: skip
         by = fns.by_name
-        sandbox = by["sandbox"]
-
-        for key, fn in by.items():
-            if key == "sandbox":
-                continue
-            if key == "migrate":  # the schema's owner, and the one who sets the app's password
-                fn.add_environment("CAIRN_DB_IAM_USER", ADMIN_USER)
-                fn.add_environment("CAIRN_DB_APP_SECRET_ARN", database.app_secret.secret_arn)
-                database.app_secret.grant_read(fn)
-                database.proxy.grant_connect(fn, ADMIN_USER)
-            else:
-                database.proxy.grant_connect(fn, APP_USER)
-            providers.grant_read(fn)
-        for key in PUBLISHERS:
-            queue.queue.grant_send_messages(by[key])
-            embed_queue.queue.grant_send_messages(by[key])
-            by[key].add_to_role_policy(
-                iam.PolicyStatement(
-                    # Task tokens carry no ARN: IAM scopes the answers to state machines too.
-                    actions=[
-                        "states:StartExecution",
-                        "states:SendTaskSuccess",
-                        "states:SendTaskFailure",
-                    ],
-                    resources=list(arns.values()),
-                )
-            )
-        # Organizations' own provider keys: the API functions keep them (create, rotate,
-        # delete, read to list models); steps read them. Only secrets under the prefix.
-        own_keys = self.format_arn(service="secretsmanager", resource="secret",
-                                   resource_name=f"{self.stack_name}/providers/*",
-                                   arn_format=ArnFormat.COLON_RESOURCE_NAME)  # fmt: skip
-        keeping = ["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
-                   "secretsmanager:DeleteSecret", "secretsmanager:TagResource"]  # fmt: skip
-        for key in ("api", "stream", "step"):
-            reading = ["secretsmanager:GetSecretValue"]
-            allowed = reading + (keeping if key != "step" else [])
-            by[key].add_to_role_policy(iam.PolicyStatement(actions=allowed, resources=[own_keys]))
-        # A Letta import (cairn-admin, in the migrate function) puts away the keys of the
-        # providers it brings over; it reads or deletes none.
-        by["migrate"].add_to_role_policy(iam.PolicyStatement(
-            actions=["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
-                     "secretsmanager:TagResource"],
-            resources=[own_keys],
-        ))  # fmt: skip
-        for key in ("api", "stream", "step"):  # the ones that run steps, and so custom tools
-            sandbox.grant_invoke(by[key])
-            if bedrock_models:  # and call the models; on Bedrock, with no key to keep
-                by[key].add_to_role_policy(iam.PolicyStatement(
-                    actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-                    resources=[arn for model in bedrock_models
-                               for arn in self.bedrock_arns(model)],
-                ))  # fmt: skip
-            if egress is not None:  # and sign their passes
-                egress.key.grant_read(by[key])
+        grant_access(
+            self, by, database=database, providers=providers, queues=(queue, embed_queue),
+            workflows=list(arns.values()), bedrock_arns=self.bedrock_arns,
+            bedrock_models=bedrock_models, egress=egress,
+        )  # fmt: skip
 
         timings = timings or WorkflowTimings()
         approval = ApprovalWorkflow(
@@ -202,69 +146,16 @@ class CairnStack(Stack):
             schedule=events.Schedule.rate(Duration.minutes(sweep_minutes or (30 if dev else 1))),
             targets=[targets.LambdaFunction(by["sweeper"])],
         )
+        migrate_on_deploy(self, by, database)
 
-        # Migrations on every deploy that changes them (the hash is of the .sql files).
-        provider = cr.Provider(self, "MigrationsProvider", on_event_handler=by["migrate"])
-        migrations = CustomResource(
-            self,
-            "Migrations",
-            service_token=provider.service_token,
-            properties={"migrations": _migrations_hash()},
-        )
-        # Not before the database can answer through the proxy: the cluster's instances and
-        # the proxy's target group, not only the proxy (which its endpoint alone implies).
-        migrations.node.add_dependency(database.cluster, database.proxy)
-        # New code only after its schema: during a deploy the old code runs beside the new
-        # schema (migrations expand, then a later release contracts: docs/deploy.md), never
-        # the new code beside the old schema.
-        for key, fn in by.items():
-            if key not in ("migrate", "sandbox"):
-                fn.node.add_dependency(migrations)
-
-        access_logs = logs.LogGroup(
-            self, "ApiAccessLogs", retention=retention, removal_policy=removal
-        )
-        self.http_api = apigw.HttpApi(
-            self,
-            "HttpApi",
-            api_name=f"{self.stack_name}-api",
-            description="Cairn: the Letta-compatible REST API",
-            default_integration=integrations.HttpLambdaIntegration(
-                "Api",
-                fns.entry["api"],
-                payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0,
-            ),
-        )
-        stage = self.http_api.default_stage
-        assert stage is not None
-        cfn_stage = stage.node.default_child
-        # Per-stage throttling: a client in a loop meets 429s from API Gateway before it can
-        # take the account's Lambda concurrency from the steps (context api_rate_limit).
-        cfn_stage.default_route_settings = apigw.CfnStage.RouteSettingsProperty(  # type: ignore[union-attr]
-            throttling_rate_limit=api_rate_limit, throttling_burst_limit=2 * api_rate_limit
-        )
-        cfn_stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(  # type: ignore[union-attr]
-            destination_arn=access_logs.log_group_arn,
-            format='{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
-            '"route":"$context.routeKey","status":"$context.status",'
-            '"latency":"$context.integrationLatency"}',
-        )
-        CfnOutput(self, "ApiUrl", value=self.http_api.api_endpoint)
-        # The same API, streaming: the function checks the API key itself (as behind API
-        # Gateway); Lambda's own IAM auth would need clients to sign requests, which Letta's
-        # SDKs do not. Use it as the base URL where streams should stream.
-        stream_url = by["stream"].add_function_url(
-            auth_type=lambda_.FunctionUrlAuthType.NONE,
-            invoke_mode=lambda_.InvokeMode.RESPONSE_STREAM,
-        )
-        CfnOutput(self, "StreamUrl", value=stream_url.url)
-        if stream_concurrency is not None:
-            # No API Gateway stage in front of the URL: its function's reserved concurrency
-            # caps how many streams (and API key checks) run at once; more get 429.
-            if stream_concurrency < 1:
-                raise ValueError("stream_concurrency: a number of streams, 1 or more")
-            streams = by["stream"].node.default_child
-            streams.reserved_concurrent_executions = stream_concurrency  # type: ignore[union-attr]
+        api = Api(
+            self, "HttpApi", api_name=f"{self.stack_name}-api", handler=fns.entry["api"],
+            stream=by["stream"], rate_limit=api_rate_limit,
+            stream_concurrency=stream_concurrency, retention=retention, removal=removal,
+        )  # fmt: skip
+        self.http_api = api.http_api
+        CfnOutput(self, "ApiUrl", value=api.url)
+        CfnOutput(self, "StreamUrl", value=api.stream_url)
         CfnOutput(
             self,
             "MigrateFunction",
@@ -299,11 +190,3 @@ class CairnStack(Stack):
             self.format_arn(service="bedrock", region="*", account="",
                             resource="foundation-model", resource_name=base),
         ]  # fmt: skip
-
-
-def _migrations_hash() -> str:
-    folder = ROOT / "layers" / "runtime" / "python" / "cairn" / "store" / "migrations"
-    digest = hashlib.sha256()
-    for path in sorted(folder.glob("*.sql")):
-        digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()

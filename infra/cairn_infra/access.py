@@ -1,0 +1,83 @@
+"""Who may do what: the functions' grants on the database, the keys, the queues, the
+workflows, the sandbox, Bedrock and the egress proxy, each to the functions that need it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_secretsmanager as secretsmanager
+
+from cairn_infra.database import ADMIN_USER, APP_USER, Database
+from cairn_infra.egress import EgressProxy
+from cairn_infra.workers import WorkQueue
+
+# Who may send to and answer the workflows: every function that publishes the outbox.
+PUBLISHERS = ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper")
+# The ones that run steps, and so custom tools and model calls.
+STEPPING = ("api", "stream", "step")
+
+
+def grant_access(
+    stack: Stack,
+    by: Mapping[str, lambda_.Function],
+    *,
+    database: Database,
+    providers: secretsmanager.ISecret,
+    queues: tuple[WorkQueue, ...],
+    workflows: list[str],
+    bedrock_arns: Callable[[str], list[str]],
+    bedrock_models: tuple[str, ...],
+    egress: EgressProxy | None,
+) -> None:
+    for key, fn in by.items():
+        if key == "sandbox":
+            continue
+        if key == "migrate":  # the schema's owner, and the one who sets the app's password
+            fn.add_environment("CAIRN_DB_IAM_USER", ADMIN_USER)
+            fn.add_environment("CAIRN_DB_APP_SECRET_ARN", database.app_secret.secret_arn)
+            database.app_secret.grant_read(fn)
+            database.proxy.grant_connect(fn, ADMIN_USER)
+        else:
+            database.proxy.grant_connect(fn, APP_USER)
+        providers.grant_read(fn)
+    for key in PUBLISHERS:
+        for queue in queues:
+            queue.queue.grant_send_messages(by[key])
+        by[key].add_to_role_policy(
+            iam.PolicyStatement(
+                # Task tokens carry no ARN: IAM scopes the answers to state machines too.
+                actions=["states:StartExecution", "states:SendTaskSuccess",
+                         "states:SendTaskFailure"],
+                resources=workflows,
+            )
+        )  # fmt: skip
+    # Organizations' own provider keys: the API functions keep them (create, rotate,
+    # delete, read to list models); steps read them. Only secrets under the prefix.
+    own_keys = stack.format_arn(service="secretsmanager", resource="secret",
+                                resource_name=f"{stack.stack_name}/providers/*",
+                                arn_format=ArnFormat.COLON_RESOURCE_NAME)  # fmt: skip
+    keeping = ["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
+               "secretsmanager:DeleteSecret", "secretsmanager:TagResource"]  # fmt: skip
+    for key in STEPPING:
+        reading = ["secretsmanager:GetSecretValue"]
+        allowed = reading + (keeping if key != "step" else [])
+        by[key].add_to_role_policy(iam.PolicyStatement(actions=allowed, resources=[own_keys]))
+    # A Letta import (cairn-admin, in the migrate function) puts away the keys of the
+    # providers it brings over; it reads or deletes none.
+    by["migrate"].add_to_role_policy(iam.PolicyStatement(
+        actions=["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
+                 "secretsmanager:TagResource"],
+        resources=[own_keys],
+    ))  # fmt: skip
+    for key in STEPPING:
+        by["sandbox"].grant_invoke(by[key])
+        if bedrock_models:  # the models on Bedrock, with no key to keep
+            by[key].add_to_role_policy(iam.PolicyStatement(
+                actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                resources=[arn for model in bedrock_models for arn in bedrock_arns(model)],
+            ))  # fmt: skip
+        if egress is not None:  # and sign their passes
+            egress.key.grant_read(by[key])

@@ -34,6 +34,7 @@ from cairn.local.postgres import start_embedded  # noqa: E402
 from cairn.orchestration import sending  # noqa: E402
 from cairn.orchestration.runtime import build_runtime, use_runtime  # noqa: E402
 from cairn.store import Database, runs, tenancy  # noqa: E402
+from cairn.store import steps as step_rows  # noqa: E402
 from cairn.store.migrate import apply_migrations  # noqa: E402
 
 LLM = {"model": "gpt-bench", "model_endpoint_type": "openai", "context_window": 128_000}
@@ -194,7 +195,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
             cpu_ms = (time.process_time() - cpu_started) * 1000 / args.n
         with db.connection() as conn:
             steps = sum(
-                len(runs.list_steps(conn, org.id, r.id, limit=1000))
+                len(step_rows.list_steps(conn, org.id, r.id, limit=1000))
                 for a in agent_ids
                 for r in runs.list_runs(conn, org.id, agent_ids=[a], limit=10_000)
             )

@@ -11,7 +11,7 @@ from cairn.domain import Organization
 from cairn.domain.configs import CompactionSettings
 from cairn.engine.compaction import DEFAULT_PROMPT, cut_index
 from cairn.memory.packaging import SUMMARY_PREAMBLE
-from cairn.store import messages, runs
+from cairn.store import messages, steps
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply
 from tests.integration.engine_harness import engine_for, make_agent, send, state_of
@@ -50,7 +50,7 @@ def test_sliding_window_summarises_the_oldest_half(
     summaries = [r for r in fake.requests if is_summary_request(r)]
     assert summaries, "the context outgrew its window, so a compaction step ran"
     with db.connection() as conn:
-        kinds = [s.kind for t in turns for s in runs.list_steps(conn, org.id, t.run.id)]
+        kinds = [s.kind for t in turns for s in steps.list_steps(conn, org.id, t.run.id)]
     assert "compaction" in kinds
     fresh, _, context = state_of(db, agent)
     alert = json.loads(context[1].text)

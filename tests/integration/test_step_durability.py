@@ -16,6 +16,7 @@ from cairn.engine.step import Engine, StepOutcome
 from cairn.faults import SimulatedCrash
 from cairn.orchestration import dispatch
 from cairn.store import agents, archives, blocks, messages, outbox, runs
+from cairn.store import steps as step_rows
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 from tests.integration.engine_harness import (
@@ -304,7 +305,7 @@ def test_steps_record_model_usage_and_timings(
     script(fake)
     turn = send(engine_for(db, fake), agent, "I like tea")
     with db.connection() as conn:
-        steps = runs.list_steps(conn, org.id, turn.run.id)
+        steps = step_rows.list_steps(conn, org.id, turn.run.id)
     assert [(s.step_index, s.kind, s.status) for s in steps] == [
         (0, "llm", "success"),
         (1, "llm", "success"),

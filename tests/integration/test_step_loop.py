@@ -15,7 +15,7 @@ from cairn.domain.tool_rules import (
     TerminalToolRule,
 )
 from cairn.errors import InvalidArgumentError
-from cairn.store import agents, archives, blocks, runs
+from cairn.store import agents, archives, blocks, steps
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
 from tests.integration.engine_harness import engine_for, make_agent, send, state_of
@@ -208,4 +208,4 @@ def test_auth_error_fails_the_run_and_keeps_input_out_of_context(
     fake.reply("back")
     assert send(engine_for(db, fake), agent, "again").run.stop_reason == "end_turn"
     with db.connection() as conn:
-        assert runs.step_at(conn, org.id, turn.run.id, 0).status == "failed"  # type: ignore[union-attr]
+        assert steps.step_at(conn, org.id, turn.run.id, 0).status == "failed"  # type: ignore[union-attr]

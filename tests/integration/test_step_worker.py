@@ -27,6 +27,7 @@ from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.orchestration.watchdog import MAX_LOST_SENDS, MAX_REDRIVES
 from cairn.store import agents, dead_letters, messages, runs
 from cairn.store import db as db_module
+from cairn.store import steps as step_rows
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Reply, call
 from tests.fakes.round_trips import RoundTrips
@@ -125,7 +126,7 @@ def test_async_send_runs_every_step_through_the_fifo_queue(
     done = worker.drain(run.id, org.id)
     assert done.status == "completed" and done.stop_reason == "end_turn"
     with worker.rt.db.connection() as conn:
-        steps = runs.list_steps(conn, org.id, run.id)
+        steps = step_rows.list_steps(conn, org.id, run.id)
     assert [s.step_index for s in steps] == [0, 1] and len(worker.fake.requests) == 2
 
 
@@ -162,7 +163,7 @@ def test_a_redelivered_message_is_harmless(worker: Worker, org: Organization) ->
     assert invoke("step", event) == {"batchItemFailures": []}
     assert invoke("step", event) == {"batchItemFailures": []}  # the same message again
     with worker.rt.db.connection() as conn:
-        assert len(runs.list_steps(conn, org.id, run.id)) == 1
+        assert len(step_rows.list_steps(conn, org.id, run.id)) == 1
         assert runs.get_run(conn, org.id, run.id).status == "completed"  # type: ignore[union-attr]
     assert len(worker.fake.requests) == 1
 
@@ -386,7 +387,7 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
     done = worker.drain(run.id, org.id)
     assert done.stop_reason == "end_turn"
     with worker.rt.db.connection() as conn:
-        assert [s.step_index for s in runs.list_steps(conn, org.id, run.id)] == [0, 1]
+        assert [s.step_index for s in step_rows.list_steps(conn, org.id, run.id)] == [0, 1]
     assert len(worker.fake.requests) == 2
     # a week and a day later the sweeper deletes the run's sent rows
     with worker.rt.db.connection() as conn:

@@ -29,6 +29,8 @@ from cairn.store import (
     messages,
     outbox,
     runs,
+    step_journal,
+    steps,
     tenancy,
     tools,
 )
@@ -78,11 +80,11 @@ def build_world(conn: Connection, name: str = "acme") -> World:
         conn, Passage(organization_id=org.id, archive_id=archive.id, text="the sky is blue")
     )
     run = runs.create_run(conn, Run(organization_id=org.id, agent_id=agent.id))
-    step = runs.record_step(
+    step = steps.record_step(
         conn, Step(organization_id=org.id, run_id=run.id, agent_id=agent.id, step_index=0)
     )
     assert step is not None
-    runs.journal(
+    step_journal.write(
         conn,
         JournalEntry(
             organization_id=org.id, run_id=run.id, step_index=0, key="llm", payload={"text": "hi"}

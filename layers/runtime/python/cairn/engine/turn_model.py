@@ -22,7 +22,7 @@ from cairn.engine.state import StepState
 from cairn.llm import deadline
 from cairn.llm.clients import LLMClient, client_for, with_key
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse, OnDelta
-from cairn.store import runs
+from cairn.store import step_journal
 from cairn.store.db import Database
 
 LLM_JOURNAL_KEY = "llm"
@@ -74,14 +74,14 @@ class TurnModel:
             return response
         with self.db.connection() as conn:
             # Two deliveries may race to the model; both go on with the one journaled first.
-            stored = runs.journal_once(conn, _entry(state, LLM_JOURNAL_KEY, response.model_dump(
-                mode="json")))  # fmt: skip
+            entry = _entry(state, LLM_JOURNAL_KEY, response.model_dump(mode="json"))
+            stored = step_journal.write_once(conn, entry)
         faults.reached("after_journal")
         return LLMResponse.model_validate(stored)
 
     def write_journal(self, state: StepState, key: str, payload: dict[str, Any]) -> None:
         with self.db.connection() as conn:
-            runs.journal(conn, _entry(state, key, payload))
+            step_journal.write(conn, _entry(state, key, payload))
 
 
 def _entry(state: StepState, key: str, payload: dict[str, Any]) -> JournalEntry:

@@ -13,6 +13,7 @@ from cairn.orchestration.parts import Runtime
 from cairn.services import streams
 from cairn.services.pages import window
 from cairn.store import messages, runs
+from cairn.store import steps as step_rows
 from cairn.store.db import Connection
 from cairn.store.rows import Order
 
@@ -119,7 +120,7 @@ def steps_of(
 ) -> list[Step]:
     with rt.db.connection() as conn:
         run = _fetch(conn, org, run_id)
-        return runs.list_steps(
+        return step_rows.list_steps(
             conn, org, run.id, after=after, before=before, limit=limit, order=order
         )
 
@@ -137,7 +138,7 @@ def active(rt: Runtime, org: str, *, agent_id: str | None, background: bool | No
 
 
 def _step(conn: Connection, org: str, step_id: str) -> Step:
-    return _found(runs.get_step(conn, org, step_id), step_id)
+    return _found(step_rows.get_step(conn, org, step_id), step_id)
 
 
 def _found(step: Step | None, step_id: str) -> Step:
@@ -158,7 +159,7 @@ def steps(
     order: Order,
 ) -> list[Step]:
     with rt.db.connection() as conn:
-        return runs.list_steps(
+        return step_rows.list_steps(
             conn,
             org,
             run_id,
@@ -195,18 +196,18 @@ def feedback(
     rt: Runtime, org: str, step_id: str, value: str | None, tags: list[str] | None
 ) -> Step:
     with rt.db.connection() as conn:
-        return _found(runs.set_feedback(conn, org, step_id, value, tags), step_id)
+        return _found(step_rows.set_feedback(conn, org, step_id, value, tags), step_id)
 
 
 def set_transaction(rt: Runtime, org: str, step_id: str, tid: str) -> Step:
     with rt.db.connection() as conn:
-        return _found(runs.set_tid(conn, org, step_id, tid), step_id)
+        return _found(step_rows.set_tid(conn, org, step_id, tid), step_id)
 
 
 def trace(rt: Runtime, org: str, step_id: str) -> tuple[Step, dict[str, Any] | None]:
     """The step and its provider trace (None unless CAIRN_PROVIDER_TRACES was on)."""
     with rt.db.connection() as conn:
-        return _step(conn, org, step_id), runs.get_trace(conn, org, step_id)
+        return _step(conn, org, step_id), step_rows.get_trace(conn, org, step_id)
 
 
 def metrics(rt: Runtime, org: str, run_id: str) -> tuple[Run, int, list[str]]:

@@ -16,7 +16,7 @@ from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
 from cairn.errors import VersionConflictError
-from cairn.store import archives, blocks, context, messages, outbox, runs
+from cairn.store import archives, blocks, context, messages, outbox, steps
 from cairn.store.db import Connection, Database, pipeline
 from cairn.store.rows import to_params
 
@@ -180,14 +180,14 @@ def _write(
 ) -> Callable[[], Committed]:
     """Send every statement of the checkpoint; returns what checks and reads their results."""
     org, agent_id, run = cp.agent.organization_id, cp.agent.id, cp.run
-    step_row = conn.execute(runs.INSERT_STEP, to_params(cp.step, ("error",)))
+    step_row = conn.execute(steps.INSERT_STEP, to_params(cp.step, ("error",)))
     message_rows = (
         conn.execute(messages.INSERT_MESSAGES, messages.batch_params(cp.new_messages))
         if cp.new_messages
         else None
     )
     if cp.trace is not None:
-        conn.execute(runs.INSERT_TRACE, runs.trace_params(cp.step, *cp.trace))
+        conn.execute(steps.INSERT_TRACE, steps.trace_params(cp.step, *cp.trace))
     if cp.system_rewrite is not None:
         conn.execute(messages.REWRITE_CONTENT, messages.rewrite_params(cp.system_rewrite))
     actor = {"actor_type": "agent", "actor_id": agent_id}

@@ -1,4 +1,4 @@
-"""Runs, steps and the step journal."""
+"""Runs: their start (with the first step's claim), status, approval waits, metrics and end."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from cairn.domain.runs import JournalEntry, OutboxCommand, Run, Step
+from cairn.domain.runs import OutboxCommand, Run
 from cairn.store import claim as claims
 from cairn.store.db import Connection, pipeline
 from cairn.store.rows import Order, from_row, page, to_params
 
 RUN_JSON = ("metadata", "request_config", "usage", "error")
+
 
 INSERT_RUN = """
 INSERT INTO runs (id, organization_id, agent_id, status, stop_reason, background, metadata,
@@ -21,6 +22,8 @@ VALUES (%(id)s, %(organization_id)s, %(agent_id)s, %(status)s, %(stop_reason)s, 
         %(created_at)s, %(updated_at)s)
 RETURNING *
 """
+
+
 # A run and its first step command, in one statement (one round trip), unless the agent's
 # last message says otherwise: a pending approval accepts only an answer, and an answer
 # needs a pending approval. `sent` marks the command published when the caller runs the
@@ -74,6 +77,7 @@ SELECT (SELECT count(*) FROM agent) AS found,
        (SELECT token FROM answered) AS approval_token
 """
 
+
 UPDATE_RUN = """
 UPDATE runs SET
     status = %(status)s, stop_reason = %(stop_reason)s, metadata = %(metadata)s,
@@ -86,6 +90,8 @@ UPDATE runs SET
 WHERE organization_id = %(organization_id)s AND id = %(id)s
 RETURNING *
 """
+
+
 # An approval workflow's token, kept where the approval API finds it; refused once the
 # request is answered or the run cancelled.
 REGISTER_APPROVAL_WAIT = """
@@ -94,11 +100,15 @@ WHERE organization_id = %(org)s AND id = %(id)s
   AND approval_answered_by IS NULL AND status <> 'cancelled'
 RETURNING id
 """
+
+
 # A workflow item re-sent after a crash waits on a new token for the run the first started.
 SET_TASK_TOKEN = """
 UPDATE runs SET task_token = %(token)s, updated_at = now()
 WHERE organization_id = %(org)s AND id = %(id)s
 """
+
+
 # Cancelling ends the waits: the runs are cancelled and their tokens handed back for failing.
 CANCEL_APPROVAL_WAITS = """
 WITH waiting AS (
@@ -112,42 +122,15 @@ UPDATE runs r SET status = 'cancelled', stop_reason = 'cancelled',
 FROM waiting WHERE r.id = waiting.id
 RETURNING r.id, waiting.token
 """
+
+
 SELECT_RUN = "SELECT * FROM runs WHERE organization_id = %(org)s AND id = %(id)s"
+
+
 SELECT_ACTIVE_RUNS = """
 SELECT * FROM runs
 WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND status IN ('created', 'running')
 ORDER BY created_at, id
-"""
-
-INSERT_STEP = """
-INSERT INTO steps (id, organization_id, run_id, agent_id, step_index, kind, status, stop_reason,
-                   provider_name, model, model_endpoint, context_window_limit, prompt_tokens,
-                   completion_tokens, total_tokens, error, started_at, completed_at, created_at,
-                   llm_request_ns, tool_execution_ns)
-VALUES (%(id)s, %(organization_id)s, %(run_id)s, %(agent_id)s, %(step_index)s, %(kind)s,
-        %(status)s, %(stop_reason)s, %(provider_name)s, %(model)s, %(model_endpoint)s,
-        %(context_window_limit)s, %(prompt_tokens)s, %(completion_tokens)s, %(total_tokens)s,
-        %(error)s, %(started_at)s, %(completed_at)s, %(created_at)s, %(llm_request_ns)s,
-        %(tool_execution_ns)s)
-ON CONFLICT (run_id, step_index) DO NOTHING
-RETURNING *
-"""
-SELECT_STEP = "SELECT * FROM steps WHERE organization_id = %(org)s AND id = %(id)s"
-SELECT_STEP_AT = """
-SELECT * FROM steps
-WHERE organization_id = %(org)s AND run_id = %(run_id)s AND step_index = %(step_index)s
-"""
-
-# First writer wins: a retry that reaches the journal again keeps the original entry.
-INSERT_JOURNAL = """
-INSERT INTO step_journal (run_id, step_index, key, organization_id, payload, created_at)
-VALUES (%(run_id)s, %(step_index)s, %(key)s, %(organization_id)s, %(payload)s, %(created_at)s)
-ON CONFLICT (run_id, step_index, key) DO NOTHING
-"""
-SELECT_JOURNAL = """
-SELECT * FROM step_journal
-WHERE organization_id = %(org)s AND run_id = %(run_id)s AND step_index = %(step_index)s
-ORDER BY created_at, key
 """
 
 
@@ -241,84 +224,6 @@ def list_runs(
     )
 
 
-def record_step(conn: Connection, step: Step) -> Step | None:
-    """Insert the step row; None when (run_id, step_index) was already recorded (a redelivery)."""
-    return from_row(Step, conn.execute(INSERT_STEP, to_params(step, ("error",))).fetchone())
-
-
-def get_step(conn: Connection, org_id: str, step_id: str) -> Step | None:
-    return from_row(Step, conn.execute(SELECT_STEP, {"org": org_id, "id": step_id}).fetchone())
-
-
-def step_at(conn: Connection, org_id: str, run_id: str, step_index: int) -> Step | None:
-    row = conn.execute(
-        SELECT_STEP_AT, {"org": org_id, "run_id": run_id, "step_index": step_index}
-    ).fetchone()
-    return from_row(Step, row)
-
-
-def list_steps(
-    conn: Connection,
-    org_id: str,
-    run_id: str | None = None,
-    *,
-    agent_id: str | None = None,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int = 100,
-    order: Order = "asc",
-) -> list[Step]:
-    """A page of steps: one run's, one agent's, or the organisation's."""
-    return page(
-        conn,
-        "steps",
-        Step,
-        org_id,
-        equals={"run_id": run_id, "agent_id": agent_id},
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
-    )
-
-
-def journal(conn: Connection, entry: JournalEntry) -> None:
-    conn.execute(INSERT_JOURNAL, to_params(entry, ("payload",)))
-
-
-# Insert, or read what another delivery journaled first: one round trip either way.
-JOURNAL_ONCE = """
-WITH ins AS (
-    INSERT INTO step_journal (run_id, step_index, key, organization_id, payload, created_at)
-    VALUES (%(run_id)s, %(step_index)s, %(key)s, %(organization_id)s, %(payload)s,
-            %(created_at)s)
-    ON CONFLICT (run_id, step_index, key) DO NOTHING
-    RETURNING payload
-)
-SELECT payload FROM ins
-UNION ALL
-SELECT payload FROM step_journal
-WHERE run_id = %(run_id)s AND step_index = %(step_index)s AND key = %(key)s
-  AND NOT EXISTS (SELECT 1 FROM ins)
-"""
-
-
-def journal_once(conn: Connection, entry: JournalEntry) -> dict[str, Any]:
-    """Journal the entry unless one exists; return the payload that is now journaled."""
-    row = conn.execute(JOURNAL_ONCE, to_params(entry, ("payload",))).fetchone()
-    assert row is not None
-    return dict(row["payload"])
-
-
-def journal_entries(
-    conn: Connection, org_id: str, run_id: str, step_index: int
-) -> dict[str, JournalEntry]:
-    rows = conn.execute(
-        SELECT_JOURNAL, {"org": org_id, "run_id": run_id, "step_index": step_index}
-    ).fetchall()
-    return {r["key"]: JournalEntry.model_validate(r) for r in rows}
-
-
 DELETE_ENDED_RUN = """
 DELETE FROM runs WHERE organization_id = %(org)s AND id = %(id)s
   AND status IN ('completed', 'failed', 'cancelled')
@@ -329,58 +234,6 @@ def delete_ended(conn: Connection, org_id: str, run_id: str) -> bool:
     """Delete a run that has ended, with its steps, journal and outbox rows (the messages
     it produced stay in the agent's history). False if it is still going."""
     return conn.execute(DELETE_ENDED_RUN, {"org": org_id, "id": run_id}).rowcount == 1
-
-
-SET_FEEDBACK = """
-UPDATE steps SET feedback = %(feedback)s, tags = COALESCE(%(tags)s, tags)
-WHERE organization_id = %(org)s AND id = %(id)s
-RETURNING *
-"""
-SET_TID = """
-UPDATE steps SET tid = %(tid)s WHERE organization_id = %(org)s AND id = %(id)s RETURNING *
-"""
-
-
-def set_feedback(
-    conn: Connection, org_id: str, step_id: str, feedback: str | None, tags: list[str] | None
-) -> Step | None:
-    """Letta's feedback route replaces the feedback (None clears it) and the tags if given."""
-    params = {"org": org_id, "id": step_id, "feedback": feedback, "tags": tags}
-    return from_row(Step, conn.execute(SET_FEEDBACK, params).fetchone())
-
-
-def set_tid(conn: Connection, org_id: str, step_id: str, tid: str) -> Step | None:
-    row = conn.execute(SET_TID, {"org": org_id, "id": step_id, "tid": tid}).fetchone()
-    return from_row(Step, row)
-
-
-INSERT_TRACE = """
-INSERT INTO provider_traces (step_id, organization_id, request_json, response_json, created_at)
-SELECT %(step_id)s, %(org)s, %(request)s, %(response)s, %(created_at)s
--- A duplicate delivery's step row was not written: its trace is not either (no FK error).
-WHERE EXISTS (SELECT 1 FROM steps WHERE id = %(step_id)s)
-ON CONFLICT (step_id) DO NOTHING
-"""
-
-
-def trace_params(step: Step, request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "step_id": step.id,
-        "org": step.organization_id,
-        "request": Jsonb(request),
-        "response": Jsonb(response),
-        "created_at": step.created_at,
-    }
-
-
-SELECT_TRACE = """
-SELECT * FROM provider_traces WHERE organization_id = %(org)s AND step_id = %(step_id)s
-"""
-
-
-def get_trace(conn: Connection, org_id: str, step_id: str) -> dict[str, Any] | None:
-    row = conn.execute(SELECT_TRACE, {"org": org_id, "step_id": step_id}).fetchone()
-    return None if row is None else dict(row)
 
 
 # Letta's RunMetrics: how many steps, and which of the organization's tools were called.

@@ -238,7 +238,8 @@ ONLY_SOME_REQUESTS = (
     "docstring_parser",  # a tool made from source, a step's first tool schemas
     "cairn.tools.egress",  # a custom tool call that may use the network
     "cairn.store.migrate",  # the migrate function and the local stack
-    "cairn.services.agent_files",  # agent file export and import
+    "cairn.services.agent_file_export",  # agent file export
+    "cairn.services.agent_file_import",  # and import
     "cairn.engine.turn",  # a step
 )
 

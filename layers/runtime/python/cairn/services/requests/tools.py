@@ -1,0 +1,62 @@
+"""Tools: made, changed, run, searched, switched to approval."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from cairn.services.requests.base import RequestBody
+
+
+class ToolCreate(RequestBody):
+    source_code: str
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    source_type: str = "python"
+    json_schema: dict[str, Any] | None = None
+    args_json_schema: dict[str, Any] | None = None
+    return_char_limit: int | None = Field(default=None, ge=1)
+    pip_requirements: list[dict[str, Any]] | None = None
+    default_requires_approval: bool = False
+    enable_parallel_execution: bool = False
+
+
+class ApprovalToggle(RequestBody):
+    requires_approval: bool
+
+
+class ToolUpdate(RequestBody):
+    description: str | None = None
+    tags: list[str] | None = None
+    source_code: str | None = None
+    json_schema: dict[str, Any] | None = None
+    args_json_schema: dict[str, Any] | None = None
+    return_char_limit: int | None = Field(default=None, ge=1)
+    pip_requirements: list[dict[str, Any]] | None = None
+    default_requires_approval: bool | None = None
+    enable_parallel_execution: bool | None = None
+
+
+class ToolRunFromSource(RequestBody):
+    source_code: str
+    args: dict[str, Any]
+    name: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+class ToolRun(RequestBody):
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolSearch(RequestBody):
+    query: str | None = None
+    search_mode: Literal["vector", "fts", "hybrid"] = "hybrid"
+    tool_types: list[str] | None = None
+    tags: list[str] | None = None
+    limit: int = Field(default=50, ge=1, le=100)
+
+
+class CodeInput(RequestBody):
+    code: str = Field(max_length=100_000)
+    source_type: str | None = None

@@ -32,7 +32,7 @@ from cairn.local import lambdas  # noqa: E402
 from cairn.local.http import make_server  # noqa: E402
 from cairn.local.postgres import start_embedded  # noqa: E402
 from cairn.orchestration import sending  # noqa: E402
-from cairn.orchestration.runtime import build_runtime, use_runtime  # noqa: E402
+from cairn.orchestration.assembly.build import build_runtime, use_runtime  # noqa: E402
 from cairn.store import Database, runs, tenancy  # noqa: E402
 from cairn.store import steps as step_rows  # noqa: E402
 from cairn.store.migrate import apply_migrations  # noqa: E402

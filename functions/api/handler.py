@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.api.app import buffered, build_app
 from cairn.llm import deadline
-from cairn.orchestration.runtime import preload_for_snapshot
+from cairn.orchestration.assembly.build import preload_for_snapshot
 
 logger = Logger(service="cairn-api")
 preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot

@@ -15,8 +15,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.llm import deadline
 from cairn.orchestration import later, worker
-from cairn.orchestration.parts import Runtime
-from cairn.orchestration.runtime import preload_for_snapshot, runtime
+from cairn.orchestration.assembly.build import preload_for_snapshot, runtime
+from cairn.orchestration.assembly.parts import Runtime
 
 logger = Logger(service="cairn-step")
 preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot

@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cairn.orchestration.runtime import runtime
+from cairn.orchestration.assembly.build import runtime
 from cairn.orchestration.sweeper import sweep_once
 
 logger = Logger(service="cairn-sweeper")

@@ -16,8 +16,8 @@ from cairn.domain import Organization, User
 from cairn.local import lambdas
 from cairn.local.http import make_server
 from cairn.orchestration import sending
+from cairn.orchestration.assembly.build import Runtime, build_runtime, use_runtime
 from cairn.orchestration.inline import InlineStepQueue
-from cairn.orchestration.runtime import Runtime, build_runtime, use_runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM

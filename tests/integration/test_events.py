@@ -15,8 +15,8 @@ from cairn.engine.sleeptime import provision_sleeptime
 from cairn.local.invoke import substitute
 from cairn.local.lambdas import invoke
 from cairn.local.stepfunctions import definitions
+from cairn.orchestration.assembly.build import build_runtime, use_runtime
 from cairn.orchestration.inline import InlineStepQueue
-from cairn.orchestration.runtime import build_runtime, use_runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.integration.engine_harness import NOW, make_agent

@@ -15,8 +15,8 @@ from moto import mock_aws
 
 from cairn.config import Settings
 from cairn.local.lambdas import invoke
+from cairn.orchestration.assembly.build import after_restore, build_runtime, use_runtime
 from cairn.orchestration.aws.secrets import ConfigurationError, database_dsn, with_provider_keys
-from cairn.orchestration.runtime import after_restore, build_runtime, use_runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from cairn.store.migrate import available_migrations

@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from cairn.errors import UnauthorizedError
-from cairn.orchestration.runtime import Runtime, runtime
+from cairn.orchestration.assembly.build import Runtime, runtime
 
 _request: ContextVar[tuple[APIGatewayProxyEventV2, str | None]] = ContextVar("cairn_request")
 # A route's streamed body, handed from the route to whoever sends the response (app.respond):

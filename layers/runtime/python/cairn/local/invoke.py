@@ -21,8 +21,8 @@ from typing import Any
 from cairn.api.app import Streaming
 from cairn.config import Settings
 from cairn.local import lambdas
+from cairn.orchestration.assembly.build import build_runtime, use_runtime
 from cairn.orchestration.inline import InlineStepQueue
-from cairn.orchestration.runtime import build_runtime, use_runtime
 from cairn.services.tenants import ensure_local_tenant, organization_of
 from cairn.store import Database
 from cairn.store.migrate import apply_migrations

@@ -7,8 +7,8 @@ from typing import Any
 
 from cairn.domain.runs import RunOptions
 from cairn.engine import group_chat, lifecycle
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_and_mark
-from cairn.orchestration.parts import Runtime
 from cairn.store import runs
 
 

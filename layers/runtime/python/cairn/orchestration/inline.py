@@ -17,7 +17,7 @@ from cairn.domain.runs import OutboxCommand
 from cairn.orchestration import later, worker
 
 if TYPE_CHECKING:
-    from cairn.orchestration.parts import Runtime
+    from cairn.orchestration.assembly.parts import Runtime
 
 logger = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from cairn.engine.step import StepOutcome
 from cairn.llm import deadline
 from cairn.llm.deadline import DeadlineReached
 from cairn.llm.types import Delta, LLMError, MessageDelta
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import after_step, defer, publish_and_mark, wake
-from cairn.orchestration.parts import Runtime
 from cairn.store import outbox, runs
 from cairn.store.claim import Claim
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cairn.engine.embedding_jobs import backfill
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import prune, sweep
-from cairn.orchestration.parts import Runtime
 from cairn.orchestration.watchdog import redrive_stalled
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, RunOptions, task_result
 from cairn.engine import lifecycle, sleeptime
 from cairn.errors import ConflictError
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_and_mark
-from cairn.orchestration.parts import Runtime
 from cairn.orchestration.routing import send_result
 from cairn.store import agents, messages, outbox, runs
 

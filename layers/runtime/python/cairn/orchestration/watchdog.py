@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, task_result_command
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_and_mark, wake, wake_organization
-from cairn.orchestration.parts import Runtime
 from cairn.store import outbox, runs
 
 logger = logging.getLogger(__name__)

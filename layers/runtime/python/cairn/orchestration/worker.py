@@ -16,8 +16,8 @@ from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import EmbeddingFailed, embed_agent
 from cairn.llm.deadline import DeadlineReached
 from cairn.orchestration import group_turns
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import after_step
-from cairn.orchestration.parts import Runtime
 from cairn.orchestration.watchdog import end_failed_run
 from cairn.store import dead_letters, outbox, runs
 

@@ -17,7 +17,7 @@ from cairn.domain.blocks import Block
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message
 from cairn.domain.tools import Tool
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.store import agents, blocks, groups, messages, tools
 from cairn.store.db import Connection

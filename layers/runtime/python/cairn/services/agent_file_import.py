@@ -23,7 +23,7 @@ from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, UnprocessableError
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.store import agents, blocks, groups, messages, tools
 from cairn.store.db import Connection
 from cairn.tools.registry import BUILTIN_TOOLS

@@ -25,7 +25,7 @@ from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import identities as identity_service
 from cairn.services import providers
 from cairn.services.requests import CreateAgent, UpdateAgent

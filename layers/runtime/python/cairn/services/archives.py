@@ -15,7 +15,7 @@ from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.llm.catalog import resolve_embedding
 from cairn.orchestration import sending
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.requests import (

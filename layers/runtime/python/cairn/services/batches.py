@@ -15,8 +15,8 @@ from cairn.domain.runs import RunOptions
 from cairn.engine import lifecycle
 from cairn.engine.lifecycle import StartedRun
 from cairn.errors import NotFoundError
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_all, wake
-from cairn.orchestration.parts import Runtime
 from cairn.services import messages as message_service
 from cairn.services.requests import CreateBatch
 from cairn.store import agents, batches

@@ -17,7 +17,7 @@ from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
 from cairn.engine import group_chat
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.orchestration import sending
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import messages as message_service
 from cairn.services import streams

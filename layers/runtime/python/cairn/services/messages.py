@@ -12,7 +12,7 @@ from cairn.domain.messages import ApprovalDecision, Message, ReasoningContent, T
 from cairn.domain.runs import RunOptions, embed_command
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.orchestration import dispatch, sending, tasks
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.requests import (
     CaptureRequest,

@@ -12,7 +12,7 @@ from cairn.engine import search
 from cairn.engine.context import parse_when
 from cairn.errors import NotFoundError, UnprocessableError
 from cairn.orchestration import sending
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.requests import CreatePassage
 from cairn.store import archives

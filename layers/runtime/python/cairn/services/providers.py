@@ -14,8 +14,8 @@ from cairn.domain.providers import CALLABLE, RESERVED, Provider, hint
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
 from cairn.llm import catalog, endpoints
 from cairn.llm.clients import with_key
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.aws.provider_vault import ProviderVault
-from cairn.orchestration.parts import Runtime
 from cairn.services.requests import ProviderCheck, ProviderCreate, ProviderUpdate
 from cairn.store import providers as store
 from cairn.store.db import Connection

@@ -24,7 +24,7 @@ from cairn.engine.lifecycle import StartedRun
 from cairn.llm import deadline
 from cairn.llm.types import Delta, LLMError
 from cairn.orchestration import sending
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.services.messages import inputs
 from cairn.services.requests import LettaRequest
 from cairn.store import messages, runs

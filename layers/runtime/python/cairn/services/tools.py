@@ -10,7 +10,7 @@ from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool, ToolFilter
 from cairn.engine.context import run_in_sandbox
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
-from cairn.orchestration.parts import Runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.pages import window

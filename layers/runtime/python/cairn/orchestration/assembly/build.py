@@ -11,10 +11,10 @@ import threading
 from cairn import heap
 from cairn.config import Settings
 from cairn.engine.step import Engine
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.aws import bedrock
 from cairn.orchestration.aws.provider_vault import ProviderKeys, vault_for
 from cairn.orchestration.aws.secrets import database_conninfo, egress_key, with_provider_keys
-from cairn.orchestration.parts import Runtime
 from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
 from cairn.store.db import Database

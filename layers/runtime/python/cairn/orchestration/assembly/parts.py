@@ -1,6 +1,6 @@
 """The parts a process shares across invocations, as one record.
 
-Kept apart from `runtime.py`, which builds it and chooses the adapters: the adapters
+Kept apart from `build.py`, which builds it and chooses the adapters: the adapters
 (inline queue, workers, tasks) take a Runtime without importing the module that builds them.
 """
 

@@ -57,6 +57,6 @@ def build_app(app: cdk.App) -> CairnStack:
         timings=WorkflowTimings(approval_timeout=round(hours * 3600)),
         description="Cairn: stateful memory agents (Letta-compatible) on AWS serverless",
     )
-    acknowledge(stack, stack.bedrock_models)
+    acknowledge(stack, stack.bedrock_models, dev=flag(app, "dev"))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # type: ignore[attr-defined]
     return stack

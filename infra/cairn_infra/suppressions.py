@@ -44,6 +44,14 @@ REASONS = {
 }
 
 
+# Only for `-c dev=true`, whose database is meant to go with the stack.
+DEV_REASONS = {
+    "AwsSolutions::AwsSolutions-RDS10": "A dev stack (-c dev=true) is disposable by design: "
+    "its database is deleted with the stack (docs/deploy.md, context flags), so deletion "
+    "protection is off on it alone; the production shape keeps it on (tests/infra).",
+}
+
+
 # Organizations' own provider keys are one secret each, made at run time under the stack's
 # prefix: the API functions may make, rotate, read and delete those, and nothing else.
 OWN_KEYS_REASON = (
@@ -61,7 +69,7 @@ PROFILE_REASON = (
 )
 
 
-def acknowledge(stack: Stack, bedrock_models: tuple[str, ...] = ()) -> None:
+def acknowledge(stack: Stack, bedrock_models: tuple[str, ...] = (), *, dev: bool = False) -> None:
     own_keys = (
         "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:"
         f"<AWS::Region>:<AWS::AccountId>:secret:{stack.stack_name}/providers/*]"
@@ -72,5 +80,6 @@ def acknowledge(stack: Stack, bedrock_models: tuple[str, ...] = ()) -> None:
         for model in bedrock_models
         if model.partition(".")[0] in INFERENCE_GEOS
     }
-    for rule, reason in {**REASONS, own_keys: OWN_KEYS_REASON, **profiles}.items():
+    dev_only = DEV_REASONS if dev else {}
+    for rule, reason in {**REASONS, own_keys: OWN_KEYS_REASON, **profiles, **dev_only}.items():
         Validations.of(stack).acknowledge(Acknowledgment(id=rule, reason=reason))

@@ -33,8 +33,16 @@ REGIONS = ["us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-
         {"tool_network": "true"},
         {"stack_name": "CairnTwo"},
         {"stream_concurrency": "20"},
+        {"dev": "true", "tool_network": "true", "stream_concurrency": "5"},
     ],
-    ids=["production", "dev", "tool_network", "second-stack", "stream_concurrency"],
+    ids=[
+        "production",
+        "dev",
+        "tool_network",
+        "second-stack",
+        "stream_concurrency",
+        "dev+tool_network+stream_concurrency",
+    ],
 )
 def test_the_template_passes_cfn_lint(context: dict[str, str]) -> None:
     _, template = synth(**context)

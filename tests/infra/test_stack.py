@@ -72,13 +72,36 @@ def function(template: dict[str, Any], key: str) -> dict[str, Any]:
     return template["Resources"][name]
 
 
-def test_cdk_nag_aws_solutions_pass_with_reasoned_acknowledgments() -> None:
-    app = cdk.App(context={**project_context(), "skip_bundling": "true"})
+# Every shape docs/deploy.md names, alone and combined where it allows.
+SHAPES = {
+    "production": {},
+    "dev": {"dev": "true"},
+    "tool_network": {"tool_network": "true"},
+    "dev+tool_network": {"dev": "true", "tool_network": "true"},
+    "stream_concurrency": {"stream_concurrency": "20"},
+    "bedrock_models": {"bedrock_models": "anthropic.claude-x-v1:0,us.anthropic.claude-y-v1:0"},
+    "dev+everything": {"dev": "true", "tool_network": "true", "stream_concurrency": "5",
+                       "bedrock_models": "us.anthropic.claude-y-v1:0", "sweep_minutes": "5",
+                       "api_rate_limit": "20", "stack_name": "CairnDev"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("context", SHAPES.values(), ids=SHAPES.keys())
+def test_cdk_nag_aws_solutions_pass_with_reasoned_acknowledgments(
+    context: dict[str, str],
+) -> None:
+    app = cdk.App(context={**project_context(), "skip_bundling": "true", **context})
     build_app(app)
     app.synth()  # raises ValidationFailed on any unacknowledged finding
-    from cairn_infra.suppressions import REASONS
+    from cairn_infra.suppressions import DEV_REASONS, REASONS
 
-    assert all(len(reason) > 80 for reason in REASONS.values())
+    assert all(len(reason) > 80 for reason in [*REASONS.values(), *DEV_REASONS.values()])
+
+
+def test_deletion_protection_is_off_only_in_the_dev_shape() -> None:
+    for context, protected in (({}, True), ({"dev": "true"}, False)):
+        _, t = synth(**context)
+        t.has_resource_properties("AWS::RDS::DBCluster", {"DeletionProtection": protected})
 
 
 def test_network_two_azs_isolated_database_subnets(template: dict[str, Any]) -> None:

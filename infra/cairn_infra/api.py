@@ -29,8 +29,10 @@ class Api(Construct):
         *,
         api_name: str,
         handler: lambda_.IFunction,
+        api: lambda_.Function,
         stream: lambda_.Function,
         rate_limit: int,
+        api_concurrency: int | None,
         stream_concurrency: int | None,
         retention: logs.RetentionDays,
         removal: RemovalPolicy,
@@ -76,3 +78,8 @@ class Api(Construct):
                 raise ValueError("stream_concurrency: a number of streams, 1 or more")
             streams = stream.node.default_child
             streams.reserved_concurrent_executions = stream_concurrency  # type: ignore[union-attr]
+        if api_concurrency is not None:
+            # The API's share of the account's concurrency, kept for it and capped: a flood of
+            # requests meets 429s (Lambda's throttle) instead of taking the steps' share.
+            requests = api.node.default_child
+            requests.reserved_concurrent_executions = api_concurrency  # type: ignore[union-attr]

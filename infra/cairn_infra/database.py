@@ -23,6 +23,7 @@ class Database(Construct):
         vpc: ec2.IVpc,
         clients: ec2.ISecurityGroup,
         dev: bool,
+        min_capacity: float,
         max_capacity: float,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -37,7 +38,7 @@ class Database(Construct):
             readers=[]
             if dev
             else [rds.ClusterInstance.serverless_v2("Reader", scale_with_writer=True)],
-            serverless_v2_min_capacity=0 if dev else 0.5,
+            serverless_v2_min_capacity=min_capacity,
             serverless_v2_max_capacity=max_capacity,
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),

@@ -18,7 +18,8 @@ from cairn_infra.migrations import migrate_on_deploy
 from cairn_infra.monitoring import Alarms, Watched
 from cairn_infra.network import Network
 from cairn_infra.packaging import Layers
-from cairn_infra.workers import EMBED_CONCURRENCY, STEP_CONCURRENCY, WorkQueue
+from cairn_infra.shape import Shape
+from cairn_infra.workers import WorkQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
 
 # Prefixes of Bedrock's cross-region inference profile ids (`us.anthropic.claude-...`).
@@ -31,24 +32,20 @@ class CairnStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        dev: bool = False,
+        shape: Shape | None = None,
         skip_bundling: bool = False,
         timings: WorkflowTimings | None = None,
-        db_max_capacity: float = 8,
-        tool_network: bool = False,
-        sweep_minutes: int | None = None,
-        api_rate_limit: int = 100,
-        stream_concurrency: int | None = None,
-        bedrock_models: tuple[str, ...] = (),
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        shape = shape or Shape()
+        dev = shape.dev
         removal = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN
         retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
         network = Network(self, "Network", dev=dev)
         database = Database(
             self, "Database", vpc=network.vpc, clients=network.functions_sg, dev=dev,
-            max_capacity=db_max_capacity,
+            min_capacity=shape.min_acu, max_capacity=shape.db_max_acu,
         )  # fmt: skip
         providers = secretsmanager.Secret(
             self,
@@ -61,12 +58,14 @@ class CairnStack(Stack):
         queue = WorkQueue(
             self, "StepQueue", queue_id="Steps", consumer_timeout=SPECS["step"].timeout,
             dead_letter_timeout=SPECS["step-dead-letter"].timeout,
-            concurrency=STEP_CONCURRENCY, removal=removal,
+            concurrency=shape.step_concurrency, removal=removal,
+            high_throughput=shape.fifo_high_throughput,
         )  # fmt: skip
         embed_queue = WorkQueue(
             self, "EmbedQueue", queue_id="Embeddings", consumer_timeout=SPECS["step"].timeout,
             dead_letter_timeout=SPECS["step-dead-letter"].timeout,
-            concurrency=EMBED_CONCURRENCY, removal=removal,
+            concurrency=shape.embed_concurrency, removal=removal,
+            high_throughput=shape.fifo_high_throughput,
         )  # fmt: skip
         # State machine ARNs by name: the functions name them and they name the functions,
         # so neither can refer to the other's resource without a cycle.
@@ -96,10 +95,10 @@ class CairnStack(Stack):
             ),
             # One organization's runs hold at most half the step concurrency: a tenant whose
             # model hangs leaves the other half to everyone else (docs/tenancy.md).
-            "CAIRN_ORG_MAX_RUNS": str(STEP_CONCURRENCY // 2),
+            "CAIRN_ORG_MAX_RUNS": str(shape.step_concurrency // 2),
         }
         egress = None
-        if tool_network:  # tools reach their organization's allowed hosts (docs/tools.md)
+        if shape.tool_network:  # tools reach their organization's allowed hosts (docs/tools.md)
             egress = EgressProxy(
                 self, "Egress", vpc=network.vpc, sandbox_security_group=network.sandbox_sg,
                 dev=dev, log_retention=retention, removal=removal,
@@ -118,10 +117,12 @@ class CairnStack(Stack):
         grant_access(
             self, by, database=database, providers=providers, queues=(queue, embed_queue),
             workflows=list(arns.values()), bedrock_arns=self.bedrock_arns,
-            bedrock_models=bedrock_models, egress=egress,
+            bedrock_models=shape.bedrock_models, egress=egress,
         )  # fmt: skip
 
-        timings = timings or WorkflowTimings()
+        timings = timings or WorkflowTimings(
+            approval_timeout=round(shape.approval_timeout_hours * 3600)
+        )
         approval = ApprovalWorkflow(
             self, "Approval", handler=by["approval"], timings=timings, logs_retention=retention,
             state_machine_name=names["approval"],
@@ -143,15 +144,18 @@ class CairnStack(Stack):
         events.Rule(
             self,
             "SweeperSchedule",
-            schedule=events.Schedule.rate(Duration.minutes(sweep_minutes or (30 if dev else 1))),
+            schedule=events.Schedule.rate(
+                Duration.minutes(shape.sweep_minutes or (30 if dev else 1))
+            ),
             targets=[targets.LambdaFunction(by["sweeper"])],
         )
         migrate_on_deploy(self, by, database)
 
         api = Api(
             self, "HttpApi", api_name=f"{self.stack_name}-api", handler=fns.entry["api"],
-            stream=by["stream"], rate_limit=api_rate_limit,
-            stream_concurrency=stream_concurrency, retention=retention, removal=removal,
+            api=by["api"], stream=by["stream"], rate_limit=shape.api_rate_limit,
+            api_concurrency=shape.api_concurrency, stream_concurrency=shape.stream_concurrency,
+            retention=retention, removal=removal,
         )  # fmt: skip
         self.http_api = api.http_api
         CfnOutput(self, "ApiUrl", value=api.url)
@@ -166,10 +170,11 @@ class CairnStack(Stack):
         alarms = Alarms(self, "Alarms", watched=Watched(
             functions=by, step_logs=by["step"].log_group, steps=queue.queue,
             dead_letters=queue.dead_letters, state_machines=self.state_machines,
-            cluster=database.cluster, proxy=database.proxy, max_capacity=db_max_capacity,
+            cluster=database.cluster, proxy=database.proxy, max_capacity=shape.db_max_acu,
         ))  # fmt: skip
         CfnOutput(self, "AlarmTopic", value=alarms.topic.topic_arn)
-        self.bedrock_models = bedrock_models
+        self.shape = shape
+        self.bedrock_models = shape.bedrock_models
         self.functions = fns
         self.queue = queue
         self.embed_queue = embed_queue

@@ -16,6 +16,10 @@ MAX_RECEIVES = 5
 STEP_CONCURRENCY = 50
 # Embedding jobs are idempotent and wait for nothing: a few at a time is enough.
 EMBED_CONCURRENCY = 5
+HIGH_THROUGHPUT = {
+    "fifo_throughput_limit": sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+    "deduplication_scope": sqs.DeduplicationScope.MESSAGE_GROUP,
+}
 
 
 def visibility_for(consumer_timeout: Duration) -> Duration:
@@ -46,6 +50,7 @@ class WorkQueue(Construct):
         dead_letter_timeout: Duration,
         concurrency: int,
         removal: RemovalPolicy,
+        high_throughput: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self.concurrency = concurrency
@@ -73,6 +78,9 @@ class WorkQueue(Construct):
                 max_receive_count=MAX_RECEIVES, queue=self.dead_letters
             ),
             removal_policy=removal,
+            # FIFO high throughput: the send and receive quotas hold per message group (an
+            # agent) instead of for the whole queue (300 sends a second without batching).
+            **(HIGH_THROUGHPUT if high_throughput else {}),
         )
 
     def connect(self, consumer: lambda_.IFunction, dead_letter: lambda_.IFunction) -> None:

@@ -19,6 +19,7 @@ from aws_cdk.assertions import Match, Template
 from cairn.local.stepfunctions import definitions, function_arn, state_machine_definitions
 from cairn_infra.app import build_app, project_context
 from cairn_infra.packaging import ROOT
+from cairn_infra.shape import Shape
 from cairn_infra.stack import CairnStack
 from cairn_infra.workflows import WorkflowTimings
 
@@ -35,11 +36,8 @@ STAR_ONLY = {
 
 def synth(**context: Any) -> tuple[CairnStack, Template]:
     app = cdk.App(context={**project_context(), "skip_bundling": "true", **context})
-    streams = context.get("stream_concurrency")
     stack = CairnStack(app, context.get("stack_name", "Cairn"), skip_bundling=True,
-                       timings=TIMINGS, dev=context.get("dev") == "true",
-                       tool_network=context.get("tool_network") == "true",
-                       stream_concurrency=int(streams) if streams else None)  # fmt: skip
+                       timings=TIMINGS, shape=Shape.from_context(context.get))  # fmt: skip
     return stack, Template.from_stack(stack)
 
 
@@ -603,3 +601,48 @@ def test_organizations_own_keys_are_secrets_under_the_stacks_prefix(
         "secretsmanager:GetSecretValue", "secretsmanager:CreateSecret",
         "secretsmanager:PutSecretValue", "secretsmanager:DeleteSecret",
         "secretsmanager:TagResource"}  # fmt: skip
+
+
+def test_the_large_knobs_are_flags_that_reach_the_template() -> None:
+    defaults = Shape.from_context({}.get)
+    assert (defaults.min_acu, defaults.db_max_acu, defaults.step_concurrency) == (0.5, 8, 50)
+    context = {"db_min_acu": "2", "db_max_acu": "64", "step_concurrency": "400",
+               "fifo_high_throughput": "true", "api_concurrency": "100",
+               "stream_concurrency": "50", "api_rate_limit": "500"}  # fmt: skip
+    _, t = synth(**context)
+    template = t.to_json()
+    t.has_resource_properties("AWS::RDS::DBCluster", {"ServerlessV2ScalingConfiguration": {
+        "MinCapacity": 2, "MaxCapacity": 64}})  # fmt: skip
+    mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    concurrency = sorted(m["Properties"]["ScalingConfig"]["MaximumConcurrency"]
+                         for m in mappings if "ScalingConfig" in m["Properties"])  # fmt: skip
+    assert concurrency == [5, 400]
+    fifo = [q["Properties"] for q in resources(template, "AWS::SQS::Queue").values()
+            if q["Properties"].get("FifoQueue") and "RedrivePolicy" in q["Properties"]]  # fmt: skip
+    assert len(fifo) == 2 and all(
+        q["FifoThroughputLimit"] == "perMessageGroupId"
+        and q["DeduplicationScope"] == "messageGroup"
+        for q in fifo
+    )
+    assert function(template, "api")["Properties"]["ReservedConcurrentExecutions"] == 100
+    assert function(template, "stream")["Properties"]["ReservedConcurrentExecutions"] == 50
+    (stage,) = resources(template, "AWS::ApiGatewayV2::Stage").values()
+    settings = stage["Properties"]["DefaultRouteSettings"]
+    assert (settings["ThrottlingRateLimit"], settings["ThrottlingBurstLimit"]) == (500, 1000)
+    env = function(template, "step")["Properties"]["Environment"]["Variables"]
+    assert env["CAIRN_ORG_MAX_RUNS"] == "200"  # half the steps, as by default
+
+
+@pytest.mark.parametrize(("context", "says"), [
+    ({"db_max_acu": "300"}, "db_max_acu: from 0 to 256"),
+    ({"db_min_acu": "0.3"}, "db_min_acu: 0, or 0.5 to 256 in half units"),
+    ({"db_min_acu": "16", "db_max_acu": "8"}, "db_min_acu: 16 is above db_max_acu 8"),
+    ({"step_concurrency": "1"}, "step_concurrency: from 2 to 1000"),
+    ({"step_concurrency": "many"}, "step_concurrency: a whole number"),
+    ({"fifo_high_throughput": "maybe"}, "fifo_high_throughput: true or false"),
+])  # fmt: skip
+def test_a_flag_given_a_value_it_cannot_take_stops_the_synthesis_naming_it(
+    context: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        synth(**context)

@@ -1,0 +1,69 @@
+"""The cost model is code (bench/cost.py): it reads each shape's template, and no resource
+type goes unpriced."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.infra.test_stack import synth
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cost_model() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cost", ROOT / "bench" / "cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["cost"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+COST = cost_model()
+SHAPES = {"production": {}, "dev": {"dev": "true"}, "tool_network": {"tool_network": "true"},
+          "dev+tool_network": {"dev": "true", "tool_network": "true"}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def templates() -> dict[str, dict[str, Any]]:
+    return {name: synth(**context)[1].to_json() for name, context in SHAPES.items()}
+
+
+def test_every_resource_type_of_every_shape_is_priced_billed_by_use_or_free(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    for name, template in templates.items():
+        assert COST.unpriced(template) == set(), name
+    assert not (COST.PRICED & COST.FREE or COST.PRICED & COST.BY_USE or COST.BY_USE & COST.FREE)
+
+
+def test_the_floor_is_read_from_the_template(templates: dict[str, dict[str, Any]]) -> None:
+    floor = {n: {line.part: line.dollars for line in COST.idle_floor(t)}
+             for n, t in templates.items()}  # fmt: skip
+    prod, dev = floor["production"], floor["dev"]
+    # Two NAT gateways and their addresses in production, one in dev; a reader in production.
+    assert prod["NAT gateways"] == 2 * dev["NAT gateways"]
+    assert prod["Aurora Serverless v2"] == 2 * dev["Aurora Serverless v2"]
+    assert sum(dev.values()) < sum(prod.values())
+    tools = floor["tool_network"]
+    assert set(tools) - set(prod) == {"the tools' egress proxy (Fargate, ARM)",
+                                      "its private DNS zone"}  # fmt: skip
+    assert tools["Secrets Manager"] > prod["Secrets Manager"]  # the passes' signing key
+    report = COST.report(templates["production"], 2.0)
+    assert "| **total** |" in report and "Not priced" not in report
+
+
+def test_a_million_steps_cost_more_with_a_slower_model(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    fast, slow = (sum(line.dollars for line in COST.per_million_steps(templates["production"],
+                                                                     latency))
+                  for latency in (1.0, 3.0))  # fmt: skip
+    # Each second of model latency is a GB-second of the 1 GB step function a step.
+    assert slow - fast == pytest.approx(2 * 1e6 * COST.PRICES["lambda_gb_second"])

@@ -27,6 +27,14 @@ class UnauthorizedError(CairnError):
     status_code = 401
 
 
+class UnavailableError(CairnError):
+    """Something the request needs cannot be reached now (the database resuming from a
+    pause, or failing over): try again shortly (503, Retry-After)."""
+
+    status_code = 503
+    retry_after_seconds = 5
+
+
 class UnprocessableError(CairnError):
     """A request that parsed but cannot be acted on as sent (Letta answers 422)."""
 

@@ -34,7 +34,7 @@ from cairn.api.routes import (
     tools,
 )
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
-from cairn.errors import CairnError, PendingApprovalError
+from cairn.errors import CairnError, PendingApprovalError, UnavailableError
 from cairn.llm.types import LLMError
 from cairn.services import tenants
 
@@ -117,6 +117,10 @@ def build_app() -> APIGatewayHttpResolver:
     @app.exception_handler(PendingApprovalError)
     def pending(exc: PendingApprovalError) -> Response[Any]:
         return _detail(409, exc.detail())
+
+    @app.exception_handler(UnavailableError)
+    def unavailable(exc: UnavailableError) -> Response[Any]:
+        return _detail(503, str(exc), headers={"Retry-After": str(exc.retry_after_seconds)})
 
     @app.exception_handler(CairnError)
     def cairn_error(exc: CairnError) -> Response[Any]:

@@ -17,7 +17,9 @@ from contextlib import contextmanager
 import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from cairn.errors import UnavailableError
 
 Connection = psycopg.Connection[dict]
 
@@ -80,6 +82,9 @@ class Database:
         self._last_used: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._max_size, self._connect_timeout = max_size, connect_timeout
+        self._in_use = (
+            0  # connections given out now (a pool that times out with all in use is busy)
+        )
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ConnectionPool[Connection]:
@@ -119,7 +124,9 @@ class Database:
     def open(self) -> None:
         with self._lock:
             if self._pool.closed:
-                self._pool.open(wait=True)
+                # Not waiting for a first connection here: `connection` waits (within its
+                # timeout) and says when the database cannot be reached.
+                self._pool.open(wait=False)
 
     def close(self) -> None:
         self._pool.close()
@@ -137,8 +144,29 @@ class Database:
         """A connection in autocommit: each statement is its own transaction."""
         if self._pool.closed:
             self.open()
-        with self._pool.connection() as conn:
-            yield conn
+        try:
+            with self._pool.connection() as conn:
+                with self._lock:
+                    self._in_use += 1
+                try:
+                    yield conn
+                finally:
+                    with self._lock:
+                        self._in_use -= 1
+        except PoolTimeout as err:
+            # No connection within the timeout. With none open, the database is paused and
+            # resuming, failing over, or gone: the next request starts connecting afresh
+            # (the pool's own retries back off to a minute apart, longer than a resume
+            # takes). Either way the caller is told to come back, not an unknown error.
+            if self._in_use >= self._max_size:
+                raise UnavailableError(
+                    "Every database connection of this server is in use; try again shortly"
+                ) from err
+            self.reset()
+            raise UnavailableError(
+                "The database cannot be reached now (it may be resuming); try again in a few "
+                "seconds"
+            ) from err
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:

@@ -8,7 +8,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from cairn_infra.packaging import ROOT
-from cairn_infra.shape import Shape
+from cairn_infra.shape import Shape, parse_flag
 from cairn_infra.stack import CairnStack
 from cairn_infra.suppressions import acknowledge
 
@@ -20,20 +20,13 @@ def project_context() -> dict[str, object]:
     return context
 
 
-def flag(app: cdk.App, name: str, default: bool = False) -> bool:
-    value = app.node.try_get_context(name)
-    if value is None:
-        return default
-    return str(value).lower() in ("true", "1", "yes")
-
-
 def build_app(app: cdk.App) -> CairnStack:
     shape = Shape.from_context(app.node.try_get_context)
     stack = CairnStack(
         app,
         str(app.node.try_get_context("stack_name") or "Cairn"),
         shape=shape,
-        skip_bundling=flag(app, "skip_bundling"),
+        skip_bundling=parse_flag("skip_bundling", app.node.try_get_context("skip_bundling")),
         description="Cairn: stateful memory agents (Letta-compatible) on AWS serverless",
     )
     acknowledge(stack, shape.bedrock_models, dev=shape.dev)

@@ -19,6 +19,17 @@ MIN_ACU, MAX_ACU = 0.0, 256.0
 MIN_MAPPING, MAX_MAPPING = 2, 1000
 
 
+def parse_flag(name: str, value: object) -> bool:
+    """A true-or-false context flag; unset is false."""
+    if value is None or str(value).strip() == "":
+        return False
+    if str(value).strip().lower() in ("true", "1", "yes"):
+        return True
+    if str(value).strip().lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"{name}: true or false, not {value!r}")
+
+
 @dataclass(frozen=True)
 class Shape:
     dev: bool = False
@@ -51,14 +62,7 @@ class Shape:
             return None if value is None or str(value).strip() == "" else str(value).strip()
 
         def flag(name: str) -> bool:
-            value = text(name)
-            if value is None:
-                return False
-            if value.lower() in ("true", "1", "yes"):
-                return True
-            if value.lower() in ("false", "0", "no"):
-                return False
-            raise ValueError(f"{name}: true or false, not {value!r}")
+            return parse_flag(name, get(name))
 
         def number(name: str, low: float, high: float, *, whole: bool = True) -> float | None:
             value = text(name)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.domain.constants import DEFAULT_CONTEXT_WINDOW, MAX_EMBEDDING_DIM, MIN_CONTEXT_WINDOW
 
+LETTA_TEMPERATURE = 0.7
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
@@ -32,6 +33,12 @@ class LLMConfig(_Config):
     reasoning_effort: ReasoningEffort | None = None
     max_reasoning_tokens: int = Field(default=0, ge=0)
     parallel_tool_calls: bool = False
+
+    @property
+    def shown_temperature(self) -> float:
+        """The temperature as Letta shows it: its LLMConfig has no null one (0.7 stands
+        for the provider's own)."""
+        return LETTA_TEMPERATURE if self.temperature is None else self.temperature
 
 
 class EmbeddingConfig(_Config):

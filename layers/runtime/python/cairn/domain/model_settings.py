@@ -23,9 +23,8 @@ def of(llm: LLMConfig) -> dict[str, Any] | None:
     """The settings an AgentState shows for `llm`; None for a provider type Letta's schema
     has no settings for."""
     kind = llm.model_endpoint_type
-    temperature = 0.7 if llm.temperature is None else llm.temperature
     common = {"parallel_tool_calls": llm.parallel_tool_calls, "provider_type": kind,
-              "temperature": temperature}  # fmt: skip
+              "temperature": llm.shown_temperature}  # fmt: skip
     if kind == "openai":
         return {"max_output_tokens": llm.max_tokens or 4096, **common,
                 "reasoning": {"reasoning_effort": llm.reasoning_effort or "minimal"},

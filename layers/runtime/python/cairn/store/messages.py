@@ -189,14 +189,14 @@ def rewrite_content(conn: Connection, message: Message) -> None:
 # The agent's embedding config with its next texts to embed, so a job costs one read: no
 # row means no agent; one row without an id, nothing to embed.
 # An agent held back after failures (store.embedding_holds) of its current config.
-_HELD = """EXISTS (SELECT 1 FROM embedding_holds h WHERE h.agent_id = a.id
-              AND h.config IS NOT DISTINCT FROM a.embedding_config
-              AND (h.next_try_at IS NULL OR h.next_try_at > now()))"""
+_HELD_BY = """(h.config IS NOT DISTINCT FROM a.embedding_config
+     AND (h.next_try_at IS NULL OR h.next_try_at > now()))"""
+_HELD = f"EXISTS (SELECT 1 FROM embedding_holds h WHERE h.agent_id = a.id AND {_HELD_BY})"
 TO_EMBED = f"""
 WITH a AS (
-    SELECT a.id, a.organization_id, a.embedding_config, {_HELD} AS held,
-           EXISTS (SELECT 1 FROM embedding_holds h WHERE h.agent_id = a.id) AS failing
-    FROM agents a
+    SELECT a.id, a.organization_id, a.embedding_config,
+           (h.agent_id IS NOT NULL AND {_HELD_BY}) AS held, h.agent_id IS NOT NULL AS failing
+    FROM agents a LEFT JOIN embedding_holds h ON h.agent_id = a.id
     WHERE a.organization_id = %(org)s AND a.id = %(agent)s
 )
 SELECT a.embedding_config, a.held, a.failing, m.id, m.search_text FROM a

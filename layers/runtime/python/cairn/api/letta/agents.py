@@ -31,8 +31,7 @@ def agent_json(
     )
     block_list = [block_json(b) for b in blocks or ()]
     llm = agent.llm_config
-    if llm.temperature is None:  # Letta's LLMConfig has no null temperature (0.7 default)
-        data["llm_config"]["temperature"] = 0.7
+    data["llm_config"]["temperature"] = llm.shown_temperature
     embedding = agent.embedding_config
     return data | {
         "model": llm.handle or handle(llm.model_endpoint_type, llm.model),

@@ -22,8 +22,7 @@ def model_json(config: LLMConfig) -> dict[str, Any]:
         "model_type": "llm",
         "provider_category": config.provider_category or "base",
         "max_context_window": config.context_window,
-        # Letta's Model has no null temperature: its default stands for "the provider's".
-        "temperature": 0.7 if config.temperature is None else config.temperature,
+        "temperature": config.shown_temperature,
     }
 
 

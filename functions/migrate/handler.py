@@ -22,7 +22,7 @@ from cairn.config import Settings
 from cairn.orchestration.aws.secrets import app_password, database_dsn
 from cairn.services.tenants import operate
 from cairn.store.db import Database
-from cairn.store.migrate import allow_login, apply_migrations
+from cairn.store.migrate import allow_iam_login, allow_login, apply_migrations
 
 logger = Logger(service="cairn-migrate")
 PHYSICAL_ID = "cairn-schema-migrations"
@@ -65,6 +65,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     logger.info("migrations applied", extra={"applied": applied})
     if (password := app_password(settings)) is not None:
         allow_login(database_dsn(settings), password)  # the functions' role, for the proxy
+    elif settings.db_app_iam:
+        allow_iam_login(database_dsn(settings))  # the functions' role, with IAM tokens
     return {
         "PhysicalResourceId": PHYSICAL_ID,
         "Data": {"Applied": ",".join(applied) or "none", "Count": len(applied)},

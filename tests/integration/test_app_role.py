@@ -85,3 +85,48 @@ def test_on_aws_functions_connect_with_an_iam_token_not_a_password(
     token = str(params["password"])
     assert token.startswith(f"{settings.db_host}:5432/?Action=connect&DBUser={APP_ROLE}")
     assert "X-Amz-Signature=" in token
+
+
+def test_without_a_proxy_the_migrate_function_lets_the_role_log_in_with_iam_tokens(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`size=small`: no proxy holds the role's password; Aurora lets the members of rds_iam
+    log in with IAM tokens (a plain PostgreSQL has no such role: made here as Aurora has)."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("ALTER ROLE cairn_app NOLOGIN")
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'rds_iam'").fetchone():
+            conn.execute("CREATE ROLE rds_iam NOLOGIN")
+        conn.execute("REVOKE rds_iam FROM cairn_app")
+    monkeypatch.setenv("DATABASE_URL", pg_dsn)
+    monkeypatch.setenv("CAIRN_DB_APP_IAM", "true")
+    invoke("migrate", {"RequestType": "Update", "PhysicalResourceId": "x"})
+    with psycopg.connect(pg_dsn) as conn:
+        row = conn.execute(
+            "SELECT rolcanlogin, pg_has_role(%s, 'rds_iam', 'member') FROM pg_roles"
+            " WHERE rolname = %s",
+            (APP_ROLE, APP_ROLE),
+        ).fetchone()
+    assert row == (True, True)
+
+
+def test_to_the_cluster_itself_tls_is_checked_against_the_rds_bundle_and_idle_sessions_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in (("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"), ("AWS_SECRET_ACCESS_KEY", "s"),
+                        ("AWS_DEFAULT_REGION", "eu-west-1")):  # fmt: skip
+        monkeypatch.setenv(name, value)
+    settings = Settings.from_env({
+        "CAIRN_DB_HOST": "cairn.cluster-abc.eu-west-1.rds.amazonaws.com",
+        "CAIRN_DB_IAM_USER": APP_ROLE,
+        "CAIRN_DB_SSLROOTCERT": "/opt/rds-ca/global-bundle.pem",
+        "CAIRN_DB_IDLE_SESSION_SECONDS": "60",
+        "CAIRN_DB_PREPARED_STATEMENTS": "true",
+    })  # fmt: skip
+    made = database_conninfo(settings)
+    assert callable(made)
+    params = psycopg.conninfo.conninfo_to_dict(made())
+    assert params["sslmode"] == "verify-full"
+    assert params["sslrootcert"] == "/opt/rds-ca/global-bundle.pem"
+    assert params["options"] == "-c idle_session_timeout=60000"
+    assert str(params["password"]).startswith(f"{settings.db_host}:5432/?Action=connect")
+    assert settings.prepare_statements  # no proxy to pin sessions to

@@ -1,6 +1,7 @@
 """A database that cannot be reached yet (Aurora resuming from a pause, a failover): a
-request waits for it up to its connection timeout, then answers 503 with Retry-After,
-never 500; once the database is there the same process serves again, unrestarted."""
+request waits for it within its deadline (a sync send left with too little time answers 202
+with its run); past that it answers 503 with Retry-After, never 500; once the database is
+there the same process serves again, unrestarted."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -33,18 +35,37 @@ class LateDoor:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
 
+        self.server: socket.socket | None = None
+        self.ends: list[socket.socket] = []
+
     def open(self) -> None:
-        server = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._serve, args=(server,), daemon=True).start()
+        self.server = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._serve, args=(self.server,), daemon=True).start()
+
+    def close(self) -> None:
+        """Refuse connections again and cut the ones open (a database that paused)."""
+        if self.server is not None:
+            with contextlib.suppress(OSError):  # wakes the accepting thread (Linux)
+                self.server.shutdown(socket.SHUT_RDWR)
+            self.server.close()
+            self.server = None
+        for end in self.ends:
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+        self.ends.clear()
 
     def _serve(self, server: socket.socket) -> None:
         while True:
-            client, _ = server.accept()
+            try:
+                client, _ = server.accept()
+            except OSError:
+                return  # closed
             if isinstance(self.target, str):
                 upstream = socket.socket(socket.AF_UNIX)
                 upstream.connect(self.target)
             else:
                 upstream = socket.create_connection(self.target)
+            self.ends += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
@@ -101,9 +122,12 @@ def test_the_store_says_unavailable_then_serves_once_the_database_is_there(
         db.close()
 
 
-def test_a_request_while_the_database_resumes_is_a_503_with_retry_after(
+def test_a_request_whose_database_is_not_back_by_its_deadline_is_a_503_with_retry_after(
     late: tuple[LateDoor, str], db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from cairn.local import lambdas
+
+    monkeypatch.setitem(lambdas.TIMEOUT_MS, "api", 4_000)  # 2 s to its deadline
     with db.transaction() as conn:
         org = tenancy.create_organization(conn, Organization(name="late"))
         user = tenancy.create_user(conn, User(organization_id=org.id, name="ada"))
@@ -143,5 +167,90 @@ def test_a_busy_pool_is_a_503_too_and_keeps_its_connections(pg_dsn: str) -> None
             assert row is not None and row["n"] == 1
         with db.connection() as conn:
             assert conn.execute("SELECT 2 AS n").fetchone() == {"n": 2}
+    finally:
+        db.close()
+
+
+def test_a_request_while_the_database_resumes_waits_for_it_within_its_deadline(
+    late: tuple[LateDoor, str], db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with db.transaction() as conn:
+        org = tenancy.create_organization(conn, Organization(name="late"))
+        user = tenancy.create_user(conn, User(organization_id=org.id, name="ada"))
+        _, key = tenancy.create_api_key(conn, org.id, user.id, name="t")
+    door, dsn = late
+    slow = Database(dsn, connect_timeout=1)  # alone, it would give up after a second
+    use_runtime(build_runtime(Settings(openai_api_key="sk-test"), db=slow))
+    request = event("api/agents-list.json")
+    request["headers"]["authorization"] = f"Bearer {key}"
+    opening = threading.Timer(3, door.open)
+    try:
+        started = time.monotonic()
+        opening.start()
+        answer = invoke("api", request)  # the api function's deadline: 29 s less 2
+        assert answer["statusCode"] == 200, answer
+        assert time.monotonic() - started >= 3  # it waited for the door, not failed
+    finally:
+        opening.cancel()
+        use_runtime(None)
+        slow.close()
+
+
+def test_a_sync_send_that_waited_for_the_database_answers_202_when_its_turn_does_not_fit(
+    late: tuple[LateDoor, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cairn.local import lambdas
+    from tests.api.conftest import make_stack
+    from tests.api.test_http_contract import LLM, _ended, http
+
+    door, dsn = late
+    door.open()
+    slow = Database(dsn, connect_timeout=1)
+    try:
+        with make_stack(slow) as stack, http(stack) as client:
+            agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+            # The database pauses (its connections go) and this function's environment is
+            # new. The function serving the request (the local bridge's `stream`) has 11 s,
+            # 6 s to its deadline, as API Gateway's 30 s leave the api function 27.
+            door.close()
+            slow.reset()
+            monkeypatch.setitem(lambdas.TIMEOUT_MS, "stream", 11_000)
+            stack.fake.reply("too late", delay=6)  # 3 s resuming + 6 s: past the deadline
+            stack.fake.reply("from the worker", delay=2)  # still going when it answers
+            opening = threading.Timer(3, door.open)
+            opening.start()
+            started = time.monotonic()
+            sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+            took = time.monotonic() - started
+            opening.cancel()
+            assert sent.status_code == 202, (took, sent.text)
+            assert 3 <= took < 11  # waited for the database, answered within the function
+            state = _ended(client, sent.json()["id"], timeout=30)
+            assert state["status"] == "completed", state
+            replies = client.get(f"/v1/runs/{state['id']}/messages").json()
+            said = [m.get("content") for m in replies if m["message_type"] == "assistant_message"]
+            assert said == ["from the worker"]
+    finally:
+        slow.close()
+
+
+def test_a_session_the_server_ends_when_idle_is_replaced_unseen(pg_dsn: str) -> None:
+    """A small stack's sessions end after a minute idle (so that Aurora may pause): the next
+    use finds its connection gone, pings it (idle past idle_check) and gets a new one."""
+    idle = make_conninfo(pg_dsn, options="-c idle_session_timeout=500")
+    db = Database(idle, idle_check_seconds=0.2)
+    try:
+        with db.connection() as conn:
+            first = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()
+        assert first is not None
+        with psycopg.connect(pg_dsn, autocommit=True) as watcher:
+            deadline = time.monotonic() + 30
+            while watcher.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+                                  (first["pid"],)).fetchone():  # fmt: skip
+                assert time.monotonic() < deadline, "the idle session was never ended"
+                time.sleep(0.1)
+        with db.connection() as conn:
+            again = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()
+        assert again is not None and again["pid"] != first["pid"]
     finally:
         db.close()

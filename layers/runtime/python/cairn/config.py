@@ -20,6 +20,12 @@ class Settings(BaseModel):
     db_iam_user: str | None = None
     # The migrate function: the application role's secret, whose password it sets.
     db_app_secret_arn: str | None = None
+    # The migrate function of a stack without RDS Proxy: the application role logs in to the
+    # cluster with IAM tokens (granted rds_iam), not a password.
+    db_app_iam: bool = False
+    # End a session idle this long (the server's idle_session_timeout): an Aurora cluster
+    # pauses only with no connections, and a warm function keeps its own open.
+    db_idle_session_seconds: float | None = Field(default=None, gt=0)
     db_name: str = "cairn"
     db_pool_size: int = Field(default=1, ge=1)
     # TLS to the database when the connection comes from the secret: the proxy's certificate
@@ -134,6 +140,8 @@ class Settings(BaseModel):
             "db_host": "CAIRN_DB_HOST",
             "db_iam_user": "CAIRN_DB_IAM_USER",
             "db_app_secret_arn": "CAIRN_DB_APP_SECRET_ARN",
+            "db_app_iam": "CAIRN_DB_APP_IAM",
+            "db_idle_session_seconds": "CAIRN_DB_IDLE_SESSION_SECONDS",
             "db_name": "CAIRN_DB_NAME",
             "db_pool_size": "CAIRN_DB_POOL_SIZE",
             "db_sslmode": "CAIRN_DB_SSLMODE",

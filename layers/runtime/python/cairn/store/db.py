@@ -29,6 +29,11 @@ Connection = psycopg.Connection[dict]
 IDLE_CHECK_SECONDS = 30.0
 # A statement is prepared on its third execution on a connection (one-off queries never are).
 PREPARE_AFTER = 2
+# Waiting for a database that cannot be reached yet (Aurora resuming from a pause takes about
+# 15 s, longer after a day paused): a fresh attempt this often once the last one failed,
+# rather than the pool's own backoff (1, 2, 4, 8, 16 s apart), and never longer than this
+# whatever the caller's deadline.
+RETRY_SECONDS, MOST_WAIT_SECONDS = 1.0, 60.0
 
 
 @contextmanager
@@ -73,6 +78,7 @@ class Database:
         max_size: int = 1,
         connect_timeout: float = 10.0,
         prepare: bool = True,
+        idle_check_seconds: float = IDLE_CHECK_SECONDS,
     ) -> None:
         # A callable is asked again for each new connection (a rotated password).
         self.dsn = dsn
@@ -82,9 +88,13 @@ class Database:
         self._last_used: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._max_size, self._connect_timeout = max_size, connect_timeout
-        self._in_use = (
-            0  # connections given out now (a pool that times out with all in use is busy)
-        )
+        self._idle_check = idle_check_seconds
+        # How long the caller may wait for a connection (its deadline's time left), or None
+        # for connect_timeout: `wait_within`.
+        self._patience: Callable[[], float | None] | None = None
+        # Connections of the current pool given out now (a pool that times out with all in
+        # use is busy, not unreachable).
+        self._in_use = 0
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ConnectionPool[Connection]:
@@ -115,7 +125,7 @@ class Database:
         self._last_used[conn] = time.monotonic()
 
     def _check(self, conn: Connection) -> None:
-        if time.monotonic() - self._last_used.get(conn, 0.0) > IDLE_CHECK_SECONDS:
+        if time.monotonic() - self._last_used.get(conn, 0.0) > self._idle_check:
             conn.execute("SELECT 1")
 
     def _mark_used(self, conn: Connection) -> None:
@@ -136,37 +146,66 @@ class Database:
         use connects afresh."""
         with self._lock:
             old, self._pool = self._pool, self._new_pool()
+            self._in_use = 0  # of the new pool; the old one's go back to it, closed
         with contextlib.suppress(Exception):
             old.close(timeout=0)
+
+    def wait_within(self, patience: Callable[[], float | None]) -> None:
+        """Wait for a connection as long as `patience()` says the caller can (the time left
+        before its deadline, or None), at most MOST_WAIT_SECONDS and at least connect_timeout:
+        a request that arrives while the database resumes is served late, not refused."""
+        self._patience = patience
+
+    def _wait_seconds(self) -> float:
+        """The deadline lengthens the wait, never shortens it: what runs past it (handing
+        a step to the queue, answering 202) still needs its connection."""
+        left = self._patience() if self._patience is not None else None
+        return max(self._connect_timeout, min(left or 0.0, MOST_WAIT_SECONDS))
 
     @contextmanager
     def connection(self) -> Iterator[Connection]:
         """A connection in autocommit: each statement is its own transaction."""
-        if self._pool.closed:
-            self.open()
+        pool, conn = self._checkout()
+        with self._lock:
+            counted = pool is self._pool
+            self._in_use += counted
         try:
-            with self._pool.connection() as conn:
-                with self._lock:
-                    self._in_use += 1
-                try:
-                    yield conn
-                finally:
-                    with self._lock:
-                        self._in_use -= 1
-        except PoolTimeout as err:
-            # No connection within the timeout. With none open, the database is paused and
-            # resuming, failing over, or gone: the next request starts connecting afresh
-            # (the pool's own retries back off to a minute apart, longer than a resume
-            # takes). Either way the caller is told to come back, not an unknown error.
-            if self._in_use >= self._max_size:
+            yield conn
+        finally:
+            with self._lock:
+                self._in_use -= counted and pool is self._pool
+            pool.putconn(conn)  # the pool it came from, even if `reset` replaced it since
+
+    def _checkout(self) -> tuple[ConnectionPool[Connection], Connection]:
+        give_up = time.monotonic() + self._wait_seconds()
+        while True:
+            if self._pool.closed:  # new, or made anew by `reset`
+                self.open()
+            pool = self._pool
+            left = give_up - time.monotonic()
+            try:
+                return pool, pool.getconn(timeout=max(min(RETRY_SECONDS, left), 0.001))
+            except PoolTimeout as err:
+                busy = self._in_use >= self._max_size
+                if time.monotonic() < give_up:
+                    # An attempt failed meanwhile (the pool counts it): start a fresh one
+                    # now instead of after the pool's growing backoff. One still under way
+                    # (a connection held while Aurora resumes) is left to finish.
+                    if not busy and pool.get_stats().get("connections_errors", 0):
+                        self.reset()
+                    continue
+                if busy:
+                    raise UnavailableError(
+                        "Every database connection of this server is in use; try again shortly"
+                    ) from err
+                # None open: the database is paused and resuming, failing over, or gone.
+                # The next request starts connecting afresh; this caller is told to come
+                # back, not given an unknown error.
+                self.reset()
                 raise UnavailableError(
-                    "Every database connection of this server is in use; try again shortly"
+                    "The database cannot be reached now (it may be resuming); try again in a "
+                    "few seconds"
                 ) from err
-            self.reset()
-            raise UnavailableError(
-                "The database cannot be reached now (it may be resuming); try again in a few "
-                "seconds"
-            ) from err
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:

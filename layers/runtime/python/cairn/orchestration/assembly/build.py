@@ -11,13 +11,14 @@ import threading
 from cairn import heap
 from cairn.config import Settings
 from cairn.engine.step import Engine
+from cairn.llm import deadline
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.aws import bedrock
 from cairn.orchestration.aws.provider_vault import ProviderKeys, vault_for
 from cairn.orchestration.aws.secrets import database_conninfo, egress_key, with_provider_keys
 from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
-from cairn.store.db import Database
+from cairn.store.db import IDLE_CHECK_SECONDS, Database
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
 _lock = threading.Lock()
@@ -37,7 +38,13 @@ def build_runtime(
         database_conninfo(settings),
         max_size=settings.db_pool_size,
         prepare=settings.prepare_statements,
+        # A session the server ends when idle is pinged before use, and replaced.
+        idle_check_seconds=min(IDLE_CHECK_SECONDS, (settings.db_idle_session_seconds or 60) / 2),
     )
+    # A request arriving while the database resumes (a small stack's Aurora pauses when
+    # idle) waits for it within its own deadline; a sync send left with too little time
+    # answers 202 with its run, as when the model is slow.
+    database.wait_within(deadline.seconds_left)
     sandbox: Sandbox
     if settings.sandbox_function:
         from cairn.orchestration.aws.lambda_sandbox import LambdaSandbox

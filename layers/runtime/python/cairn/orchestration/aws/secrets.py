@@ -51,12 +51,14 @@ def database_conninfo(settings: Settings) -> str | Callable[[], str]:
 
 
 def _with_iam_token(settings: Settings, user: str) -> Callable[[], str]:
-    """RDS Proxy's IAM authentication: a token per connection, signed here with the
-    function's own credentials (no call to AWS, valid 15 minutes, `rds-db:connect` on the
-    user), so the function reads no database secret at all."""
+    """IAM database authentication (RDS Proxy's, or the cluster's): a token per connection,
+    signed here with the function's own credentials (no call to AWS, valid 15 minutes,
+    `rds-db:connect` on the user), so the function reads no database secret at all."""
     host = settings.db_host
     if not host:
-        raise ConfigurationError("CAIRN_DB_IAM_USER needs CAIRN_DB_HOST (the proxy endpoint)")
+        raise ConfigurationError(
+            "CAIRN_DB_IAM_USER needs CAIRN_DB_HOST (the proxy's or the cluster's endpoint)"
+        )
     import boto3
 
     rds = boto3.client("rds")
@@ -84,14 +86,16 @@ def _conninfo(
     """A connection string with TLS as the settings ask. RDS Proxy presents an ACM
     certificate for its endpoint's name, chaining to Amazon Root CA ("Using TLS/SSL with RDS
     Proxy", Amazon RDS User Guide): verified against certifi's bundle, which holds it,
-    unless the settings name another file."""
-    verified = {}
+    unless the settings name another file (the RDS CA bundle, for the cluster itself)."""
+    extra = {}
     if settings.db_sslmode.startswith("verify"):
         import certifi
 
-        verified["sslrootcert"] = settings.db_sslrootcert or certifi.where()
+        extra["sslrootcert"] = settings.db_sslrootcert or certifi.where()
+    if settings.db_idle_session_seconds:
+        extra["options"] = f"-c idle_session_timeout={int(settings.db_idle_session_seconds * 1000)}"
     return make_conninfo(host=host, port=str(port), dbname=dbname, user=user, password=password,
-                         sslmode=settings.db_sslmode, connect_timeout="10", **verified)  # fmt: skip
+                         sslmode=settings.db_sslmode, connect_timeout="10", **extra)  # fmt: skip
 
 
 # The provider-keys secret (JSON) may hold these; the environment wins where both are set.

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/cost.py                       # production
     .venv/bin/python bench/cost.py -c dev=true -c tool_network=true --latency 3
+    .venv/bin/python bench/cost.py -c size=small
 
 Prints the idle floor per month (what the stack costs with nothing happening) and the cost
 per million steps at a model latency, each line with its arithmetic. Prices are list
@@ -26,7 +27,9 @@ HOURS = 730  # a month
 PRICES = {
     "nat_hour": 0.045,  # NAT gateway, per hour
     "nat_gb": 0.045,  # NAT gateway, per GB processed
-    "ipv4_hour": 0.005,  # a public IPv4 address (the NAT gateways' Elastic IPs), per hour
+    "ipv4_hour": 0.005,  # a public IPv4 address (a NAT gateway's or instance's), per hour
+    "t4g.nano_hour": 0.0042,  # EC2 on-demand (the small shape's NAT instance), per hour
+    "gp3_gb_month": 0.08,  # EBS gp3, per GB-month
     "acu_hour": 0.12,  # Aurora Serverless v2 (Standard), per ACU-hour
     "proxy_acu_hour": 0.015,  # RDS Proxy, per ACU-hour of its Serverless v2 target
     "proxy_min_acus": 8,  # RDS Proxy bills Serverless v2 for at least 8 ACUs
@@ -62,13 +65,17 @@ FREE = {
     "AWS::SNS::TopicPolicy", "AWS::SQS::QueuePolicy", "AWS::SecretsManager::ResourcePolicy",
     "AWS::SecretsManager::RotationSchedule", "AWS::SecretsManager::SecretTargetAttachment",
     "AWS::ServiceDiscovery::Service", "AWS::ECS::TaskDefinition", "Custom::VpcRestrictDefaultSG",
+    "AWS::IAM::InstanceProfile",
 }  # fmt: skip
 # Priced below, by the idle floor.
 PRICED = {
     "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::RDS::DBInstance", "AWS::RDS::DBProxy",
     "AWS::SecretsManager::Secret", "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard",
-    "AWS::ServiceDiscovery::PrivateDnsNamespace", "AWS::ECS::Service",
+    "AWS::ServiceDiscovery::PrivateDnsNamespace", "AWS::ECS::Service", "AWS::EC2::Instance",
 }  # fmt: skip
+# Aurora pauses an instance this long after its last connection closed (SecondsUntilAutoPause),
+# and a function's idle session closes after CAIRN_DB_IDLE_SESSION_SECONDS: each wake-up of a
+# paused cluster keeps it running, at its 0.5 ACU floor, for about their sum.
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,17 @@ def idle_floor(template: dict[str, Any]) -> list[Line]:
     if nats := len(_of(template, "AWS::EC2::NatGateway")):
         lines.append(Line("NAT gateways", f"{nats} x ${p['nat_hour']}/h x {HOURS} h",
                           nats * p["nat_hour"] * HOURS))  # fmt: skip
-    if ips := len(_of(template, "AWS::EC2::EIP")):
-        lines.append(Line("public IPv4 addresses (the NAT gateways')",
+    nat_instances = _of(template, "AWS::EC2::Instance")
+    for instance in nat_instances:
+        kind = instance["InstanceType"]
+        lines.append(Line(f"NAT instance ({kind})", f"${p[f'{kind}_hour']}/h x {HOURS} h",
+                          p[f"{kind}_hour"] * HOURS))  # fmt: skip
+        gb = sum(d["Ebs"]["VolumeSize"] for d in instance.get("BlockDeviceMappings", []))
+        lines.append(Line("its root volume (gp3)", f"{gb} GB x ${p['gp3_gb_month']}",
+                          gb * p["gp3_gb_month"]))  # fmt: skip
+    # An instance in a public subnet has a public address as a NAT gateway's Elastic IP is.
+    if ips := len(_of(template, "AWS::EC2::EIP")) + len(nat_instances):
+        lines.append(Line("public IPv4 addresses (the NATs')",
                           f"{ips} x ${p['ipv4_hour']}/h x {HOURS} h",
                           ips * p["ipv4_hour"] * HOURS))  # fmt: skip
     (cluster,) = _of(template, "AWS::RDS::DBCluster")
@@ -112,10 +128,13 @@ def idle_floor(template: dict[str, Any]) -> list[Line]:
     # Auto-pause and RDS Proxy do not go together (the proxy holds connections to the
     # cluster): behind a proxy a 0 ACU minimum is billed as the 0.5 it runs at.
     held = max(low, 0.5) if proxied else low
-    lines.append(Line("Aurora Serverless v2", f"{instances} instances x {held:g} ACU x "
-                      f"${p['acu_hour']}/ACU-h x {HOURS} h"
-                      + (" (a proxy keeps it from pausing)" if proxied and low == 0 else ""),
-                      instances * held * p["acu_hour"] * HOURS))  # fmt: skip
+    if held == 0:
+        lines.append(_woken(template, instances, int(scaling["SecondsUntilAutoPause"])))
+    else:
+        lines.append(Line("Aurora Serverless v2", f"{instances} instances x {held:g} ACU x "
+                          f"${p['acu_hour']}/ACU-h x {HOURS} h"
+                          + (" (a proxy keeps it from pausing)" if proxied and low == 0 else ""),
+                          instances * held * p["acu_hour"] * HOURS))  # fmt: skip
     if proxied:
         acus = max(p["proxy_min_acus"], held * instances)
         lines.append(Line("RDS Proxy", f"at least {acus:g} ACUs x ${p['proxy_acu_hour']}/ACU-h"
@@ -146,16 +165,34 @@ def idle_floor(template: dict[str, Any]) -> list[Line]:
     return lines
 
 
-def _sweeper(template: dict[str, Any]) -> Iterator[Line]:
+def _woken(template: dict[str, Any], instances: int, pause_after: int) -> Line:
+    """A cluster that pauses costs nothing asleep; the sweeper wakes it on its schedule."""
+    idle = int(_function(template, "sweeper")["Environment"]["Variables"].get(
+        "CAIRN_DB_IDLE_SESSION_SECONDS", 0))  # fmt: skip
+    wakes = _sweeps(template)
+    awake = pause_after + idle
+    return Line("Aurora Serverless v2, paused but for the sweeper's wake-ups",
+                f"{wakes:,.0f} wakes x ({pause_after} s to pause + {idle} s idle session) x "
+                f"{instances} x 0.5 ACU x ${PRICES['acu_hour']}/ACU-h",
+                wakes * awake / 3600 * instances * 0.5 * PRICES["acu_hour"])  # fmt: skip
+
+
+def _sweeps(template: dict[str, Any]) -> float:
+    """The sweeper's runs a month, from its schedule."""
     for rule in _of(template, "AWS::Events::Rule"):
-        found = re.fullmatch(r"rate\((\d+) minutes?\)", rule.get("ScheduleExpression", ""))
-        if not found:
-            continue
-        runs = HOURS * 60 / int(found.group(1))
-        gb = _function(template, "sweeper").get("MemorySize", 128) / 1024
-        # ~0.3 s a sweep with nothing to do (bench: the sweeper's rounds on an idle stack).
-        yield Line("sweeper", f"{runs:,.0f} runs x 0.3 s x {gb:g} GB",
-                   runs * 0.3 * gb * PRICES["lambda_gb_second"])  # fmt: skip
+        expression = rule.get("ScheduleExpression", "")
+        if found := re.fullmatch(r"rate\((\d+) (minute|hour|day)s?\)", expression):
+            minutes = int(found.group(1)) * {"minute": 1, "hour": 60, "day": 1440}[found.group(2)]
+            return HOURS * 60 / minutes
+    raise ValueError("no sweeper schedule in the template")
+
+
+def _sweeper(template: dict[str, Any]) -> Iterator[Line]:
+    runs = _sweeps(template)
+    gb = _function(template, "sweeper").get("MemorySize", 128) / 1024
+    # ~0.3 s a sweep with nothing to do (bench: the sweeper's rounds on an idle stack).
+    yield Line("sweeper", f"{runs:,.0f} runs x 0.3 s x {gb:g} GB",
+               runs * 0.3 * gb * PRICES["lambda_gb_second"])  # fmt: skip
 
 
 def _snapstart(template: dict[str, Any]) -> Iterator[Line]:
@@ -186,7 +223,14 @@ def per_million_steps(template: dict[str, Any], latency: float) -> list[Line]:
              1e6 * 0.2 * p["lambda_gb_second"] + 3 * p["sqs_fifo_million"]),
         Line("CloudWatch Logs", f"~1 KB a step x ${p['logs_gb']}/GB", 1e6 * 1e-6 * p["logs_gb"]),
     ]  # fmt: skip
-    if _of(template, "AWS::EC2::NatGateway"):
+    (cluster,) = _of(template, "AWS::RDS::DBCluster")
+    if float(cluster["ServerlessV2ScalingConfiguration"]["MinCapacity"]) == 0 and not _of(
+        template, "AWS::RDS::DBProxy"
+    ):  # a cluster that pauses is billed while steps keep it awake (others: in the floor)
+        lines.append(Line("Aurora awake for the steps (at most: one step at a time)",
+                          f"1e6 x {step_s:g} s x 0.5 ACU x ${p['acu_hour']}/ACU-h",
+                          1e6 * step_s / 3600 * 0.5 * p["acu_hour"]))  # fmt: skip
+    if _of(template, "AWS::EC2::NatGateway"):  # a NAT instance charges no processing
         lines.append(Line("NAT data to the provider", f"~30 KB a step x ${p['nat_gb']}/GB",
                           1e6 * 30e-6 * p["nat_gb"]))  # fmt: skip
     return lines

@@ -35,13 +35,22 @@ def grant_access(
     for key, fn in by.items():
         if key == "sandbox":
             continue
-        if key == "migrate":  # the schema's owner, and the one who sets the app's password
+        if key == "migrate" and database.app_secret is not None:
+            # The schema's owner, through the proxy, and the one who sets the app's password.
             fn.add_environment("CAIRN_DB_IAM_USER", ADMIN_USER)
             fn.add_environment("CAIRN_DB_APP_SECRET_ARN", database.app_secret.secret_arn)
             database.app_secret.grant_read(fn)
-            database.proxy.grant_connect(fn, ADMIN_USER)
+            database.grant_connect(fn, ADMIN_USER)
+        elif key == "migrate":
+            # No proxy: the owner logs in to the cluster with the admin's secret (an IAM
+            # login would end its password logins, and the secret's rotation with them), and
+            # lets the app role log in with IAM tokens (rds_iam).
+            fn.add_environment("CAIRN_DB_SECRET_ARN", database.secret.secret_arn)
+            fn.add_environment("CAIRN_DB_IAM_USER", "")  # not the app role's token login
+            fn.add_environment("CAIRN_DB_APP_IAM", "true")
+            database.secret.grant_read(fn)
         else:
-            database.proxy.grant_connect(fn, APP_USER)
+            database.grant_connect(fn, APP_USER)
         providers.grant_read(fn)
     for key in PUBLISHERS:
         for queue in queues:

@@ -29,6 +29,6 @@ def build_app(app: cdk.App) -> CairnStack:
         skip_bundling=parse_flag("skip_bundling", app.node.try_get_context("skip_bundling")),
         description="Cairn: stateful memory agents (Letta-compatible) on AWS serverless",
     )
-    acknowledge(stack, shape.bedrock_models, dev=shape.dev)
+    acknowledge(stack, shape.bedrock_models, dev=shape.dev, small=shape.small)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # type: ignore[attr-defined]
     return stack

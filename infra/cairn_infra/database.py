@@ -1,17 +1,33 @@
 """Aurora Serverless v2 PostgreSQL (17.x: pgvector 0.8), credentials in Secrets Manager,
-an RDS Proxy in front (Lambda's many short connections), migrations applied on deploy."""
+an RDS Proxy in front (Lambda's many short connections), migrations applied on deploy.
+
+With `size=small` there is no proxy: a cluster behind one never pauses, and the proxy alone
+costs more than the rest of a small stack. The functions connect to the cluster itself with
+IAM tokens over TLS checked against the RDS CA bundle (packaging.py ships it), the cluster
+pauses at 0 ACU after five idle minutes, and the functions' sessions end after a minute idle
+(`IDLE_SESSION_SECONDS`) so that a warm function's connection does not keep it awake.
+"""
 
 from __future__ import annotations
 
 from aws_cdk import Duration, Names, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 DB_NAME = "cairn"
 ADMIN_USER, APP_USER = "cairn_admin", "cairn_app"
+# RDS Proxy supports Aurora PostgreSQL 17 ("Supported Regions and Aurora DB engines for
+# Amazon RDS Proxy", Amazon Aurora User Guide: https://docs.aws.amazon.com/AmazonRDS/latest/
+# AuroraUserGuide/Concepts.Aurora_Fea_Regions_DB-eng.Feature.RDS_Proxy.html), and 0 ACU
+# auto-pause needs 16.3 or later ("Aurora Serverless v2 capacity").
 ENGINE = rds.DatabaseClusterEngine.aurora_postgres(version=rds.AuroraPostgresEngineVersion.VER_17_5)
+# Aurora pauses an instance after this long with no connections (the least it takes).
+AUTO_PAUSE = Duration.minutes(5)
+# A small stack's functions' sessions end after this long idle (idle_session_timeout).
+IDLE_SESSION_SECONDS = 60
 
 
 class Database(Construct):
@@ -25,6 +41,8 @@ class Database(Construct):
         dev: bool,
         min_capacity: float,
         max_capacity: float,
+        proxy: bool = True,
+        reader: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.cluster = rds.DatabaseCluster(
@@ -34,12 +52,14 @@ class Database(Construct):
             credentials=rds.Credentials.from_generated_secret(ADMIN_USER),
             default_database_name=DB_NAME,
             writer=rds.ClusterInstance.serverless_v2("Writer"),
-            # A reader in the second AZ takes over if the writer's AZ fails.
-            readers=[]
-            if dev
-            else [rds.ClusterInstance.serverless_v2("Reader", scale_with_writer=True)],
+            # A reader in the second AZ takes over if the writer's AZ fails (not in dev or
+            # small, which take the hour a new writer needs instead).
+            readers=[rds.ClusterInstance.serverless_v2("Reader", scale_with_writer=True)]
+            if reader
+            else [],
             serverless_v2_min_capacity=min_capacity,
             serverless_v2_max_capacity=max_capacity,
+            serverless_v2_auto_pause_duration=AUTO_PAUSE if min_capacity == 0 else None,
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
             storage_encrypted=True,
@@ -68,6 +88,13 @@ class Database(Construct):
             ),
             automatically_after=Duration.days(30),
         )
+        self.clients = clients
+        self.proxy: rds.DatabaseProxy | None = None
+        self.app_secret: rds.DatabaseSecret | None = None
+        if not proxy:
+            # The functions log in to the cluster itself, with IAM tokens as the app role.
+            self.cluster.connections.allow_default_port_from(clients, "Cairn's functions")
+            return
         # The functions' own role (migration 0009: rows, not schema); the proxy logs in with
         # this secret, the functions with IAM tokens, and only the migrate function reads it
         # (to set the role's password).
@@ -88,3 +115,17 @@ class Database(Construct):
         )
         self.cluster.connections.allow_default_port_from(self.proxy, "RDS Proxy")
         self.proxy.connections.allow_from(clients, ec2.Port.tcp(5432), "Cairn's functions")
+
+    @property
+    def endpoint(self) -> str:
+        """Where the functions connect: the proxy, or the cluster's writer endpoint."""
+        if self.proxy is not None:
+            return self.proxy.endpoint
+        return self.cluster.cluster_endpoint.hostname
+
+    def grant_connect(self, grantee: iam.IGrantable, user: str) -> None:
+        """`rds-db:connect` as `user`, on whichever the functions connect to."""
+        if self.proxy is not None:
+            self.proxy.grant_connect(grantee, user)
+        else:
+            self.cluster.grant_connect(grantee, user)

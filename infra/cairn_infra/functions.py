@@ -61,12 +61,14 @@ class Functions(Construct):
         environment: dict[str, str],
         log_retention: logs.RetentionDays,
         removal: RemovalPolicy,
+        snap_start: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.by_name: dict[str, lambda_.Function] = {}
         # What clients invoke: the published version SnapStart restores from.
         self.entry: dict[str, lambda_.IFunction] = {}
         for key, spec in SPECS.items():
+            snapped = spec.snap_start and snap_start
             log_group = logs.LogGroup(
                 self, f"{key}Logs", retention=log_retention, removal_policy=removal
             )
@@ -101,18 +103,18 @@ class Functions(Construct):
                 security_groups=[
                     sandbox_security_group if spec.subnets == "isolated" else security_group
                 ],
-                snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if spec.snap_start else None,
+                snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snapped else None,
                 tracing=lambda_.Tracing.ACTIVE,
                 log_group=log_group,
             )
             self.by_name[key] = fn
-            if spec.snap_start:
+            if snapped:
                 Annotations.of(fn).acknowledge_warning(
                     "@aws-cdk/aws-lambda:snapStartRequirePublish",
                     "Clients invoke the 'live' alias of the published version below.",
                 )
             self.entry[key] = (
                 lambda_.Alias(self, f"{key}Live", alias_name="live", version=fn.current_version)
-                if spec.snap_start
+                if snapped
                 else fn
             )

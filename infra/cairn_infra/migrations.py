@@ -25,7 +25,9 @@ def migrate_on_deploy(stack: Stack, by: Mapping[str, lambda_.Function], database
     )
     # Not before the database can answer through the proxy: the cluster's instances and
     # the proxy's target group, not only the proxy (which its endpoint alone implies).
-    migrations.node.add_dependency(database.cluster, database.proxy)
+    migrations.node.add_dependency(database.cluster)
+    if database.proxy is not None:
+        migrations.node.add_dependency(database.proxy)
     # New code only after its schema: during a deploy the old code runs beside the new
     # schema (migrations expand, then a later release contracts: docs/deploy.md), never
     # the new code beside the old schema.

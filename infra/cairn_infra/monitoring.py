@@ -38,7 +38,7 @@ class Watched:
     dead_letters: sqs.IQueue
     state_machines: dict[str, sfn.StateMachine]
     cluster: rds.DatabaseCluster
-    proxy: rds.DatabaseProxy
+    proxy: rds.DatabaseProxy | None  # None: the functions connect to the cluster
     max_capacity: float
 
 
@@ -100,19 +100,41 @@ class Alarms(Construct):
             periods=3,
             alarm_description="Aurora is near its maximum ACUs: raise max_capacity.",
         )
-        proxy = {"ProxyName": w.proxy.db_proxy_name}
-        connections = cw.Metric(namespace="AWS/RDS", metric_name="DatabaseConnections",
-                                dimensions_map=proxy, period=five, statistic="Maximum")  # fmt: skip
-        allowed = cw.Metric(namespace="AWS/RDS", metric_name="MaxDatabaseConnectionsAllowed",
-                            dimensions_map=proxy, period=five, statistic="Minimum")  # fmt: skip
-        use = cw.MathExpression(
-            expression="100 * connections / allowed",
-            using_metrics={"connections": connections, "allowed": allowed},
-            label="proxy connections in use (%)",
-            period=five,
-        )
-        alarm("ProxySaturation", use, 90, periods=3,
-              alarm_description="RDS Proxy uses 90% of the connections allowed.")  # fmt: skip
+        if w.proxy is not None:
+            proxy = {"ProxyName": w.proxy.db_proxy_name}
+            connections = cw.Metric(
+                namespace="AWS/RDS",
+                metric_name="DatabaseConnections",
+                dimensions_map=proxy,
+                period=five,
+                statistic="Maximum",
+            )
+            allowed = cw.Metric(
+                namespace="AWS/RDS",
+                metric_name="MaxDatabaseConnectionsAllowed",
+                dimensions_map=proxy,
+                period=five,
+                statistic="Minimum",
+            )
+            use = cw.MathExpression(
+                expression="100 * connections / allowed",
+                using_metrics={"connections": connections, "allowed": allowed},
+                label="proxy connections in use (%)",
+                period=five,
+            )
+            alarm(
+                "ProxySaturation",
+                use,
+                90,
+                periods=3,
+                alarm_description="RDS Proxy uses 90% of the connections allowed.",
+            )
+            connection_graph = ("Proxy connections", [connections, allowed])
+        else:  # the functions' own connections to the cluster
+            connection_graph = (
+                "Database connections",
+                [w.cluster.metric_database_connections(period=five)],
+            )
 
         # Runs failed by the model provider: one log line each (engine/turn.py).
         llm_errors = logs.MetricFilter(
@@ -142,7 +164,7 @@ class Alarms(Construct):
                   approval.metric_succeeded(period=five)]),
             ],
             [
-                ("Proxy connections", [connections, allowed]),
+                connection_graph,
                 ("Aurora capacity (ACU)",
                  [w.cluster.metric_serverless_database_capacity(period=minute)]),
                 ("API errors and throttles",

@@ -2,7 +2,10 @@
 the `cairn` library.
 
 The dependency layer is `[project] dependencies` of pyproject.toml installed by pip for the
-Lambda runtime's platform and Python (`--platform manylinux2014_aarch64 --only-binary=:all:`).
+Lambda runtime's platform and Python (`--platform manylinux2014_aarch64 --only-binary=:all:`),
+and the RDS certificate authorities' bundle, downloaded from AWS's trust store as AWS
+documents ("Using SSL/TLS to encrypt a connection to a DB cluster"): a function connecting to
+the cluster itself (`size=small`) checks its certificate against it.
 Both layers are compiled to `.pyc` by that same Python version: `/opt` is read-only on
 Lambda, so uncompiled modules would be compiled again on every cold start.
 """
@@ -14,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +36,11 @@ EXCLUDED = ("boto3",)
 RUNTIME_SOURCE = ROOT / "layers" / "runtime"
 # Local build leftovers that never ship (the editable install writes the egg-info).
 SKIP = ("__pycache__", "*.pyc", "*.egg-info")
+# Every commercial region's RDS root and intermediate CAs, in one file.
+RDS_CA_URL = "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem"
+# Where the bundle is in the functions (the layer unpacks under /opt).
+RDS_CA_PATH = Path("rds-ca") / "global-bundle.pem"
+RDS_CA_BUNDLE = f"/opt/{RDS_CA_PATH}"
 
 
 def runtime_requirements() -> list[str]:
@@ -50,7 +59,9 @@ def target_python() -> str | None:
     return None
 
 
-def build_dependency_layer(output_dir: Path, platform: str = PLATFORM) -> None:
+def build_dependency_layer(
+    output_dir: Path, platform: str = PLATFORM, rds_ca_url: str = RDS_CA_URL
+) -> None:
     """`python/` of the dependency layer in output_dir, with .pyc for the runtime's Python."""
     site = output_dir / "python"
     # --no-compile: this interpreter is not the runtime's; compileall below is.
@@ -62,6 +73,28 @@ def build_dependency_layer(output_dir: Path, platform: str = PLATFORM) -> None:
         check=True,
     )  # fmt: skip
     compile_for_runtime(site)
+    fetch_rds_ca(output_dir / RDS_CA_PATH, rds_ca_url)
+
+
+def fetch_rds_ca(target: Path, url: str = RDS_CA_URL) -> None:
+    """The RDS CA bundle at `target`, refused unless it is a PEM file of CA certificates."""
+    from cryptography import x509
+
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        data = answer.read()
+    try:
+        certificates = x509.load_pem_x509_certificates(data)
+    except ValueError as err:
+        raise RuntimeError(f"{url}: not a PEM bundle of certificates ({err})") from err
+    for certificate in certificates:
+        try:
+            is_ca = certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+        except x509.ExtensionNotFound:
+            is_ca = False
+        if not is_ca:
+            raise RuntimeError(f"{url}: {certificate.subject.rfc4514_string()} is not a CA")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
 
 
 def build_runtime_layer(output_dir: Path) -> None:
@@ -146,5 +179,5 @@ class Layers(Construct):
 
 
 def _requirements_hash() -> str:
-    text = "\n".join([PLATFORM, PYTHON_VERSION, *runtime_requirements()])
+    text = "\n".join([PLATFORM, PYTHON_VERSION, RDS_CA_URL, *runtime_requirements()])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -17,6 +17,9 @@ from cairn_infra.workers import EMBED_CONCURRENCY, STEP_CONCURRENCY
 MIN_ACU, MAX_ACU = 0.0, 256.0
 # Lambda's event source mapping for SQS takes a maximum concurrency of 2 to 1,000.
 MIN_MAPPING, MAX_MAPPING = 2, 1000
+# `size=small`: no RDS Proxy, a database that pauses when idle, a NAT instance; `production`
+# (the default) is the shape the rest of the flags grow.
+SIZES = ("production", "small")
 
 
 def parse_flag(name: str, value: object) -> bool:
@@ -33,13 +36,14 @@ def parse_flag(name: str, value: object) -> bool:
 @dataclass(frozen=True)
 class Shape:
     dev: bool = False
+    size: str = "production"
     tool_network: bool = False
-    sweep_minutes: int | None = None  # None: 1, or 30 with dev
+    sweep_minutes: int | None = None  # None: 1; 30 with dev; 60 with size=small
     api_rate_limit: int = 100  # requests a second the API stage admits (bursts of twice)
     stream_concurrency: int | None = None  # reserved concurrency of `stream`
     api_concurrency: int | None = None  # reserved concurrency of `api`
     bedrock_models: tuple[str, ...] = ()
-    db_min_acu: float | None = None  # None: 0 with dev, 0.5 otherwise
+    db_min_acu: float | None = None  # None: 0 with dev or size=small, 0.5 otherwise
     db_max_acu: float = 8
     step_concurrency: int = STEP_CONCURRENCY
     embed_concurrency: int = EMBED_CONCURRENCY
@@ -48,10 +52,22 @@ class Shape:
     approval_timeout_hours: float = 168
 
     @property
+    def small(self) -> bool:
+        return self.size == "small"
+
+    @property
     def min_acu(self) -> float:
         if self.db_min_acu is not None:
             return self.db_min_acu
-        return 0 if self.dev else 0.5
+        return 0 if self.dev or self.small else 0.5
+
+    @property
+    def sweep_every(self) -> int:
+        """Minutes between sweeps. Each sweep wakes a paused database, which pauses again
+        only after 5 idle minutes: the shapes that pause sweep rarely."""
+        if self.sweep_minutes is not None:
+            return self.sweep_minutes
+        return 60 if self.small else 30 if self.dev else 1
 
     @classmethod
     def from_context(cls, get: Callable[[str], object]) -> Shape:
@@ -88,8 +104,12 @@ class Shape:
             return None if found is None else int(found)
 
         models = tuple(m.strip() for m in (text("bedrock_models") or "").split(",") if m.strip())
+        size = (text("size") or "production").lower()
+        if size not in SIZES:
+            raise ValueError(f"size: one of {', '.join(SIZES)}, not {text('size')!r}")
         shape = cls(
             dev=flag("dev"),
+            size=size,
             tool_network=flag("tool_network"),
             sweep_minutes=whole("sweep_minutes", 1, 1440),
             api_rate_limit=whole("api_rate_limit", 1, 10_000) or 100,

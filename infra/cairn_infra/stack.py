@@ -11,13 +11,13 @@ from constructs import Construct
 
 from cairn_infra.access import grant_access
 from cairn_infra.api import Api
-from cairn_infra.database import APP_USER, DB_NAME, Database
+from cairn_infra.database import APP_USER, DB_NAME, IDLE_SESSION_SECONDS, Database
 from cairn_infra.egress import EgressProxy
 from cairn_infra.functions import SPECS, Functions
 from cairn_infra.migrations import migrate_on_deploy
 from cairn_infra.monitoring import Alarms, Watched
 from cairn_infra.network import Network
-from cairn_infra.packaging import Layers
+from cairn_infra.packaging import RDS_CA_BUNDLE, Layers
 from cairn_infra.shape import Shape
 from cairn_infra.workers import WorkQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
@@ -42,10 +42,11 @@ class CairnStack(Stack):
         dev = shape.dev
         removal = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN
         retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
-        network = Network(self, "Network", dev=dev)
+        network = Network(self, "Network", dev=dev, small=shape.small)
         database = Database(
             self, "Database", vpc=network.vpc, clients=network.functions_sg, dev=dev,
-            min_capacity=shape.min_acu, max_capacity=shape.db_max_acu,
+            min_capacity=shape.min_acu, max_capacity=shape.db_max_acu, proxy=not shape.small,
+            reader=not (dev or shape.small),
         )  # fmt: skip
         providers = secretsmanager.Secret(
             self,
@@ -76,9 +77,10 @@ class CairnStack(Stack):
             for kind, name in names.items()
         }  # fmt: skip
         environment = {
-            # Through the proxy with IAM tokens, as the application role (no secret read).
+            # Through the proxy (or to the cluster) with IAM tokens, as the application role
+            # (no secret read).
             "CAIRN_DB_IAM_USER": APP_USER,
-            "CAIRN_DB_HOST": database.proxy.endpoint,
+            "CAIRN_DB_HOST": database.endpoint,
             "CAIRN_DB_NAME": DB_NAME,
             "CAIRN_STEP_QUEUE_URL": queue.queue.queue_url,
             "CAIRN_EMBED_QUEUE_URL": embed_queue.queue.queue_url,
@@ -97,6 +99,15 @@ class CairnStack(Stack):
             # model hangs leaves the other half to everyone else (docs/tenancy.md).
             "CAIRN_ORG_MAX_RUNS": str(shape.step_concurrency // 2),
         }
+        if shape.small:
+            environment |= {
+                # The cluster's certificate chains to the RDS CA, not a public one.
+                "CAIRN_DB_SSLROOTCERT": RDS_CA_BUNDLE,
+                # No proxy to multiplex: each function's session may keep its plans.
+                "CAIRN_DB_PREPARED_STATEMENTS": "true",
+                # A warm function's idle session would keep the cluster from pausing.
+                "CAIRN_DB_IDLE_SESSION_SECONDS": str(IDLE_SESSION_SECONDS),
+            }
         egress = None
         if shape.tool_network:  # tools reach their organization's allowed hosts (docs/tools.md)
             egress = EgressProxy(
@@ -110,8 +121,10 @@ class CairnStack(Stack):
             self, "Functions", layers=layers, vpc=network.vpc,
             sandbox_name=environment["CAIRN_SANDBOX_FUNCTION"],
             security_group=network.functions_sg, sandbox_security_group=network.sandbox_sg,
-            environment=environment,
-            log_retention=retention, removal=removal,
+            environment=environment, log_retention=retention, removal=removal,
+            # SnapStart's cache is billed while a version exists (about $8 a month for two
+            # functions): a small stack takes the slower cold start instead.
+            snap_start=not shape.small,
         )  # fmt: skip
         by = fns.by_name
         grant_access(
@@ -139,14 +152,11 @@ class CairnStack(Stack):
         queue.connect(fns.entry["step"], by["step-dead-letter"])
         embed_queue.connect(fns.entry["step"], by["step-dead-letter"])
 
-        # Every minute; a dev stack every half hour, since each sweep wakes the database
-        # and Aurora pauses (0 ACU) only after 5 idle minutes (seconds_until_auto_pause).
+        # Every minute; rarer where the database pauses (Shape.sweep_every).
         events.Rule(
             self,
             "SweeperSchedule",
-            schedule=events.Schedule.rate(
-                Duration.minutes(shape.sweep_minutes or (30 if dev else 1))
-            ),
+            schedule=events.Schedule.rate(Duration.minutes(shape.sweep_every)),
             targets=[targets.LambdaFunction(by["sweeper"])],
         )
         migrate_on_deploy(self, by, database)

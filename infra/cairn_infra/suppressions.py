@@ -52,6 +52,17 @@ DEV_REASONS = {
 }
 
 
+# Only for `-c size=small`, whose way out is one NAT instance (network.py).
+SMALL_REASONS = {
+    "AwsSolutions::AwsSolutions-EC28": "The small shape's NAT instance forwards packets and "
+    "keeps no state; basic five-minute metrics are enough to see it, and detailed monitoring "
+    "would add about $2 a month to a stack meant to idle for a few dollars.",
+    "AwsSolutions::AwsSolutions-EC29": "The NAT instance is replaceable (CloudFormation makes "
+    "it again from the same image and user data) and EC2 recovers it on a failed system "
+    "check; termination protection would only stop `cdk destroy` from removing the stack.",
+}
+
+
 # Organizations' own provider keys are one secret each, made at run time under the stack's
 # prefix: the API functions may make, rotate, read and delete those, and nothing else.
 OWN_KEYS_REASON = (
@@ -69,7 +80,9 @@ PROFILE_REASON = (
 )
 
 
-def acknowledge(stack: Stack, bedrock_models: tuple[str, ...] = (), *, dev: bool = False) -> None:
+def acknowledge(
+    stack: Stack, bedrock_models: tuple[str, ...] = (), *, dev: bool = False, small: bool = False
+) -> None:
     own_keys = (
         "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:"
         f"<AWS::Region>:<AWS::AccountId>:secret:{stack.stack_name}/providers/*]"
@@ -81,5 +94,7 @@ def acknowledge(stack: Stack, bedrock_models: tuple[str, ...] = (), *, dev: bool
         if model.partition(".")[0] in INFERENCE_GEOS
     }
     dev_only = DEV_REASONS if dev else {}
-    for rule, reason in {**REASONS, own_keys: OWN_KEYS_REASON, **profiles, **dev_only}.items():
+    small_only = SMALL_REASONS if small else {}
+    acknowledged = {**REASONS, own_keys: OWN_KEYS_REASON, **profiles, **dev_only, **small_only}
+    for rule, reason in acknowledged.items():
         Validations.of(stack).acknowledge(Acknowledgment(id=rule, reason=reason))

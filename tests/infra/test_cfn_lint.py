@@ -34,6 +34,8 @@ REGIONS = ["us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-
         {"stack_name": "CairnTwo"},
         {"stream_concurrency": "20"},
         {"dev": "true", "tool_network": "true", "stream_concurrency": "5"},
+        {"size": "small"},
+        {"size": "small", "dev": "true", "tool_network": "true"},
     ],
     ids=[
         "production",
@@ -42,6 +44,8 @@ REGIONS = ["us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-
         "second-stack",
         "stream_concurrency",
         "dev+tool_network+stream_concurrency",
+        "small",
+        "small+dev+tool_network",
     ],
 )
 def test_the_template_passes_cfn_lint(context: dict[str, str]) -> None:

@@ -27,7 +27,10 @@ def cost_model() -> ModuleType:
 
 COST = cost_model()
 SHAPES = {"production": {}, "dev": {"dev": "true"}, "tool_network": {"tool_network": "true"},
-          "dev+tool_network": {"dev": "true", "tool_network": "true"}}  # fmt: skip
+          "dev+tool_network": {"dev": "true", "tool_network": "true"},
+          "small": {"size": "small"},
+          "small+tool_network": {"size": "small", "tool_network": "true"},
+          "small+sweep_minutes=15": {"size": "small", "sweep_minutes": "15"}}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +70,20 @@ def test_a_million_steps_cost_more_with_a_slower_model(
                   for latency in (1.0, 3.0))  # fmt: skip
     # Each second of model latency is a GB-second of the 1 GB step function a step.
     assert slow - fast == pytest.approx(2 * 1e6 * COST.PRICES["lambda_gb_second"])
+
+
+def test_the_small_shape_idles_for_pocket_money(templates: dict[str, dict[str, Any]]) -> None:
+    """No proxy, no NAT gateway, a cluster that pauses: under $25 a month left alone, and
+    what it pays for waking is the sweeper's schedule read from the template."""
+    floor = {n: {line.part: line.dollars for line in COST.idle_floor(t)}
+             for n, t in templates.items()}  # fmt: skip
+    small = floor["small"]
+    assert sum(small.values()) <= 25
+    assert "RDS Proxy" not in small and "NAT gateways" not in small
+    assert "SnapStart cache" not in small and small["NAT instance (t4g.nano)"] < 5
+    woken = "Aurora Serverless v2, paused but for the sweeper's wake-ups"
+    assert floor["small+sweep_minutes=15"][woken] == pytest.approx(4 * small[woken])
+    assert sum(floor["small+tool_network"].values()) > sum(small.values())
+    steps = {line.part for line in COST.per_million_steps(templates["small"], 2.0)}
+    assert "Aurora awake for the steps (at most: one step at a time)" in steps
+    assert "NAT data to the provider" not in steps

@@ -2,12 +2,84 @@
 
 from __future__ import annotations
 
+import datetime
 import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from cairn_infra.packaging import RUNTIME_SOURCE, build_runtime_layer, target_python
+from cairn_infra.packaging import (
+    RDS_CA_PATH,
+    RUNTIME_SOURCE,
+    build_runtime_layer,
+    fetch_rds_ca,
+    target_python,
+)
+
+
+def certificate(name: str, *, ca: bool) -> bytes:
+    """A self-signed certificate, PEM: a CA's, or a server's."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    made = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    return made.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.fixture
+def trust_store() -> Iterator[tuple[str, dict[str, bytes]]]:
+    """A local stand-in for AWS's trust store: serves whatever `files` holds by path."""
+    files: dict[str, bytes] = {}
+
+    class Serve(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = files.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Serve)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", files
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_rds_ca_bundle_is_kept_only_if_it_is_certificate_authorities(
+    tmp_path: Path, trust_store: tuple[str, dict[str, bytes]]
+) -> None:
+    url, files = trust_store
+    files["/global.pem"] = certificate("Root A", ca=True) + certificate("Root B", ca=True)
+    files["/server.pem"] = certificate("db.example", ca=False)
+    files["/page.pem"] = b"<html>not a bundle</html>"
+    fetch_rds_ca(tmp_path / "ok" / RDS_CA_PATH, f"{url}/global.pem")
+    assert (tmp_path / "ok" / RDS_CA_PATH).read_bytes() == files["/global.pem"]
+    with pytest.raises(RuntimeError, match="is not a CA"):
+        fetch_rds_ca(tmp_path / "server" / RDS_CA_PATH, f"{url}/server.pem")
+    with pytest.raises(RuntimeError, match="not a PEM bundle"):
+        fetch_rds_ca(tmp_path / "page" / RDS_CA_PATH, f"{url}/page.pem")
+    assert not (tmp_path / "server").exists() and not (tmp_path / "page").exists()
 
 
 def test_the_runtime_layer_ships_the_sources_with_bytecode_for_python_312(tmp_path: Path) -> None:
@@ -26,7 +98,9 @@ def test_the_runtime_layer_ships_the_sources_with_bytecode_for_python_312(tmp_pa
         assert all(".cpython-312." in name for name in compiled)
 
 
-def test_every_function_imports_as_shipped_on_a_clean_python_312(tmp_path: Path) -> None:
+def test_every_function_imports_as_shipped_on_a_clean_python_312(
+    tmp_path: Path, trust_store: tuple[str, dict[str, bytes]]
+) -> None:
     """Each function's asset with its layers, in a Python 3.12 that has nothing else: what
     Lambda unpacks (/var/task, /opt/python) and what its runtime adds (boto3). The layer's
     wheels are this machine's platform, not Lambda's arm64, so that they can be imported
@@ -42,7 +116,11 @@ def test_every_function_imports_as_shipped_on_a_clean_python_312(tmp_path: Path)
     assert python is not None, "Python 3.12 (the Lambda runtime's) is needed to check this"
     machine = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
     build_runtime_layer(tmp_path / "runtime")
-    build_dependency_layer(tmp_path / "deps", platform=f"manylinux2014_{machine}")
+    url, files = trust_store
+    files["/rds.pem"] = certificate("RDS Root", ca=True)
+    build_dependency_layer(tmp_path / "deps", platform=f"manylinux2014_{machine}",
+                           rds_ca_url=f"{url}/rds.pem")  # fmt: skip
+    assert (tmp_path / "deps" / RDS_CA_PATH).read_bytes() == files["/rds.pem"]
     provided = tmp_path / "lambda-runtime"  # the runtime's own boto3
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                     "--target", str(provided), "boto3"], check=True)  # fmt: skip

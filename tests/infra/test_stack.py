@@ -81,6 +81,8 @@ SHAPES = {
     "dev+everything": {"dev": "true", "tool_network": "true", "stream_concurrency": "5",
                        "bedrock_models": "us.anthropic.claude-y-v1:0", "sweep_minutes": "5",
                        "api_rate_limit": "20", "stack_name": "CairnDev"},
+    "small": {"size": "small"},
+    "small+dev+tool_network": {"size": "small", "dev": "true", "tool_network": "true"},
 }  # fmt: skip
 
 
@@ -91,9 +93,10 @@ def test_cdk_nag_aws_solutions_pass_with_reasoned_acknowledgments(
     app = cdk.App(context={**project_context(), "skip_bundling": "true", **context})
     build_app(app)
     app.synth()  # raises ValidationFailed on any unacknowledged finding
-    from cairn_infra.suppressions import DEV_REASONS, REASONS
+    from cairn_infra.suppressions import DEV_REASONS, REASONS, SMALL_REASONS
 
-    assert all(len(reason) > 80 for reason in [*REASONS.values(), *DEV_REASONS.values()])
+    reasons = [*REASONS.values(), *DEV_REASONS.values(), *SMALL_REASONS.values()]
+    assert all(len(reason) > 80 for reason in reasons)
 
 
 def test_deletion_protection_is_off_only_in_the_dev_shape() -> None:
@@ -646,3 +649,57 @@ def test_a_flag_given_a_value_it_cannot_take_stops_the_synthesis_naming_it(
 ) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
         synth(**context)
+
+
+def test_the_small_shape_pauses_its_database_and_has_no_proxy_or_nat_gateway() -> None:
+    """`size=small`: the functions connect to the cluster itself (IAM tokens, TLS checked
+    against the RDS bundle, idle sessions ended), the cluster pauses at 0 ACU, one NAT
+    instance instead of gateways, no SnapStart, a sweep an hour."""
+    _, t = synth(size="small")
+    template = t.to_json()
+    assert not resources(template, "AWS::RDS::DBProxy")
+    assert not resources(template, "AWS::EC2::NatGateway")
+    (nat,) = resources(template, "AWS::EC2::Instance").values()
+    assert nat["Properties"]["InstanceType"] == "t4g.nano"
+    assert nat["Properties"]["SourceDestCheck"] is False
+    (root,) = nat["Properties"]["BlockDeviceMappings"]
+    assert root["Ebs"]["Encrypted"] is True
+    routes = [r["Properties"] for r in resources(template, "AWS::EC2::Route").values()]
+    nat_id = next(iter(resources(template, "AWS::EC2::Instance")))
+    assert sum(r.get("InstanceId") == {"Ref": nat_id} for r in routes) == 2  # both AZs
+    ((cluster_id, cluster),) = resources(template, "AWS::RDS::DBCluster").items()
+    scaling = cluster["Properties"]["ServerlessV2ScalingConfiguration"]
+    assert scaling["MinCapacity"] == 0 and scaling["SecondsUntilAutoPause"] == 300
+    assert cluster["Properties"]["EnableIAMDatabaseAuthentication"] is True
+    assert len(resources(template, "AWS::RDS::DBInstance")) == 1
+    t.resource_count_is("AWS::SecretsManager::Secret", 2)  # admin, provider keys
+    for key in ("api", "step", "sweeper"):
+        props = function(template, key)["Properties"]
+        env = props["Environment"]["Variables"]
+        assert env["CAIRN_DB_HOST"] == {"Fn::GetAtt": [cluster_id, "Endpoint.Address"]}
+        assert env["CAIRN_DB_IAM_USER"] == "cairn_app"
+        assert env["CAIRN_DB_SSLROOTCERT"] == "/opt/rds-ca/global-bundle.pem"
+        assert int(env["CAIRN_DB_IDLE_SESSION_SECONDS"]) < 300  # well inside the pause delay
+        assert "SnapStart" not in props
+    migrate = function(template, "migrate")["Properties"]["Environment"]["Variables"]
+    assert migrate["CAIRN_DB_APP_IAM"] == "true" and migrate["CAIRN_DB_IAM_USER"] == ""
+    # The admin's secret as attached to the cluster (with its host): the owner's own login.
+    (attached,) = resources(template, "AWS::SecretsManager::SecretTargetAttachment")
+    assert migrate["CAIRN_DB_SECRET_ARN"] == {"Ref": attached}
+    (sweep,) = resources(template, "AWS::Events::Rule").values()
+    assert sweep["Properties"]["ScheduleExpression"] == "rate(1 hour)"
+    # The app role may connect to this cluster (its resource id), and nothing broader.
+    connects = [st for policy in resources(template, "AWS::IAM::Policy").values()
+                for st in policy["Properties"]["PolicyDocument"]["Statement"]
+                if "rds-db:connect" in as_list(st["Action"])]  # fmt: skip
+    assert connects and all(
+        "DBClusterResourceId" in json.dumps(st["Resource"])
+        and "/cairn_app" in json.dumps(st["Resource"])
+        for st in connects
+    )
+    # The cluster admits the functions directly.
+    (cluster_sg,) = cluster["Properties"]["VpcSecurityGroupIds"]
+    functions_sg = function(template, "api")["Properties"]["VpcConfig"]["SecurityGroupIds"][0]
+    admitted = [r["Properties"] for r in resources(template, "AWS::EC2::SecurityGroupIngress")
+                .values() if r["Properties"]["GroupId"] == cluster_sg]  # fmt: skip
+    assert any(r["SourceSecurityGroupId"] == functions_sg for r in admitted)

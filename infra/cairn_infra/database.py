@@ -19,10 +19,12 @@ from constructs import Construct
 
 DB_NAME = "cairn"
 ADMIN_USER, APP_USER = "cairn_admin", "cairn_app"
-# RDS Proxy supports Aurora PostgreSQL 17 ("Supported Regions and Aurora DB engines for
-# Amazon RDS Proxy", Amazon Aurora User Guide: https://docs.aws.amazon.com/AmazonRDS/latest/
-# AuroraUserGuide/Concepts.Aurora_Fea_Regions_DB-eng.Feature.RDS_Proxy.html), and 0 ACU
-# auto-pause needs 16.3 or later ("Aurora Serverless v2 capacity").
+# Which Aurora PostgreSQL versions RDS Proxy takes, by region: "Supported Regions and Aurora
+# DB engines for Amazon RDS Proxy", Amazon Aurora User Guide, https://docs.aws.amazon.com/
+# AmazonRDS/latest/AuroraUserGuide/Concepts.Aurora_Fea_Regions_DB-eng.Feature.RDS_Proxy.html
+# (its PostgreSQL table could not be read from here: unverified for 17.5; a proxy refusing
+# the engine fails the first deploy at its target group, before any data, and `size=small`
+# has no proxy). 0 ACU auto-pause needs 16.3 or later ("Aurora Serverless v2 capacity").
 ENGINE = rds.DatabaseClusterEngine.aurora_postgres(version=rds.AuroraPostgresEngineVersion.VER_17_5)
 # Aurora pauses an instance after this long with no connections (the least it takes).
 AUTO_PAUSE = Duration.minutes(5)

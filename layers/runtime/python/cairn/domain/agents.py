@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 from cairn.domain.base import DomainModel, utc_now
 from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig
 from cairn.domain.ids import AgentId, OrgId, new_id
-from cairn.domain.tool_rules import ToolRule
+from cairn.domain.tool_rules import ToolRules
 
 AgentType = Literal[
     "memgpt_agent",
@@ -68,7 +68,7 @@ class Agent(DomainModel):
     llm_config: LLMConfig
     embedding_config: EmbeddingConfig | None = None
     compaction_settings: CompactionSettings | None = None
-    tool_rules: list[ToolRule] = Field(default_factory=list)
+    tool_rules: ToolRules = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     timezone: str = "UTC"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import AfterValidator, Field, TypeAdapter
 
 from cairn.domain.base import DEFERRED, Value
 
@@ -77,3 +77,33 @@ ToolRule = Annotated[
 ]
 
 tool_rules_adapter: TypeAdapter[list[ToolRule]] = TypeAdapter(list[ToolRule], config=DEFERRED)
+
+
+def _identity(rule: Any) -> tuple[Any, ...]:
+    """What makes two rules the same rule, as Letta 0.16.1 compares them (schemas/
+    tool_rule.py): the tool and the type, and the children, the conditional mapping or the
+    count where the type has one; a prompt template or arguments do not count."""
+    key: tuple[Any, ...] = (rule.tool_name, rule.type)
+    if isinstance(rule, ChildToolRule | ParentToolRule):
+        key += (tuple(sorted(rule.children)),)
+    elif isinstance(rule, ConditionalToolRule):
+        mapping = tuple(sorted(rule.child_output_mapping.items()))
+        key += (rule.default_child, mapping, rule.require_output_mapping)
+    elif isinstance(rule, MaxCountPerStepToolRule):
+        key += (rule.max_count_limit,)
+    return key
+
+
+def distinct(rules: list[Any]) -> list[Any]:
+    """The rules with each repeated one kept once, the first, in order (Letta keeps one)."""
+    seen: set[tuple[Any, ...]] = set()
+    kept = []
+    for rule in rules:
+        if (key := _identity(rule)) not in seen:
+            seen.add(key)
+            kept.append(rule)
+    return kept
+
+
+# An agent's rules: each repeated one kept once, as Letta stores them.
+ToolRules = Annotated[list[ToolRule], AfterValidator(distinct)]

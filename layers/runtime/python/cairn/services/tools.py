@@ -19,6 +19,7 @@ from cairn.store import agents, tenancy, tools
 from cairn.store.blocks import for_agent as blocks_of
 from cairn.store.db import Connection
 from cairn.store.rows import Order
+from cairn.tools.args_schema import schema_from_args
 from cairn.tools.registry import BUILTIN_TOOLS
 from cairn.tools.sandbox import Network, SandboxRequest, SandboxResult
 from cairn.tools.source import SourceError, derive_schema, function_named, takes_agent_state
@@ -86,7 +87,12 @@ def retrieve(rt: Runtime, org: str, tool_id: str) -> Tool:
         return _fetch(conn, org, tool_id)
 
 
-def _from_source(req: ToolCreate, org: str, existing: Tool | None = None) -> Tool:
+def _from_source(
+    req: ToolCreate, org: str, existing: Tool | None = None, *, source_given: bool = True
+) -> Tool:
+    """The tool `req` describes. Its schema is `json_schema` as given (named after a function
+    of the source, when the source comes with it), else made from `args_json_schema`, else
+    read from the source. A schema alone may rename a tool whose source stays (Letta)."""
     # A function defined inside another (the SDK's create_from_function sends
     # inspect.getsource) arrives indented: the same code, read at the top level.
     req = req.model_copy(update={"source_code": textwrap.dedent(req.source_code)})
@@ -96,7 +102,11 @@ def _from_source(req: ToolCreate, org: str, existing: Tool | None = None) -> Too
             name = schema.get("name")
             if not isinstance(name, str) or not isinstance(schema.get("parameters"), dict):
                 raise UnprocessableError("json_schema: needs a `name` and `parameters`")
-            function_named(req.source_code, name)
+            if source_given:
+                function_named(req.source_code, name)
+        elif req.args_json_schema is not None:
+            schema = schema_from_args(req.source_code, req.args_json_schema)
+            name = schema["name"]
         else:
             schema = derive_schema(req.source_code)
             name = schema["name"]
@@ -194,10 +204,16 @@ def modify(rt: Runtime, org: str, tool_id: str, req: ToolUpdate) -> Tool:
         if tool.tool_type != "custom":
             raise InvalidArgumentError(f"`{tool.name}` is a built-in tool and cannot be changed")
         changes = req.model_dump(exclude_unset=True)
+        if changes.get("json_schema") is not None and changes.get("args_json_schema") is not None:
+            raise InvalidArgumentError("json_schema and args_json_schema: give one, not both")
         merged = ToolCreate(
             source_code=changes.pop("source_code", None) or tool.source_code or "",
             json_schema=changes.pop("json_schema", None)
-            or (None if "source_code" in req.model_fields_set else tool.json_schema),
+            or (
+                None
+                if {"source_code", "args_json_schema"} & req.model_fields_set
+                else tool.json_schema
+            ),
             description=changes.get("description", tool.description),
             tags=changes.get("tags") if changes.get("tags") is not None else tool.tags,
             args_json_schema=changes.get("args_json_schema", tool.args_json_schema),
@@ -210,11 +226,15 @@ def modify(rt: Runtime, org: str, tool_id: str, req: ToolUpdate) -> Tool:
                 changes.get("enable_parallel_execution"), tool.enable_parallel_execution
             ),
         )
-        updated = _from_source(merged, org, tool)
+        given = "source_code" in req.model_fields_set
+        updated = _from_source(merged, org, tool, source_given=given)
         clash = tools.get_by_name(conn, org, updated.name)
         if clash is not None and clash.id != tool.id:
             raise InvalidArgumentError(f"A tool named `{updated.name}` exists already")
-        return tools.upsert(conn, updated)
+        changed = tools.update(conn, updated)
+        if changed is None:  # deleted meanwhile
+            raise NotFoundError(f"Tool with id '{tool_id}' not found")
+        return changed
 
 
 def _either(value: bool | None, default: bool) -> bool:

@@ -34,6 +34,20 @@ ON CONFLICT (organization_id, name) DO UPDATE SET
     updated_at = now()
 RETURNING *
 """
+# A change by id, the name included (a rename: the upsert above goes by name).
+UPDATE_TOOL = """
+UPDATE tools SET
+    name = %(name)s, description = %(description)s, source_type = %(source_type)s,
+    source_code = %(source_code)s, json_schema = %(json_schema)s,
+    args_json_schema = %(args_json_schema)s, return_char_limit = %(return_char_limit)s,
+    tags = %(tags)s, pip_requirements = %(pip_requirements)s,
+    npm_requirements = %(npm_requirements)s,
+    default_requires_approval = %(default_requires_approval)s,
+    enable_parallel_execution = %(enable_parallel_execution)s, metadata = %(metadata)s,
+    last_updated_by_id = %(last_updated_by_id)s, updated_at = now()
+WHERE organization_id = %(organization_id)s AND id = %(id)s
+RETURNING *
+"""
 SELECT_TOOL = "SELECT * FROM tools WHERE organization_id = %(org)s AND id = %(id)s"
 SELECT_TOOL_BY_NAME = "SELECT * FROM tools WHERE organization_id = %(org)s AND name = %(name)s"
 DELETE_TOOL = "DELETE FROM tools WHERE organization_id = %(org)s AND id = %(id)s"
@@ -58,6 +72,13 @@ WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND tool_id = %(tool
 def upsert(conn: Connection, tool: Tool) -> Tool:
     row = conn.execute(UPSERT_TOOL, to_params(tool, json_fields=_TOOL_JSON)).fetchone()
     return Tool.model_validate(row)
+
+
+def update(conn: Connection, tool: Tool) -> Tool | None:
+    """The stored tool of `tool.id` changed to `tool`, renamed if its name changed; None if
+    there is none. A name another tool holds fails on the unique (organization, name)."""
+    row = conn.execute(UPDATE_TOOL, to_params(tool, json_fields=_TOOL_JSON)).fetchone()
+    return None if row is None else Tool.model_validate(row)
 
 
 def get(conn: Connection, org_id: str, tool_id: str) -> Tool | None:

@@ -80,6 +80,11 @@ def takes_agent_state(source: str, name: str) -> bool:
     return any(a.arg == AGENT_STATE for a in [*fn.args.args, *fn.args.kwonlyargs])
 
 
+def function_def(source: str, name: str | None = None) -> ast.FunctionDef:
+    """The tool's function in `source`: the one named, or the last top-level one."""
+    return _function(source, name)
+
+
 def _function(source: str, name: str | None) -> ast.FunctionDef:
     if len(source) > MAX_SOURCE_CHARS:
         raise SourceError(f"source_code: at most {MAX_SOURCE_CHARS} characters")

@@ -13,7 +13,7 @@ from cairn.domain.constants import (
     MIN_CONTEXT_WINDOW,
 )
 from cairn.domain.ids import BlockId, IdentityId, ToolId
-from cairn.domain.tool_rules import ToolRule
+from cairn.domain.tool_rules import ToolRules
 from cairn.services.requests.base import RequestBody
 
 
@@ -93,7 +93,7 @@ class CreateAgent(RequestBody):
     tools: list[str] = Field(default_factory=list)
     include_base_tools: bool = True
     include_base_tool_rules: bool | None = None
-    tool_rules: list[ToolRule] | None = None
+    tool_rules: ToolRules | None = None
     model: str | None = None
     llm_config: LLMConfig | None = None
     context_window_limit: int | None = Field(default=None, ge=MIN_CONTEXT_WINDOW)
@@ -119,7 +119,7 @@ class UpdateAgent(RequestBody):
     system: str | None = None
     tool_ids: list[ToolId] | None = None
     block_ids: list[BlockId] | None = None
-    tool_rules: list[ToolRule] | None = None
+    tool_rules: ToolRules | None = None
     message_ids: list[str] | None = None
     model: str | None = None
     llm_config: LLMConfig | None = None

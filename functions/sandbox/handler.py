@@ -30,6 +30,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 agent_state=event.get("agent_state"),
                 timeout_seconds=float(event.get("timeout_seconds") or 10),
                 proxy_url=event.get("proxy_url"),
+                environment={str(k): str(v) for k, v in (event.get("environment") or {}).items()},
             )
         )
     finally:

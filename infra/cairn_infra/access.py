@@ -26,6 +26,7 @@ def grant_access(
     *,
     database: Database,
     providers: secretsmanager.ISecret,
+    sealing: secretsmanager.ISecret,
     queues: tuple[WorkQueue, ...],
     workflows: list[str],
     bedrock_arns: Callable[[str], list[str]],
@@ -81,6 +82,10 @@ def grant_access(
                  "secretsmanager:TagResource"],
         resources=[own_keys],
     ))  # fmt: skip
+    # Agents' secrets: sealed and shown by the API, opened for tool calls by the steps,
+    # sealed by an import (the migrate function's cairn-admin).
+    for key in (*STEPPING, "migrate"):
+        sealing.grant_read(by[key])
     for key in STEPPING:
         by["sandbox"].grant_invoke(by[key])
         if bedrock_models:  # the models on Bedrock, with no key to keep

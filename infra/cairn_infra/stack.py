@@ -56,6 +56,18 @@ class CairnStack(Stack):
             secret_object_value={},
             removal_policy=removal,
         )
+        # What agents' secrets (their tools' environment) are sealed with in the database:
+        # the functions use its SHA-256 as an AES-GCM key. Never rotated: the sealed values
+        # would no longer open (docs/tools.md, "Secrets").
+        sealing = secretsmanager.Secret(
+            self,
+            "SealingKey",
+            description="Seals agents' secrets in the database; do not change or rotate",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=64, exclude_punctuation=True
+            ),
+            removal_policy=removal,
+        )
         queue = WorkQueue(
             self, "StepQueue", queue_id="Steps", consumer_timeout=SPECS["step"].timeout,
             dead_letter_timeout=SPECS["step-dead-letter"].timeout,
@@ -87,6 +99,7 @@ class CairnStack(Stack):
             "CAIRN_APPROVAL_STATE_MACHINE_ARN": arns["approval"],
             "CAIRN_SLEEPTIME_STATE_MACHINE_ARN": arns["sleeptime"],
             "CAIRN_PROVIDER_SECRET_ARN": providers.secret_arn,
+            "CAIRN_SEALING_KEY_SECRET_ARN": sealing.secret_arn,
             # Organizations' own provider keys (the providers API): a secret each, here.
             "CAIRN_PROVIDER_SECRET_PREFIX": f"{self.stack_name}/providers",
             "CAIRN_SANDBOX_FUNCTION": f"{self.stack_name}-sandbox",
@@ -128,7 +141,8 @@ class CairnStack(Stack):
         )  # fmt: skip
         by = fns.by_name
         grant_access(
-            self, by, database=database, providers=providers, queues=(queue, embed_queue),
+            self, by, database=database, providers=providers, sealing=sealing,
+            queues=(queue, embed_queue),
             workflows=list(arns.values()), bedrock_arns=self.bedrock_arns,
             bedrock_models=shape.bedrock_models, egress=egress,
         )  # fmt: skip

@@ -40,7 +40,8 @@ REASONS = {
     "AwsSolutions::AwsSolutions-SMG4": "Model provider keys are issued by the providers; AWS "
     "cannot rotate them. The database admin's secret, which AWS can rotate, rotates every 30 "
     "days. The application role's secret is read only by RDS Proxy and the migrate function: "
-    "the functions log in with 15-minute IAM tokens, never with it.",
+    "the functions log in with 15-minute IAM tokens, never with it. The sealing key must not "
+    "rotate: the agents' secrets sealed with it would no longer open.",
 }
 
 

@@ -130,7 +130,7 @@ def test_aurora_serverless_v2_with_pgvector_proxy_and_secret(
         "AWS::RDS::DBProxy", {"RequireTLS": True, "EngineFamily": "POSTGRESQL"}
     )
     t.has_resource_properties("AWS::SecretsManager::RotationSchedule", Match.any_value())
-    t.resource_count_is("AWS::SecretsManager::Secret", 3)  # admin, app role, provider keys
+    t.resource_count_is("AWS::SecretsManager::Secret", 4)  # admin, app role, provider keys, sealing
 
 
 def test_migrations_run_on_deploy_through_the_migrate_function(template: dict[str, Any]) -> None:
@@ -672,7 +672,7 @@ def test_the_small_shape_pauses_its_database_and_has_no_proxy_or_nat_gateway() -
     assert scaling["MinCapacity"] == 0 and scaling["SecondsUntilAutoPause"] == 300
     assert cluster["Properties"]["EnableIAMDatabaseAuthentication"] is True
     assert len(resources(template, "AWS::RDS::DBInstance")) == 1
-    t.resource_count_is("AWS::SecretsManager::Secret", 2)  # admin, provider keys
+    t.resource_count_is("AWS::SecretsManager::Secret", 3)  # admin, provider keys, sealing
     for key in ("api", "step", "sweeper"):
         props = function(template, key)["Properties"]
         env = props["Environment"]["Variables"]

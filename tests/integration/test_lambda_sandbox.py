@@ -67,3 +67,24 @@ def test_an_unreachable_sandbox_is_a_failed_tool_not_a_crash() -> None:
             SandboxRequest("def f():\n    return 1", "f", {}, "call_3")
         )
     assert not result.success and "could not be reached" in result.value
+
+
+ENV_READER = """
+def read_env(name: str) -> str:
+    import os
+    return os.environ.get(name, "<unset>") + "|" + os.environ.get("AWS_SECRET_ACCESS_KEY", "-")
+"""
+
+
+def test_an_agents_secrets_reach_the_tool_through_the_sandbox_function(
+    lambda_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The environment travels in the invocation and is the tool's alone: the function's own
+    credentials stay out, and the next call, without it, sees nothing."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-functions-own")
+    sandbox = LambdaSandbox("cairn-sandbox", lambda_client)
+    given = sandbox.run(SandboxRequest(ENV_READER, "read_env", {"name": "API_TOKEN"}, "call_4",
+                                       environment={"API_TOKEN": "tok-9"}))  # fmt: skip
+    assert given.success and given.value == "tok-9|-"
+    after = sandbox.run(SandboxRequest(ENV_READER, "read_env", {"name": "API_TOKEN"}, "call_5"))
+    assert after.success and after.value == "<unset>|-"

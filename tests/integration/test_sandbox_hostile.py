@@ -75,6 +75,48 @@ def test_no_process_environment_or_memory_of_the_server_can_be_read(
     assert set(found["env"]) <= {"PATH", "LANG", "HOME", "TMPDIR", "CAIRN_TOOL_CALL_ID"}
 
 
+def test_a_tool_cannot_read_the_secrets_of_another_call_running_beside_it(
+    sandbox: SubprocessSandbox,
+) -> None:
+    """Agent A's tool holds its secrets in its environment while agent B's scans every
+    process it can see, and the scratch and temporary folders: nothing of A's."""
+    import threading
+
+    holder = threading.Thread(target=lambda: sandbox.run(SandboxRequest(
+        "def hold() -> str:\n    import time\n    time.sleep(4)\n    return 'held'\n",
+        "hold", {}, "call_a", timeout_seconds=8, environment={"A_TOKEN": "agent-a-only-1234"},
+    )))  # fmt: skip
+    holder.start()
+    time.sleep(1.5)  # A is running
+    found = value(
+        run(
+            sandbox,
+            """
+            import os
+            seen = []
+            for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+                try:
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        seen.append(f.read().decode("latin-1"))
+                except OSError:
+                    pass
+            for top in ("/tmp", os.environ.get("HOME", "/work")):
+                for root, _, files in os.walk(top):
+                    for name in files:
+                        try:
+                            with open(os.path.join(root, name), "rb") as f:
+                                seen.append(f.read(65536).decode("latin-1"))
+                        except OSError:
+                            pass
+            return {"seen": seen, "env": dict(os.environ)}
+            """,
+        )
+    )
+    holder.join()
+    assert "agent-a-only-1234" not in json.dumps(found)
+    assert "A_TOKEN" not in found["env"]  # type: ignore[index]
+
+
 def test_no_file_of_the_host_can_be_read_or_written(
     sandbox: SubprocessSandbox, tmp_path: Path
 ) -> None:

@@ -121,7 +121,7 @@ RANKS = [
     {"engine"},
     {"memory", "tools", "llm", "embeddings", "store"},
     {"domain"},
-    {"config", "errors", "faults", "heap", "outbound", "__init__"},
+    {"config", "errors", "faults", "heap", "outbound", "sealing", "__init__"},
 ]
 SAME_FLOOR = {
     ("tools", "memory"),  # the memory tools run memory's edits

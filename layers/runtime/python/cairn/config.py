@@ -93,6 +93,9 @@ class Settings(BaseModel):
     # under this prefix on AWS; else sealed in the database with the envelope key below.
     provider_secret_prefix: str | None = None
     provider_key: str | None = None  # base64 of 32 bytes; default: a key file in data_dir
+    # On AWS: the secret whose value is the key agents' secrets are sealed with (its SHA-256);
+    # unset: the envelope key above.
+    sealing_key_secret_arn: str | None = None
     gemini_base_url: str | None = None
     # Set for one call only, never from the environment: an organization's own Bedrock
     # credentials (access key id, secret access key, region); None: the function's role.
@@ -175,6 +178,7 @@ class Settings(BaseModel):
             "gemini_api_key": "GEMINI_API_KEY",
             "provider_secret_prefix": "CAIRN_PROVIDER_SECRET_PREFIX",
             "provider_key": "CAIRN_PROVIDER_KEY",
+            "sealing_key_secret_arn": "CAIRN_SEALING_KEY_SECRET_ARN",
             "gemini_base_url": "GEMINI_BASE_URL",
             "llm_timeout_seconds": "CAIRN_LLM_TIMEOUT_SECONDS",
             "bedrock_base_url": "CAIRN_BEDROCK_BASE_URL",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from cairn.domain.agents import Agent
@@ -12,7 +12,8 @@ from cairn.engine import prompt
 from cairn.errors import InvalidArgumentError
 from cairn.memory.initial import initial_messages
 from cairn.memory.prompts import base_prompt
-from cairn.store import agents, blocks, messages, tools
+from cairn.sealing import Sealer
+from cairn.store import agent_secrets, agents, blocks, messages, tools
 from cairn.store.db import Database
 from cairn.tools.registry import (
     BUILTIN_TOOLS,
@@ -32,9 +33,12 @@ def provision_agent(
     tool_names: Sequence[str] | None = None,
     include_base_tools: bool = True,
     include_base_tool_rules: bool = True,
+    secrets: Mapping[str, str] | None = None,
+    sealer: Sealer | None = None,
     now: datetime,
 ) -> Agent:
-    """Store the agent with everything it starts with, in one transaction."""
+    """Store the agent with everything it starts with (its secrets sealed by `sealer`), in
+    one transaction."""
     if not agent.system:
         agent = agent.model_copy(update={"system": base_prompt(agent.agent_type)})
     wanted = list(tool_names or ())
@@ -60,6 +64,10 @@ def provision_agent(
         except ToolRuleViolation as err:
             raise InvalidArgumentError(f"tool_rules: {err}") from None
         agent = agents.create(conn, agent.model_copy(update={"tool_rules": rules}))
+        if secrets:
+            if sealer is None:
+                raise ValueError("secrets need a sealer")
+            agent_secrets.put(conn, sealer, org, agent.id, secrets)
         for tool in attached:
             tools.attach(conn, org, agent.id, tool.id)
         stored_blocks = []

@@ -15,8 +15,9 @@ from cairn.embeddings.base import Embedder
 from cairn.engine import search
 from cairn.engine.state import StepState
 from cairn.memory.edits import CoreMemory, MemoryEditError
-from cairn.store import tenancy
-from cairn.store.db import Database
+from cairn.sealing import Sealer
+from cairn.store import agent_secrets, tenancy
+from cairn.store.db import Connection, Database
 from cairn.tools.sandbox import (
     DEFAULT_TIMEOUT_SECONDS,
     Network,
@@ -37,6 +38,7 @@ class StepToolContext:
     now: datetime
     memory: CoreMemory
     sandbox: Sandbox = field(default_factory=SubprocessSandbox)
+    sealer: Sealer | None = None  # None: the agent's secrets are not handed to its tools
     embedder: Embedder | None = None
     tool_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     new_passages: list[Passage] = field(default_factory=list)
@@ -46,8 +48,12 @@ class StepToolContext:
 
     def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
         blocks = list(self.memory.blocks.values())  # as this step has edited them so far
+        agent = self.state.agent
         with self.db.connection() as conn:
-            hosts = tenancy.tool_hosts(conn, self.state.agent.organization_id)
+            hosts = tenancy.tool_hosts(conn, agent.organization_id)
+            environment = (
+                secrets_environment(conn, self.sealer, agent) if self.sealer is not None else {}
+            )
         return run_in_sandbox(
             self.sandbox,
             tool,
@@ -57,6 +63,7 @@ class StepToolContext:
             blocks=blocks,
             default_timeout=self.tool_timeout_seconds,
             hosts=hosts,
+            environment=environment,
         )
 
     # -- recall -----------------------------------------------------------------------
@@ -173,8 +180,10 @@ def run_in_sandbox(
     blocks: list[Block],
     default_timeout: float,
     hosts: tuple[str, ...] = (),
+    environment: dict[str, str] | None = None,
 ) -> SandboxResult:
-    """One custom tool call in the sandbox, inside a step or outside one (the tool-run API)."""
+    """One custom tool call in the sandbox, inside a step or outside one (the tool-run API),
+    with the agent's secrets in its environment."""
     source = tool.source_code or ""
     agent_state = None
     if takes_agent_state(source, tool.name):
@@ -201,5 +210,12 @@ def run_in_sandbox(
             agent_state=agent_state,
             timeout_seconds=timeout,
             network=Network(agent.organization_id, hosts),
+            environment=environment or {},
         )
     )
+
+
+def secrets_environment(conn: Connection, sealer: Sealer, agent: Agent) -> dict[str, str]:
+    """The agent's secrets as its tools' environment variables, opened for one call."""
+    found = agent_secrets.opened(conn, sealer, agent.organization_id, [agent.id])
+    return {secret.key: secret.value for secret in found[agent.id]}

@@ -48,6 +48,7 @@ from cairn.errors import (
 )
 from cairn.llm.clients import LLMClient, client_for, wire_body
 from cairn.llm.types import MessageDelta
+from cairn.sealing import Sealer, envelope_key
 from cairn.store import claim as claims
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
 from cairn.store.claim import Claim
@@ -99,9 +100,12 @@ class Engine:
         sandbox: Sandbox | None = None,
         embedder_for: Callable[[EmbeddingConfig], Embedder] | None = None,
         provider_keys: ProviderKeyLookup | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.db = db
         self.settings = settings or Settings.from_env()
+        # Opens agents' secrets for their tools' calls (the local envelope key by default).
+        self.sealer = sealer or Sealer(lambda: envelope_key(self.settings))
         self._llm_for = llm_for or (lambda config: client_for(config, self.settings))
         self._clock = clock
         # Custom tools run here: a subprocess locally, a locked-down Lambda on AWS.
@@ -123,7 +127,7 @@ class Engine:
 
         model = TurnModel(self.db, self.settings, self._llm_for, self._provider_keys)
         return TurnParts(model, self.db, self.settings, self.sandbox, self.embedder_for,
-                         self._clock)  # fmt: skip
+                         self._clock, self.sealer)  # fmt: skip
 
     # -- one step ---------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from cairn.llm.clients import wire_body
 from cairn.llm.types import Delta, LLMRequest, LLMResponse, MessageDelta
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
+from cairn.sealing import Sealer
 from cairn.store.checkpoints import Checkpoint
 from cairn.store.db import Database
 from cairn.tools.rules import ToolRulesSolver
@@ -56,6 +57,7 @@ class TurnParts:
     sandbox: Sandbox
     embedder_for: Callable[[EmbeddingConfig | None], Embedder]
     clock: Callable[[], datetime]
+    sealer: Sealer  # opens the agent's secrets for its custom tools
 
 
 class Turn:
@@ -164,6 +166,7 @@ class Turn:
             self.now,
             memory,
             sandbox=self.parts.sandbox,
+            sealer=self.parts.sealer,
             embedder=self.parts.embedder_for(self.agent.embedding_config),
             tool_timeout_seconds=self.parts.settings.tool_timeout_seconds,
         )

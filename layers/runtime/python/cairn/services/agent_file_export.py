@@ -19,7 +19,7 @@ from cairn.domain.messages import Message
 from cairn.domain.tools import Tool
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
-from cairn.store import agents, blocks, groups, messages, tools
+from cairn.store import agent_secrets, agents, blocks, groups, messages, tools
 from cairn.store.db import Connection
 
 # Letta 0.16.1's alembic head: the only version mark its files carry.
@@ -127,6 +127,9 @@ def _agent_entry(
         if agent.compaction_settings else None,
         "project_id": agent.project_id,
         "message_buffer_autoclear": agent.message_buffer_autoclear,
+        # The secrets' names, their values wiped, as Letta exports them (the import's
+        # `secrets` form gives them back).
+        **_secret_names(agent_secrets.keys_of(conn, agent.organization_id, agent.id)),
         "enable_sleeptime": agent.enable_sleeptime,
         "timezone": agent.timezone,
         "max_files_open": agent.max_files_open,
@@ -192,3 +195,10 @@ def _group_entry(group: Group, ids: _Ids) -> dict[str, Any]:
         "hidden": group.hidden,
         "id": ids(group.id),
     }
+
+
+def _secret_names(keys: list[str]) -> dict[str, Any]:
+    if not keys:
+        return {}
+    wiped = dict.fromkeys(keys, "")
+    return {"secrets": wiped, "tool_exec_environment_variables": dict(wiped)}

@@ -24,7 +24,7 @@ from cairn.errors import InvalidArgumentError, UnprocessableError
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.orchestration.assembly.parts import Runtime
-from cairn.store import agents, blocks, groups, messages, tools
+from cairn.store import agent_secrets, agents, blocks, groups, messages, tools
 from cairn.store.db import Connection
 from cairn.tools.registry import BUILTIN_TOOLS
 
@@ -54,6 +54,8 @@ class _FileAgent(_Lenient):
     compaction_settings: dict[str, Any] | None = None
     in_context_message_ids: list[str] = Field(default_factory=list)
     messages: list[dict[str, Any]] = Field(default_factory=list)
+    secrets: dict[str, str] | None = None
+    tool_exec_environment_variables: dict[str, str] | None = None
 
 
 class _FileGroup(_Lenient):
@@ -81,6 +83,8 @@ class ImportOptions:
     embedding: str | None = None
     # Letta 0.16.1 takes `strip_messages` and never passes it on: messages are imported.
     strip_messages: bool = False
+    # The values of the secrets the file names (its own are wiped on export).
+    secrets: dict[str, str] | None = None
 
 
 def parse(raw: bytes) -> AgentFile:
@@ -141,6 +145,8 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
                 entry = entry.model_copy(update={"enable_sleeptime": True})
             agent = _agent(org, entry, options, embedding)
             stored = agents.create(conn, agent)
+            if values := _secrets(entry, options):
+                agent_secrets.put(conn, rt.engine.sealer, org, stored.id, values)
             for file_id in entry.block_ids:
                 blocks.attach(conn, org, stored.id, mapped[file_id])
             for file_id in entry.tool_ids:
@@ -161,6 +167,15 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
                 )
             groups.create(conn, _group(org, group_entry, mapped))
     return [mapped[a.id] for a in file.agents]
+
+
+def _secrets(entry: _FileAgent, options: ImportOptions) -> dict[str, str]:
+    """The file's secret names with the values the import gives for them (Letta: a name the
+    form has no value for gets an empty one; without the form, the file's values stay)."""
+    named = entry.secrets or entry.tool_exec_environment_variables or {}
+    if options.secrets:
+        return {key: options.secrets.get(key, "") for key in named}
+    return dict(named)
 
 
 def _check_references(file: AgentFile) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.domain import model_settings
+from cairn.domain.agent_secrets import KEY_PATTERN, AgentSecret
 from cairn.domain.agents import Agent, AgentFilter, check_timezone
 from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block
@@ -26,10 +28,11 @@ from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
 from cairn.orchestration.assembly.parts import Runtime
+from cairn.sealing import Sealer
 from cairn.services import identities as identity_service
 from cairn.services import providers
 from cairn.services.requests import CreateAgent, UpdateAgent
-from cairn.store import agents, archives, blocks, groups, messages, runs, tools
+from cairn.store import agent_secrets, agents, archives, blocks, groups, messages, runs, tools
 from cairn.store import identities as identity_rows
 from cairn.store.db import Connection
 from cairn.store.rows import Order
@@ -52,6 +55,7 @@ class AgentView:
     group: Group | None = None
     relations: bool = True  # False: blocks and tools were not read (the 1.x SDKs' default)
     identities: list[Identity] = field(default_factory=list)
+    secrets: list[AgentSecret] = field(default_factory=list)  # opened: its organization's
 
 
 def fetch(conn: Connection, org: str, agent_id: str, *, for_update: bool = False) -> Agent:
@@ -61,13 +65,16 @@ def fetch(conn: Connection, org: str, agent_id: str, *, for_update: bool = False
     return agent
 
 
-def view_of(conn: Connection, agent: Agent, *, relations: bool = True) -> AgentView:
-    return views_of(conn, [agent], relations=relations)[0]
+def view_of(conn: Connection, agent: Agent, *, sealer: Sealer, relations: bool = True) -> AgentView:
+    return views_of(conn, [agent], sealer=sealer, relations=relations)[0]
 
 
-def views_of(conn: Connection, found: list[Agent], *, relations: bool = True) -> list[AgentView]:
-    """The agents as their AgentStates show them: with `relations`, their blocks, tools and
-    identities, read for the whole page at once (three statements, not three per agent)."""
+def views_of(
+    conn: Connection, found: list[Agent], *, sealer: Sealer, relations: bool = True
+) -> list[AgentView]:
+    """The agents as their AgentStates show them: with `relations`, their blocks, tools,
+    identities and secrets, read for the whole page at once (four statements, not four per
+    agent)."""
     if not found:
         return []
     org, ids = found[0].organization_id, [a.id for a in found]
@@ -76,13 +83,17 @@ def views_of(conn: Connection, found: list[Agent], *, relations: bool = True) ->
         return [AgentView(a, group=group_of.get(a.id), relations=False) for a in found]
     blocks_of, tools_of = blocks.for_agents(conn, org, ids), tools.for_agents(conn, org, ids)
     identities_of = identity_rows.of_agents(conn, org, ids)
+    secrets_of = agent_secrets.opened(conn, sealer, org, ids)
     return [AgentView(a, blocks_of[a.id], tools_of[a.id], group_of.get(a.id),
-                      identities=identities_of[a.id]) for a in found]  # fmt: skip
+                      identities=identities_of[a.id], secrets=secrets_of[a.id])
+            for a in found]  # fmt: skip
 
 
 def retrieve(rt: Runtime, org: str, agent_id: str, *, relations: bool = True) -> AgentView:
     with rt.db.connection() as conn:
-        return view_of(conn, fetch(conn, org, agent_id), relations=relations)
+        return view_of(
+            conn, fetch(conn, org, agent_id), sealer=rt.engine.sealer, relations=relations
+        )
 
 
 def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
@@ -158,9 +169,12 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
         for identity_id in req.identity_ids:
             identity_service.fetch(conn, org, identity_id)
     base_rules = req.include_base_tool_rules
+    secrets = _checked_secrets(req.given_secrets)
     created = provision_agent(
         rt.db,
         agent,
+        secrets=secrets,
+        sealer=rt.engine.sealer,
         memory_blocks=new_blocks,
         tool_names=tool_names,
         include_base_tools=req.include_base_tools,
@@ -192,7 +206,7 @@ def list_agents(
         found = agents.list_agents(
             conn, org, where, after=after, before=before, limit=limit, order=order
         )
-        return views_of(conn, found, relations=relations)
+        return views_of(conn, found, sealer=rt.engine.sealer, relations=relations)
 
 
 def count(rt: Runtime, org: str, where: AgentFilter | None = None) -> int:
@@ -212,8 +226,11 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
             "model_settings",
             "llm_config",
             "identity_ids",
+            "secrets",
+            "tool_exec_environment_variables",
         },
     )
+    secrets = _checked_secrets(req.given_secrets)
     if req.tool_rules is not None:
         changes["tool_rules"] = req.tool_rules
     if req.llm_config is not None:
@@ -237,13 +254,15 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
         if "llm_config" in changes or "embedding_config" in changes:
             endpoints.check_agent(updated.llm_config, updated.embedding_config, rt.settings)
         agent = agents.update(conn, updated, expected_version=agent.version)
+        if secrets is not None:
+            agent_secrets.put(conn, rt.engine.sealer, org, agent.id, secrets)
         if req.tool_ids is not None:
             _replace(conn, org, agent.id, req.tool_ids, tools, "Tool")
         if req.block_ids is not None:
             _replace(conn, org, agent.id, req.block_ids, blocks, "Block")
         if req.identity_ids is not None:
             identity_service.identities_for_agent(conn, org, agent.id, req.identity_ids)
-        return view_of(conn, agent)
+        return view_of(conn, agent, sealer=rt.engine.sealer)
 
 
 def _with_settings(llm: LLMConfig, req: CreateAgent | UpdateAgent) -> LLMConfig:
@@ -296,7 +315,7 @@ def reset_messages(rt: Runtime, org: str, agent_id: str, *, add_defaults: bool) 
             agent.model_copy(update={"message_ids": [m.id for m in stored]}),
             expected_version=agent.version,
         )
-        return view_of(conn, agent)
+        return view_of(conn, agent, sealer=rt.engine.sealer)
 
 
 @dataclass
@@ -340,3 +359,16 @@ def tags(
     with rt.db.connection() as conn:
         return agents.tags(conn, org, query_text=query_text, after=after, before=before,
                            limit=limit, order=order)  # fmt: skip
+
+
+def _checked_secrets(given: dict[str, str] | None) -> dict[str, str] | None:
+    """The secrets asked for, each name one an environment variable can have (4xx else)."""
+    if given is None:
+        return None
+    for key in given:
+        if not re.fullmatch(KEY_PATTERN, key) or len(key) > 200:
+            raise UnprocessableError(
+                f"secrets: `{key}` is not an environment variable's name (letters, digits and "
+                "underscores, not starting with a digit)"
+            )
+    return given

@@ -98,7 +98,11 @@ def agents_of(rt: Runtime, org: str, archive_id: str) -> list[AgentView]:
         _fetch(conn, org, archive_id)
         views = []
         for agent_id in archives.agent_ids(conn, org, archive_id):
-            views.append(agent_service.view_of(conn, agent_service.fetch(conn, org, agent_id)))
+            views.append(
+                agent_service.view_of(
+                    conn, agent_service.fetch(conn, org, agent_id), sealer=rt.engine.sealer
+                )
+            )
         return views
 
 

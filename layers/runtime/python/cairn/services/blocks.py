@@ -93,7 +93,7 @@ def attach(rt: Runtime, org: str, agent_id: str, block_id: str, *, attach: bool)
                 blocks.attach_to_sleeptime_agents(conn, org, group.agent_ids, block_id)
         else:
             blocks.detach(conn, org, agent.id, block_id)
-        return agent_service.view_of(conn, agent)
+        return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)
 
 
 def create(rt: Runtime, org: str, req: CreateBlock) -> Block:
@@ -168,4 +168,7 @@ def agents_of(
             limit=limit,
             order=order,
         )
-        return [agent_service.view_of(conn, a, relations=relations) for a in page]
+        return [
+            agent_service.view_of(conn, a, sealer=rt.engine.sealer, relations=relations)
+            for a in page
+        ]

@@ -31,6 +31,8 @@ from cairn.domain.tools import Tool
 from cairn.llm import endpoints
 from cairn.orchestration.aws import bedrock
 from cairn.orchestration.aws.provider_vault import ProviderVault, vault_for
+from cairn.orchestration.aws.secrets import sealing_key
+from cairn.sealing import Sealer
 from cairn.services.letta_import_memory import (
     MemoryImport,
     first_error,
@@ -38,6 +40,7 @@ from cairn.services.letta_import_memory import (
 )  # fmt: skip
 from cairn.services.letta_keys import SealedKeyError, open_key
 from cairn.store import (
+    agent_secrets,
     agents,
     blocks,
     groups,
@@ -88,12 +91,14 @@ def import_letta(
     settings: Settings | None = None,
     vault: ProviderVault | None = None,
     letta_key: str | None = None,
+    sealer: Sealer | None = None,
 ) -> Report:
     """Import everything; with `stop`, end early (`finished` false) between two units of
     work once it says so: a run in a Lambda invocation leaves before its deadline and the
     next invocation goes on (nothing is done twice). `letta_key` is the Letta server's
-    LETTA_ENCRYPTION_KEY, for providers' keys it stored encrypted; `vault` keeps them here
-    (by default the settings' vault, as the API's)."""
+    LETTA_ENCRYPTION_KEY, for the providers' keys and agents' secrets it stored encrypted;
+    `vault` keeps the keys here and `sealer` seals the secrets (by default the settings',
+    as the API's)."""
     bedrock.install()  # passages embedded again may go to Bedrock
     report = Report()
     shown = progress or (lambda phase, done, total: None)
@@ -107,7 +112,8 @@ def import_letta(
             raise _Paused
 
     settings = settings or Settings.from_env()
-    keys = _Keys(vault or vault_for(settings), letta_key or None)
+    keys = _Keys(vault or vault_for(settings), letta_key or None,
+                 sealer or Sealer(sealing_key(settings)))  # fmt: skip
     try:
         _import(db, source_url, report, tick, settings, keys)
     except _Paused:
@@ -119,6 +125,7 @@ def import_letta(
 class _Keys:
     vault: ProviderVault  # where imported providers' keys go
     letta_key: str | None  # what opens the ones Letta encrypted
+    sealer: Sealer  # what agents' secrets are sealed with here
 
 
 def _import(
@@ -283,6 +290,7 @@ class _Org:
         })  # fmt: skip
 
     def agents(self, rows: list[dict[str, Any]]) -> None:
+        secrets_of = self._secrets()
         for n, row in enumerate(rows, 1):
             with self.db.transaction() as conn:
                 new = agents.get(conn, self.org, row["id"]) is None
@@ -290,6 +298,8 @@ class _Org:
                     agent = self._agent(row)
                     if agent is not None:
                         agents.create(conn, agent)
+                        if secrets := secrets_of.get(agent.id):
+                            agent_secrets.put(conn, self.keys.sealer, self.org, agent.id, secrets)
                         for block_id in row["block_ids"]:
                             blocks.attach(conn, self.org, agent.id, block_id)
                         for tool_id in row["tool_ids"]:
@@ -297,6 +307,19 @@ class _Org:
                                 tools.attach(conn, self.org, agent.id, self.tool_ids[tool_id])
             self.report.count("agents", new)
             self.tick("agents", n, len(rows))
+
+    def _secrets(self) -> dict[str, dict[str, str]]:
+        """Each agent's secrets, opened from Letta's sealing (one it cannot open is left
+        out, and the report says whose and why)."""
+        found: dict[str, dict[str, str]] = {}
+        for row in letta_source.agent_secrets(self.source, self.org):
+            try:
+                value = open_key(row["value"] or "", self.keys.letta_key)
+            except SealedKeyError as err:
+                self.report.skipped.append(f"agent {row['agent_id']}: secret {row['key']}: {err}")
+                continue
+            found.setdefault(row["agent_id"], {})[row["key"]] = value
+        return found
 
     def _agent(self, row: dict[str, Any]) -> Agent | None:
         rules = []

@@ -8,7 +8,7 @@ from typing import Any
 
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool, ToolFilter
-from cairn.engine.context import run_in_sandbox
+from cairn.engine.context import run_in_sandbox, secrets_environment
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
@@ -176,7 +176,7 @@ def attach(rt: Runtime, org: str, agent_id: str, tool_id: str, *, attach: bool) 
             tools.attach(conn, org, agent.id, tool.id)
         else:
             tools.detach(conn, org, agent.id, tool.id)
-        return agent_service.view_of(conn, agent)
+        return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)
 
 
 def set_approval(
@@ -194,7 +194,7 @@ def set_approval(
         agent = agents.update(
             conn, agent.model_copy(update={"tool_rules": rules}), expected_version=agent.version
         )
-        return agent_service.view_of(conn, agent)
+        return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)
 
 
 def modify(rt: Runtime, org: str, tool_id: str, req: ToolUpdate) -> Tool:
@@ -272,6 +272,7 @@ def run_for_agent(
         tool = next((t for t in tools.for_agent(conn, org, agent_id) if t.name == tool_name), None)
         held = blocks_of(conn, org, agent_id)
         hosts = tenancy.tool_hosts(conn, org)
+        environment = secrets_environment(conn, rt.engine.sealer, agent)
     if tool is None:
         raise NotFoundError(f"Tool `{tool_name}` is not attached to agent {agent_id}")
     if tool.tool_type != "custom":
@@ -287,6 +288,7 @@ def run_for_agent(
         blocks=held,
         default_timeout=rt.settings.tool_timeout_seconds,
         hosts=hosts,
+        environment=environment,
     )
 
 

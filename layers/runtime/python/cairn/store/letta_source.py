@@ -185,3 +185,14 @@ def identities(conn: psycopg.Connection[Row], org: str) -> list[Row]:
            ORDER BY i.created_at, i.id""",
         (org,),
     ).fetchall()
+
+
+def agent_secrets(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    """The organization's agents' tool environment (Letta's `secrets`), values as stored
+    (`value_enc`, else the older plaintext `value`)."""
+    return conn.execute(
+        """SELECT agent_id, key, description, coalesce(value_enc, value) AS value
+           FROM agent_environment_variables
+           WHERE organization_id = %s AND NOT is_deleted ORDER BY agent_id, key""",
+        (org,),
+    ).fetchall()

@@ -119,6 +119,8 @@ class SandboxRequest:
     network: Network | None = None
     # A proxy with the call's pass in it, made by the caller (the sandbox function on AWS).
     proxy_url: str | None = None
+    # The agent's secrets (Letta's tool environment variables), for this call only.
+    environment: dict[str, str] = field(default_factory=dict)
 
     def pass_seconds(self) -> float:
         return self.timeout_seconds + 30  # the pass outlives the call a little, no more
@@ -130,6 +132,7 @@ class SandboxRequest:
             "args": self.args,
             "tool_call_id": self.tool_call_id,
             "agent_state": self.agent_state,
+            "environment": self.environment,
         }
 
 
@@ -204,6 +207,9 @@ class SubprocessSandbox:
             return SandboxResult(False, why)
         timeout = request.timeout_seconds
         env = {
+            # The agent's secrets first: the sandbox's own variables below are not theirs
+            # to change.
+            **request.environment,
             "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
             "HOME": "/work",

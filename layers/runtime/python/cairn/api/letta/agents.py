@@ -11,6 +11,7 @@ from cairn.api.letta.messages import message_json
 from cairn.api.letta.times import iso
 from cairn.api.letta.tools import tool_json
 from cairn.domain import model_settings
+from cairn.domain.agent_secrets import AgentSecret
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.tools import Tool
@@ -75,7 +76,21 @@ def view_json(view: AgentView) -> dict[str, Any]:
     if view.identities:
         data["identities"] = [identity_json(i) for i in view.identities]
         data["identity_ids"] = [i.id for i in view.identities]
+    # Shown to its own organization as Letta shows them: the value opened (Letta's value_enc
+    # is its own ciphertext; Cairn's stays in the database).
+    data["secrets"] = [secret_json(s) for s in view.secrets]
+    data["tool_exec_environment_variables"] = data["secrets"]
     return data
+
+
+def secret_json(secret: AgentSecret) -> dict[str, Any]:
+    return {
+        "id": secret.id, "key": secret.key, "value": secret.value,
+        "description": secret.description, "organization_id": secret.organization_id,
+        "agent_id": secret.agent_id, "value_enc": None, "created_by_id": None,
+        "last_updated_by_id": None, "created_at": iso(secret.created_at),
+        "updated_at": iso(secret.updated_at),
+    }  # fmt: skip
 
 
 def context_json(overview: ContextOverview) -> dict[str, Any]:

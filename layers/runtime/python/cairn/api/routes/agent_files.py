@@ -50,6 +50,7 @@ def import_agent(
 ) -> Response[Any]:
     """Letta's import form; the deprecated names count where the new ones are not given."""
     tool_secrets = secrets or env_vars_json
+    parsed = None
     if tool_secrets is not None:
         try:
             parsed = json.loads(tool_secrets)
@@ -65,6 +66,7 @@ def import_agent(
         name=name or override_name,
         embedding=embedding or override_embedding_handle or x_override_embedding_model,
         strip_messages=strip_messages,
+        secrets={str(k): str(v) for k, v in parsed.items()} if parsed else None,
     )
     parsed_file = agent_file_import.parse(file)
     created = agent_file_import.import_file(http.rt(), http.org_id(), parsed_file, options)

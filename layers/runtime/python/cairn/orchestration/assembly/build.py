@@ -15,9 +15,15 @@ from cairn.llm import deadline
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.aws import bedrock
 from cairn.orchestration.aws.provider_vault import ProviderKeys, vault_for
-from cairn.orchestration.aws.secrets import database_conninfo, egress_key, with_provider_keys
+from cairn.orchestration.aws.secrets import (
+    database_conninfo,
+    egress_key,
+    sealing_key,
+    with_provider_keys,
+)
 from cairn.orchestration.ports import StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
+from cairn.sealing import Sealer
 from cairn.store.db import IDLE_CHECK_SECONDS, Database
 from cairn.tools.sandbox import Sandbox, SubprocessSandbox
 
@@ -59,7 +65,8 @@ def build_runtime(
         )
     vault = vault_for(settings)
     keys = ProviderKeys(database, vault)
-    engine = Engine(database, settings, sandbox=sandbox, provider_keys=keys)
+    engine = Engine(database, settings, sandbox=sandbox, provider_keys=keys,
+                    sealer=Sealer(sealing_key(settings)))  # fmt: skip
     if embeddings is None and settings.embed_queue_url:
         from cairn.orchestration.aws.sqs import SqsStepQueue
 

@@ -10,17 +10,16 @@ so a sealed key copied into another row or organization does not open.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 from cairn.config import Settings
 from cairn.domain.providers import Provider
+from cairn.sealing import envelope_key
 from cairn.store import providers as store
 from cairn.store.db import Database
 
@@ -71,20 +70,6 @@ class EnvelopeVault:
 
 def _bound(provider: Provider) -> bytes:
     return f"{provider.organization_id}:{provider.id}".encode()
-
-
-def envelope_key(settings: Settings) -> bytes:
-    """CAIRN_PROVIDER_KEY (32 bytes, base64), else the data directory's key file, made with
-    owner-only access the first time."""
-    if settings.provider_key:
-        return base64.b64decode(settings.provider_key)
-    path = Path(settings.data_dir) / "provider-key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(base64.b64encode(os.urandom(32)).decode())
-    return base64.b64decode(path.read_text().strip())
 
 
 class SecretsManagerVault:

@@ -138,3 +138,22 @@ def egress_key(settings: Settings) -> Callable[[], bytes] | None:
         return str(parameters.get_secret(arn, max_age=300)).encode()
 
     return read
+
+
+def sealing_key(settings: Settings) -> Callable[[], bytes]:
+    """What agents' secrets are sealed with: on AWS the SHA-256 of the stack's sealing-key
+    secret (read once a process, on first use), else the local envelope key."""
+    arn = settings.sealing_key_secret_arn
+    if not arn:
+        from cairn.sealing import envelope_key
+
+        return lambda: envelope_key(settings)
+
+    def read() -> bytes:
+        import hashlib
+
+        from aws_lambda_powertools.utilities import parameters
+
+        return hashlib.sha256(str(parameters.get_secret(arn, max_age=3600)).encode()).digest()
+
+    return read

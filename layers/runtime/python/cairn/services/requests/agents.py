@@ -109,6 +109,14 @@ class CreateAgent(RequestBody):
     per_file_view_window_char_limit: int | None = None
     hidden: bool = False
     identity_ids: list[IdentityId] = Field(default_factory=list)
+    # The environment its custom tools get (`tool_exec_environment_variables`: Letta's old
+    # name, read where `secrets` is not given).
+    secrets: dict[str, str] | None = None
+    tool_exec_environment_variables: dict[str, str] | None = None
+
+    @property
+    def given_secrets(self) -> dict[str, str] | None:
+        return self.secrets or self.tool_exec_environment_variables
 
 
 class UpdateAgent(RequestBody):
@@ -132,6 +140,14 @@ class UpdateAgent(RequestBody):
     message_buffer_autoclear: bool | None = None
     hidden: bool | None = None
     identity_ids: list[IdentityId] | None = None  # the agent's identities, all of them
+    # The whole set of its tools' secrets, replacing the old one. As in Letta an empty
+    # `secrets` without `tool_exec_environment_variables` changes nothing.
+    secrets: dict[str, str] | None = None
+    tool_exec_environment_variables: dict[str, str] | None = None
+
+    @property
+    def given_secrets(self) -> dict[str, str] | None:
+        return self.secrets or self.tool_exec_environment_variables
 
 
 class ResetMessages(RequestBody):

@@ -31,6 +31,7 @@ from cairn.api.routes import (
     messages,
     providers,
     runs,
+    sandbox_configs,
     tools,
 )
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
@@ -62,7 +63,7 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
-               groups, providers, identities)  # fmt: skip
+               groups, providers, identities, sandbox_configs)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 

@@ -26,6 +26,8 @@ PREFIXES = (
     "provider",
     "identity",
     "agent-env",
+    "sandbox",
+    "sandbox-env",
 )
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

@@ -16,7 +16,7 @@ from cairn.engine import search
 from cairn.engine.state import StepState
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.sealing import Sealer
-from cairn.store import agent_secrets, tenancy
+from cairn.store import agent_secrets, sandbox_configs, tenancy
 from cairn.store.db import Connection, Database
 from cairn.tools.sandbox import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -216,6 +216,9 @@ def run_in_sandbox(
 
 
 def secrets_environment(conn: Connection, sealer: Sealer, agent: Agent) -> dict[str, str]:
-    """The agent's secrets as its tools' environment variables, opened for one call."""
-    found = agent_secrets.opened(conn, sealer, agent.organization_id, [agent.id])
-    return {secret.key: secret.value for secret in found[agent.id]}
+    """A tool call's environment, opened for that call: the organization's `local` sandbox
+    config's variables, then the agent's secrets over them (as Letta layers them)."""
+    org = agent.organization_id
+    found = agent_secrets.opened(conn, sealer, org, [agent.id])
+    return {**sandbox_configs.local_environment(conn, sealer, org),
+            **{secret.key: secret.value for secret in found[agent.id]}}  # fmt: skip

@@ -27,6 +27,7 @@ from cairn.api.letta.runs import (
     trace_json,
     usage_json,
 )
+from cairn.api.letta.sandbox import sandbox_config_json, sandbox_env_var_json
 from cairn.api.letta.times import iso
 from cairn.api.letta.tools import execution_json, tool_json, tool_return_json
 
@@ -55,6 +56,8 @@ __all__ = [
     "response_json",
     "run_json",
     "run_metrics_json",
+    "sandbox_config_json",
+    "sandbox_env_var_json",
     "search_result_json",
     "step_json",
     "step_metrics_json",

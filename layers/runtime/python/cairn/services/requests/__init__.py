@@ -46,6 +46,11 @@ from cairn.services.requests.messages import (
     TextPart,
 )
 from cairn.services.requests.providers import BaseUrl, ProviderCheck, ProviderCreate, ProviderUpdate
+from cairn.services.requests.sandbox import (
+    SandboxConfigBody,
+    SandboxEnvVarCreate,
+    SandboxEnvVarUpdate,
+)
 from cairn.services.requests.tools import (
     ApprovalToggle,
     CodeInput,
@@ -92,6 +97,9 @@ __all__ = [
     "RequestBody",
     "ResetMessages",
     "RetrieveStream",
+    "SandboxConfigBody",
+    "SandboxEnvVarCreate",
+    "SandboxEnvVarUpdate",
     "StepFeedback",
     "StrictBody",
     "TextPart",

@@ -239,3 +239,54 @@ def _occurrences(haystack: str, needle: str) -> int:
     while at >= 0:
         count, at = count + 1, haystack.find(needle, at + 1)
     return count
+
+
+# -- memory_apply_patch (Letta 0.16.1's, by content and context) ---------------------------
+
+
+def test_a_patch_replaces_by_content_with_context_to_tell_places_apart() -> None:
+    mem = memory("Persona:\nFriendly and curious\nLikes: Hiking\nFriendly and curious")
+    patch = (
+        "@@\n Persona:\n-Friendly and curious\n+Friendly, curious, and precise\n Likes: Hiking\n"
+    )
+    result = mem.memory_apply_patch("human", patch)
+    assert value(mem) == (
+        "Persona:\nFriendly, curious, and precise\nLikes: Hiking\nFriendly and curious"
+    )
+    assert result.message == EDITED.format(label="human")
+
+
+def test_hunks_apply_in_turn_and_an_insertion_without_context_goes_at_the_end() -> None:
+    mem = memory("a\nb\nc")
+    patch = "--- a/human\n+++ b/human\n@@ -1 +1 @@\n-a\n+A\n@@\n b\n+b2\n c\n@@\n+tail"
+    mem.memory_apply_patch("human", patch)
+    assert value(mem) == "A\nb\nb2\nc\ntail"
+
+
+def test_a_blank_patch_line_is_an_empty_context_line() -> None:
+    mem = memory("one\n\ntwo")
+    mem.memory_apply_patch("human", "@@\n one\n\n-two\n+three")
+    assert value(mem) == "one\n\nthree"
+
+
+@pytest.mark.parametrize(
+    ("block", "patch", "says"),
+    [
+        ("x\ny", "@@\n-z\n+w", "expected hunk context not found"),
+        ("x\nx", "@@\n-x\n+y", "matched multiple places"),
+        ("x", "just words", "No applicable hunks"),
+        ("x", "@@\n 1→ x\n+y", "line-number"),
+    ],
+)
+def test_a_patch_that_does_not_apply_cleanly_changes_nothing(
+    block: str, patch: str, says: str
+) -> None:
+    mem = memory(block)
+    with pytest.raises(MemoryEditError, match=says):
+        mem.memory_apply_patch("human", patch)
+    assert value(mem) == block and mem.changes() == ([], [], [])
+
+
+def test_a_patch_to_a_read_only_block_is_refused() -> None:
+    with pytest.raises(MemoryEditError):
+        memory().memory_apply_patch("persona", "@@\n-I am Sam.\n+I am Max.")

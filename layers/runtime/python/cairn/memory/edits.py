@@ -31,6 +31,8 @@ EDITED = (
 # The `N→ ` prefixes exist only in the rendered prompt; text that carries them was copied
 # from the display and would corrupt the block if written back.
 _LINE_NUMBER_PREFIX = re.compile(r"(?:^|\n)\d+→ ")
+# In a patch, where lines start with their " ", "-" or "+" (Letta's check for patches).
+_PATCH_LINE_NUMBER = re.compile(r"^[ \t]*\d+→[ \t]*", re.MULTILINE)
 
 
 class MemoryEditError(ValueError):
@@ -140,6 +142,45 @@ class CoreMemory:
         new = self._write(block, new_value)
         return EditResult(EDITED.format(label=label), (new,))
 
+    def memory_apply_patch(self, label: str, patch: str) -> EditResult:
+        """A simplified unified diff applied by its content, not line numbers (Letta
+        0.16.1's memory_apply_patch): hunks split at `@@` lines, each of context (" "),
+        removed ("-") and added ("+") lines, applied one after another; a hunk whose
+        context and removed lines are not found exactly once is refused, and so the patch."""
+        block = self._writable(label)
+        _reject_line_numbers(patch=patch)
+        if _PATCH_LINE_NUMBER.search(patch):  # a context line is " " + the line: `  3→ x`
+            raise _line_numbers_in("patch")
+        lines = block.value.expandtabs().split("\n")
+        hunks = _hunks(patch.expandtabs())
+        if not hunks:
+            raise MemoryEditError(
+                "No applicable hunks found in patch. Ensure lines start with ' ', '-', or '+'."
+            )
+        for hunk in hunks:
+            expected = [ln[1:] for ln in hunk if ln[0] in " -"]
+            replacement = [ln[1:] for ln in hunk if ln[0] in " +"]
+            if not expected:  # an insertion without context goes at the end
+                lines += replacement
+                continue
+            width = len(expected)
+            found = [i for i in range(len(lines) - width + 1) if lines[i : i + width] == expected]
+            if not found:
+                sample = "\n".join(expected[:4])
+                raise MemoryEditError(
+                    "Failed to apply patch: expected hunk context not found in the memory "
+                    "block. Verify the target lines exist and try providing more context. "
+                    f"Expected start:\n{sample}"
+                )
+            if len(found) > 1:
+                raise MemoryEditError(
+                    "Failed to apply patch: hunk context matched multiple places in the memory "
+                    "block. Please add more unique surrounding context to disambiguate."
+                )
+            lines[found[0] : found[0] + width] = replacement
+        new = self._write(block, "\n".join(lines))
+        return EditResult(EDITED.format(label=label), (new,))
+
     def memory_rethink(self, label: str, new_memory: str) -> EditResult:
         """Rewrites the whole block, creating it when the label is new."""
         _reject_line_numbers(new_memory=new_memory)
@@ -246,13 +287,33 @@ def _check_label(label: str) -> None:
         )
 
 
+def _hunks(patch: str) -> list[list[str]]:
+    """A patch's hunks: its " ", "-" and "+" lines between `@@` lines; a blank line is an
+    empty context line, diff headers (`---`, `+++`, `*** `) and anything else are skipped."""
+    hunks: list[list[str]] = [[]]
+    for line in patch.splitlines():
+        if line.startswith(("*** ", "---", "+++")):
+            continue
+        if line.startswith("@@"):
+            hunks.append([])
+        elif line[:1] in (" ", "-", "+"):
+            hunks[-1].append(line)
+        elif not line.strip():
+            hunks[-1].append(" ")
+    return [h for h in hunks if h]
+
+
 def _reject_line_numbers(**texts: str) -> None:
     for name, text in texts.items():
         if _LINE_NUMBER_PREFIX.search(text) or LINE_NUMBER_WARNING in text:
-            raise MemoryEditError(
-                f"`{name}` contains line-number prefixes such as `1→ `. They are only shown "
-                "to help you find lines; send the text without them."
-            )
+            raise _line_numbers_in(name)
+
+
+def _line_numbers_in(name: str) -> MemoryEditError:
+    return MemoryEditError(
+        f"`{name}` contains line-number prefixes such as `1→ `. They are only shown to help "
+        "you find lines; send the text without them."
+    )
 
 
 def _require_single_match(value: str, old_str: str, label: str) -> None:

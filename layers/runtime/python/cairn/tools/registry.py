@@ -72,6 +72,7 @@ class _Builtins(Mapping[str, ToolSpec]):
             tool_spec(memory.core_memory_append, "letta_memory_core"),
             tool_spec(memory.core_memory_replace, "letta_memory_core"),
             tool_spec(memory.memory, "letta_memory_core"),
+            tool_spec(memory.memory_apply_patch, "letta_memory_core"),
             tool_spec(memory.memory_replace, "letta_sleeptime_core"),
             tool_spec(memory.memory_insert, "letta_sleeptime_core"),
             tool_spec(memory.memory_rethink, "letta_sleeptime_core"),

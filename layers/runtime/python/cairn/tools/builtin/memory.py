@@ -53,6 +53,23 @@ def memory_insert(ctx: ToolContext, label: str, new_str: str, insert_line: int =
     return ctx.memory.memory_insert(label, new_str, insert_line).message
 
 
+def memory_apply_patch(ctx: ToolContext, label: str, patch: str) -> str:
+    """Apply a unified-diff style patch to a memory block, anchored on its content and
+    context, not on line numbers.
+
+    Each hunk may start with a line beginning with `@@`, then holds lines beginning with " "
+    (context that must match the block), "-" (lines to remove, matching exactly) or "+"
+    (lines to add). Do not include line-number prefixes or the line-number warning; tabs
+    count as spaces.
+
+    Args:
+        label: The memory block to edit, identified by its label.
+        patch: The patch: context (" "), deletion ("-") and addition ("+") lines, hunks
+            optionally separated by lines beginning with "@@".
+    """
+    return ctx.memory.memory_apply_patch(label, patch).message
+
+
 def memory_rethink(ctx: ToolContext, label: str, new_memory: str) -> str:
     """Rewrite a whole memory block, for large reorganisations; creates it if it is new.
 

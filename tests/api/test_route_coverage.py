@@ -22,7 +22,7 @@ LETTA = letta_document()  # Letta 0.16.1's own document, trimmed to these resour
 SCOPE = (
     "/v1/agents", "/v1/blocks", "/v1/tools", "/v1/runs", "/v1/steps", "/v1/groups",
     "/v1/passages", "/v1/archives", "/v1/tags", "/v1/models", "/v1/health", "/v1/messages",
-    "/v1/providers", "/v1/identities", "/v1/sandbox-config",
+    "/v1/providers", "/v1/identities", "/v1/sandbox-config", "/v1/mcp-servers",
 )  # fmt: skip
 METHODS = ("get", "post", "put", "patch", "delete")
 # Cairn's own addition, documented in docs/memory.md ("History capture").
@@ -110,6 +110,7 @@ def test_every_served_route_is_described_with_its_inputs(ours: dict[str, Any]) -
                     "/providers/{}/check",
                     "/default",  # the sandbox configs made with their defaults
                     "/recreate-venv",
+                    "/refresh",  # an MCP server's tools listed again
                 )
             )
             assert "requestBody" in op or bodiless, (method, path)

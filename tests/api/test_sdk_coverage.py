@@ -30,7 +30,7 @@ from tests.fakes.llm_server import call
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 RESOURCES = (
     "agents", "blocks", "tools", "runs", "steps", "groups", "passages", "archives", "tags",
-    "messages", "batches", "models", "health", "identities",
+    "messages", "batches", "models", "health", "identities", "mcp_servers",
 )  # fmt: skip
 API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
@@ -415,6 +415,33 @@ def test_identities(stack: Stack, client: Letta) -> None:
     client.identities.delete(made[1].id)
     with pytest.raises(NotFoundError):
         client.identities.retrieve(made[1].id)
+
+
+def test_mcp_servers(stack: Stack, client: Letta) -> None:
+    """Against a real MCP server (the `mcp` SDK's, streamable HTTP), every method, each
+    answer held to Letta's shape."""
+    from tests.fakes.mcp_server import mcp_server
+
+    with mcp_server(token="sdk-token-0123456789") as fake:
+        settings = {
+            "mcp_server_type": "streamable_http",
+            "server_url": fake.url,
+            "auth_header": "Authorization",
+            "auth_token": "Bearer sdk-token-0123456789",
+        }
+        made = client.mcp_servers.create(server_name="calc", config=settings)  # type: ignore[arg-type]
+        assert [s.id for s in client.mcp_servers.list()] == [made.id]
+        assert client.mcp_servers.retrieve(made.id).server_name == "calc"  # type: ignore[union-attr]
+        renamed = client.mcp_servers.update(made.id, config={}, server_name="calculator")  # type: ignore[arg-type]
+        assert renamed.server_name == "calculator"  # type: ignore[union-attr]
+        tools = client.mcp_servers.tools.list(made.id)
+        add = next(t for t in tools if t.name == "add")
+        assert client.mcp_servers.tools.retrieve(add.id, mcp_server_id=made.id).id == add.id
+        ran = client.mcp_servers.tools.run(add.id, mcp_server_id=made.id, args={"a": 1, "b": 2})
+        assert ran.func_return == "3"
+        assert client.mcp_servers.refresh(made.id) == {"added": [], "updated": [], "deleted": []}
+        client.mcp_servers.delete(made.id)
+        assert client.mcp_servers.list() == []
 
 
 def test_every_sdk_method_is_exercised_or_listed_as_not_served(stack: Stack) -> None:

@@ -424,3 +424,42 @@ def _searchable(db: Database, agent: Agent) -> list[str]:
         found = messages.to_embed(conn, agent.organization_id, agent.id, 1000)
     assert found is not None
     return [message_id for message_id, _ in found.texts]
+
+
+def test_an_mcp_tool_is_called_once_across_a_retry(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    """A real MCP server (the `mcp` SDK's): the step crashes after the call and before its
+    checkpoint; the retry reads the journaled answer instead of calling the server again."""
+    from cairn.domain.mcp_servers import McpServer
+    from cairn.services.mcp_servers import _keep_tools
+    from cairn.store import mcp_servers
+    from cairn.tools.mcp_client import McpTool
+    from tests.fakes.mcp_server import mcp_server
+
+    engine = engine_for(db, fake)
+    engine.settings = engine.settings.model_copy(update={"outbound_networks": "127.0.0.0/8"})
+    with mcp_server() as server:
+        with db.transaction() as conn:
+            kept = mcp_servers.put(conn, engine.sealer, McpServer(
+                organization_id=org.id, server_name="calc", server_type="streamable_http",
+                server_url=server.url))  # fmt: skip
+            schema = {"type": "object", "properties": {"a": {"type": "integer"},
+                      "b": {"type": "integer"}}, "required": ["a", "b"]}  # fmt: skip
+            _keep_tools(conn, kept, [McpTool("add", "Add two numbers.", schema)])
+        agent = make_agent(db, org, tool_names=["add"])
+        fake.reply(
+            "",
+            call("add", a=20, b=22),
+            call("core_memory_append", label="human", content="Likes: tea"),
+        )
+        fake.reply("done")
+        run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "go")])
+        with faults.crash_at("between_tools"), pytest.raises(SimulatedCrash):
+            engine.step(org.id, run.id, 0)
+        drive(engine, command)
+    assert server.calls == [("add", {"a": 20, "b": 22})]  # once, not again on the retry
+    assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"
+    with db.connection() as conn:
+        history = messages.list_for_agent(conn, org.id, agent.id, limit=50, order="asc")
+    assert "42" in " ".join(str(m.content) for m in history if m.role == "tool")

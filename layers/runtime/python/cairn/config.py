@@ -66,6 +66,8 @@ class Settings(BaseModel):
     # (a lost queue message, a worker that died mid-step). Longer than any step can run:
     # a Lambda runs at most 900 s, and a failed delivery waits out the queue's visibility.
     run_stall_seconds: float = Field(default=1800.0, gt=0)
+    # How long a call to an organization's MCP server (listing its tools, a tool call) may take.
+    mcp_timeout_seconds: float = Field(default=30.0, gt=0, le=900)
     # Wall-clock limit of one custom tool call in the sandbox.
     tool_timeout_seconds: float = Field(default=10.0, gt=0, le=900)
     # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
@@ -160,6 +162,7 @@ class Settings(BaseModel):
             "approval_state_machine_arn": "CAIRN_APPROVAL_STATE_MACHINE_ARN",
             "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
+            "mcp_timeout_seconds": "CAIRN_MCP_TIMEOUT_SECONDS",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
             "sandbox_isolation": "CAIRN_SANDBOX_ISOLATION",
             "tool_egress_proxy": "CAIRN_TOOL_EGRESS_PROXY",

@@ -110,3 +110,21 @@ def http_client(opened: tuple[Network, ...], timeout: float, stack: str = "httpx
     one's connection checked again."""
     http = importlib.import_module(stack)
     return http.Client(transport=transport(opened, stack), timeout=timeout, follow_redirects=True)
+
+
+def async_transport(opened: tuple[Network, ...], stack: str = "httpx2") -> Any:
+    """`transport` for an asynchronous client (the MCP SDK's): every connection it opens
+    goes to an address the policy reaches, the one checked."""
+    http, core = importlib.import_module(stack), importlib.import_module(STACKS[stack])
+
+    class Guarded(core.AnyIOBackend):  # type: ignore[name-defined]
+        async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+            try:
+                address = resolve(host, port, opened)[0][4][0]
+            except Refused as err:
+                raise core.ConnectError(str(err)) from None
+            return await super().connect_tcp(str(address), port, *args, **kwargs)
+
+    made = http.AsyncHTTPTransport()
+    made._pool._network_backend = Guarded()
+    return made

@@ -27,6 +27,7 @@ from cairn.api.routes import (
     groups,
     health,
     identities,
+    mcp_servers,
     memory,
     messages,
     providers,
@@ -63,7 +64,7 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
-               groups, providers, identities, sandbox_configs)  # fmt: skip
+               groups, providers, identities, sandbox_configs, mcp_servers)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 

@@ -28,6 +28,7 @@ PREFIXES = (
     "agent-env",
     "sandbox",
     "sandbox-env",
+    "mcp_server",
 )
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

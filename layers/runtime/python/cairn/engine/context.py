@@ -7,12 +7,14 @@ from datetime import date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
 from cairn.engine import search
+from cairn.engine.mcp_calls import run_mcp_tool
 from cairn.engine.state import StepState
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.sealing import Sealer
@@ -39,6 +41,7 @@ class StepToolContext:
     memory: CoreMemory
     sandbox: Sandbox = field(default_factory=SubprocessSandbox)
     sealer: Sealer | None = None  # None: the agent's secrets are not handed to its tools
+    settings: Settings | None = None  # for MCP calls: their timeout and outbound policy
     embedder: Embedder | None = None
     tool_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     new_passages: list[Passage] = field(default_factory=list)
@@ -65,6 +68,11 @@ class StepToolContext:
             hosts=hosts,
             environment=environment,
         )
+
+    def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+        if self.sealer is None or self.settings is None:
+            return {"success": False, "result": "MCP tools cannot run here."}
+        return run_mcp_tool(self.db, self.sealer, self.settings, tool, args)
 
     # -- recall -----------------------------------------------------------------------
 

@@ -167,6 +167,7 @@ class Turn:
             memory,
             sandbox=self.parts.sandbox,
             sealer=self.parts.sealer,
+            settings=self.parts.settings,
             embedder=self.parts.embedder_for(self.agent.embedding_config),
             tool_timeout_seconds=self.parts.settings.tool_timeout_seconds,
         )

@@ -40,6 +40,10 @@ class ToolContext(Protocol):
         end_datetime: str | None,
     ) -> list[dict[str, Any]]: ...
 
+    def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+        """{"success", "result"} of a call of the organization's MCP server."""
+        ...
+
     def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
         """Run user code in the sandbox; never in this process."""
         ...

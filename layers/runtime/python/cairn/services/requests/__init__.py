@@ -23,6 +23,12 @@ from cairn.services.requests.identities import (
     IdentityUpdate,
     IdentityUpsert,
 )
+from cairn.services.requests.mcp import (
+    McpServerConfig,
+    McpServerCreate,
+    McpServerUpdate,
+    McpToolRun,
+)
 from cairn.services.requests.memory import (
     ArchiveCreate,
     ArchivePassageCreate,
@@ -85,6 +91,10 @@ __all__ = [
     "LettaBatchRequest",
     "LettaRequest",
     "ManagerConfig",
+    "McpServerConfig",
+    "McpServerCreate",
+    "McpServerUpdate",
+    "McpToolRun",
     "MessageCreate",
     "MessageSearch",
     "MessageText",

@@ -1,0 +1,87 @@
+"""Organizations' MCP servers, their token and custom headers sealed in the row."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cairn.domain.mcp_servers import McpServer
+from cairn.sealing import Sealer
+from cairn.store.db import Connection
+
+COLUMNS = (
+    "id, organization_id, server_name, server_type, server_url, auth_header, secrets_sealed, "
+    "created_at, updated_at"
+)
+UPSERT = f"""
+INSERT INTO mcp_servers (id, organization_id, server_name, server_type, server_url, auth_header,
+                         secrets_sealed)
+VALUES (%(id)s, %(organization_id)s, %(server_name)s, %(server_type)s, %(server_url)s,
+        %(auth_header)s, %(secrets_sealed)s)
+ON CONFLICT (id) DO UPDATE SET
+    server_name = EXCLUDED.server_name, server_type = EXCLUDED.server_type,
+    server_url = EXCLUDED.server_url, auth_header = EXCLUDED.auth_header,
+    secrets_sealed = EXCLUDED.secrets_sealed, updated_at = now()
+RETURNING {COLUMNS}
+"""
+
+
+def bound(org_id: str, server_id: str) -> str:
+    return f"mcp-server:{org_id}:{server_id}"
+
+
+def put(conn: Connection, sealer: Sealer, server: McpServer) -> McpServer:
+    """The server stored (made, or changed in place by id)."""
+    secrets = {"auth_token": server.auth_token, "custom_headers": server.custom_headers}
+    sealed = (
+        sealer.seal(json.dumps(secrets), bound(server.organization_id, server.id))
+        if server.auth_token or server.custom_headers
+        else None
+    )
+    row = conn.execute(UPSERT, {
+        "id": server.id, "organization_id": server.organization_id,
+        "server_name": server.server_name, "server_type": server.server_type,
+        "server_url": server.server_url, "auth_header": server.auth_header,
+        "secrets_sealed": sealed,
+    }).fetchone()  # fmt: skip
+    assert row is not None
+    return _opened(sealer, row)
+
+
+def get(conn: Connection, sealer: Sealer, org_id: str, server_id: str) -> McpServer | None:
+    row = conn.execute(
+        f"SELECT {COLUMNS} FROM mcp_servers WHERE organization_id = %s AND id = %s",
+        (org_id, server_id),
+    ).fetchone()
+    return None if row is None else _opened(sealer, row)
+
+
+def by_name(conn: Connection, sealer: Sealer, org_id: str, name: str) -> McpServer | None:
+    row = conn.execute(
+        f"SELECT {COLUMNS} FROM mcp_servers WHERE organization_id = %s AND server_name = %s",
+        (org_id, name),
+    ).fetchone()
+    return None if row is None else _opened(sealer, row)
+
+
+def list_servers(conn: Connection, sealer: Sealer, org_id: str) -> list[McpServer]:
+    rows = conn.execute(
+        f"SELECT {COLUMNS} FROM mcp_servers WHERE organization_id = %s ORDER BY created_at, id",
+        (org_id,),
+    ).fetchall()
+    return [_opened(sealer, r) for r in rows]
+
+
+def delete(conn: Connection, org_id: str, server_id: str) -> bool:
+    gone = conn.execute("DELETE FROM mcp_servers WHERE organization_id = %s AND id = %s",
+                        (org_id, server_id))  # fmt: skip
+    return gone.rowcount == 1
+
+
+def _opened(sealer: Sealer, row: dict[str, Any]) -> McpServer:
+    row = dict(row)
+    sealed = row.pop("secrets_sealed")
+    secrets: dict[str, Any] = {}
+    if sealed is not None:
+        secrets = json.loads(sealer.open(bytes(sealed), bound(row["organization_id"], row["id"])))
+    return McpServer.model_validate({**row, **secrets})

@@ -1,0 +1,145 @@
+"""Organizations' MCP servers through letta-client 1.5.0 unchanged, against a real MCP server
+the test starts with the official `mcp` SDK (streamable HTTP): added with a token (sealed,
+shown masked), its tools listed into the organization's, run directly and from a step,
+refreshed, deleted; the outbound-address policy and the tenancy rules hold."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from letta_client import APIStatusError
+
+from cairn.store.db import Database
+from tests.api.conftest import Stack, make_stack
+from tests.api.test_custom_tools import tool_return
+from tests.fakes.llm_server import call
+from tests.fakes.mcp_server import McpFake, mcp_server
+
+LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
+TOKEN = "mcp-token-0123456789"
+
+
+@pytest.fixture
+def fake() -> Iterator[McpFake]:
+    with mcp_server(token=TOKEN) as server:
+        yield server
+
+
+def config(fake: McpFake, token: str = TOKEN) -> dict[str, Any]:
+    return {"mcp_server_type": "streamable_http", "server_url": fake.url,
+            "auth_header": "Authorization", "auth_token": f"Bearer {token}"}  # fmt: skip
+
+
+def test_a_server_is_added_with_its_tools_and_its_token_never_shown(
+    stack: Stack, fake: McpFake, db: Database
+) -> None:
+    client = stack.client()
+    server = client.mcp_servers.create(server_name="calc", config=config(fake))  # type: ignore[arg-type]
+    shown = server.model_dump()
+    assert shown["server_name"] == "calc" and shown["server_url"] == fake.url
+    assert shown["auth_token"] == "...6789" and TOKEN not in str(shown)
+    assert [s.id for s in client.mcp_servers.list()] == [server.id]
+    assert client.mcp_servers.retrieve(server.id).server_name == "calc"  # type: ignore[union-attr]
+    tools = client.mcp_servers.tools.list(server.id)
+    by_name = {t.name: t for t in tools}
+    assert set(by_name) == {"add", "shout"}
+    add = by_name["add"]
+    assert add.tool_type == "external_mcp" and add.json_schema["parameters"]["required"] == [
+        "a",
+        "b",
+    ]  # type: ignore[index]
+    assert client.mcp_servers.tools.retrieve(add.id, mcp_server_id=server.id).name == "add"
+    ran = client.mcp_servers.tools.run(add.id, mcp_server_id=server.id, args={"a": 2, "b": 3})
+    assert ran.status == "success" and ran.func_return == "5"
+    assert fake.calls[-1] == ("add", {"a": 2, "b": 3})
+    assert all(h.get("authorization") == f"Bearer {TOKEN}" for h in fake.headers_seen)
+    with db.connection() as conn:
+        row = conn.execute("SELECT secrets_sealed FROM mcp_servers").fetchone()
+    assert row is not None and TOKEN.encode() not in bytes(row["secrets_sealed"])
+
+
+def test_an_agent_calls_an_mcp_tool_in_a_step_under_its_rules(stack: Stack, fake: McpFake) -> None:
+    client = stack.client()
+    server = client.mcp_servers.create(server_name="calc", config=config(fake))  # type: ignore[arg-type]
+    shout = next(t for t in client.mcp_servers.tools.list(server.id) if t.name == "shout")
+    agent = client.agents.create(llm_config=LLM, tool_ids=[shout.id])  # type: ignore[arg-type]
+    stack.fake.reply("", call("shout", text="hello"))
+    stack.fake.reply("said it")
+    ret = tool_return(client.agents.messages.create(agent.id, input="shout hello"))
+    assert ret.status == "success" and ret.tool_return == "HELLO!"  # type: ignore[attr-defined]
+    assert fake.calls == [("shout", {"text": "hello"})]
+    assert "shout" in stack.fake.requests[0].tool_names
+    # An approval rule holds for an MCP tool as for any: the call waits, nothing is called.
+    client.agents.tools.update_approval("shout", agent_id=agent.id, body_requires_approval=True)  # type: ignore[call-arg]
+    stack.fake.reply("", call("shout", text="again"))
+    waiting = client.agents.messages.create(agent.id, input="once more")
+    assert waiting.stop_reason.stop_reason == "requires_approval"
+    assert len(fake.calls) == 1
+
+
+def test_a_server_that_refuses_or_is_not_reachable_is_a_400_and_nothing_is_kept(
+    stack: Stack, fake: McpFake
+) -> None:
+    client = stack.client()
+    with pytest.raises(APIStatusError) as refused:
+        client.mcp_servers.create(server_name="calc", config=config(fake, token="wrong"))  # type: ignore[arg-type]
+    assert refused.value.status_code == 400 and "calc" in str(refused.value.body)
+    stdio = {"mcp_server_type": "stdio", "command": "sh", "args": ["-c", "id"]}
+    with pytest.raises(APIStatusError) as no_stdio:
+        client.mcp_servers.create(server_name="local", config=stdio)  # type: ignore[arg-type]
+    assert no_stdio.value.status_code == 400 and "stdio" in str(no_stdio.value.body)
+    assert client.mcp_servers.list() == []
+    assert client.tools.list(name="add").items == []  # type: ignore[attr-defined]
+
+
+def test_the_outbound_policy_holds_for_a_servers_url(db: Database, fake: McpFake) -> None:
+    # Loopback not opened to organizations' URLs here.
+    with make_stack(db, outbound_networks="") as closed, pytest.raises(APIStatusError) as refused:
+        closed.client().mcp_servers.create(server_name="calc", config=config(fake))  # type: ignore[arg-type]
+    assert refused.value.status_code == 400 and "public addresses" in str(refused.value.body)
+    assert fake.headers_seen == []  # no request was made
+
+
+def test_a_refresh_adds_updates_and_removes_tools_and_a_delete_takes_them_all(
+    stack: Stack, fake: McpFake
+) -> None:
+    client = stack.client()
+    server = client.mcp_servers.create(server_name="calc", config=config(fake))  # type: ignore[arg-type]
+    add = next(t for t in client.mcp_servers.tools.list(server.id) if t.name == "add")
+    agent = client.agents.create(llm_config=LLM, tool_ids=[add.id])  # type: ignore[arg-type]
+
+    def double(n: int) -> int:
+        """Double a number."""
+        return 2 * n
+
+    fake.add_tool(double)
+    fake.remove_tool("add")
+    report = client.mcp_servers.refresh(server.id)
+    assert report == {"added": ["double"], "updated": [], "deleted": ["add"]}
+    assert {t.name for t in client.mcp_servers.tools.list(server.id)} == {"double", "shout"}
+    assert "add" not in {t.name for t in client.agents.tools.list(agent.id)}  # taken off it
+    client.mcp_servers.delete(server.id)
+    assert client.mcp_servers.list() == []
+    assert client.tools.list(name="shout").items == []  # type: ignore[attr-defined]
+
+
+def test_another_organization_sees_none_of_it(stack: Stack, fake: McpFake, db: Database) -> None:
+    from cairn.domain import Organization, User
+    from cairn.store import tenancy
+
+    server = stack.client().mcp_servers.create(server_name="calc", config=config(fake))  # type: ignore[arg-type]
+    with db.transaction() as conn:
+        org = tenancy.create_organization(conn, Organization(name="other"))
+        user = tenancy.create_user(conn, User(organization_id=org.id, name="eve"))
+        _, key = tenancy.create_api_key(conn, org.id, user.id, name="t")
+    from letta_client import Letta
+
+    theirs = Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
+    assert theirs.mcp_servers.list() == []
+    with pytest.raises(APIStatusError) as hidden:
+        theirs.mcp_servers.tools.list(server.id)
+    assert hidden.value.status_code == 404
+    made = theirs.mcp_servers.create(server_name="calc", config=config(fake))  # type: ignore[arg-type]
+    assert made.id != server.id  # names are per organization

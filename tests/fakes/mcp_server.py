@@ -1,0 +1,81 @@
+"""A real MCP server for the tests, made with the official `mcp` SDK and served over
+streamable HTTP (uvicorn) on a free local port: it counts its calls, can demand a bearer
+token, and can gain or lose tools between listings."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class McpFake:
+    url: str
+    token: str | None
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    headers_seen: list[dict[str, str]] = field(default_factory=list)
+    server: Any = None
+
+    def add_tool(self, fn: Any) -> None:
+        self.server.tool()(fn)
+
+    def remove_tool(self, name: str) -> None:
+        self.server.remove_tool(name)
+
+
+@contextmanager
+def mcp_server(token: str | None = None) -> Iterator[McpFake]:
+    import uvicorn
+    from mcp.server.mcpserver.server import MCPServer
+
+    for noisy in ("mcp", "httpx", "httpx2", "uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    server = MCPServer("cairn-test")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    fake = McpFake(f"http://127.0.0.1:{port}/mcp", token, server=server)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        fake.calls.append(("add", {"a": a, "b": b}))
+        return a + b
+
+    @server.tool()
+    def shout(text: str) -> str:
+        """Say it louder."""
+        fake.calls.append(("shout", {"text": text}))
+        return text.upper() + "!"
+
+    inner = server.streamable_http_app()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            fake.headers_seen.append(headers)
+            if token and headers.get("authorization") != f"Bearer {token}":
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+        await inner(scope, receive, send)
+
+    runner = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           lifespan="on"))  # fmt: skip
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not runner.started:
+        assert time.monotonic() < deadline, "the MCP server did not start"
+        time.sleep(0.02)
+    try:
+        yield fake
+    finally:
+        runner.should_exit = True
+        thread.join(timeout=10)

@@ -111,6 +111,8 @@ def test_every_served_route_is_described_with_its_inputs(ours: dict[str, Any]) -
                     "/default",  # the sandbox configs made with their defaults
                     "/recreate-venv",
                     "/refresh",  # an MCP server's tools listed again
+                    "/resync",
+                    "/mcp/servers/{}/{}",  # an MCP server's tool registered by its name
                 )
             )
             assert "requestBody" in op or bodiless, (method, path)

@@ -27,6 +27,7 @@ from cairn.api.routes import (
     groups,
     health,
     identities,
+    mcp_by_name,
     mcp_servers,
     memory,
     messages,
@@ -64,7 +65,8 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
-               groups, providers, identities, sandbox_configs, mcp_servers)  # fmt: skip
+               groups, providers, identities, sandbox_configs, mcp_servers,
+               mcp_by_name)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 

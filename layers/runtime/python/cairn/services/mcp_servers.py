@@ -26,9 +26,10 @@ STDIO_REFUSED = (
 )
 
 
-def create(rt: Runtime, org: str, req: McpServerCreate) -> McpServer:
-    """The server, with its tools as listed by it now; one that cannot be reached is a 400
-    saying why, and nothing is kept."""
+def create(rt: Runtime, org: str, req: McpServerCreate, *, with_tools: bool = True) -> McpServer:
+    """The server, with its tools as listed by it now (without: reached, none kept; Letta's
+    by-name routes register them one by one); one that cannot be reached is a 400 saying
+    why, and nothing is kept."""
     config = req.config
     if config.mcp_server_type == "stdio":
         raise InvalidArgumentError(STDIO_REFUSED)
@@ -45,7 +46,8 @@ def create(rt: Runtime, org: str, req: McpServerCreate) -> McpServer:
     listed = _listed(rt, server)
     with rt.db.transaction() as conn:
         kept = store.put(conn, rt.engine.sealer, server)
-        _keep_tools(conn, kept, listed)
+        if with_tools:
+            _keep_tools(conn, kept, listed)
     return kept
 
 
@@ -131,7 +133,9 @@ def _listed(rt: Runtime, server: McpServer) -> list[McpTool]:
         raise InvalidArgumentError(f"MCP server `{server.server_name}`: {err}") from None
 
 
-def _keep_tools(conn: Connection, server: McpServer, listed: list[McpTool]) -> dict[str, list[str]]:
+def _keep_tools(
+    conn: Connection, server: McpServer, listed: list[McpTool], keep_others: set[str] | None = None
+) -> dict[str, list[str]]:
     org = server.organization_id
     before = {t.name: t for t in tools.of_mcp_server(conn, org, server.id)}
     report: dict[str, list[str]] = {"added": [], "updated": [], "deleted": []}
@@ -158,7 +162,8 @@ def _keep_tools(conn: Connection, server: McpServer, listed: list[McpTool]) -> d
         elif old.json_schema != schema:
             tools.update(conn, tool)
             report["updated"].append(item.name)
-    report["deleted"] = tools.delete_of_mcp_server(conn, org, server.id, {t.name for t in listed})
+    keep = {t.name for t in listed} | (keep_others or set())
+    report["deleted"] = tools.delete_of_mcp_server(conn, org, server.id, keep)
     return report
 
 
@@ -167,3 +172,60 @@ def _server(conn: Connection, rt: Runtime, org: str, server_id: str) -> McpServe
     if found is None:
         raise NotFoundError(f"MCP server with id '{server_id}' not found")
     return found
+
+
+# -- Letta's by-name routes (/v1/tools/mcp/servers) -------------------------------------
+
+
+def named(rt: Runtime, org: str, name: str) -> McpServer:
+    with rt.db.connection() as conn:
+        found = store.by_name(conn, rt.engine.sealer, org, name)
+    if found is None:
+        raise NotFoundError(f"MCP server `{name}` not found")
+    return found
+
+
+def live_tools(rt: Runtime, server: McpServer) -> list[McpTool]:
+    """What the server lists now (nothing kept)."""
+    return _listed(rt, server)
+
+
+def register(rt: Runtime, org: str, name: str, tool_name: str) -> Tool:
+    """One of the server's tools kept among the organization's (Letta's add_mcp_tool)."""
+    server = named(rt, org, name)
+    found = next((t for t in _listed(rt, server) if t.name == tool_name), None)
+    if found is None:
+        raise NotFoundError(f"MCP server `{name}` has no tool `{tool_name}`")
+    with rt.db.transaction() as conn:
+        kept = {t.name: t for t in tools.of_mcp_server(conn, org, server.id)}
+        _keep_tools(conn, server, [found], keep_others=set(kept))
+        made = tools.get_by_name(conn, org, tool_name)
+    assert made is not None
+    return made
+
+
+def execute(rt: Runtime, org: str, name: str, tool_name: str, args: dict[str, Any]) -> (
+    dict[str, Any]
+):  # fmt: skip
+    """A call of a tool of the server by name, kept or not."""
+    server = named(rt, org, name)
+    transient = Tool(organization_id=org, name=tool_name, tool_type="external_mcp",
+                     metadata={"mcp": {"server_name": name, "server_id": server.id}})  # fmt: skip
+    done = run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, transient, args)
+    return {"status": "success" if done["success"] else "error", "func_return": done["result"],
+            "stdout": [], "stderr": []}  # fmt: skip
+
+
+def probe(rt: Runtime, org: str, req: McpServerCreate) -> list[McpTool]:
+    """A server's tools, without adding it (Letta's test route); unreachable: a 400."""
+    config = req.config
+    if config.mcp_server_type == "stdio":
+        raise InvalidArgumentError(STDIO_REFUSED)
+    if not config.server_url:
+        raise InvalidArgumentError("server_url: an MCP server needs its URL")
+    server = McpServer(
+        organization_id=org, server_name=req.server_name, server_type=config.mcp_server_type,
+        server_url=config.server_url, auth_header=config.auth_header,
+        auth_token=config.auth_token, custom_headers=config.custom_headers,
+    )  # fmt: skip
+    return _listed(rt, server)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cairn.api.letta.agents import agent_json, context_json, handle, view_json
 from cairn.api.letta.groups import group_json
 from cairn.api.letta.identities import identity_json
-from cairn.api.letta.mcp import mcp_server_json
+from cairn.api.letta.mcp import mcp_config_json, mcp_server_json, mcp_tool_json
 from cairn.api.letta.memory import archive_json, block_json, passage_json, search_result_json
 from cairn.api.letta.messages import (
     ASSISTANT_KWARG,
@@ -50,7 +50,9 @@ __all__ = [
     "identity_json",
     "iso",
     "letta_messages",
+    "mcp_config_json",
     "mcp_server_json",
+    "mcp_tool_json",
     "message_json",
     "model_json",
     "passage_json",

@@ -69,6 +69,13 @@ class StepToolContext:
             environment=environment,
         )
 
+    def fetch_webpage(self, url: str) -> str:
+        from cairn import outbound
+        from cairn.tools.webpage import fetch
+
+        opened = outbound.networks(self.settings.outbound_networks if self.settings else "")
+        return fetch(url, opened)
+
     def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         if self.sealer is None or self.settings is None:
             return {"success": False, "result": "MCP tools cannot run here."}

@@ -40,6 +40,10 @@ class ToolContext(Protocol):
         end_datetime: str | None,
     ) -> list[dict[str, Any]]: ...
 
+    def fetch_webpage(self, url: str) -> str:
+        """A page's text, fetched under the outbound-address policy."""
+        ...
+
     def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         """{"success", "result"} of a call of the organization's MCP server."""
         ...

@@ -73,3 +73,12 @@ def archival_memory_search(
         query, tags=tags, tag_match_mode=tag_match_mode, top_k=top_k,
         start_datetime=start_datetime, end_datetime=end_datetime,
     )  # fmt: skip
+
+
+def fetch_webpage(ctx: ToolContext, url: str) -> str:
+    """Fetch a webpage and convert it to markdown/text format.
+
+    Args:
+        url: The URL of the webpage to fetch and convert
+    """
+    return ctx.fetch_webpage(url)

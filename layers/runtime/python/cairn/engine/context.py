@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
@@ -68,6 +69,26 @@ class StepToolContext:
             hosts=hosts,
             environment=environment,
         )
+
+    def run_code(self, code: str, language: str, *, with_tools: bool) -> str:
+        from cairn.tools import code_runner
+
+        if language != "python":
+            raise ValueError(
+                f"run_code runs Python here; {language} is not supported (Cairn's sandbox has "
+                "no other language)"
+            )
+        helpers = [t.source_code for t in self.state.tools
+                   if with_tools and t.tool_type == "custom" and t.source_code]  # fmt: skip
+        source, args = code_runner.program(code, helpers)
+        runner = Tool(organization_id=self.state.agent.organization_id, name=code_runner.NAME,
+                      source_code=source)  # fmt: skip
+        with self.db.connection() as conn:
+            hosts = tenancy.tool_hosts(conn, self.state.agent.organization_id)
+        done = run_in_sandbox(self.sandbox, runner, args, f"code-{uuid.uuid4().hex[:12]}",
+                              agent=self.state.agent, blocks=[],
+                              default_timeout=self.tool_timeout_seconds, hosts=hosts)  # fmt: skip
+        return code_runner.shown(done)
 
     def fetch_webpage(self, url: str) -> str:
         from cairn import outbound

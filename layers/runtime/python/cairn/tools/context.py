@@ -40,6 +40,10 @@ class ToolContext(Protocol):
         end_datetime: str | None,
     ) -> list[dict[str, Any]]: ...
 
+    def run_code(self, code: str, language: str, *, with_tools: bool) -> str:
+        """Letta's run_code answer for the code, run in the tool sandbox."""
+        ...
+
     def fetch_webpage(self, url: str) -> str:
         """A page's text, fetched under the outbound-address policy."""
         ...

@@ -82,3 +82,28 @@ def fetch_webpage(ctx: ToolContext, url: str) -> str:
         url: The URL of the webpage to fetch and convert
     """
     return ctx.fetch_webpage(url)
+
+
+def run_code(
+    ctx: ToolContext, code: str, language: Literal["python", "js", "ts", "r", "java"]
+) -> str:
+    """Run code in a sandbox. Supports Python, Javascript, Typescript, R, and Java.
+
+    Args:
+        code: The code to run.
+        language: The language of the code.
+    """
+    return ctx.run_code(code, language, with_tools=False)
+
+
+def run_code_with_tools(
+    ctx: ToolContext, code: str, language: Literal["python", "js", "ts", "r", "java"]
+) -> str:
+    """Run code in a sandbox with your own tools' functions defined, to compose them in one
+    call (for example `result = add(multiply(4, 5), 6)`).
+
+    Args:
+        code: The code to run.
+        language: The language of the code.
+    """
+    return ctx.run_code(code, language, with_tools=True)

@@ -66,6 +66,10 @@ class Settings(BaseModel):
     # (a lost queue message, a worker that died mid-step). Longer than any step can run:
     # a Lambda runs at most 900 s, and a failed delivery waits out the queue's visibility.
     run_stall_seconds: float = Field(default=1800.0, gt=0)
+    # web_search (Exa): the server's key, for agents without an EXA_API_KEY secret, and the
+    # endpoint (Exa's unless set).
+    exa_api_key: str | None = None
+    exa_base_url: str | None = None
     # How long a call to an organization's MCP server (listing its tools, a tool call) may take.
     mcp_timeout_seconds: float = Field(default=30.0, gt=0, le=900)
     # Wall-clock limit of one custom tool call in the sandbox.
@@ -163,6 +167,8 @@ class Settings(BaseModel):
             "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "mcp_timeout_seconds": "CAIRN_MCP_TIMEOUT_SECONDS",
+            "exa_api_key": "EXA_API_KEY",
+            "exa_base_url": "CAIRN_EXA_BASE_URL",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",
             "sandbox_isolation": "CAIRN_SANDBOX_ISOLATION",
             "tool_egress_proxy": "CAIRN_TOOL_EGRESS_PROXY",

@@ -90,6 +90,19 @@ class StepToolContext:
                               default_timeout=self.tool_timeout_seconds, hosts=hosts)  # fmt: skip
         return code_runner.shown(done)
 
+    def web_search(self, query: str, **options: Any) -> str:
+        from cairn.tools.web_search import NO_KEY, search
+
+        key = None
+        if self.sealer is not None:
+            with self.db.connection() as conn:
+                key = secrets_environment(conn, self.sealer, self.state.agent).get("EXA_API_KEY")
+        key = key or (self.settings.exa_api_key if self.settings else None)
+        if not key:
+            raise ValueError(NO_KEY)
+        base_url = self.settings.exa_base_url if self.settings else None
+        return search(query, key=key, base_url=base_url, **options)
+
     def fetch_webpage(self, url: str) -> str:
         from cairn import outbound
         from cairn.tools.webpage import fetch

@@ -44,6 +44,10 @@ class ToolContext(Protocol):
         """Letta's run_code answer for the code, run in the tool sandbox."""
         ...
 
+    def web_search(self, query: str, **options: Any) -> str:
+        """Letta's web_search answer (Exa), with the agent's or the server's key."""
+        ...
+
     def fetch_webpage(self, url: str) -> str:
         """A page's text, fetched under the outbound-address policy."""
         ...

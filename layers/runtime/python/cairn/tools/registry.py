@@ -70,6 +70,7 @@ class _Builtins(Mapping[str, ToolSpec]):
             tool_spec(core.archival_memory_insert, "letta_core"),
             tool_spec(core.archival_memory_search, "letta_core", enable_parallel_execution=True),
             tool_spec(core.fetch_webpage, "letta_builtin", enable_parallel_execution=True),
+            tool_spec(core.web_search, "letta_builtin", enable_parallel_execution=True),
             tool_spec(core.run_code, "letta_builtin"),
             tool_spec(core.run_code_with_tools, "letta_builtin"),
             tool_spec(memory.core_memory_append, "letta_memory_core"),

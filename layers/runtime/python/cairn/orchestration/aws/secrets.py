@@ -106,6 +106,7 @@ PROVIDER_KEYS = {
     "ANTHROPIC_BASE_URL": "anthropic_base_url",
     "GEMINI_API_KEY": "gemini_api_key",
     "GEMINI_BASE_URL": "gemini_base_url",
+    "EXA_API_KEY": "exa_api_key",  # web_search's, for agents without one of their own
 }
 
 

@@ -107,3 +107,48 @@ def run_code_with_tools(
         language: The language of the code.
     """
     return ctx.run_code(code, language, with_tools=True)
+
+
+def web_search(
+    ctx: ToolContext,
+    query: str,
+    num_results: int = 10,
+    category: Literal[
+        "company",
+        "research paper",
+        "news",
+        "pdf",
+        "github",
+        "tweet",
+        "personal site",
+        "linkedin profile",
+        "financial report",
+    ]
+    | None = None,
+    include_text: bool = False,
+    include_domains: list[str] | None = None,
+    exclude_domains: list[str] | None = None,
+    start_published_date: str | None = None,
+    end_published_date: str | None = None,
+    user_location: str | None = None,
+) -> str:
+    """Search the web using Exa's AI-powered search engine and retrieve relevant content.
+
+    Args:
+        query: The search query to find relevant web content.
+        num_results: Number of results to return (1-100). Defaults to 10.
+        category: Focus search on specific content types. Defaults to None.
+        include_text: Whether to retrieve full page content. Defaults to False (only returns
+            summary and highlights, since the full text usually will overflow the context window).
+        include_domains: List of domains to include in search results. Defaults to None.
+        exclude_domains: List of domains to exclude from search results. Defaults to None.
+        start_published_date: Only return content published after this date (ISO format).
+        end_published_date: Only return content published before this date (ISO format).
+        user_location: Two-letter country code for localized results (e.g., "US").
+    """
+    return ctx.web_search(
+        query, num_results=num_results, include_text=include_text, category=category,
+        include_domains=include_domains, exclude_domains=exclude_domains,
+        start_published_date=start_published_date, end_published_date=end_published_date,
+        user_location=user_location,
+    )  # fmt: skip

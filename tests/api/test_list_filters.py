@@ -116,6 +116,11 @@ def test_tools_are_filtered_in_the_query_so_pages_hold_matches(stack: Stack) -> 
     builtins = names(return_only_letta_tools=True, limit=50)
     assert builtins and not any(n.startswith("tool_") for n in builtins)
     assert not set(names(exclude_tool_types=["custom"], limit=50)) & {"tool_0"}
+    # `_` and `%` are searched as written, not as wildcards (`tool_` once matched
+    # `run_code_with_tools`).
     assert count(tool_types=["custom"]) == 6 and count(search="tool_") == 6
+    assert names(search="%", limit=50) == [] and names(search="code_w", limit=50) == [
+        "run_code_with_tools"
+    ]
     assert count(exclude_letta_tools=True) == 6
     assert count() == 6 + count(return_only_letta_tools=True)

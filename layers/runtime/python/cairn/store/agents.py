@@ -8,7 +8,7 @@ from cairn.domain.agents import Agent, AgentFilter
 from cairn.errors import VersionConflictError
 from cairn.store import context
 from cairn.store.db import Connection
-from cairn.store.rows import Order, filtered_page, from_row, to_params
+from cairn.store.rows import Order, contained, filtered_page, from_row, to_params
 
 AGENT_JSON = ("llm_config", "embedding_config", "compaction_settings", "tool_rules", "metadata")
 
@@ -80,7 +80,8 @@ COUNT_AGENTS = f"SELECT count(*) AS n FROM agents a WHERE {AGENT_FILTERS}"
 def _literals(where: AgentFilter, org_id: str) -> dict[str, sql.Composable]:
     return {
         "org": sql.Literal(org_id), "name": sql.Literal(where.name),
-        "query_text": sql.Literal(where.query_text), "tags": sql.Literal(where.tags or None),
+        "query_text": sql.Literal(contained(where.query_text)),
+        "tags": sql.Literal(where.tags or None),
         "match_all": sql.Literal(where.match_all_tags),
         "identity": sql.Literal(where.identity_id),
         "keys": sql.Literal(where.identifier_keys or None),
@@ -192,7 +193,7 @@ def tags(
     `before` are tags, later and earlier in that order."""
     ascending = order == "asc"
     query = sql.SQL(LIST_TAGS).format(
-        org=sql.Literal(org_id), query=sql.Literal(query_text), after=sql.Literal(after),
+        org=sql.Literal(org_id), query=sql.Literal(contained(query_text)), after=sql.Literal(after),
         before=sql.Literal(before), later=sql.SQL(">" if ascending else "<"),
         earlier=sql.SQL("<" if ascending else ">"),
         direction=sql.SQL("ASC" if ascending else "DESC"), limit=sql.Literal(limit),

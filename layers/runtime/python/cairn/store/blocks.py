@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 from cairn.domain.blocks import Block, BlockHistoryEntry, BlockSearch
 from cairn.errors import VersionConflictError
 from cairn.store.db import Connection
-from cairn.store.rows import Order, filtered_page, from_row, per_agent, to_params
+from cairn.store.rows import Order, contained, filtered_page, from_row, per_agent, to_params
 
 _HISTORY_COLUMNS = """block_id, version, organization_id, label, value, "limit", description,
     read_only, metadata, actor_type, actor_id, created_at"""
@@ -196,9 +196,10 @@ def list_blocks(
         "org": sql.Literal(org_id), "label": sql.Literal(label),
         "identity": sql.Literal(where.identity_id),
         "keys": sql.Literal(where.identifier_keys or None),
-        "label_part": sql.Literal(where.label_search),
-        "value_part": sql.Literal(where.value_search),
-        "about_part": sql.Literal(where.description_search), "name": sql.Literal(where.name),
+        "label_part": sql.Literal(contained(where.label_search)),
+        "value_part": sql.Literal(contained(where.value_search)),
+        "about_part": sql.Literal(contained(where.description_search)),
+        "name": sql.Literal(where.name),
         "gt": sql.Literal(where.agents_gt), "lt": sql.Literal(where.agents_lt),
         "eq": sql.Literal(where.agents_eq or None),
     }  # fmt: skip

@@ -6,7 +6,7 @@ from psycopg import sql
 
 from cairn.domain.identities import Identity
 from cairn.store.db import Connection
-from cairn.store.rows import Order, filtered_page, from_row, per_agent, to_params
+from cairn.store.rows import Order, contained, filtered_page, from_row, per_agent, to_params
 
 JSON = ("properties",)
 INSERT = """
@@ -113,7 +113,7 @@ def list_identities(
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Identity]:
-    fields = {"org": sql.Literal(org_id), "name": sql.Literal(name),
+    fields = {"org": sql.Literal(org_id), "name": sql.Literal(contained(name)),
               "key": sql.Literal(identifier_key), "kind": sql.Literal(identity_type),
               "project": sql.Literal(project_id)}  # fmt: skip
     return filtered_page(conn, LIST, Identity, "identities", fields, after=after,

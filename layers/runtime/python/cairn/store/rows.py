@@ -124,3 +124,12 @@ def page(
     }
     return filtered_page(conn, PAGE, model, table, fields, after=after, before=before,
                          limit=limit, order=order)  # fmt: skip
+
+
+def contained(text: str | None) -> str | None:
+    """`text` for `ILIKE '%' || it || '%'`: found as written. Its `%` and `_` would be
+    wildcards otherwise (a search for `tool_` matched `tools`), so they and the escape
+    character are escaped (PostgreSQL's default escape is the backslash)."""
+    if text is None:
+        return None
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -6,7 +6,7 @@ from psycopg import sql
 
 from cairn.domain.tools import Tool, ToolFilter
 from cairn.store.db import Connection
-from cairn.store.rows import Order, filtered_page, from_row, per_agent, to_params
+from cairn.store.rows import Order, contained, filtered_page, from_row, per_agent, to_params
 
 _TOOL_JSON = ("json_schema", "args_json_schema", "pip_requirements", "npm_requirements", "metadata")
 
@@ -115,7 +115,8 @@ def _literals(where: ToolFilter, org_id: str) -> dict[str, sql.Composable]:
     return {
         "org": sql.Literal(org_id), "name": sql.Literal(where.name),
         "names": sql.Literal(where.names or None), "ids": sql.Literal(where.tool_ids or None),
-        "search": sql.Literal(where.search), "types": sql.Literal(where.tool_types or None),
+        "search": sql.Literal(contained(where.search)),
+        "types": sql.Literal(where.tool_types or None),
         "not_types": sql.Literal(where.exclude_tool_types or None),
         "only_letta": sql.Literal(where.only_letta), "no_letta": sql.Literal(where.no_letta),
     }  # fmt: skip

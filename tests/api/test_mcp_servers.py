@@ -143,3 +143,14 @@ def test_another_organization_sees_none_of_it(stack: Stack, fake: McpFake, db: D
     assert hidden.value.status_code == 404
     made = theirs.mcp_servers.create(server_name="calc", config=config(fake))  # type: ignore[arg-type]
     assert made.id != server.id  # names are per organization
+
+
+def test_an_sse_server_serves_as_a_streamable_one_does(stack: Stack) -> None:
+    with mcp_server(token=TOKEN, transport="sse") as sse:
+        client = stack.client()
+        settings = {**config(sse), "mcp_server_type": "sse"}
+        server = client.mcp_servers.create(server_name="old-calc", config=settings)  # type: ignore[arg-type]
+        add = next(t for t in client.mcp_servers.tools.list(server.id) if t.name == "add")
+        ran = client.mcp_servers.tools.run(add.id, mcp_server_id=server.id, args={"a": 4, "b": 5})
+        assert ran.status == "success" and ran.func_return == "9"
+        assert sse.calls == [("add", {"a": 4, "b": 5})]

@@ -1,5 +1,5 @@
 """A real MCP server for the tests, made with the official `mcp` SDK and served over
-streamable HTTP (uvicorn) on a free local port: it counts its calls, can demand a bearer
+streamable HTTP or SSE (uvicorn) on a free local port: it counts its calls, can demand a bearer
 token, and can gain or lose tools between listings."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class McpFake:
 
 
 @contextmanager
-def mcp_server(token: str | None = None) -> Iterator[McpFake]:
+def mcp_server(token: str | None = None, transport: str = "streamable_http") -> Iterator[McpFake]:
     import uvicorn
     from mcp.server.mcpserver.server import MCPServer
 
@@ -40,7 +40,8 @@ def mcp_server(token: str | None = None) -> Iterator[McpFake]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    fake = McpFake(f"http://127.0.0.1:{port}/mcp", token, server=server)
+    path = "/sse" if transport == "sse" else "/mcp"
+    fake = McpFake(f"http://127.0.0.1:{port}{path}", token, server=server)
 
     @server.tool()
     def add(a: int, b: int) -> int:
@@ -54,7 +55,7 @@ def mcp_server(token: str | None = None) -> Iterator[McpFake]:
         fake.calls.append(("shout", {"text": text}))
         return text.upper() + "!"
 
-    inner = server.streamable_http_app()
+    inner = server.sse_app() if transport == "sse" else server.streamable_http_app()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":

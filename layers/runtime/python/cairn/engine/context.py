@@ -51,24 +51,21 @@ class StepToolContext:
     # -- custom tools -------------------------------------------------------------------
 
     def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
-        blocks = list(self.memory.blocks.values())  # as this step has edited them so far
+        # The blocks as this step has edited them so far; the agent's secrets in its env.
+        return self._sandboxed(tool, args, tool_call_id, list(self.memory.blocks.values()),
+                               with_secrets=True)  # fmt: skip
+
+    def _sandboxed(self, tool: Tool, args: dict[str, Any], call_id: str, blocks: list[Block],
+                   *, with_secrets: bool) -> SandboxResult:  # fmt: skip
         agent = self.state.agent
+        environment: dict[str, str] = {}
         with self.db.connection() as conn:
             hosts = tenancy.tool_hosts(conn, agent.organization_id)
-            environment = (
-                secrets_environment(conn, self.sealer, agent) if self.sealer is not None else {}
-            )
-        return run_in_sandbox(
-            self.sandbox,
-            tool,
-            args,
-            tool_call_id,
-            agent=self.state.agent,
-            blocks=blocks,
-            default_timeout=self.tool_timeout_seconds,
-            hosts=hosts,
-            environment=environment,
-        )
+            if with_secrets and self.sealer is not None:
+                environment = secrets_environment(conn, self.sealer, agent)
+        return run_in_sandbox(self.sandbox, tool, args, call_id, agent=agent, blocks=blocks,
+                              default_timeout=self.tool_timeout_seconds, hosts=hosts,
+                              environment=environment)  # fmt: skip
 
     def run_code(self, code: str, language: str, *, with_tools: bool) -> str:
         from cairn.tools import code_runner
@@ -83,11 +80,9 @@ class StepToolContext:
         source, args = code_runner.program(code, helpers)
         runner = Tool(organization_id=self.state.agent.organization_id, name=code_runner.NAME,
                       source_code=source)  # fmt: skip
-        with self.db.connection() as conn:
-            hosts = tenancy.tool_hosts(conn, self.state.agent.organization_id)
-        done = run_in_sandbox(self.sandbox, runner, args, f"code-{uuid.uuid4().hex[:12]}",
-                              agent=self.state.agent, blocks=[],
-                              default_timeout=self.tool_timeout_seconds, hosts=hosts)  # fmt: skip
+        # As Letta's E2B run: no secrets, no memory blocks.
+        done = self._sandboxed(runner, args, f"code-{uuid.uuid4().hex[:12]}", [],
+                               with_secrets=False)  # fmt: skip
         return code_runner.shown(done)
 
     def web_search(self, query: str, **options: Any) -> str:

@@ -30,16 +30,7 @@ def create(rt: Runtime, org: str, req: McpServerCreate, *, with_tools: bool = Tr
     """The server, with its tools as listed by it now (without: reached, none kept; Letta's
     by-name routes register them one by one); one that cannot be reached is a 400 saying
     why, and nothing is kept."""
-    config = req.config
-    if config.mcp_server_type == "stdio":
-        raise InvalidArgumentError(STDIO_REFUSED)
-    if not config.server_url:
-        raise InvalidArgumentError("config.server_url: an MCP server needs its URL")
-    server = McpServer(
-        organization_id=org, server_name=req.server_name, server_type=config.mcp_server_type,
-        server_url=config.server_url, auth_header=config.auth_header,
-        auth_token=config.auth_token, custom_headers=config.custom_headers,
-    )  # fmt: skip
+    server = _server_of(org, req)
     with rt.db.connection() as conn:
         if store.by_name(conn, rt.engine.sealer, org, server.server_name) is not None:
             raise InvalidArgumentError(f"An MCP server named `{server.server_name}` exists")
@@ -109,10 +100,7 @@ def tool_of(rt: Runtime, org: str, server_id: str, tool_id: str) -> Tool:
 def run(rt: Runtime, org: str, server_id: str, tool_id: str, req: McpToolRun) -> dict[str, Any]:
     """A direct call of one of the server's tools, as Letta's ToolExecutionResult."""
     tool = tool_of(rt, org, server_id, tool_id)
-    done = run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, tool, req.args)
-    return {"status": "success" if done["success"] else "error", "func_return": done["result"],
-            "stdout": [], "stderr": [], "agent_state": None,
-            "sandbox_config_fingerprint": None}  # fmt: skip
+    return _execution(run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, tool, req.args))
 
 
 def refresh(rt: Runtime, org: str, server_id: str) -> dict[str, list[str]]:
@@ -211,21 +199,30 @@ def execute(rt: Runtime, org: str, name: str, tool_name: str, args: dict[str, An
     server = named(rt, org, name)
     transient = Tool(organization_id=org, name=tool_name, tool_type="external_mcp",
                      metadata={"mcp": {"server_name": name, "server_id": server.id}})  # fmt: skip
-    done = run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, transient, args)
-    return {"status": "success" if done["success"] else "error", "func_return": done["result"],
-            "stdout": [], "stderr": []}  # fmt: skip
+    return _execution(run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, transient, args))
 
 
 def probe(rt: Runtime, org: str, req: McpServerCreate) -> list[McpTool]:
     """A server's tools, without adding it (Letta's test route); unreachable: a 400."""
+    return _listed(rt, _server_of(org, req))
+
+
+def _server_of(org: str, req: McpServerCreate) -> McpServer:
+    """The server a body describes (not stored); stdio, or no URL, is a 400."""
     config = req.config
     if config.mcp_server_type == "stdio":
         raise InvalidArgumentError(STDIO_REFUSED)
     if not config.server_url:
-        raise InvalidArgumentError("server_url: an MCP server needs its URL")
-    server = McpServer(
+        raise InvalidArgumentError("config.server_url: an MCP server needs its URL")
+    return McpServer(
         organization_id=org, server_name=req.server_name, server_type=config.mcp_server_type,
         server_url=config.server_url, auth_header=config.auth_header,
         auth_token=config.auth_token, custom_headers=config.custom_headers,
     )  # fmt: skip
-    return _listed(rt, server)
+
+
+def _execution(done: dict[str, Any]) -> dict[str, Any]:
+    """A call's {"success", "result"} as Letta's ToolExecutionResult."""
+    return {"status": "success" if done["success"] else "error", "func_return": done["result"],
+            "stdout": [], "stderr": [], "agent_state": None,
+            "sandbox_config_fingerprint": None}  # fmt: skip

@@ -9,11 +9,7 @@ from cairn.domain.mcp_servers import McpServer
 from cairn.sealing import Sealer
 from cairn.store.db import Connection
 
-COLUMNS = (
-    "id, organization_id, server_name, server_type, server_url, auth_header, secrets_sealed, "
-    "created_at, updated_at"
-)
-UPSERT = f"""
+UPSERT = """
 INSERT INTO mcp_servers (id, organization_id, server_name, server_type, server_url, auth_header,
                          secrets_sealed)
 VALUES (%(id)s, %(organization_id)s, %(server_name)s, %(server_type)s, %(server_url)s,
@@ -22,7 +18,7 @@ ON CONFLICT (id) DO UPDATE SET
     server_name = EXCLUDED.server_name, server_type = EXCLUDED.server_type,
     server_url = EXCLUDED.server_url, auth_header = EXCLUDED.auth_header,
     secrets_sealed = EXCLUDED.secrets_sealed, updated_at = now()
-RETURNING {COLUMNS}
+RETURNING *
 """
 
 
@@ -50,7 +46,7 @@ def put(conn: Connection, sealer: Sealer, server: McpServer) -> McpServer:
 
 def get(conn: Connection, sealer: Sealer, org_id: str, server_id: str) -> McpServer | None:
     row = conn.execute(
-        f"SELECT {COLUMNS} FROM mcp_servers WHERE organization_id = %s AND id = %s",
+        "SELECT * FROM mcp_servers WHERE organization_id = %s AND id = %s",
         (org_id, server_id),
     ).fetchone()
     return None if row is None else _opened(sealer, row)
@@ -58,7 +54,7 @@ def get(conn: Connection, sealer: Sealer, org_id: str, server_id: str) -> McpSer
 
 def by_name(conn: Connection, sealer: Sealer, org_id: str, name: str) -> McpServer | None:
     row = conn.execute(
-        f"SELECT {COLUMNS} FROM mcp_servers WHERE organization_id = %s AND server_name = %s",
+        "SELECT * FROM mcp_servers WHERE organization_id = %s AND server_name = %s",
         (org_id, name),
     ).fetchone()
     return None if row is None else _opened(sealer, row)
@@ -66,7 +62,7 @@ def by_name(conn: Connection, sealer: Sealer, org_id: str, name: str) -> McpServ
 
 def list_servers(conn: Connection, sealer: Sealer, org_id: str) -> list[McpServer]:
     rows = conn.execute(
-        f"SELECT {COLUMNS} FROM mcp_servers WHERE organization_id = %s ORDER BY created_at, id",
+        "SELECT * FROM mcp_servers WHERE organization_id = %s ORDER BY created_at, id",
         (org_id,),
     ).fetchall()
     return [_opened(sealer, r) for r in rows]

@@ -33,9 +33,6 @@ SELECT * FROM sandbox_configs
 WHERE organization_id = %s AND (%s::text IS NULL OR type = %s) AND (%s::text IS NULL OR id > %s)
 ORDER BY id LIMIT %s
 """
-VAR_COLUMNS = (
-    "id, organization_id, sandbox_config_id, key, value_sealed, description, created_at, updated_at"
-)
 
 
 def upsert(conn: Connection, config: SandboxConfig) -> SandboxConfig:
@@ -89,14 +86,14 @@ def put_var(conn: Connection, sealer: Sealer, var: SandboxEnvVar) -> SandboxEnvV
     """The variable, made or (same config, same name) its value and description replaced."""
     sealed = sealer.seal(var.value, bound(var.organization_id, var.sandbox_config_id, var.key))
     row = conn.execute(
-        f"""INSERT INTO sandbox_env_vars (id, organization_id, sandbox_config_id, key,
+        """INSERT INTO sandbox_env_vars (id, organization_id, sandbox_config_id, key,
                 value_sealed, description)
             VALUES (%s, %s, %s, %s, %s, %s)
             ON CONFLICT (sandbox_config_id, key) DO UPDATE SET
                 value_sealed = EXCLUDED.value_sealed,
                 description = coalesce(EXCLUDED.description, sandbox_env_vars.description),
                 updated_at = now()
-            RETURNING {VAR_COLUMNS}""",
+            RETURNING *""",
         (var.id, var.organization_id, var.sandbox_config_id, var.key, sealed, var.description),
     ).fetchone()
     assert row is not None  # an upsert returns its row
@@ -108,7 +105,7 @@ def vars_of(
     after: str | None = None, limit: int = 1000,
 ) -> list[SandboxEnvVar]:  # fmt: skip
     rows = conn.execute(
-        f"""SELECT {VAR_COLUMNS} FROM sandbox_env_vars
+        """SELECT * FROM sandbox_env_vars
             WHERE organization_id = %s AND sandbox_config_id = %s
               AND (%s::text IS NULL OR id > %s) ORDER BY id LIMIT %s""",
         (org_id, config_id, after, after, limit),
@@ -118,7 +115,7 @@ def vars_of(
 
 def get_var(conn: Connection, sealer: Sealer, org_id: str, var_id: str) -> SandboxEnvVar | None:
     row = conn.execute(
-        f"SELECT {VAR_COLUMNS} FROM sandbox_env_vars WHERE organization_id = %s AND id = %s",
+        "SELECT * FROM sandbox_env_vars WHERE organization_id = %s AND id = %s",
         (org_id, var_id),
     ).fetchone()
     return None if row is None else _opened(sealer, row)
@@ -146,9 +143,9 @@ def replace_var(conn: Connection, sealer: Sealer, var: SandboxEnvVar) -> Sandbox
     """A variable changed in place (its name too); None if it is gone."""
     sealed = sealer.seal(var.value, bound(var.organization_id, var.sandbox_config_id, var.key))
     row = conn.execute(
-        f"""UPDATE sandbox_env_vars SET key = %s, value_sealed = %s, description = %s,
+        """UPDATE sandbox_env_vars SET key = %s, value_sealed = %s, description = %s,
                 updated_at = now()
-            WHERE organization_id = %s AND id = %s RETURNING {VAR_COLUMNS}""",
+            WHERE organization_id = %s AND id = %s RETURNING *""",
         (var.key, sealed, var.description, var.organization_id, var.id),
     ).fetchone()
     return None if row is None else _opened(sealer, row)
@@ -157,8 +154,8 @@ def replace_var(conn: Connection, sealer: Sealer, var: SandboxEnvVar) -> Sandbox
 def local_environment(conn: Connection, sealer: Sealer, org_id: str) -> dict[str, str]:
     """The variables of the organization's `local` config: what its tools get here."""
     rows = conn.execute(
-        f"""SELECT {", ".join("v." + c.strip() for c in VAR_COLUMNS.split(","))}
-            FROM sandbox_env_vars v JOIN sandbox_configs c ON c.id = v.sandbox_config_id
+        """SELECT v.* FROM sandbox_env_vars v
+            JOIN sandbox_configs c ON c.id = v.sandbox_config_id
             WHERE v.organization_id = %s AND c.organization_id = %s AND c.type = 'local'""",
         (org_id, org_id),
     ).fetchall()

@@ -6,6 +6,8 @@ a session and closes it (no connection outlives a call in a Lambda environment).
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -75,27 +77,15 @@ def _with_session(target: McpTarget, opened: tuple[outbound.Network, ...], timeo
     import anyio
 
     async def main() -> Any:
-        import httpx2
         from mcp.client.session import ClientSession
 
         with anyio.fail_after(timeout):
-            client = httpx2.AsyncClient(
-                headers=target.headers, timeout=httpx2.Timeout(timeout),
-                transport=outbound.async_transport(opened),
-            )  # fmt: skip
-            async with client:
-                if target.transport == "sse":
-                    from mcp.client.sse import sse_client
-
-                    streams = sse_client(target.url, headers=target.headers, timeout=timeout,
-                                         httpx_client_factory=_factory(opened))  # fmt: skip
-                else:
-                    from mcp.client.streamable_http import streamable_http_client
-
-                    streams = streamable_http_client(target.url, http_client=client)
-                async with streams as (read, write, *_), ClientSession(read, write) as session:
-                    await session.initialize()
-                    return await work(session)
+            async with (
+                _streams(target, opened, timeout) as (read, write, *_),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await work(session)
 
     try:
         return anyio.run(main)
@@ -107,6 +97,31 @@ def _with_session(target: McpTarget, opened: tuple[outbound.Network, ...], timeo
         raise
     except BaseException as err:  # the SDK's task groups wrap what failed
         raise McpError(f"the MCP server at {target.url} failed: {_cause(err)}") from None
+
+
+@asynccontextmanager
+async def _streams(target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float) -> (
+    AsyncIterator[Any]
+):  # fmt: skip
+    """The transport's streams, over a client whose every connection is guarded."""
+    if target.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        async with sse_client(target.url, headers=target.headers, timeout=timeout,
+                              httpx_client_factory=_factory(opened)) as streams:  # fmt: skip
+            yield streams
+        return
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with _factory(opened)(headers=target.headers, timeout=_timeout(timeout)) as client, \
+            streamable_http_client(target.url, http_client=client) as streams:  # fmt: skip
+        yield streams
+
+
+def _timeout(seconds: float) -> Any:
+    import httpx2
+
+    return httpx2.Timeout(seconds)
 
 
 def _factory(opened: tuple[outbound.Network, ...]) -> Any:

@@ -21,7 +21,9 @@ def shown_of(text: str) -> Any:
 def ran(stack: Stack, tool: str, code: str, language: str = "python", **extra: Any) -> Any:
     client = stack.client()
     agent = client.agents.create(llm_config=LLM, tools=[tool], **extra)  # type: ignore[arg-type]
-    stack.fake.reply("", call(tool, code=code, language=language))
+    # As Letta: run_code_with_tools runs Python and takes no language.
+    args = {"code": code} if tool == "run_code_with_tools" else {"code": code, "language": language}
+    stack.fake.reply("", call(tool, **args))
     stack.fake.reply("ran")
     return tool_return(client.agents.messages.create(agent.id, input="run it"))
 

@@ -174,3 +174,41 @@ def test_default_rules_end_on_terminal_tools_and_continue_on_the_rest() -> None:
         ContinueToolRule(tool_name="conversation_search"),
         TerminalToolRule(tool_name="memory_finish_edits"),
     ]
+
+
+# The built-ins this issue brought over, as Letta 0.16.1's own tool listing shows them
+# (tests/fixtures/letta-0.16.1/tools.json is its GET /v1/tools/ answer).
+LETTA_SHAPED = (
+    "fetch_webpage", "web_search", "run_code", "run_code_with_tools", "memory_apply_patch",
+    "send_message_to_agent_async", "send_message_to_agent_and_wait_for_reply",
+    "send_message_to_agents_matching_tags", "rethink_user_memory", "finish_rethinking_memory",
+    "store_memories", "search_memory",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", LETTA_SHAPED)
+def test_a_builtin_has_letta_s_schema_and_type(name: str) -> None:
+    import json
+    from pathlib import Path
+
+    listed = json.loads(
+        (Path(__file__).parents[1] / "fixtures/letta-0.16.1/tools.json").read_text()
+    )
+    letta = next(t for t in listed if t["name"] == name)
+    assert BUILTIN_TOOLS[name].json_schema == letta["json_schema"]
+    assert BUILTIN_TOOLS[name].tool_type == letta["tool_type"]
+
+
+def test_a_schema_with_nested_objects_has_no_dangling_refs() -> None:
+    """store_memories takes a list of objects: pydantic writes it as a `$ref` into `$defs`,
+    which a provider cannot resolve once only the properties are sent."""
+    items = BUILTIN_TOOLS["store_memories"].json_schema["parameters"]["properties"]["chunks"]
+    assert "$ref" not in json_text(items) and items["items"]["required"] == [
+        "start_index", "end_index", "context",
+    ]  # fmt: skip
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value)

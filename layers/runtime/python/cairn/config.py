@@ -72,6 +72,9 @@ class Settings(BaseModel):
     exa_base_url: str | None = None
     # How long a call to an organization's MCP server (listing its tools, a tool call) may take.
     mcp_timeout_seconds: float = Field(default=30.0, gt=0, le=900)
+    # How long send_message_to_agent_and_wait_for_reply (and the tag-matching send) waits
+    # for the other agents' turns, in all; never past the step's own deadline.
+    agent_reply_seconds: float = Field(default=120.0, gt=0, le=900)
     # Wall-clock limit of one custom tool call in the sandbox.
     tool_timeout_seconds: float = Field(default=10.0, gt=0, le=900)
     # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
@@ -167,6 +170,7 @@ class Settings(BaseModel):
             "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "mcp_timeout_seconds": "CAIRN_MCP_TIMEOUT_SECONDS",
+            "agent_reply_seconds": "CAIRN_AGENT_REPLY_SECONDS",
             "exa_api_key": "EXA_API_KEY",
             "exa_base_url": "CAIRN_EXA_BASE_URL",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",

@@ -132,6 +132,11 @@ class Message(DomainModel):
             return ""
         if self.role == "user" and _is_runtime_packet(self.text):
             return ""
+        return "\n".join(self.said())
+
+    def said(self) -> list[str]:
+        """Its words: its text and each `send_message` call's message (Letta's assistant
+        messages, when the role is assistant)."""
         parts = [self.text] if self.text else []
         for call in self.tool_calls or ():
             if call.function.name == "send_message":
@@ -141,7 +146,7 @@ class Message(DomainModel):
                     message = None
                 if isinstance(message, str):
                     parts.append(message)
-        return "\n".join(parts)
+        return parts
 
 
 _RUNTIME_PACKETS = frozenset({"heartbeat", "login", "system_alert"})

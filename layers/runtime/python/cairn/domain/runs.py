@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from cairn.domain.agents import StopReason
 from cairn.domain.base import DomainModel, Value, utc_now
 from cairn.domain.constants import DEFAULT_MAX_STEPS
-from cairn.domain.ids import AgentId, OrgId, RunId, StepId, new_id
+from cairn.domain.ids import AgentId, OrgId, RunId, StepId, new_id, stable_id
 
 RunStatus = Literal["created", "running", "completed", "failed", "cancelled"]
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
@@ -132,9 +132,11 @@ class JournalEntry(DomainModel):
     created_at: datetime = Field(default_factory=utc_now)
 
 
-# step/embed/group_turn go to the step queue; approval_wait and sleeptime start workflows;
-# task_result sends a workflow item's token back when its background run ends.
-OutboxKind = Literal["step", "approval_wait", "sleeptime", "embed", "task_result", "group_turn"]
+# step/embed/group_turn/agent_message go to the step queue; approval_wait and sleeptime
+# start workflows; task_result sends a workflow item's token back when its background run ends.
+OutboxKind = Literal[
+    "step", "approval_wait", "sleeptime", "embed", "task_result", "group_turn", "agent_message"
+]
 
 
 class OutboxCommand(DomainModel):
@@ -209,6 +211,25 @@ def group_turn_command(run: Run) -> OutboxCommand | None:
         "turns": chain["turns"],
     }
     return _run_command(run, "group_turn", "group_turn", payload)
+
+
+def agent_message_command(
+    run: Run, target_id: str, text: str, key: str, sender_name: str
+) -> OutboxCommand:
+    """Start `target_id`'s run on an agent's message to it (Letta's
+    send_message_to_agent_async), once: the sender's checkpoint writes it, `key` (the call
+    that sent it) keys it, and the run it starts has an id derived from that key."""
+    payload = {
+        "kind": "agent_message",
+        "organization_id": run.organization_id,
+        "sender_id": run.agent_id,
+        "sender_name": sender_name,
+        "sender_run_id": run.id,
+        "agent_id": target_id,
+        "run_id": stable_id("run", run.id, key),
+        "text": text,
+    }
+    return _run_command(run, "agent_message", f"agent_message:{key}", payload)
 
 
 def task_result(run: Run, token: str) -> dict[str, Any]:

@@ -19,14 +19,15 @@ from cairn.domain.messages import ToolCall, ToolReturn
 from cairn.domain.tools import Tool
 from cairn.memory import packaging
 from cairn.memory.edits import MemoryEditError
-from cairn.tools.context import ToolContext
+from cairn.tools.context import ToolContext, calling
 from cairn.tools.registry import BUILTIN_TOOLS, ToolSpec
 from cairn.tools.rules import ToolRulesSolver
 from cairn.tools.schema import ToolArgumentError, split_runtime_arguments
 
-# Built-in tools keep their effects inside the step (memory edits, passages to insert) or
-# only read, so a retry simply runs them again and the checkpoint writes the effects once.
-# A tool with effects outside Cairn (custom code, web calls) is journaled and runs once.
+# Built-in tools keep their effects inside the step (memory edits, passages to insert, an
+# async message to another agent) or only read, so a retry simply runs them again and the
+# checkpoint writes the effects once. A tool with effects outside the checkpoint (custom code,
+# MCP calls, another agent's turn waited for) is journaled and runs once.
 
 
 @dataclass
@@ -119,7 +120,8 @@ def execute(
             done = journaled[key]
         else:
             done = _invoke(item, ctx)
-            if item.spec is None and item.tool is not None and item.error is None:
+            outside = item.spec is None or item.spec.journaled
+            if outside and item.tool is not None and item.error is None:
                 write_journal(key, done)  # outside effects: this call never runs twice
         output = str(done["result"])
         limit = item.tool.return_char_limit if item.tool else len(output)
@@ -153,7 +155,8 @@ def _invoke(item: PreparedCall, ctx: ToolContext) -> dict[str, Any]:
     if item.spec is None:
         return _custom(item, ctx)
     try:
-        output = item.spec.call(ctx, item.args)
+        with calling(item.call.id):
+            output = item.spec.call(ctx, item.args)
     except (MemoryEditError, ToolArgumentError) as err:
         return {"success": False, "result": str(err)}
     except Exception as err:  # a tool's own bug must not end the run; the model sees it

@@ -5,22 +5,28 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
+from time import monotonic
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
+from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
+from cairn.domain.runs import OutboxCommand, agent_message_command
 from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
-from cairn.engine import search
+from cairn.engine import agent_messages, search, voice_memory
+from cairn.engine.agent_messages import Messenger
 from cairn.engine.mcp_calls import run_mcp_tool
 from cairn.engine.state import StepState
+from cairn.llm import deadline
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.sealing import Sealer
-from cairn.store import agent_secrets, sandbox_configs, tenancy
+from cairn.store import agent_secrets, agents, sandbox_configs, tenancy
 from cairn.store.db import Connection, Database
+from cairn.tools.context import current_call
 from cairn.tools.sandbox import (
     DEFAULT_TIMEOUT_SECONDS,
     Network,
@@ -47,6 +53,112 @@ class StepToolContext:
     tool_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     new_passages: list[Passage] = field(default_factory=list)
     new_archive: Archive | None = None
+    messenger: Messenger | None = None  # runs other agents' turns (None: not here)
+    # What the checkpoint starts besides its continuation (messages to other agents).
+    outgoing: list[OutboxCommand] = field(default_factory=list)
+
+    # -- other agents -------------------------------------------------------------------
+
+    def send_to_agent(self, message: str, agent_id: str) -> str:
+        agent, run = self.state.agent, self.state.run
+        self._existing([agent_id])
+        text = agent_messages.async_text(agent.id, message)
+        command = agent_message_command(run, agent_id, text, current_call(), agent.name)
+        if all(c.dedup_key != command.dedup_key for c in self.outgoing):
+            self.outgoing.append(command)
+        return agent_messages.SENT
+
+    def ask_agents(
+        self,
+        message: str,
+        *,
+        agent_ids: list[str] | None = None,
+        tags: tuple[list[str], list[str]] | None = None,
+    ) -> str:
+        agent = self.state.agent
+        if self.messenger is None or self.settings is None:
+            raise ValueError("Messages to other agents cannot be sent from here.")
+        if agent_ids is not None:
+            if agent.id in agent_ids:
+                raise ValueError("An agent cannot wait for its own reply: this turn is it.")
+            self._existing(agent_ids)
+            text = agent_messages.wait_text(agent.id, message)
+        else:
+            assert tags is not None
+            with self.db.connection() as conn:
+                found = agents.matching_tags(conn, agent.organization_id, *tags,
+                                             limit=agent_messages.TAG_MATCH_LIMIT)  # fmt: skip
+            # Not the sender: its own turn holds it while it waits (Letta would run it).
+            agent_ids = [a for a in found if a != agent.id]
+            text = agent_messages.tags_text(message)
+        budget = self.settings.agent_reply_seconds
+        if (left := deadline.seconds_left()) is not None:
+            budget = min(budget, max(left, 0.0))
+        until = monotonic() + budget
+        shown = []
+        for target in agent_ids:
+            reply = self.messenger.ask(
+                agent.organization_id,
+                target,
+                [agent_messages.incoming(agent.organization_id, target, text, agent.name)],
+                run_id=agent_messages.child_run_id(self.state.run.id, current_call(), target),
+                metadata=agent_messages.metadata(agent.id, self.state.run.id),
+                budget_seconds=max(until - monotonic(), 0.0),
+            )
+            shown.append(agent_messages.shown(reply, budget))
+        # Letta answers with Python's text of its result (str(dict), str(list)).
+        return str(shown[0]) if tags is None else str(shown)
+
+    def _existing(self, agent_ids: list[str]) -> None:
+        with self.db.connection() as conn:
+            named = agents.names(conn, self.state.agent.organization_id, agent_ids)
+        if missing := [a for a in agent_ids if a not in named]:
+            raise ValueError(f"Agent with ID {missing[0]} not found")
+
+    # -- voice memory -------------------------------------------------------------------
+
+    def store_memories(self, chunks: list[tuple[int, int, str]]) -> str:
+        lines = voice_memory.transcript(self._inputs())
+        failed = []
+        for start, end, context in chunks:
+            try:
+                self.archival_memory_insert(voice_memory.chunk_text(lines, start, end, context),
+                                            tags=None)  # fmt: skip
+            except ValueError as err:
+                failed.append(str(err))
+        if failed:
+            raise MemoryEditError("; ".join(failed))
+        return ""
+
+    def search_memory(
+        self, keywords: list[str], start_minutes_ago: int | None, end_minutes_ago: int | None
+    ) -> str:
+        state = self.state
+        query = voice_memory.latest_utterance([*state.context, *self._inputs()])
+        start, end = voice_memory.window(self.now, start_minutes_ago, end_minutes_ago)
+        archival: list[dict[str, Any]] = []
+        if self.embedder is not None and state.archive is not None and query:
+            with self.db.connection() as conn:
+                archival = search.archival(
+                    conn, state.agent, state.archive, query, self.embedder, tags=None,
+                    match_all=False, start=start, end=end, limit=voice_memory.ARCHIVAL_LIMIT,
+                )  # fmt: skip
+        by_keyword: dict[str, list[str]] | None = None
+        if keywords:
+            by_keyword = {}
+            for keyword in keywords:
+                with self.db.connection() as conn:
+                    hits = search.recall(
+                        conn, state.agent, keyword, None, roles=None, start=None, end=None,
+                        limit=voice_memory.KEYWORD_LIMIT, now=self.now,
+                    )["results"]  # fmt: skip
+                if hits:
+                    by_keyword[keyword] = [hit["content"] for hit in hits]
+        return voice_memory.answer(archival, by_keyword)
+
+    def _inputs(self) -> list[Message]:
+        raw = self.state.run.request_config.get("input") or []
+        return [Message.model_validate(m) for m in raw]
 
     # -- custom tools -------------------------------------------------------------------
 

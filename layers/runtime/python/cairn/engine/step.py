@@ -38,6 +38,7 @@ from cairn.domain.runs import (
 from cairn.embeddings import providers
 from cairn.embeddings.base import Embedder
 from cairn.engine import lifecycle
+from cairn.engine.agent_messages import Messenger
 from cairn.engine.lifecycle import LEASE_SECONDS
 from cairn.engine.state import StepState, load
 from cairn.engine.turn_model import ProviderKeyLookup, TurnModel
@@ -113,6 +114,9 @@ class Engine:
         self._embedder_for = embedder_for or (lambda c: providers.embedder_for(c, self.settings))
         # An organization's own providers (the providers API): its key, by provider name.
         self._provider_keys = provider_keys
+        # Runs the turns of agents a tool messages and waits for them (the orchestration's
+        # sending, set by whoever assembles the runtime; None: such tools answer an error).
+        self.messenger: Messenger | None = None
 
     def embedder_of(self, agent: Agent) -> Embedder:
         """The agent's embedder; agents created without a config get the server default."""
@@ -127,7 +131,7 @@ class Engine:
 
         model = TurnModel(self.db, self.settings, self._llm_for, self._provider_keys)
         return TurnParts(model, self.db, self.settings, self.sandbox, self.embedder_for,
-                         self._clock, self.sealer)  # fmt: skip
+                         self._clock, self.sealer, self.messenger)  # fmt: skip
 
     # -- one step ---------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from cairn.domain.runs import (
 )
 from cairn.embeddings.base import Embedder
 from cairn.engine import calls
+from cairn.engine.agent_messages import Messenger
 from cairn.engine.context import StepToolContext
 from cairn.engine.policy import CallOutcome, after_tools, must_call_first, policy_for
 from cairn.engine.prompt import context_estimate, refreshed_system
@@ -58,6 +59,7 @@ class TurnParts:
     embedder_for: Callable[[EmbeddingConfig | None], Embedder]
     clock: Callable[[], datetime]
     sealer: Sealer  # opens the agent's secrets for its custom tools
+    messenger: Messenger | None = None  # runs the turns of agents a tool messages
 
 
 class Turn:
@@ -170,6 +172,7 @@ class Turn:
             settings=self.parts.settings,
             embedder=self.parts.embedder_for(self.agent.embedding_config),
             tool_timeout_seconds=self.parts.settings.tool_timeout_seconds,
+            messenger=self.parts.messenger,
         )
         to_run = [p for p in prepared if p.call.id not in (overrides or {})]
         started = time.monotonic_ns()
@@ -371,6 +374,7 @@ class Turn:
             deleted_blocks=deleted,
             new_archive=ctx.new_archive if ctx else None,
             passages=ctx.new_passages if ctx else [],
+            commands=list(ctx.outgoing) if ctx else [],
             context_tokens=tokens[0] if tokens else None,
             context_tokens_upto=tokens[1] if tokens else None,
             trace=self.trace,

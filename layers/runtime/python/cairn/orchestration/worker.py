@@ -15,7 +15,7 @@ from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand
 from cairn.engine.embedding_jobs import EmbeddingFailed, embed_agent
 from cairn.llm.deadline import DeadlineReached
-from cairn.orchestration import group_turns
+from cairn.orchestration import agent_messages, group_turns
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import after_step
 from cairn.orchestration.watchdog import end_failed_run
@@ -43,6 +43,17 @@ class GroupTurnMessage(Value):
     chain: str
     turn: int = Field(ge=1)
     turns: int = Field(ge=2)
+
+
+class AgentMessage(Value):
+    kind: Literal["agent_message"]
+    organization_id: str
+    sender_id: str
+    sender_name: str
+    sender_run_id: str
+    agent_id: str
+    run_id: str
+    text: str
 
 
 # What each kind of queue message is, does, and means when its last delivery failed: the
@@ -144,10 +155,19 @@ def _group_turn_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int) -
     return poison(rt, "step-dlq", body, "group turn failed to start", receives)
 
 
+def _agent_message(rt: Runtime, payload: dict[str, Any], _: OutboxCommand | None) -> str:
+    return agent_messages.deliver(rt, payload)
+
+
+def _agent_message_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int) -> str:
+    return poison(rt, "step-dlq", body, "an agent's message failed to start its run", receives)
+
+
 KINDS: dict[object, Kind] = {
     None: Kind(StepMessage, _step, _step_dead),
     "embed": Kind(EmbedMessage, _embed, _embed_dead),
     "group_turn": Kind(GroupTurnMessage, _group_turn, _group_turn_dead),
+    "agent_message": Kind(AgentMessage, _agent_message, _agent_message_dead),
 }
 
 

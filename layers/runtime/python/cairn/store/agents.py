@@ -150,6 +150,23 @@ def names(conn: Connection, org_id: str, agent_ids: list[str]) -> dict[str, str]
     return {r["id"]: r["name"] for r in rows}
 
 
+SELECT_MATCHING_TAGS = """
+SELECT id FROM agents
+WHERE organization_id = %(org)s AND tags @> %(all)s::text[]
+  AND (cardinality(%(some)s::text[]) = 0 OR tags && %(some)s::text[])
+ORDER BY id LIMIT %(limit)s
+"""
+
+
+def matching_tags(
+    conn: Connection, org_id: str, match_all: list[str], match_some: list[str], limit: int
+) -> list[str]:
+    """The ids of the agents with every tag of `match_all` and one of `match_some` (any,
+    when it is empty), in id order, as Letta's list_agents_matching_tags_async."""
+    params = {"org": org_id, "all": match_all, "some": match_some, "limit": limit}
+    return [r["id"] for r in conn.execute(SELECT_MATCHING_TAGS, params).fetchall()]
+
+
 def delete(conn: Connection, org_id: str, agent_id: str) -> bool:
     return conn.execute(DELETE_AGENT, {"org": org_id, "id": agent_id}).rowcount == 1
 

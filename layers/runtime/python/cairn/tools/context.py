@@ -6,11 +6,34 @@ an embedder), tests supply their own.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from cairn.domain.tools import Tool
 from cairn.memory.edits import CoreMemory
 from cairn.tools.sandbox import SandboxResult
+
+# The call a built-in serves while it runs, what keys its effects (an async message to
+# another agent); per thread, as parallel built-ins run in a pool.
+_call: ContextVar[str | None] = ContextVar("cairn_tool_call", default=None)
+
+
+@contextmanager
+def calling(tool_call_id: str) -> Iterator[None]:
+    token = _call.set(tool_call_id)
+    try:
+        yield
+    finally:
+        _call.reset(token)
+
+
+def current_call() -> str:
+    call_id = _call.get()
+    if call_id is None:
+        raise RuntimeError("a built-in that keys its effects by its call ran outside one")
+    return call_id
 
 
 class ToolContext(Protocol):
@@ -50,6 +73,31 @@ class ToolContext(Protocol):
 
     def fetch_webpage(self, url: str) -> str:
         """A page's text, fetched under the outbound-address policy."""
+        ...
+
+    def send_to_agent(self, message: str, agent_id: str) -> str:
+        """Letta's send_message_to_agent_async: delivered once the step is committed."""
+        ...
+
+    def ask_agents(
+        self,
+        message: str,
+        *,
+        agent_ids: list[str] | None = None,
+        tags: tuple[list[str], list[str]] | None = None,
+    ) -> str:
+        """Message other agents (by id, or by tags: match_all, match_some) and wait for their
+        replies; Letta's answer text."""
+        ...
+
+    def store_memories(self, chunks: list[tuple[int, int, str]]) -> str:
+        """Keep (start, end, context) spans of the turn's numbered transcript as passages."""
+        ...
+
+    def search_memory(
+        self, keywords: list[str], start_minutes_ago: int | None, end_minutes_ago: int | None
+    ) -> str:
+        """Letta's voice search: archival by the latest user message, recall by keywords."""
         ...
 
     def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:

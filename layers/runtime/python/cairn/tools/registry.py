@@ -12,7 +12,8 @@ from pydantic import BaseModel
 from cairn.domain.constants import TOOL_RETURN_CHAR_LIMIT
 from cairn.domain.tool_rules import ContinueToolRule, TerminalToolRule, ToolRule
 from cairn.domain.tools import Tool, ToolType
-from cairn.tools.builtin import core, memory
+from cairn.tools.builtin import agents, core, memory, voice
+from cairn.tools.builtin.letta_words import DESCRIPTIONS
 from cairn.tools.context import ToolContext
 from cairn.tools.schema import args_model, function_schema, validate_arguments
 
@@ -28,6 +29,9 @@ class ToolSpec:
     return_char_limit: int = TOOL_RETURN_CHAR_LIMIT
     enable_parallel_execution: bool = False
     default_requires_approval: bool = False
+    # Its result is journaled before the step goes on, so a step delivered again reads it
+    # instead of calling again (a tool whose effect is not in the checkpoint).
+    journaled: bool = False
 
     @property
     def name(self) -> str:
@@ -53,8 +57,13 @@ class ToolSpec:
 
 
 def tool_spec(fn: Callable[..., Any], tool_type: ToolType, **settings: Any) -> ToolSpec:
+    """The spec of a built-in: its schema from its signature and docstring, described in
+    Letta's own words where a docstring's first line cannot carry them."""
     model = args_model(fn)
-    return ToolSpec(fn, tool_type, model, function_schema(fn, model), **settings)
+    schema = function_schema(fn, model)
+    if (description := DESCRIPTIONS.get(fn.__name__)) is not None:
+        schema["description"] = description
+    return ToolSpec(fn, tool_type, model, schema, **settings)
 
 
 # Searches only read, so several in one step may run at once; edits stay in call order.
@@ -81,7 +90,16 @@ class _Builtins(Mapping[str, ToolSpec]):
             tool_spec(memory.memory_insert, "letta_sleeptime_core"),
             tool_spec(memory.memory_rethink, "letta_sleeptime_core"),
             tool_spec(memory.memory_finish_edits, "letta_sleeptime_core"),
-        )
+            tool_spec(agents.send_message_to_agent_async, "letta_multi_agent_core"),
+            tool_spec(agents.send_message_to_agent_and_wait_for_reply, "letta_multi_agent_core",
+                      journaled=True),
+            tool_spec(agents.send_message_to_agents_matching_tags, "letta_multi_agent_core",
+                      journaled=True),
+            tool_spec(voice.rethink_user_memory, "letta_voice_sleeptime_core"),
+            tool_spec(voice.finish_rethinking_memory, "letta_voice_sleeptime_core"),
+            tool_spec(voice.store_memories, "letta_voice_sleeptime_core"),
+            tool_spec(voice.search_memory, "letta_voice_sleeptime_core"),
+        )  # fmt: skip
         return {spec.name: spec for spec in made}
 
     def __getitem__(self, name: str) -> ToolSpec:

@@ -61,7 +61,10 @@ def function_schema(fn: Callable[..., Any], model: type[BaseModel] | None = None
     if not description:
         raise TypeError(f"{name}: a tool needs a docstring that says what it does")
     raw = (model or args_model(fn)).model_json_schema()
-    properties = {key: _plain(value) for key, value in raw.get("properties", {}).items()}
+    defs = raw.get("$defs", {})
+    properties = {
+        key: _plain(_inline(value, defs)) for key, value in raw.get("properties", {}).items()
+    }
     return {
         "name": name,
         "description": description,
@@ -71,6 +74,19 @@ def function_schema(fn: Callable[..., Any], model: type[BaseModel] | None = None
             "required": list(raw.get("required", [])),
         },
     }
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """The schema with pydantic's `$ref`s to its `$defs` written out (an argument that is a
+    list of objects), titles dropped: what Letta lists and providers read."""
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+    return {k: _inline(v, defs) for k, v in node.items() if k != "title"}
 
 
 def _plain(prop: dict[str, Any]) -> dict[str, Any]:

@@ -95,6 +95,9 @@ def build_runtime(
             workflows = InlineWorkflows()
     outlets = Outlets(queue, workflows, embeddings)
     rt = Runtime(settings, database, engine, outlets, workflows, vault, keys)
+    from cairn.orchestration.agent_messages import Messenger
+
+    engine.messenger = Messenger(rt)  # the multi-agent tools run other agents' turns
     for part in (queue, workflows, embeddings):
         if part is not None and hasattr(part, "attach"):  # in-process: through the outlets
             part.attach(rt)

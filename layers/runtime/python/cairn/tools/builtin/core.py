@@ -96,17 +96,13 @@ def run_code(
     return ctx.run_code(code, language, with_tools=False)
 
 
-def run_code_with_tools(
-    ctx: ToolContext, code: str, language: Literal["python", "js", "ts", "r", "java"]
-) -> str:
-    """Run code in a sandbox with your own tools' functions defined, to compose them in one
-    call (for example `result = add(multiply(4, 5), 6)`).
+def run_code_with_tools(ctx: ToolContext, code: str) -> str:
+    """Run Python code in a sandbox with the agent's own tools defined as functions.
 
     Args:
-        code: The code to run.
-        language: The language of the code.
+        code: The python code to run.
     """
-    return ctx.run_code(code, language, with_tools=True)
+    return ctx.run_code(code, "python", with_tools=True)
 
 
 def web_search(
@@ -138,14 +134,13 @@ def web_search(
         query: The search query to find relevant web content.
         num_results: Number of results to return (1-100). Defaults to 10.
         category: Focus search on specific content types. Defaults to None.
-        include_text: Whether to retrieve full page content. Defaults to False (only returns
-            summary and highlights, since the full text usually will overflow the context window).
+        include_text: Whether to retrieve full page content. Defaults to False (only returns summary and highlights, since the full text usually will overflow the context window).
         include_domains: List of domains to include in search results. Defaults to None.
         exclude_domains: List of domains to exclude from search results. Defaults to None.
-        start_published_date: Only return content published after this date (ISO format).
-        end_published_date: Only return content published before this date (ISO format).
-        user_location: Two-letter country code for localized results (e.g., "US").
-    """
+        start_published_date: Only return content published after this date (ISO format). Defaults to None.
+        end_published_date: Only return content published before this date (ISO format). Defaults to None.
+        user_location: Two-letter country code for localized results (e.g., "US"). Defaults to None.
+    """  # noqa: E501 (Letta's words, each one line as the model reads it)
     return ctx.web_search(
         query, num_results=num_results, include_text=include_text, category=category,
         include_domains=include_domains, exclude_domains=exclude_domains,

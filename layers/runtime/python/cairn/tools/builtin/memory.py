@@ -54,19 +54,13 @@ def memory_insert(ctx: ToolContext, label: str, new_str: str, insert_line: int =
 
 
 def memory_apply_patch(ctx: ToolContext, label: str, patch: str) -> str:
-    """Apply a unified-diff style patch to a memory block, anchored on its content and
-    context, not on line numbers.
-
-    Each hunk may start with a line beginning with `@@`, then holds lines beginning with " "
-    (context that must match the block), "-" (lines to remove, matching exactly) or "+"
-    (lines to add). Do not include line-number prefixes or the line-number warning; tabs
-    count as spaces.
+    """Apply a unified-diff style patch to a memory block, anchored on content and context.
 
     Args:
         label: The memory block to edit, identified by its label.
-        patch: The patch: context (" "), deletion ("-") and addition ("+") lines, hunks
-            optionally separated by lines beginning with "@@".
-    """
+        patch: The simplified unified-diff patch text composed of context (" "), deletion ("-"), and addition ("+") lines. Optional
+            lines beginning with "@@" can be used to delimit hunks. Do not include visual line numbers or warning banners.
+    """  # noqa: E501 (Letta's words and line break)
     return ctx.memory.memory_apply_patch(label, patch).message
 
 

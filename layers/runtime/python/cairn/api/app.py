@@ -24,6 +24,7 @@ from cairn.api.routes import (
     agents,
     archives,
     batches,
+    folders,
     groups,
     health,
     identities,
@@ -66,7 +67,7 @@ def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
                groups, providers, identities, sandbox_configs, mcp_servers,
-               mcp_by_name)  # fmt: skip
+               mcp_by_name, folders)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 

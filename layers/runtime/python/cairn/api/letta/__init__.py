@@ -6,7 +6,13 @@ from cairn.api.letta.agents import agent_json, context_json, handle, view_json
 from cairn.api.letta.groups import group_json
 from cairn.api.letta.identities import identity_json
 from cairn.api.letta.mcp import mcp_config_json, mcp_server_json, mcp_tool_json
-from cairn.api.letta.memory import archive_json, block_json, passage_json, search_result_json
+from cairn.api.letta.memory import (
+    archive_json,
+    block_json,
+    folder_json,
+    passage_json,
+    search_result_json,
+)
 from cairn.api.letta.messages import (
     ASSISTANT_KWARG,
     ASSISTANT_TOOL,
@@ -44,6 +50,7 @@ __all__ = [
     "embedding_model_json",
     "execution_json",
     "expand",
+    "folder_json",
     "group_json",
     "handle",
     "hides_return",

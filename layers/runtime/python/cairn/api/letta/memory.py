@@ -7,6 +7,7 @@ from zoneinfo import ZoneInfo
 
 from cairn.api.letta.times import iso
 from cairn.domain.blocks import Block
+from cairn.domain.folders import Folder
 from cairn.domain.passages import Archive, Passage
 
 
@@ -41,3 +42,10 @@ def archive_json(archive: Archive) -> dict[str, Any]:
         "created_at": iso(archive.created_at),
         "updated_at": iso(archive.updated_at),
     }
+
+
+def folder_json(folder: Folder, *, source: bool = False) -> dict[str, Any]:
+    """A Folder, or (`source`) a Source: the same fields plus `vector_db_provider`."""
+    data = folder.model_dump(mode="json")
+    times = {"created_at": iso(folder.created_at), "updated_at": iso(folder.updated_at)}
+    return data | times | ({"vector_db_provider": "native"} if source else {})

@@ -16,6 +16,7 @@ from cairn.services.requests.agents import (
     UpdateAgent,
 )
 from cairn.services.requests.base import RequestBody, StrictBody
+from cairn.services.requests.folders import FolderCreate, FolderUpdate
 from cairn.services.requests.groups import GroupCreate, GroupUpdate, ManagerConfig
 from cairn.services.requests.identities import (
     IdentityCreate,
@@ -82,6 +83,8 @@ __all__ = [
     "CreateBatch",
     "CreateBlock",
     "CreatePassage",
+    "FolderCreate",
+    "FolderUpdate",
     "GroupCreate",
     "GroupUpdate",
     "IdentityCreate",

@@ -1,0 +1,140 @@
+"""Folders (Letta's sources, both route families): made, listed, changed, deleted, and
+attached to agents. A folder's embedding config is pinned when it is made: its files'
+passages must all be comparable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn.domain.base import utc_now
+from cairn.domain.folders import Folder
+from cairn.embeddings.providers import default_config
+from cairn.errors import ConflictError, NotFoundError
+from cairn.llm.catalog import resolve_embedding
+from cairn.orchestration.assembly.parts import Runtime
+from cairn.services import agents as agent_service
+from cairn.services.agents import AgentView
+from cairn.services.requests import FolderCreate, FolderUpdate
+from cairn.store import folders
+from cairn.store.db import Connection
+from cairn.store.rows import Order
+
+
+def fetch(conn: Connection, org: str, folder_id: str) -> Folder:
+    folder = folders.get(conn, org, folder_id)
+    if folder is None:
+        raise NotFoundError(f"Source with id={folder_id} not found.")
+    return folder
+
+
+def _taken(name: str) -> ConflictError:
+    return ConflictError(f"A folder named '{name}' already exists in this organization.")
+
+
+def create(rt: Runtime, org: str, req: FolderCreate) -> Folder:
+    embedding = req.embedding_config or (
+        resolve_embedding(req.embedding, rt.settings) if req.embedding
+        else default_config(rt.settings)
+    )  # fmt: skip
+    if req.embedding_chunk_size and req.embedding_config is None:
+        embedding = embedding.model_copy(update={"embedding_chunk_size": req.embedding_chunk_size})
+    folder = Folder(
+        organization_id=org, name=req.name, description=req.description,
+        instructions=req.instructions, metadata=req.metadata, embedding_config=embedding,
+    )  # fmt: skip
+    with rt.db.transaction() as conn:
+        made = folders.create(conn, folder)
+    if made is None:
+        raise _taken(req.name)
+    return made
+
+
+def retrieve(rt: Runtime, org: str, folder_id: str) -> Folder:
+    with rt.db.connection() as conn:
+        return fetch(conn, org, folder_id)
+
+
+def id_by_name(rt: Runtime, org: str, name: str) -> str:
+    with rt.db.connection() as conn:
+        folder = folders.by_name(conn, org, name)
+    if folder is None:
+        raise NotFoundError(f"Source with name={name} not found.")
+    return folder.id
+
+
+def list_folders(
+    rt: Runtime, org: str, *, name: str | None, after: str | None, before: str | None,
+    limit: int, order: Order,
+) -> list[Folder]:  # fmt: skip
+    with rt.db.connection() as conn:
+        return folders.list_folders(conn, org, name=name, after=after, before=before,
+                                    limit=limit, order=order)  # fmt: skip
+
+
+def count(rt: Runtime, org: str) -> int:
+    with rt.db.connection() as conn:
+        return folders.count(conn, org)
+
+
+def modify(rt: Runtime, org: str, folder_id: str, req: FolderUpdate) -> Folder:
+    changes: dict[str, Any] = req.model_dump(exclude_unset=True, exclude_none=True)
+    with rt.db.transaction() as conn:
+        folder = fetch(conn, org, folder_id)
+        changed = folder.model_copy(update={**changes, "updated_at": utc_now()})
+        stored = folders.update(conn, Folder.model_validate(changed.model_dump()))
+    if stored is None:
+        raise _taken(changed.name)
+    return stored
+
+
+def delete(rt: Runtime, org: str, folder_id: str) -> None:
+    with rt.db.transaction() as conn:
+        fetch(conn, org, folder_id)
+        folders.delete(conn, org, folder_id)
+
+
+def metadata(rt: Runtime, org: str, *, detailed: bool) -> dict[str, Any]:
+    """Letta's OrganizationSourcesStats: how many folders, files and bytes (files: none
+    until uploads come, issue 36)."""
+    with rt.db.connection() as conn:
+        listed = folders.list_folders(conn, org, name=None, after=None, before=None,
+                                      limit=10_000, order="asc")  # fmt: skip
+    sources = [
+        {"source_id": f.id, "source_name": f.name, "file_count": 0, "total_size": 0,
+         **({"files": []} if detailed else {})}
+        for f in listed
+    ]  # fmt: skip
+    return {"total_sources": len(listed), "total_files": 0, "total_size": 0, "sources": sources}
+
+
+def agent_ids(
+    rt: Runtime, org: str, folder_id: str, *, after: str | None, before: str | None,
+    limit: int, order: Order,
+) -> list[str]:  # fmt: skip
+    with rt.db.connection() as conn:
+        fetch(conn, org, folder_id)
+        return folders.agent_ids(conn, org, folder_id, after=after, before=before, limit=limit,
+                                 order=order)  # fmt: skip
+
+
+def of_agent(
+    rt: Runtime, org: str, agent_id: str, *, after: str | None, before: str | None,
+    limit: int, order: Order,
+) -> list[Folder]:  # fmt: skip
+    with rt.db.connection() as conn:
+        agent_service.fetch(conn, org, agent_id)
+        return folders.of_agent(conn, org, agent_id, after=after, before=before, limit=limit,
+                                order=order)  # fmt: skip
+
+
+def attach(rt: Runtime, org: str, agent_id: str, folder_id: str, *, on: bool) -> AgentView:
+    """Attach (or detach, `on` False) a folder; the agent as it is then (Letta answers the
+    AgentState)."""
+    with rt.db.transaction() as conn:
+        agent = agent_service.fetch(conn, org, agent_id, for_update=True)
+        fetch(conn, org, folder_id)
+        if on:
+            folders.attach(conn, org, folder_id, agent_id)
+        else:
+            folders.detach(conn, org, folder_id, agent_id)
+        return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,6 +53,8 @@ def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
             # The fake serves organizations' own providers too: the operator opens loopback
             # to them (tests/api/test_outbound.py holds the policy without it).
             outbound_networks="127.0.0.0/8",
+            # Its own data directory (the originals of uploaded files, the local key).
+            data_dir=Path(tempfile.mkdtemp(prefix="cairn-stack-")),
         )
         rt = build_runtime(Settings(**(defaults | settings)), db=db)
         use_runtime(rt)
@@ -71,6 +76,7 @@ def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
                 rt.queue.steps.close()
             use_runtime(None)
             sending.yielding = nullcontext
+            shutil.rmtree(defaults["data_dir"], ignore_errors=True)
 
 
 @pytest.fixture

@@ -44,6 +44,10 @@ class Settings(BaseModel):
     # The embedding jobs' FIFO queue; unset sends them with the steps (or, without a
     # step queue, to a worker thread of their own).
     embed_queue_url: str | None = None
+    # Files in folders: the originals' bucket (unset: a directory under data_dir) and the
+    # queue of their processing jobs (unset: the embedding queue's, else in process).
+    documents_bucket: str | None = None
+    files_queue_url: str | None = None
     # The approval and sleeptime state machines (unset: in-process stand-ins, no timeout).
     approval_state_machine_arn: str | None = None
     sleeptime_state_machine_arn: str | None = None
@@ -164,6 +168,8 @@ class Settings(BaseModel):
             "data_dir": "CAIRN_DATA_DIR",
             "step_queue_url": "CAIRN_STEP_QUEUE_URL",
             "embed_queue_url": "CAIRN_EMBED_QUEUE_URL",
+            "documents_bucket": "CAIRN_DOCUMENTS_BUCKET",
+            "files_queue_url": "CAIRN_FILES_QUEUE_URL",
             "embed_retry_seconds": "CAIRN_EMBED_RETRY_SECONDS",
             "embed_max_tries": "CAIRN_EMBED_MAX_TRIES",
             "approval_state_machine_arn": "CAIRN_APPROVAL_STATE_MACHINE_ARN",

@@ -54,3 +54,15 @@ class PendingApprovalError(ConflictError):
     def detail(self) -> dict[str, str]:
         return {"code": "PENDING_APPROVAL", "message": str(self),
                 "pending_request_id": self.pending_request_id}  # fmt: skip
+
+
+class UnsupportedMediaError(CairnError):
+    """An upload of a kind of file Cairn does not read (Letta answers 415)."""
+
+    status_code = 415
+
+
+class TooLargeError(CairnError):
+    """Over a size limit the message names."""
+
+    status_code = 413

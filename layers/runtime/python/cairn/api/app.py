@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -48,6 +49,7 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Routes that take a form (an uploaded file) instead of JSON.
 FORM_PATHS = frozenset({"/v1/agents/import"})
 FORM_BODIES = ("multipart/form-data", "application/x-www-form-urlencoded")
+UPLOAD_PATH = re.compile(r"^/v1/(folders|sources)/[^/]+/upload$")  # a file to a folder
 
 
 def _detail(status: int, detail: object, headers: dict[str, str] | None = None) -> Response[Any]:
@@ -217,7 +219,7 @@ def _unreadable_body(event: dict[str, Any]) -> dict[str, Any] | None:
         return None
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     media = headers.get("content-type", "").split(";")[0].strip().lower()
-    if event.get("rawPath") in FORM_PATHS:
+    if event.get("rawPath") in FORM_PATHS or UPLOAD_PATH.match(event.get("rawPath") or ""):
         if media in FORM_BODIES:
             return None
         wanted = "multipart/form-data"

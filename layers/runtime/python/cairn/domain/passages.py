@@ -18,6 +18,14 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def plain_vector(value: Any) -> Any:
+    """pgvector hands vectors back as its own Vector (or numpy) type; keep plain floats."""
+    for convert in ("to_list", "tolist"):
+        if hasattr(value, convert):
+            return getattr(value, convert)()
+    return value
+
+
 class Archive(DomainModel):
     id: ArchiveId = Field(default_factory=lambda: new_id("archive"))
     organization_id: OrgId
@@ -43,11 +51,7 @@ class Passage(DomainModel):
     @field_validator("embedding", mode="before")
     @classmethod
     def _plain_floats(cls, value: Any) -> Any:
-        # pgvector hands vectors back as its own Vector (or numpy) type; keep plain floats.
-        for convert in ("to_list", "tolist"):
-            if hasattr(value, convert):
-                return getattr(value, convert)()
-        return value
+        return plain_vector(value)
 
     @property
     def content_hash(self) -> str:

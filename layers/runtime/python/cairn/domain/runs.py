@@ -134,8 +134,17 @@ class JournalEntry(DomainModel):
 
 # step/embed/group_turn/agent_message go to the step queue; approval_wait and sleeptime
 # start workflows; task_result sends a workflow item's token back when its background run ends.
+# file_job goes to the files queue and is never stored: a file row whose processing has not
+# finished is its own record (the sweeper publishes it again).
 OutboxKind = Literal[
-    "step", "approval_wait", "sleeptime", "embed", "task_result", "group_turn", "agent_message"
+    "step",
+    "approval_wait",
+    "sleeptime",
+    "embed",
+    "task_result",
+    "group_turn",
+    "agent_message",
+    "file_job",
 ]
 
 
@@ -144,7 +153,8 @@ class OutboxCommand(DomainModel):
 
     id: int | None = None
     organization_id: OrgId
-    agent_id: AgentId
+    # The FIFO group: an agent's id (a file job's: its file's id).
+    agent_id: str = Field(min_length=1)
     run_id: RunId | None = None
     kind: OutboxKind
     payload: dict[str, Any] = Field(default_factory=dict)
@@ -230,6 +240,13 @@ def agent_message_command(
         "text": text,
     }
     return _run_command(run, "agent_message", f"agent_message:{key}", payload)
+
+
+def file_job_command(organization_id: str, file_id: str, attempt: int = 0) -> OutboxCommand:
+    """Process a file (parse, chunk, embed): on the files queue, grouped by the file."""
+    payload = {"kind": "file_job", "organization_id": organization_id, "file_id": file_id}
+    return OutboxCommand(organization_id=organization_id, agent_id=file_id, kind="file_job",
+                         payload=payload, dedup_key=f"{file_id}:job", attempts=attempt)  # fmt: skip
 
 
 def task_result(run: Run, token: str) -> dict[str, Any]:

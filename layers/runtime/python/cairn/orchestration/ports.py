@@ -23,3 +23,17 @@ class Workflows(Protocol):
         ...
 
     def fail(self, token: str, error: str, cause: str) -> bool: ...
+
+
+class DocumentStore(Protocol):
+    """Where the originals of uploaded files live (S3 on AWS), by key."""
+
+    def put(self, key: str, body: bytes, content_type: str) -> None: ...
+
+    def get(self, key: str) -> bytes:
+        """The object; KeyError if it is not there."""
+        ...
+
+    def delete(self, keys: list[str]) -> None:
+        """Remove these objects (those already gone are no error)."""
+        ...

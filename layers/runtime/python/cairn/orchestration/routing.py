@@ -17,17 +17,26 @@ class Outlets:
     not know which service a command goes to."""
 
     def __init__(
-        self, steps: StepQueue, workflows: Workflows, embeddings: StepQueue | None = None
+        self,
+        steps: StepQueue,
+        workflows: Workflows,
+        embeddings: StepQueue | None = None,
+        files: StepQueue | None = None,
     ) -> None:
         self.steps, self.workflows = steps, workflows
         # A stack deployed before the embedding queue existed sends them with the steps.
         self.embeddings = embeddings or steps
+        # Files' processing jobs: their own queue, else the embedding jobs' (never the
+        # steps': a long PDF must not hold an agent's turn).
+        self.files = files or self.embeddings
 
     def publish(self, command: OutboxCommand) -> None:
         if command.kind in WORKFLOW_KINDS:
             self.workflows.start(command)
         elif command.kind == "embed":
             self.embeddings.publish(command)
+        elif command.kind == "file_job":
+            self.files.publish(command)
         elif command.kind == "task_result":
             send_result(self.workflows, command.payload)
         else:

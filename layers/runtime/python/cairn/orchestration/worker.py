@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -12,7 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from cairn.domain.base import Value
-from cairn.domain.runs import OutboxCommand
+from cairn.domain.runs import OutboxCommand, file_job_command
+from cairn.engine import file_jobs
 from cairn.engine.embedding_jobs import EmbeddingFailed, embed_agent
 from cairn.llm.deadline import DeadlineReached
 from cairn.orchestration import agent_messages, group_turns
@@ -54,6 +56,12 @@ class AgentMessage(Value):
     agent_id: str
     run_id: str
     text: str
+
+
+class FileJob(Value):
+    kind: Literal["file_job"]
+    organization_id: str
+    file_id: str
 
 
 # What each kind of queue message is, does, and means when its last delivery failed: the
@@ -163,11 +171,27 @@ def _agent_message_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int
     return poison(rt, "step-dlq", body, "an agent's message failed to start its run", receives)
 
 
+def _file_job(rt: Runtime, payload: dict[str, Any], _: OutboxCommand | None) -> str:
+    org, file_id = payload["organization_id"], payload["file_id"]
+    assert rt.documents is not None, "the runtime has a document store (build_runtime)"
+    status = file_jobs.process(rt.engine, org, file_id, rt.documents.get)
+    if status == "more":  # out of this invocation's time: the next one goes on
+        rt.queue.publish(file_job_command(org, file_id, attempt=int(time.time())))
+    return status
+
+
+def _file_job_dead(rt: Runtime, payload: dict[str, Any], body: str, receives: int) -> str:
+    reason = f"processing failed on each of {receives} deliveries; see the files function logs"
+    file_jobs.fail(rt.engine, payload["organization_id"], payload["file_id"], reason)
+    return "failed"
+
+
 KINDS: dict[object, Kind] = {
     None: Kind(StepMessage, _step, _step_dead),
     "embed": Kind(EmbedMessage, _embed, _embed_dead),
     "group_turn": Kind(GroupTurnMessage, _group_turn, _group_turn_dead),
     "agent_message": Kind(AgentMessage, _agent_message, _agent_message_dead),
+    "file_job": Kind(FileJob, _file_job, _file_job_dead),
 }
 
 

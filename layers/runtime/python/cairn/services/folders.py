@@ -15,7 +15,7 @@ from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.requests import FolderCreate, FolderUpdate
-from cairn.store import folders
+from cairn.store import files, folders
 from cairn.store.db import Connection
 from cairn.store.rows import Order
 
@@ -88,23 +88,33 @@ def modify(rt: Runtime, org: str, folder_id: str, req: FolderUpdate) -> Folder:
 
 
 def delete(rt: Runtime, org: str, folder_id: str) -> None:
+    """The folder, its files (their text, passages, agents' views), its attachments; then
+    the files' originals."""
     with rt.db.transaction() as conn:
         fetch(conn, org, folder_id)
+        keys = files.object_keys(conn, org, folder_id)
         folders.delete(conn, org, folder_id)
+    if keys and rt.documents is not None:
+        rt.documents.delete(keys)
 
 
 def metadata(rt: Runtime, org: str, *, detailed: bool) -> dict[str, Any]:
-    """Letta's OrganizationSourcesStats: how many folders, files and bytes (files: none
-    until uploads come, issue 36)."""
+    """Letta's OrganizationSourcesStats: how many folders, files and bytes, per folder."""
     with rt.db.connection() as conn:
-        listed = folders.list_folders(conn, org, name=None, after=None, before=None,
-                                      limit=10_000, order="asc")  # fmt: skip
+        per_folder = files.stats(conn, org)
     sources = [
-        {"source_id": f.id, "source_name": f.name, "file_count": 0, "total_size": 0,
-         **({"files": []} if detailed else {})}
-        for f in listed
-    ]  # fmt: skip
-    return {"total_sources": len(listed), "total_files": 0, "total_size": 0, "sources": sources}
+        {
+            **{k: v for k, v in row.items() if k != "files" or detailed},
+            "total_size": int(row["total_size"]),
+        }
+        for row in per_folder
+    ]
+    return {
+        "total_sources": len(per_folder),
+        "total_files": sum(row["file_count"] for row in per_folder),
+        "total_size": sum(int(row["total_size"]) for row in per_folder),
+        "sources": sources,
+    }
 
 
 def agent_ids(

@@ -9,6 +9,8 @@ from cairn.api.letta.mcp import mcp_config_json, mcp_server_json, mcp_tool_json
 from cairn.api.letta.memory import (
     archive_json,
     block_json,
+    file_json,
+    file_passage_json,
     folder_json,
     passage_json,
     search_result_json,
@@ -50,6 +52,8 @@ __all__ = [
     "embedding_model_json",
     "execution_json",
     "expand",
+    "file_json",
+    "file_passage_json",
     "folder_json",
     "group_json",
     "handle",

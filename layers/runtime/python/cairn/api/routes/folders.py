@@ -1,21 +1,18 @@
 """Folders and, under their older name, sources: both of Letta's route families (each with
-its own parameter names: `folder_id`, `source_id`) over one service.
-
-Files (upload, list, delete) and the agents' file routes come with the document processing
-(issue 36)."""
+its own parameter names: `folder_id`, `source_id`) over one service; their files."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, File, UploadFile
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, AgentId, Before, FolderId, Limit, Order
-from cairn.domain.folders import Folder
-from cairn.services import folders
+from cairn.api.params import After, AgentId, Before, FileId, FolderId, Limit, Order
+from cairn.domain.folders import DuplicateHandling, Folder
+from cairn.services import files, folders
 from cairn.services.requests import FolderCreate, FolderUpdate
 
 router = APIGatewayHttpRouter()
@@ -153,3 +150,86 @@ def detach_folder(agent_id: AgentId, folder_id: FolderId) -> Response[Any]:
 @router.patch("/agents/<agent_id>/sources/detach/<source_id>")
 def detach_source(agent_id: AgentId, source_id: FolderId) -> Response[Any]:
     return _attached(agent_id, source_id, on=False)
+
+
+# -- files ------------------------------------------------------------------------------
+
+
+@router.post("/folders/<folder_id>/upload")
+def upload_file_to_folder(
+    folder_id: FolderId, file: Annotated[UploadFile, File()],
+    duplicate_handling: DuplicateHandling = "suffix", name: str | None = None,
+) -> Response[Any]:  # fmt: skip
+    done = files.upload(http.rt(), http.org_id(), folder_id, file.content,
+                        filename=file.filename or "upload", content_type=file.content_type,
+                        duplicate_handling=duplicate_handling, name=name)  # fmt: skip
+    reply = http.json_reply(200, letta.file_json(done.file))
+    if done.skipped:  # Letta's word that nothing was uploaded
+        reply.headers["X-Upload-Result"] = "skipped"
+    return reply
+
+
+@router.post("/sources/<source_id>/upload")
+def upload_file_to_source(
+    source_id: FolderId, file: Annotated[UploadFile, File()],
+    duplicate_handling: DuplicateHandling = "suffix", name: str | None = None,
+) -> Response[Any]:  # fmt: skip
+    return upload_file_to_folder(source_id, file, duplicate_handling, name)
+
+
+@router.get("/folders/<folder_id>/files")
+def list_folder_files(
+    folder_id: FolderId, after: After = None, before: Before = None, limit: Limit = 1000,
+    order: Order = "desc", include_content: bool = False,
+) -> Response[Any]:  # fmt: skip
+    found = files.list_files(http.rt(), http.org_id(), folder_id, after=after, before=before,
+                             limit=limit, order=order)  # fmt: skip
+    return http.json_reply(200, [_file(f, include_content) for f in found])
+
+
+@router.get("/sources/<source_id>/files")
+def list_source_files(
+    source_id: FolderId, after: After = None, limit: Limit = 1000, include_content: bool = False,
+) -> Response[Any]:  # fmt: skip
+    return list_folder_files(source_id, after, None, limit, "desc", include_content)
+
+
+@router.get("/sources/<source_id>/files/<file_id>")
+def source_file(
+    source_id: FolderId, file_id: FileId, include_content: bool = False
+) -> Response[Any]:
+    file = files.retrieve(http.rt(), http.org_id(), source_id, file_id)
+    return http.json_reply(200, _file(file, include_content))
+
+
+def _file(file: Any, include_content: bool) -> dict[str, Any]:
+    text = files.content_of(http.rt(), http.org_id(), file.id) if include_content else None
+    return letta.file_json(file, text)
+
+
+@router.delete("/folders/<folder_id>/<file_id>")
+def delete_folder_file(folder_id: FolderId, file_id: FileId) -> Response[Any]:
+    files.delete(http.rt(), http.org_id(), file_id, folder_id)
+    return Response(status_code=204, body="")
+
+
+@router.delete("/sources/<source_id>/<file_id>")
+def delete_source_file(source_id: FolderId, file_id: FileId) -> Response[Any]:
+    return delete_folder_file(source_id, file_id)
+
+
+@router.get("/folders/<folder_id>/passages")
+def folder_passages(
+    folder_id: FolderId, after: After = None, before: Before = None, limit: Limit = 100,
+    order: Order = "desc",
+) -> Response[Any]:  # fmt: skip
+    found = files.passages(http.rt(), http.org_id(), folder_id, after=after, before=before,
+                           limit=limit, order=order)  # fmt: skip
+    return http.json_reply(200, [letta.file_passage_json(p) for p in found])
+
+
+@router.get("/sources/<source_id>/passages")
+def source_passages(
+    source_id: FolderId, after: After = None, before: Before = None, limit: Limit = 100,
+) -> Response[Any]:  # fmt: skip
+    return folder_passages(source_id, after, before, limit, "desc")

@@ -21,7 +21,7 @@ from cairn.orchestration.aws.secrets import (
     sealing_key,
     with_provider_keys,
 )
-from cairn.orchestration.ports import StepQueue, Workflows
+from cairn.orchestration.ports import DocumentStore, StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
 from cairn.sealing import Sealer
 from cairn.store.db import IDLE_CHECK_SECONDS, Database
@@ -93,8 +93,14 @@ def build_runtime(
             from cairn.orchestration.inline import InlineWorkflows
 
             workflows = InlineWorkflows()
-    outlets = Outlets(queue, workflows, embeddings)
-    rt = Runtime(settings, database, engine, outlets, workflows, vault, keys)
+    files: StepQueue | None = None
+    if settings.files_queue_url:
+        from cairn.orchestration.aws.sqs import SqsStepQueue
+
+        files = SqsStepQueue(settings.files_queue_url)
+    outlets = Outlets(queue, workflows, embeddings, files)
+    rt = Runtime(settings, database, engine, outlets, workflows, vault, keys,
+                 documents_for(settings))  # fmt: skip
     from cairn.orchestration.agent_messages import Messenger
 
     engine.messenger = Messenger(rt)  # the multi-agent tools run other agents' turns
@@ -102,6 +108,17 @@ def build_runtime(
         if part is not None and hasattr(part, "attach"):  # in-process: through the outlets
             part.attach(rt)
     return rt
+
+
+def documents_for(settings: Settings) -> DocumentStore:
+    """The originals' store: the bucket on AWS, a directory of the data dir locally."""
+    if settings.documents_bucket:
+        from cairn.orchestration.aws.documents import S3Documents
+
+        return S3Documents(settings.documents_bucket)
+    from cairn.orchestration.directory_documents import DirectoryDocuments
+
+    return DirectoryDocuments(settings.data_dir / "documents")
 
 
 def runtime() -> Runtime:

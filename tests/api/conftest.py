@@ -72,8 +72,10 @@ def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
         finally:
             server.shutdown()
             server.server_close()
-            if isinstance(rt.queue.steps, InlineStepQueue):
-                rt.queue.steps.close()
+            for queue in {id(q): q for q in (rt.queue.steps, rt.queue.embeddings,
+                                              rt.queue.files)}.values():  # fmt: skip
+                if isinstance(queue, InlineStepQueue):
+                    queue.close()
             use_runtime(None)
             sending.yielding = nullcontext
             shutil.rmtree(defaults["data_dir"], ignore_errors=True)

@@ -114,6 +114,9 @@ def test_every_served_route_is_described_with_its_inputs(ours: dict[str, Any]) -
                     "/refresh",  # an MCP server's tools listed again
                     "/resync",
                     "/mcp/servers/{}/{}",  # an MCP server's tool registered by its name
+                    "/files/close-all",  # an agent's file views
+                    "/open",
+                    "/close",
                 )
             )
             assert "requestBody" in op or bodiless, (method, path)

@@ -35,13 +35,7 @@ RESOURCES = (
 API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 # Method -> why Cairn does not serve it. Mirrored in docs/api.md ("Not served").
-FILES = "the agents' file routes and file tools are being built (issue 36)"
-NOT_SERVED = {
-    "agents.files.close": FILES,
-    "agents.files.close_all": FILES,
-    "agents.files.list": FILES,
-    "agents.files.open": FILES,
-}
+NOT_SERVED: dict[str, str] = {}
 
 called: set[str] = set()
 
@@ -103,8 +97,8 @@ def _noting(method: Any, name: str) -> Any:
 def walk_pages(page: Any) -> list[Any]:
     """All items through the SDK's auto-pager, which must fetch at least two pages."""
     pages = list(page.iter_pages())
-    items = [item for p in pages for item in p.items]
-    assert len([p for p in pages if p.items]) >= 2, f"one page only: {items}"
+    items = [item for p in pages for item in p._get_page_items()]
+    assert len([p for p in pages if p._get_page_items()]) >= 2, f"one page only: {items}"
     ids = [getattr(i, "id", i) for i in items]
     assert len(ids) == len(set(ids)), f"a page repeated: {ids}"  # the pager must move on
     return items
@@ -457,6 +451,16 @@ def test_folders(stack: Stack, client: Letta) -> None:
     uploaded = [client.folders.files.upload(made[0].id, file=(f"n{n}.txt", b"note", "text/plain"))
                 for n in range(3)]  # fmt: skip
     assert len(walk_pages(client.folders.files.list(made[0].id, limit=2))) == 3
+    for _ in range(1200):  # the files' jobs, on the queue
+        statuses = {f.processing_status for f in client.folders.files.list(made[0].id)}
+        if statuses == {"completed"}:
+            break
+        time.sleep(0.05)
+    assert statuses == {"completed"}
+    assert client.agents.files.open(uploaded[1].id, agent_id=agents[0]) == []
+    assert len(walk_pages(client.agents.files.list(agents[0], limit=2))) == 3
+    client.agents.files.close(uploaded[1].id, agent_id=agents[0])
+    assert client.agents.files.close_all(agents[0]) == []
     client.folders.files.delete(uploaded[0].id, folder_id=made[0].id)
     client.folders.delete(made[2].id)
     assert [f.id for f in client.folders.list()] == [made[0].id, made[1].id]

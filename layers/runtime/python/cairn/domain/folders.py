@@ -83,3 +83,15 @@ class FileAgent(DomainModel):
     start_line: int | None = None
     end_line: int | None = None
     last_accessed_at: datetime = Field(default_factory=utc_now)
+    file_type: str = Field(default="text/plain", exclude=True)  # the file's, read with it
+
+
+class AgentFolder(DomainModel):
+    """A folder attached to an agent, with the agent's view of each of its readable files:
+    what `<directories>` shows and the file tools work on."""
+
+    id: str
+    name: str
+    description: str | None = None
+    instructions: str | None = None
+    files: list[FileAgent] = Field(default_factory=list)

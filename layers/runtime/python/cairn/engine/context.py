@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from time import monotonic
@@ -12,6 +13,8 @@ from zoneinfo import ZoneInfo
 from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
+from cairn.domain.configs import EmbeddingConfig
+from cairn.domain.folders import AgentFolder, FileAgent
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, agent_message_command
@@ -19,12 +22,13 @@ from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
 from cairn.engine import agent_messages, search, voice_memory
 from cairn.engine.agent_messages import Messenger
+from cairn.engine.file_tools import FileWork
 from cairn.engine.mcp_calls import run_mcp_tool
 from cairn.engine.state import StepState
 from cairn.llm import deadline
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.sealing import Sealer
-from cairn.store import agent_secrets, agents, sandbox_configs, tenancy
+from cairn.store import agent_secrets, agents, folders, sandbox_configs, tenancy
 from cairn.store.db import Connection, Database
 from cairn.tools.context import current_call
 from cairn.tools.sandbox import (
@@ -54,6 +58,9 @@ class StepToolContext:
     new_passages: list[Passage] = field(default_factory=list)
     new_archive: Archive | None = None
     messenger: Messenger | None = None  # runs other agents' turns (None: not here)
+    # The embedder of a folder's config (its chunks were embedded with it).
+    embedder_for: Callable[[EmbeddingConfig | None], Embedder] | None = None
+    files: FileWork = field(init=False)
     # What the checkpoint starts besides its continuation (messages to other agents).
     outgoing: list[OutboxCommand] = field(default_factory=list)
 
@@ -114,6 +121,42 @@ class StepToolContext:
             named = agents.names(conn, self.state.agent.organization_id, agent_ids)
         if missing := [a for a in agent_ids if a not in named]:
             raise ValueError(f"Agent with ID {missing[0]} not found")
+
+    # -- files ------------------------------------------------------------------------------
+
+    def __post_init__(self) -> None:
+        # Made here, not on first use: parallel built-ins (grep, search) share it.
+        agent = self.state.agent
+        self.files = FileWork(
+            self.db, agent.organization_id, self.state.folders,
+            max_files_open=agent.max_files_open, context_window=agent.llm_config.context_window,
+            now=self.now, embedder_for=self._folder_embedder,
+        )  # fmt: skip
+
+    def _folder_embedder(self, folder: AgentFolder) -> Embedder | None:
+        if self.embedder_for is None:
+            return self.embedder
+        with self.db.connection() as conn:
+            found = folders.get(conn, self.state.agent.organization_id, folder.id)
+        return self.embedder_for(found.embedding_config) if found else None
+
+    def open_files(
+        self, requests: list[tuple[str, int | None, int | None]], *, close_all_others: bool
+    ) -> str:
+        return self.files.open_files(requests, close_all_others=close_all_others)
+
+    def grep_files(
+        self, pattern: str, *, include: str | None, context_lines: int | None, offset: int | None
+    ) -> str:
+        return self.files.grep_files(pattern, include=include, context_lines=context_lines,
+                                     offset=offset)  # fmt: skip
+
+    def semantic_search_files(self, query: str, limit: int) -> str:
+        return self.files.semantic_search_files(query, limit)
+
+    def file_views(self) -> list[FileAgent]:
+        """The views the file tools changed, for the checkpoint."""
+        return list(self.files.changed.values())
 
     # -- voice memory -------------------------------------------------------------------
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from cairn.domain.agents import Agent
+from cairn.domain.agents import Agent, file_limits
 from cairn.domain.blocks import Block
+from cairn.domain.folders import AgentFolder
 from cairn.domain.messages import Message, TextContent
 from cairn.domain.tools import Tool
 from cairn.engine.policy import LoopPolicy
 from cairn.engine.state import StepState
+from cairn.memory.directories import Directory, FileView, render_directories, view_window
 from cairn.memory.render import (
     MemoryMetadata,
     compile_system_message,
@@ -23,7 +26,12 @@ from cairn.tools.schema import with_runtime_arguments
 CHARS_PER_TOKEN = 4
 
 
-def memory_section(agent: Agent, blocks: list[Block], solver: ToolRulesSolver | None = None) -> str:
+def memory_section(
+    agent: Agent,
+    blocks: list[Block],
+    solver: ToolRulesSolver | None = None,
+    folders: Sequence[AgentFolder] = (),
+) -> str:
     """The core-memory section of the agent's system prompt: the one place it is rendered."""
     rules = solver or ToolRulesSolver.of(agent.tool_rules)
     return render_memory_section(
@@ -31,7 +39,26 @@ def memory_section(agent: Agent, blocks: list[Block], solver: ToolRulesSolver | 
         agent_type=agent.agent_type,
         provider=agent.llm_config.model_endpoint_type,
         tool_rule_lines=rules.prompt_lines(),
+        directories=directories(agent, folders),
     )
+
+
+def directories(agent: Agent, folders: Sequence[AgentFolder]) -> str:
+    """`<directories>`: the attached folders and the agent's open files, within its limits."""
+    max_open, char_limit = file_limits(agent.llm_config.context_window)
+    max_open = agent.max_files_open or max_open
+    char_limit = agent.per_file_view_window_char_limit or char_limit
+    shown = [
+        Directory(
+            name=folder.name, description=folder.description, instructions=folder.instructions,
+            files=[FileView(name=f.file_name, limit=char_limit,
+                            visible_content=view_window(f.visible_content or "", char_limit)
+                            if f.is_open else "")
+                   for f in folder.files],
+        )
+        for folder in folders
+    ]  # fmt: skip
+    return render_directories(shown, max_files_open=max_open)
 
 
 def system_text(
@@ -43,6 +70,7 @@ def system_text(
     archival_count: int = 0,
     archival_tags: list[str] | None = None,
     solver: ToolRulesSolver | None = None,
+    folders: Sequence[AgentFolder] = (),
 ) -> str:
     """The whole system message of an agent with these blocks, as of `now`."""
     metadata = MemoryMetadata(
@@ -53,7 +81,8 @@ def system_text(
         archival_count=archival_count,
         archival_tags=archival_tags or [],
     )
-    return compile_system_message(agent.system, memory_section(agent, blocks, solver), metadata)
+    section = memory_section(agent, blocks, solver, folders)
+    return compile_system_message(agent.system, section, metadata)
 
 
 def refreshed_system(
@@ -66,7 +95,7 @@ def refreshed_system(
 ) -> Message | None:
     """The system message rewritten, or None when the stored one still shows this memory."""
     agent = state.agent
-    section = memory_section(agent, blocks, solver)
+    section = memory_section(agent, blocks, solver, state.folders)
     stored = state.context[0]
     if not force and not needs_rebuild(stored.text, agent.system, section):
         return None
@@ -78,6 +107,7 @@ def refreshed_system(
         archival_count=state.archival_count,
         archival_tags=state.archival_tags,
         solver=solver,
+        folders=state.folders,
     )
     return stored.model_copy(update={"content": [TextContent(text=text)]})
 

@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
+from cairn.domain.folders import AgentFolder
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive
 from cairn.domain.runs import Run
 from cairn.domain.tools import Tool
-from cairn.store import agents, archives, blocks, context, messages, tools
+from cairn.store import agents, archives, blocks, context, files, messages, tools
 from cairn.store.db import Connection
 
 
@@ -29,6 +30,8 @@ class StepState:
     # Where the context's entries stand (store/context.py): the checkpoint writes only the
     # entries that change.
     context_positions: list[int] = field(default_factory=list)
+    # The folders attached to the agent and its views of their files (`<directories>`).
+    folders: list[AgentFolder] = field(default_factory=list)
 
     @property
     def org_id(self) -> str:
@@ -73,4 +76,5 @@ def load(conn: Connection, run: Run, step_index: int) -> StepState | None:
         recall_count=messages.count_for_agent(conn, org, agent_id),
         archival_count=archives.count_passages(conn, org, archive.id) if archive else 0,
         archival_tags=archives.archive_tags(conn, org, archive.id) if archive else [],
+        folders=files.agent_folders(conn, agent_id),
     )

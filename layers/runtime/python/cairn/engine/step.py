@@ -193,6 +193,7 @@ class Engine:
             recall_count=got.recall_count,
             archival_count=got.archival_count,
             archival_tags=got.archival_tags,
+            folders=got.folders or [],
         )
         journal = got.journal
         previous_kind = got.previous_kind

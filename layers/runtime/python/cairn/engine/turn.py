@@ -173,6 +173,7 @@ class Turn:
             embedder=self.parts.embedder_for(self.agent.embedding_config),
             tool_timeout_seconds=self.parts.settings.tool_timeout_seconds,
             messenger=self.parts.messenger,
+            embedder_for=self.parts.embedder_for,
         )
         to_run = [p for p in prepared if p.call.id not in (overrides or {})]
         started = time.monotonic_ns()
@@ -374,6 +375,7 @@ class Turn:
             deleted_blocks=deleted,
             new_archive=ctx.new_archive if ctx else None,
             passages=ctx.new_passages if ctx else [],
+            file_views=ctx.file_views() if ctx else [],
             commands=list(ctx.outgoing) if ctx else [],
             context_tokens=tokens[0] if tokens else None,
             context_tokens_upto=tokens[1] if tokens else None,

@@ -9,7 +9,7 @@ from typing import Any
 
 from cairn.domain import model_settings
 from cairn.domain.agent_secrets import KEY_PATTERN, AgentSecret
-from cairn.domain.agents import Agent, AgentFilter, check_timezone
+from cairn.domain.agents import Agent, AgentFilter, check_timezone, file_limits
 from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block
 from cairn.domain.configs import LLMConfig
@@ -32,7 +32,17 @@ from cairn.sealing import Sealer
 from cairn.services import identities as identity_service
 from cairn.services import providers
 from cairn.services.requests import CreateAgent, UpdateAgent
-from cairn.store import agent_secrets, agents, archives, blocks, groups, messages, runs, tools
+from cairn.store import (
+    agent_secrets,
+    agents,
+    archives,
+    blocks,
+    files,
+    groups,
+    messages,
+    runs,
+    tools,
+)
 from cairn.store import identities as identity_rows
 from cairn.store.db import Connection
 from cairn.store.rows import Order
@@ -134,8 +144,10 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
             timezone=req.timezone,
             enable_sleeptime=req.enable_sleeptime,
             message_buffer_autoclear=req.message_buffer_autoclear,
-            max_files_open=req.max_files_open,
-            per_file_view_window_char_limit=req.per_file_view_window_char_limit,
+            # Letta fills both from the context window when not given.
+            max_files_open=req.max_files_open or file_limits(llm.context_window)[0],
+            per_file_view_window_char_limit=req.per_file_view_window_char_limit
+            or file_limits(llm.context_window)[1],
             hidden=req.hidden,
         )
         new_blocks = [
@@ -307,6 +319,7 @@ def reset_messages(rt: Runtime, org: str, agent_id: str, *, add_defaults: bool) 
             recall_count=messages.count_for_agent(conn, org, agent.id),
             archival_count=archives.count_passages(conn, org, archive.id) if archive else 0,
             archival_tags=archives.archive_tags(conn, org, archive.id) if archive else [],
+            folders=files.agent_folders(conn, agent.id),
         )
         fresh = initial_messages(agent, system, now=now)
         stored = messages.insert(conn, fresh if add_defaults else fresh[:1])
@@ -339,7 +352,7 @@ def context_overview(rt: Runtime, org: str, agent_id: str) -> ContextOverview:
         raise NotFoundError(f"Agent with ID {agent_id} not found")
     return ContextOverview(
         agent=agent,
-        core_memory=prompt.memory_section(agent, state.blocks),
+        core_memory=prompt.memory_section(agent, state.blocks, folders=state.folders),
         functions=[{"type": "function", "function": t.json_schema} for t in state.tools],
         context=state.context,
         message_tokens=prompt.context_estimate(state, []),

@@ -15,9 +15,12 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 
-from cairn.domain.folders import DuplicateHandling, FileMetadata, FilePassage
+from cairn.domain.base import utc_now
+from cairn.domain.folders import DuplicateHandling, FileAgent, FileMetadata, FilePassage
+from cairn.domain.ids import stable_id
 from cairn.domain.runs import file_job_command
 from cairn.engine import documents, file_jobs
+from cairn.engine.file_tools import FileWork
 from cairn.errors import (
     ConflictError,
     InvalidArgumentError,
@@ -26,6 +29,7 @@ from cairn.errors import (
     UnsupportedMediaError,
 )
 from cairn.orchestration.assembly.parts import Runtime
+from cairn.services.agents import fetch as fetch_agent
 from cairn.services.folders import fetch as fetch_folder
 from cairn.store import files
 from cairn.store.db import Connection
@@ -184,3 +188,72 @@ def passages(
         fetch_folder(conn, org, folder_id)
         return files.list_passages(conn, org, folder_id, after=after, before=before,
                                    limit=limit, order=order)  # fmt: skip
+
+
+# -- an agent's views of its files (outside a step: the next step's prompt shows them) -------
+
+
+@dataclass(frozen=True)
+class AgentFile:
+    view: FileAgent
+    folder_name: str
+
+    @property
+    def id(self) -> str:
+        return stable_id("file_agent", self.view.agent_id, self.view.file_id)
+
+
+def agent_files(
+    rt: Runtime, org: str, agent_id: str, *, is_open: bool | None, after: str | None,
+    before: str | None, limit: int, order: Order,
+) -> tuple[list[AgentFile], bool]:  # fmt: skip
+    """A page of the files of the agent's folders as it sees them, and whether more follow."""
+    with rt.db.connection() as conn:
+        fetch_agent(conn, org, agent_id)
+        attached = files.agent_folders(conn, agent_id)
+    listed = [AgentFile(view, folder.name) for folder in attached for view in folder.files
+              if is_open is None or view.is_open == is_open]  # fmt: skip
+    listed.sort(key=lambda f: (f.view.last_accessed_at, f.id), reverse=order == "desc")
+    ids = [f.id for f in listed]
+    if after in ids:
+        listed = listed[ids.index(after) + 1 :]
+    elif before in ids:
+        listed = listed[: ids.index(before)]
+    return listed[:limit], len(listed) > limit
+
+
+def _work(rt: Runtime, conn: Connection, org: str, agent_id: str) -> FileWork:
+    agent = fetch_agent(conn, org, agent_id)
+    return FileWork(rt.db, org, files.agent_folders(conn, agent_id),
+                    max_files_open=agent.max_files_open,
+                    context_window=agent.llm_config.context_window, now=utc_now(),
+                    embedder_for=lambda _: None)  # fmt: skip
+
+
+def open_for_agent(rt: Runtime, org: str, agent_id: str, file_id: str) -> list[str]:
+    """Open the whole file in the agent's view; the files closed to make room (Letta's)."""
+    with rt.db.connection() as conn:
+        work = _work(rt, conn, org, agent_id)
+    view = next((v for v in work.views.values() if v.file_id == file_id), None)
+    if view is None:
+        raise NotFoundError(f"File with id={file_id} not found")
+    work.open_files([(view.file_name, None, None)], close_all_others=False)
+    with rt.db.transaction() as conn:
+        files.put_views(conn, list(work.changed.values()))
+    return work.evicted
+
+
+def close_for_agent(rt: Runtime, org: str, agent_id: str, file_id: str | None) -> list[str]:
+    """Close the file (every open one without `file_id`); the names closed."""
+    with rt.db.connection() as conn:
+        work = _work(rt, conn, org, agent_id)
+    names = None
+    if file_id is not None:
+        view = next((v for v in work.views.values() if v.file_id == file_id), None)
+        if view is None:
+            raise NotFoundError(f"File with id={file_id} not found")
+        names = [view.file_name]
+    closed = work.close(names)
+    with rt.db.transaction() as conn:
+        files.put_views(conn, list(work.changed.values()))
+    return closed

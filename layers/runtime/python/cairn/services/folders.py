@@ -15,9 +15,10 @@ from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.requests import FolderCreate, FolderUpdate
-from cairn.store import files, folders
+from cairn.store import files, folders, tools
 from cairn.store.db import Connection
 from cairn.store.rows import Order
+from cairn.tools.registry import BUILTIN_TOOLS, FILE_TOOLS
 
 
 def fetch(conn: Connection, org: str, folder_id: str) -> Folder:
@@ -145,6 +146,22 @@ def attach(rt: Runtime, org: str, agent_id: str, folder_id: str, *, on: bool) ->
         fetch(conn, org, folder_id)
         if on:
             folders.attach(conn, org, folder_id, agent_id)
+            _file_tools(conn, org, agent_id, attach=True)
         else:
             folders.detach(conn, org, folder_id, agent_id)
+            if not folders.of_agent(conn, org, agent_id, after=None, before=None, limit=1,
+                                    order="asc"):  # fmt: skip
+                _file_tools(conn, org, agent_id, attach=False)
         return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)
+
+
+def _file_tools(conn: Connection, org: str, agent_id: str, *, attach: bool) -> None:
+    """Letta gives an agent the file tools with a folder, and takes them with its last."""
+    for name in FILE_TOOLS:
+        tool = tools.get_by_name(conn, org, name) or tools.upsert(
+            conn, BUILTIN_TOOLS[name].as_tool(org)
+        )
+        if attach:
+            tools.attach(conn, org, agent_id, tool.id)
+        else:
+            tools.detach(conn, org, agent_id, tool.id)

@@ -12,11 +12,12 @@ from psycopg.pq import TransactionStatus
 from cairn import faults
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
+from cairn.domain.folders import FileAgent
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
 from cairn.errors import VersionConflictError
-from cairn.store import archives, blocks, context, messages, outbox, steps
+from cairn.store import archives, blocks, context, files, messages, outbox, steps
 from cairn.store.db import Connection, Database, pipeline
 from cairn.store.rows import to_params
 
@@ -41,6 +42,8 @@ class Checkpoint:
     deleted_blocks: list[Block] = field(default_factory=list)
     new_archive: Archive | None = None
     passages: list[Passage] = field(default_factory=list)
+    # The agent's views of files the file tools opened, closed or touched.
+    file_views: list[FileAgent] = field(default_factory=list)
     next_command: OutboxCommand | None = None
     # Published after commit besides the continuation: the approval wait, a workflow item's
     # result. (Embedding jobs need no row: engine/step.py, `_embed_job`.)
@@ -222,6 +225,8 @@ def _write(
         )
     for passage in cp.passages:
         conn.execute(archives.INSERT_PASSAGE, archives.passage_params(passage))
+    for view in cp.file_views:
+        conn.execute(files.PUT_VIEW, to_params(view))
     window = context.plan(list(zip(cp.context_positions, cp.agent.message_ids, strict=True)),
                           cp.message_ids)  # fmt: skip
     if window.removed:

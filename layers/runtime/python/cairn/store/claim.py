@@ -15,11 +15,13 @@ from pydantic import TypeAdapter
 from cairn.domain.agents import Agent
 from cairn.domain.base import DEFERRED
 from cairn.domain.blocks import Block
+from cairn.domain.folders import AgentFolder
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive
 from cairn.domain.runs import OutboxCommand, Run
 from cairn.domain.tools import Tool
 from cairn.store.db import Connection
+from cairn.store.files import AGENT_FOLDERS
 from cairn.store.messages import MESSAGE_COLUMNS
 
 # The lease: free, ours, or lapsed; and no older run of the agent still waiting (runs are
@@ -97,7 +99,8 @@ SELECT
              '{{}}') AS archival_tags,
     (SELECT coalesce(jsonb_object_agg(key, payload), '{{}}') FROM step_journal
      WHERE run_id = %(run)s AND step_index = %(idx)s) AS journal,
-    (SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s - 1) AS previous_kind
+    (SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s - 1) AS previous_kind,
+    (SELECT {AGENT_FOLDERS.format(agent="l.id")} FROM lease l) AS folders
 """
 
 
@@ -123,6 +126,7 @@ class Claim:
     journal: dict[str, dict[str, Any]]
     previous_kind: str | None
     org_full: bool = False  # no agent: its organization holds as many as it may (cap)
+    folders: list[AgentFolder] | None = None  # attached, with the agent's views of their files
 
 
 def claim(
@@ -168,4 +172,5 @@ def read(cursor: Cursor[dict[str, Any]]) -> Claim:
         journal=dict(row["journal"]),
         previous_kind=row["previous_kind"],
         org_full=bool(row["org_full"]),
+        folders=[AgentFolder.model_validate(f) for f in row["folders"] or ()],
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 from psycopg import sql
 
-from cairn.domain.folders import FileAgent, FileMetadata, FilePassage
+from cairn.domain.folders import AgentFolder, FileAgent, FileMetadata, FilePassage
 from cairn.store.db import Connection
 from cairn.store.rows import Order, filtered_page, to_params
 from cairn.store.search import _in_transaction, _literal, vector_type
@@ -207,11 +207,13 @@ SELECT fa.* FROM files_agents fa
 WHERE fa.organization_id = %(org)s AND fa.agent_id = %(agent_id)s
 ORDER BY fa.file_name
 """
+# A file deleted since the step read it is left out (no row to name).
 PUT_VIEW = """
 INSERT INTO files_agents (agent_id, file_id, folder_id, organization_id, file_name, is_open,
                           visible_content, start_line, end_line, last_accessed_at)
-VALUES (%(agent_id)s, %(file_id)s, %(folder_id)s, %(organization_id)s, %(file_name)s,
-        %(is_open)s, %(visible_content)s, %(start_line)s, %(end_line)s, %(last_accessed_at)s)
+SELECT %(agent_id)s, f.id, f.folder_id, f.organization_id, f.file_name, %(is_open)s,
+       %(visible_content)s, %(start_line)s, %(end_line)s, %(last_accessed_at)s
+FROM files f WHERE f.id = %(file_id)s AND f.organization_id = %(organization_id)s
 ON CONFLICT (agent_id, file_id) DO UPDATE SET is_open = EXCLUDED.is_open,
     visible_content = EXCLUDED.visible_content, start_line = EXCLUDED.start_line,
     end_line = EXCLUDED.end_line, last_accessed_at = EXCLUDED.last_accessed_at
@@ -227,6 +229,32 @@ WHERE a.organization_id = %(org)s AND a.agent_id = %(agent_id)s
   AND f.processing_status = 'completed'
 ORDER BY f.file_name
 """
+
+
+# The folders attached to agent {agent}, each with its completed files and the agent's view
+# of them (closed where it has none): a fragment the step's claim reads in its one query.
+AGENT_FOLDERS = """
+(SELECT coalesce(json_agg(json_build_object(
+     'id', f.id, 'name', f.name, 'description', f.description, 'instructions', f.instructions,
+     'files', (SELECT coalesce(json_agg(json_build_object(
+                   'agent_id', {agent}, 'file_id', x.id, 'folder_id', x.folder_id,
+                   'organization_id', x.organization_id, 'file_name', x.file_name,
+                   'file_type', x.file_type, 'is_open', coalesce(v.is_open, false),
+                   'visible_content', v.visible_content, 'start_line', v.start_line,
+                   'end_line', v.end_line,
+                   'last_accessed_at', coalesce(v.last_accessed_at, x.created_at))
+                 ORDER BY x.file_name), '[]')
+               FROM files x LEFT JOIN files_agents v ON v.file_id = x.id AND v.agent_id = {agent}
+               WHERE x.folder_id = f.id AND x.processing_status = 'completed'))
+   ORDER BY fa.created_at, f.id), '[]')
+ FROM folders_agents fa JOIN folders f ON f.id = fa.folder_id WHERE fa.agent_id = {agent})
+"""
+
+
+def agent_folders(conn: Connection, agent_id: str) -> list[AgentFolder]:
+    query = "SELECT " + AGENT_FOLDERS.format(agent="%(agent)s") + " AS folders"
+    row = conn.execute(query, {"agent": agent_id}).fetchone()
+    return [AgentFolder.model_validate(f) for f in (row["folders"] if row else [])]
 
 
 def views(conn: Connection, org_id: str, agent_id: str) -> list[FileAgent]:

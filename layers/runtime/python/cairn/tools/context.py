@@ -100,6 +100,18 @@ class ToolContext(Protocol):
         """Letta's voice search: archival by the latest user message, recall by keywords."""
         ...
 
+    def open_files(
+        self, requests: list[tuple[str, int | None, int | None]], *, close_all_others: bool
+    ) -> str:
+        """Open (file name, offset, length) windows into the agent's view; Letta's text."""
+        ...
+
+    def grep_files(
+        self, pattern: str, *, include: str | None, context_lines: int | None, offset: int | None
+    ) -> str: ...
+
+    def semantic_search_files(self, query: str, limit: int) -> str: ...
+
     def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         """{"success", "result"} of a call of the organization's MCP server."""
         ...

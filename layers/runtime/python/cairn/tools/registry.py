@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from cairn.domain.constants import TOOL_RETURN_CHAR_LIMIT
 from cairn.domain.tool_rules import ContinueToolRule, TerminalToolRule, ToolRule
 from cairn.domain.tools import Tool, ToolType
-from cairn.tools.builtin import agents, core, memory, voice
+from cairn.tools.builtin import agents, core, files, memory, voice
 from cairn.tools.builtin.letta_words import DESCRIPTIONS
 from cairn.tools.context import ToolContext
 from cairn.tools.schema import args_model, function_schema, validate_arguments
@@ -99,6 +99,10 @@ class _Builtins(Mapping[str, ToolSpec]):
             tool_spec(voice.finish_rethinking_memory, "letta_voice_sleeptime_core"),
             tool_spec(voice.store_memories, "letta_voice_sleeptime_core"),
             tool_spec(voice.search_memory, "letta_voice_sleeptime_core"),
+            tool_spec(files.open_files, "letta_files_core"),
+            tool_spec(files.grep_files, "letta_files_core", enable_parallel_execution=True),
+            tool_spec(files.semantic_search_files, "letta_files_core",
+                      enable_parallel_execution=True),
         )  # fmt: skip
         return {spec.name: spec for spec in made}
 
@@ -129,6 +133,8 @@ V1_TOOLS = ("conversation_search", "memory_insert", "memory_replace")
 V2_TOOLS = ("send_message", *V1_TOOLS)
 # A chat agent with sleeptime leaves memory upkeep (and archival inserts) to its helpers.
 SLEEPTIME_CHAT_TOOLS = ("send_message", "conversation_search", "archival_memory_search")
+# What an agent gets when a folder is attached to it, as in Letta (and loses with its last).
+FILE_TOOLS = ("open_files", "grep_files", "semantic_search_files")
 TERMINAL_TOOLS = ("send_message", "send_message_to_agent_async", "memory_finish_edits")
 _LEGACY_CHAT_AGENT_TYPES = frozenset({"memgpt_agent", "split_thread_agent", "voice_convo_agent"})
 

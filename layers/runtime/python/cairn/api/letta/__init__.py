@@ -7,6 +7,7 @@ from cairn.api.letta.groups import group_json
 from cairn.api.letta.identities import identity_json
 from cairn.api.letta.mcp import mcp_config_json, mcp_server_json, mcp_tool_json
 from cairn.api.letta.memory import (
+    agent_file_json,
     archive_json,
     block_json,
     file_json,
@@ -43,6 +44,7 @@ from cairn.api.letta.tools import execution_json, tool_json, tool_return_json
 __all__ = [
     "ASSISTANT_KWARG",
     "ASSISTANT_TOOL",
+    "agent_file_json",
     "agent_json",
     "archive_json",
     "batch_json",

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 from cairn.api.letta.times import iso
 from cairn.domain.blocks import Block
-from cairn.domain.folders import FileMetadata, FilePassage, Folder
+from cairn.domain.folders import FileAgent, FileMetadata, FilePassage, Folder
 from cairn.domain.passages import Archive, Passage
 
 
@@ -74,4 +74,14 @@ def file_passage_json(passage: FilePassage, file_name: str | None = None) -> dic
         "embedding_config": passage.embedding_config.model_dump(mode="json"),
         "metadata": {}, "tags": None, "is_deleted": False,
         "created_at": iso(passage.created_at),
+    }  # fmt: skip
+
+
+def agent_file_json(attachment_id: str, view: FileAgent, folder_name: str) -> dict[str, Any]:
+    """Letta's AgentFileAttachment: one file as an agent sees it."""
+    return {
+        "id": attachment_id, "file_id": view.file_id, "file_name": view.file_name,
+        "folder_id": view.folder_id, "folder_name": folder_name, "is_open": view.is_open,
+        "last_accessed_at": iso(view.last_accessed_at), "visible_content": view.visible_content,
+        "start_line": view.start_line, "end_line": view.end_line,
     }  # fmt: skip

@@ -233,3 +233,35 @@ def source_passages(
     source_id: FolderId, after: After = None, before: Before = None, limit: Limit = 100,
 ) -> Response[Any]:  # fmt: skip
     return folder_passages(source_id, after, before, limit, "desc")
+
+
+# -- an agent's files -------------------------------------------------------------------
+
+
+@router.get("/agents/<agent_id>/files")
+def agent_files(
+    agent_id: AgentId, after: After = None, before: Before = None, limit: Limit = 100,
+    order: Order = "desc", cursor: str | None = None, is_open: bool | None = None,
+) -> Response[Any]:  # fmt: skip
+    found, more = files.agent_files(http.rt(), http.org_id(), agent_id, is_open=is_open,
+                                    after=after or cursor, before=before, limit=limit,
+                                    order=order)  # fmt: skip
+    shown = [letta.agent_file_json(f.id, f.view, f.folder_name) for f in found]
+    return http.json_reply(200, {"files": shown, "next_cursor": found[-1].id if more else None,
+                                 "has_more": more})  # fmt: skip
+
+
+@router.patch("/agents/<agent_id>/files/close-all")
+def close_all_files(agent_id: AgentId) -> Response[Any]:
+    return http.json_reply(200, files.close_for_agent(http.rt(), http.org_id(), agent_id, None))
+
+
+@router.patch("/agents/<agent_id>/files/<file_id>/open")
+def open_agent_file(agent_id: AgentId, file_id: FileId) -> Response[Any]:
+    return http.json_reply(200, files.open_for_agent(http.rt(), http.org_id(), agent_id, file_id))
+
+
+@router.patch("/agents/<agent_id>/files/<file_id>/close")
+def close_agent_file(agent_id: AgentId, file_id: FileId) -> Response[Any]:
+    files.close_for_agent(http.rt(), http.org_id(), agent_id, file_id)
+    return http.json_reply(200, {"message": f"File id={file_id} successfully closed"})

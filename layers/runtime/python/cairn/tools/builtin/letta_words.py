@@ -125,4 +125,67 @@ DESCRIPTIONS = {
         "something missing from the visible context. The user\u2019s latest utterance is sent "
         "automatically as the main query."
     ),
+    "open_files": (
+        "Open one or more files and load their contents into files section in core memory. "
+        "Maximum of 5 files can be opened simultaneously.\n"
+        "\n"
+        "Use this when you want to:\n"
+        "- Inspect or reference file contents during reasoning\n"
+        "- View specific portions of large files (e.g. functions or definitions)\n"
+        "- Replace currently open files with a new set for focused context (via "
+        "`close_all_others=True`)\n"
+        "\n"
+        "Examples:\n"
+        "        Open single file belonging to a directory named `project_utils` (entire "
+        "content):\n"
+        '            file_requests = [FileOpenRequest(file_name="project_utils/config.py")]\n'
+        "\n"
+        "        Open multiple files with different view ranges:\n"
+        "            file_requests = [\n"
+        '                FileOpenRequest(file_name="project_utils/config.py", offset=0, '
+        "length=50),     # Lines 1-50\n"
+        '                FileOpenRequest(file_name="project_utils/main.py", offset=100, '
+        "length=100),    # Lines 101-200\n"
+        '                FileOpenRequest(file_name="project_utils/utils.py")                 '
+        "           # Entire file\n"
+        "            ]\n"
+        "\n"
+        "        Close all other files and open new ones:\n"
+        "            open_files(agent_state, file_requests, close_all_others=True)\n"
+        "\n"
+        "    Args:\n"
+        "        file_requests (List[FileOpenRequest]): List of file open requests, each "
+        "specifying file name and optional view range.\n"
+        "        close_all_others (bool): If True, closes all other currently open files "
+        "first. Defaults to False.\n"
+        "\n"
+        "    Returns:\n"
+        "        str: A status message"
+    ),
+    "grep_files": (
+        "Searches file contents for pattern matches with surrounding context.\n"
+        "\n"
+        "Results are paginated - shows 20 matches per call. The response includes:\n"
+        "- A summary of total matches and which files contain them\n"
+        "- The current page of matches (20 at a time)\n"
+        "- Instructions for viewing more matches using the offset parameter\n"
+        "\n"
+        "Example usage:\n"
+        '    First call: grep_files(pattern="TODO")\n'
+        '    Next call: grep_files(pattern="TODO", offset=20)  # Shows matches 21-40\n'
+        "\n"
+        "Returns search results containing:\n"
+        "- Summary with total match count and file distribution\n"
+        "- List of files with match counts per file\n"
+        "- Current page of matches (up to 20)\n"
+        "- Navigation hint for next page if more matches exist"
+    ),
+    "semantic_search_files": (
+        "Searches file contents using semantic meaning rather than exact matches.\n"
+        "\n"
+        "Ideal for:\n"
+        "- Finding conceptually related information across files\n"
+        "- Discovering relevant content without knowing exact keywords\n"
+        "- Locating files with similar topics or themes"
+    ),
 }

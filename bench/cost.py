@@ -50,7 +50,7 @@ PRICES = {
 BY_USE = {
     "AWS::ApiGatewayV2::Api", "AWS::Lambda::Function", "AWS::Lambda::Url", "AWS::SQS::Queue",
     "AWS::StepFunctions::StateMachine", "AWS::Logs::LogGroup", "AWS::EC2::FlowLog",
-    "AWS::SNS::Topic", "AWS::RDS::DBCluster", "AWS::Lambda::LayerVersion",
+    "AWS::SNS::Topic", "AWS::RDS::DBCluster", "AWS::Lambda::LayerVersion", "AWS::S3::Bucket",
 }  # fmt: skip
 # No charge of their own.
 FREE = {
@@ -65,7 +65,7 @@ FREE = {
     "AWS::SNS::TopicPolicy", "AWS::SQS::QueuePolicy", "AWS::SecretsManager::ResourcePolicy",
     "AWS::SecretsManager::RotationSchedule", "AWS::SecretsManager::SecretTargetAttachment",
     "AWS::ServiceDiscovery::Service", "AWS::ECS::TaskDefinition", "Custom::VpcRestrictDefaultSG",
-    "AWS::IAM::InstanceProfile",
+    "AWS::IAM::InstanceProfile", "AWS::S3::BucketPolicy", "Custom::S3AutoDeleteObjects",
 }  # fmt: skip
 # Priced below, by the idle floor.
 PRICED = {

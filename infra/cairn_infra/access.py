@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 
 from cairn_infra.database import ADMIN_USER, APP_USER, Database
@@ -15,7 +16,10 @@ from cairn_infra.egress import EgressProxy
 from cairn_infra.workers import WorkQueue
 
 # Who may send to and answer the workflows: every function that publishes the outbox.
-PUBLISHERS = ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper")
+PUBLISHERS = ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper",
+              "files")  # fmt: skip
+# Who touches files' originals: the API stores and deletes them, the files function reads.
+DOCUMENT_WRITERS = ("api", "stream")
 # The ones that run steps, and so custom tools and model calls.
 STEPPING = ("api", "stream", "step")
 
@@ -32,6 +36,7 @@ def grant_access(
     bedrock_arns: Callable[[str], list[str]],
     bedrock_models: tuple[str, ...],
     egress: EgressProxy | None,
+    documents: s3.IBucket,
 ) -> None:
     for key, fn in by.items():
         if key == "sandbox":
@@ -64,6 +69,13 @@ def grant_access(
                 resources=workflows,
             )
         )  # fmt: skip
+    # Exact actions on the bucket's objects (grant_put and its kin add wildcard actions).
+    objects = [documents.arn_for_objects("*")]
+    for key in DOCUMENT_WRITERS:
+        by[key].add_to_role_policy(iam.PolicyStatement(
+            actions=["s3:PutObject", "s3:DeleteObject"], resources=objects))  # fmt: skip
+    by["files"].add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"],
+                                                       resources=objects))  # fmt: skip
     # Organizations' own provider keys: the API functions keep them (create, rotate,
     # delete, read to list models); steps read them. Only secrets under the prefix.
     own_keys = stack.format_arn(service="secretsmanager", resource="secret",
@@ -71,10 +83,15 @@ def grant_access(
                                 arn_format=ArnFormat.COLON_RESOURCE_NAME)  # fmt: skip
     keeping = ["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
                "secretsmanager:DeleteSecret", "secretsmanager:TagResource"]  # fmt: skip
-    for key in STEPPING:
+    for key in (*STEPPING, "files"):  # files: an organization's own embedding key
         reading = ["secretsmanager:GetSecretValue"]
-        allowed = reading + (keeping if key != "step" else [])
+        allowed = reading + (keeping if key in ("api", "stream") else [])
         by[key].add_to_role_policy(iam.PolicyStatement(actions=allowed, resources=[own_keys]))
+    if bedrock_models:  # the files function embeds a folder's chunks
+        by["files"].add_to_role_policy(iam.PolicyStatement(
+            actions=["bedrock:InvokeModel"],
+            resources=[arn for model in bedrock_models for arn in bedrock_arns(model)],
+        ))  # fmt: skip
     # A Letta import (cairn-admin, in the migrate function) puts away the keys of the
     # providers it brings over; it reads or deletes none.
     by["migrate"].add_to_role_policy(iam.PolicyStatement(

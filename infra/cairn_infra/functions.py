@@ -36,6 +36,10 @@ SPECS = {
     "stream": Spec("stream", Duration.minutes(15), wrapper="/var/task/bootstrap"),
     "step": Spec("step", Duration.minutes(5), snap_start=True),
     "step-dead-letter": Spec("step", Duration.minutes(1), handler="handler.dead_letter_handler"),
+    # Files' processing jobs (parse, chunk, embed): the step handler's code, on their own
+    # queue, with Lambda's longest time and more memory for a large PDF; a job out of time
+    # queues itself again.
+    "files": Spec("step", Duration.minutes(15), memory_mb=2048),
     "approval": Spec("approval", Duration.seconds(30), memory_mb=512),
     "sleeptime": Spec("sleeptime", Duration.seconds(30), memory_mb=512),
     "sweeper": Spec("sweeper", Duration.minutes(2), memory_mb=512),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cairn_infra.workers import EMBED_CONCURRENCY, STEP_CONCURRENCY
+from cairn_infra.workers import EMBED_CONCURRENCY, FILES_CONCURRENCY, STEP_CONCURRENCY
 
 # Aurora Serverless v2's range of capacity units (AWS's Aurora user guide, "Aurora
 # Serverless v2 capacity"): 0 (auto-pause) or 0.5 up to 256, in half units.
@@ -47,6 +47,7 @@ class Shape:
     db_max_acu: float = 8
     step_concurrency: int = STEP_CONCURRENCY
     embed_concurrency: int = EMBED_CONCURRENCY
+    files_concurrency: int = FILES_CONCURRENCY
     # FIFO high throughput: quotas per message group (one agent) instead of per queue.
     fifo_high_throughput: bool = False
     approval_timeout_hours: float = 168

@@ -12,6 +12,7 @@ from constructs import Construct
 from cairn_infra.access import grant_access
 from cairn_infra.api import Api
 from cairn_infra.database import APP_USER, DB_NAME, IDLE_SESSION_SECONDS, Database
+from cairn_infra.documents import Documents
 from cairn_infra.egress import EgressProxy
 from cairn_infra.functions import SPECS, Functions
 from cairn_infra.migrations import migrate_on_deploy
@@ -80,6 +81,13 @@ class CairnStack(Stack):
             concurrency=shape.embed_concurrency, removal=removal,
             high_throughput=shape.fifo_high_throughput,
         )  # fmt: skip
+        documents = Documents(self, "Documents", removal=removal, dev=dev)
+        files_queue = WorkQueue(
+            self, "FilesQueue", queue_id="Files", consumer_timeout=SPECS["files"].timeout,
+            dead_letter_timeout=SPECS["step-dead-letter"].timeout,
+            concurrency=shape.files_concurrency, removal=removal,
+            high_throughput=shape.fifo_high_throughput,
+        )  # fmt: skip
         # State machine ARNs by name: the functions name them and they name the functions,
         # so neither can refer to the other's resource without a cycle.
         names = {kind: f"{self.stack_name}-{kind}" for kind in ("approval", "sleeptime")}
@@ -96,6 +104,8 @@ class CairnStack(Stack):
             "CAIRN_DB_NAME": DB_NAME,
             "CAIRN_STEP_QUEUE_URL": queue.queue.queue_url,
             "CAIRN_EMBED_QUEUE_URL": embed_queue.queue.queue_url,
+            "CAIRN_FILES_QUEUE_URL": files_queue.queue.queue_url,
+            "CAIRN_DOCUMENTS_BUCKET": documents.bucket.bucket_name,
             "CAIRN_APPROVAL_STATE_MACHINE_ARN": arns["approval"],
             "CAIRN_SLEEPTIME_STATE_MACHINE_ARN": arns["sleeptime"],
             "CAIRN_PROVIDER_SECRET_ARN": providers.secret_arn,
@@ -142,7 +152,7 @@ class CairnStack(Stack):
         by = fns.by_name
         grant_access(
             self, by, database=database, providers=providers, sealing=sealing,
-            queues=(queue, embed_queue),
+            queues=(queue, embed_queue, files_queue), documents=documents.bucket,
             workflows=list(arns.values()), bedrock_arns=self.bedrock_arns,
             bedrock_models=shape.bedrock_models, egress=egress,
         )  # fmt: skip
@@ -165,6 +175,7 @@ class CairnStack(Stack):
 
         queue.connect(fns.entry["step"], by["step-dead-letter"])
         embed_queue.connect(fns.entry["step"], by["step-dead-letter"])
+        files_queue.connect(by["files"], by["step-dead-letter"])
 
         # Every minute; rarer where the database pauses (Shape.sweep_every).
         events.Rule(
@@ -202,6 +213,8 @@ class CairnStack(Stack):
         self.functions = fns
         self.queue = queue
         self.embed_queue = embed_queue
+        self.files_queue = files_queue
+        self.documents = documents
         self.database = database
         self.providers = providers
         self.egress = egress

@@ -29,6 +29,10 @@ REASONS = {
     "sleeptime state machine invokes the sleeptime function's versions (':*'); one function.",
     "AwsSolutions::AwsSolutions-IAM5[Resource::<Functionsmigrate1DF4BEC8.Arn>:*]": "The CDK "
     "custom-resource provider invokes the migrate function's versions (':*'); one function.",
+    "AwsSolutions::AwsSolutions-IAM5[Resource::<DocumentsOriginalsAFEDDF0B.Arn>/*]": "The "
+    "originals of files uploaded to folders are one object each, named by organization, folder "
+    "and file at upload: the API functions may put and delete objects of that one bucket, the "
+    "files function only get them (exact actions, no wildcard).",
     "AwsSolutions::AwsSolutions-L1": "The runtime is pinned on purpose: the dependency layer's "
     "wheels and .pyc files are built for exactly this Python (3.12, which SnapStart supports). "
     "A newer runtime is a deliberate change with a layer rebuild and bench/packaging.py, not "

@@ -16,6 +16,9 @@ MAX_RECEIVES = 5
 STEP_CONCURRENCY = 50
 # Embedding jobs are idempotent and wait for nothing: a few at a time is enough.
 EMBED_CONCURRENCY = 5
+# Files' jobs parse and embed whole documents: a few at a time, so one tenant's bulk upload
+# cannot take the embedding provider's quota from every agent.
+FILES_CONCURRENCY = 4
 HIGH_THROUGHPUT = {
     "fifo_throughput_limit": sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
     "deduplication_scope": sqs.DeduplicationScope.MESSAGE_GROUP,

@@ -207,6 +207,57 @@ def test_iam_has_no_wildcards_on_data_resources(template: dict[str, Any]) -> Non
                 assert set(actions) <= STAR_ONLY, (name, actions)
 
 
+def test_files_originals_in_a_private_bucket_and_jobs_on_their_own_queue(
+    template: dict[str, Any],
+) -> None:
+    """The originals' bucket: encrypted, no public access, TLS only, versioned with old
+    versions expiring, access logged; the files function runs their jobs from a queue of
+    their own, reads the originals, and only the API functions write or delete them."""
+    buckets = resources(template, "AWS::S3::Bucket")
+    originals_id = logical_id(template, "AWS::S3::Bucket", "DocumentsOriginals")
+    originals = buckets[originals_id]["Properties"]
+    assert originals["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
+        "ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"  # fmt: skip
+    assert originals["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }  # fmt: skip
+    assert originals["VersioningConfiguration"] == {"Status": "Enabled"}
+    (rule,) = originals["LifecycleConfiguration"]["Rules"]
+    assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] == 30
+    assert originals["LoggingConfiguration"]["DestinationBucketName"] == {
+        "Ref": logical_id(template, "AWS::S3::Bucket", "DocumentsAccessLogs")}  # fmt: skip
+    policies = resources(template, "AWS::S3::BucketPolicy").values()
+    tls_only = [p for p in policies if p["Properties"]["Bucket"] == {"Ref": originals_id}]
+    assert any(st["Effect"] == "Deny" and st["Condition"] == {"Bool": {
+        "aws:SecureTransport": "false"}} for p in tls_only
+        for st in p["Properties"]["PolicyDocument"]["Statement"])  # fmt: skip
+    files_fn = function(template, "files")
+    variables = files_fn["Properties"]["Environment"]["Variables"]
+    assert variables["CAIRN_DOCUMENTS_BUCKET"] == {"Ref": originals_id}
+    assert files_fn["Properties"]["Timeout"] == 900
+    files_queue = logical_id(template, "AWS::SQS::Queue", "FilesQueueFiles")
+    assert variables["CAIRN_FILES_QUEUE_URL"] == {"Ref": files_queue}
+    mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    (files_mapping,) = [
+        m["Properties"]
+        for m in mappings
+        if m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0] == files_queue
+    ]
+    assert files_mapping["FunctionName"] == {"Ref": logical_id(
+        template, "AWS::Lambda::Function", "Functionsfiles")}  # fmt: skip
+    object_actions: dict[str, set[str]] = {}
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if any(str(a).startswith("s3:") for a in as_list(st["Action"])):
+                role = policy["Properties"]["Roles"][0]["Ref"]
+                object_actions.setdefault(role, set()).update(as_list(st["Action"]))
+    assert sorted(object_actions.values(), key=len) == [
+        {"s3:GetObject"}, {"s3:PutObject", "s3:DeleteObject"},
+        {"s3:PutObject", "s3:DeleteObject"},
+    ]  # the files function reads; api and stream write and delete; no one else  # fmt: skip
+
+
 def test_fifo_queue_dlq_partial_failures_and_alarm(template: dict[str, Any]) -> None:
     queues = resources(template, "AWS::SQS::Queue")
     steps = queues[logical_id(template, "AWS::SQS::Queue", "StepQueueSteps")]["Properties"]
@@ -215,7 +266,7 @@ def test_fifo_queue_dlq_partial_failures_and_alarm(template: dict[str, Any]) -> 
     assert steps["RedrivePolicy"] == {
         "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}, "maxReceiveCount": 5}  # fmt: skip
     mappings = list(resources(template, "AWS::Lambda::EventSourceMapping").values())
-    assert len(mappings) == 4  # steps, embedding jobs, and their dead letters
+    assert len(mappings) == 6  # steps, embedding jobs, files' jobs, and their dead letters
     assert all(m["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
                for m in mappings)  # fmt: skip
     # Embedding jobs: a queue of their own (never in an agent's step group, where its next
@@ -255,7 +306,7 @@ def test_alarms_cover_errors_throttles_p99_and_database_capacity(template: dict[
     for a in alarms:
         key = a.get("ExtendedStatistic") or a.get("MetricName")
         by_metric[key] = by_metric.get(key, 0) + 1
-    assert by_metric["Errors"] == by_metric["Throttles"] == by_metric["p99"] == 9
+    assert by_metric["Errors"] == by_metric["Throttles"] == by_metric["p99"] == 10
     assert by_metric["ServerlessDatabaseCapacity"] == 1
     assert by_metric["ApproximateAgeOfOldestMessage"] == 1
     assert by_metric["ExecutionsFailed"] == by_metric["ExecutionsTimedOut"] == 2
@@ -407,7 +458,7 @@ def test_every_queue_outlasts_its_consumer_and_steps_come_one_at_a_time(
     queues = resources(template, "AWS::SQS::Queue")
     functions = resources(template, "AWS::Lambda::Function")
     mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
-    assert len(mappings) == 4
+    assert len(mappings) == 6
     for mapping in mappings:
         props = mapping["Properties"]
         queue = queues[props["EventSourceArn"]["Fn::GetAtt"][0]]["Properties"]
@@ -418,7 +469,7 @@ def test_every_queue_outlasts_its_consumer_and_steps_come_one_at_a_time(
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     step = [m["Properties"] for m in mappings if "DeadLetters" not in str(m["Properties"])]
     assert sorted((m["BatchSize"], m["ScalingConfig"]["MaximumConcurrency"]) for m in step) == [
-        (1, 5), (1, 50)]  # embedding jobs, steps  # fmt: skip
+        (1, 4), (1, 5), (1, 50)]  # files' jobs, embedding jobs, steps  # fmt: skip
 
 
 def test_migrations_wait_for_the_database_behind_the_proxy(template: dict[str, Any]) -> None:
@@ -553,8 +604,10 @@ def test_bedrock_models_named_in_the_context_are_the_only_ones_the_steps_may_cal
                 for role in policy["Properties"]["Roles"]:
                     callers[role["Ref"]] = as_list(statement["Resource"])
     roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
-             for name in ("api", "stream", "step", "sandbox", "sweeper", "migrate")}  # fmt: skip
-    assert set(callers) == {roles["api"], roles["stream"], roles["step"]}
+             for name in ("api", "stream", "step", "files", "sandbox", "sweeper",
+                          "migrate")}  # fmt: skip
+    # The steps call models; the files function embeds folders' chunks.
+    assert set(callers) == {roles["api"], roles["stream"], roles["step"], roles["files"]}
     arns = json.dumps(callers[roles["step"]])
     assert "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0" in arns
     assert "foundation-model/amazon.titan-embed-text-v2:0" in arns and "*" not in arns
@@ -595,9 +648,10 @@ def test_organizations_own_keys_are_secrets_under_the_stacks_prefix(
                 for role in policy["Properties"]["Roles"]:
                     granted.setdefault(role["Ref"], set()).update(as_list(statement["Action"]))
     roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
-             for name in ("api", "stream", "step", "migrate")}  # fmt: skip
+             for name in ("api", "stream", "step", "files", "migrate")}  # fmt: skip
     assert set(granted) == set(roles.values())
     assert granted[roles["step"]] == {"secretsmanager:GetSecretValue"}
+    assert granted[roles["files"]] == {"secretsmanager:GetSecretValue"}  # embedding keys
     assert granted[roles["migrate"]] == {"secretsmanager:CreateSecret",
         "secretsmanager:PutSecretValue", "secretsmanager:TagResource"}  # fmt: skip
     assert granted[roles["api"]] == granted[roles["stream"]] == {
@@ -619,10 +673,10 @@ def test_the_large_knobs_are_flags_that_reach_the_template() -> None:
     mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
     concurrency = sorted(m["Properties"]["ScalingConfig"]["MaximumConcurrency"]
                          for m in mappings if "ScalingConfig" in m["Properties"])  # fmt: skip
-    assert concurrency == [5, 400]
+    assert concurrency == [4, 5, 400]  # files' jobs, embedding jobs, steps
     fifo = [q["Properties"] for q in resources(template, "AWS::SQS::Queue").values()
             if q["Properties"].get("FifoQueue") and "RedrivePolicy" in q["Properties"]]  # fmt: skip
-    assert len(fifo) == 2 and all(
+    assert len(fifo) == 3 and all(  # steps, embedding jobs, files' jobs
         q["FifoThroughputLimit"] == "perMessageGroupId"
         and q["DeduplicationScope"] == "messageGroup"
         for q in fifo

@@ -9,6 +9,7 @@ messages with new ids and the context window in the file's order, then the group
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +20,18 @@ from cairn.domain.blocks import Block
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message, TextContent
+from cairn.domain.runs import file_job_command
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, UnprocessableError
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.orchestration.assembly.parts import Runtime
+from cairn.services import agent_file_folders
 from cairn.store import agent_secrets, agents, blocks, groups, messages, tools
 from cairn.store.db import Connection
 from cairn.tools.registry import BUILTIN_TOOLS
+
+logger = logging.getLogger(__name__)
 
 
 class _Lenient(BaseModel):
@@ -42,6 +47,8 @@ class _FileAgent(_Lenient):
     llm_config: LLMConfig
     embedding_config: EmbeddingConfig | None = None
     tool_ids: list[str] = Field(default_factory=list)
+    source_ids: list[str] = Field(default_factory=list)
+    files_agents: list[dict[str, Any]] = Field(default_factory=list)
     block_ids: list[str] = Field(default_factory=list)
     tool_rules: list[dict[str, Any]] | None = None
     tags: list[str] | None = None
@@ -71,6 +78,8 @@ class AgentFile(_Lenient):
     groups: list[_FileGroup] = Field(default_factory=list)
     blocks: list[dict[str, Any]] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    files: list[dict[str, Any]] = Field(default_factory=list)
 
 
 @dataclass
@@ -130,43 +139,68 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
         except InvalidArgumentError as err:
             raise InvalidArgumentError(f"agent file: agents.{entry.id}.{err}") from None
     mapped: dict[str, str] = {}
-    with rt.db.transaction() as conn:
-        for tool_entry in file.tools:
-            mapped[str(tool_entry["id"])] = _import_tool(conn, org, tool_entry, options).id
-        for block_entry in file.blocks:
-            mapped[str(block_entry["id"])] = blocks.create(conn, _block(org, block_entry)).id
-        # Letta's exporter writes enable_sleeptime false even for a primary whose sleeptime
-        # group is in the file: the group says it, so the primary keeps its helper going.
-        primaries = {g.manager_config.get("manager_agent_id") for g in file.groups
-                     if g.manager_config.get("manager_type") == "sleeptime"}  # fmt: skip
-        created: list[Agent] = []
-        for entry in file.agents:
-            if entry.id in primaries:
-                entry = entry.model_copy(update={"enable_sleeptime": True})
-            agent = _agent(org, entry, options, embedding)
-            stored = agents.create(conn, agent)
-            if values := _secrets(entry, options):
-                agent_secrets.put(conn, rt.engine.sealer, org, stored.id, values)
-            for file_id in entry.block_ids:
-                blocks.attach(conn, org, stored.id, mapped[file_id])
-            for file_id in entry.tool_ids:
-                tools.attach(conn, org, stored.id, mapped[file_id])
-            mapped[entry.id] = stored.id
-            created.append(stored)
-        for entry, agent in zip(file.agents, created, strict=True):
-            _import_messages(conn, agent, entry)
-        for group_entry in file.groups:
-            # A shared block is one of the file's (remapped) or already the organization's;
-            # an id of anyone else's is refused, and the transaction takes everything back.
-            foreign = [b for b in group_entry.shared_block_ids
-                       if b not in mapped and blocks.get(conn, org, b) is None]  # fmt: skip
-            if foreign:
-                raise UnprocessableError(
-                    f"agent file: groups.{group_entry.id}.shared_block_ids: neither in the "
-                    f"file nor blocks of this organization: {', '.join(foreign)}"
-                )
-            groups.create(conn, _group(org, group_entry, mapped))
+    documents = agent_file_folders.Imported()
+    try:
+        with rt.db.transaction() as conn:
+            documents = _import_all(rt, conn, org, file, options, embedding, mapped)
+    except BaseException:
+        if documents.objects and rt.documents is not None:
+            rt.documents.delete(documents.objects)  # the originals of files never made
+        raise
+    for file_id in documents.file_ids:  # their text is in: the jobs embed it
+        try:
+            rt.queue.publish(file_job_command(org, file_id))
+        except Exception:  # the sweeper publishes it again
+            logger.exception("publishing the job of imported file %s failed", file_id)
     return [mapped[a.id] for a in file.agents]
+
+
+def _import_all(
+    rt: Runtime, conn: Connection, org: str, file: AgentFile, options: ImportOptions,
+    embedding: EmbeddingConfig | None, mapped: dict[str, str],
+) -> agent_file_folders.Imported:  # fmt: skip
+    for tool_entry in file.tools:
+        mapped[str(tool_entry["id"])] = _import_tool(conn, org, tool_entry, options).id
+    for block_entry in file.blocks:
+        mapped[str(block_entry["id"])] = blocks.create(conn, _block(org, block_entry)).id
+    # Letta's exporter writes enable_sleeptime false even for a primary whose sleeptime
+    # group is in the file: the group says it, so the primary keeps its helper going.
+    primaries = {g.manager_config.get("manager_agent_id") for g in file.groups
+                 if g.manager_config.get("manager_type") == "sleeptime"}  # fmt: skip
+    created: list[Agent] = []
+    for entry in file.agents:
+        if entry.id in primaries:
+            entry = entry.model_copy(update={"enable_sleeptime": True})
+        agent = _agent(org, entry, options, embedding)
+        stored = agents.create(conn, agent)
+        if values := _secrets(entry, options):
+            agent_secrets.put(conn, rt.engine.sealer, org, stored.id, values)
+        for file_id in entry.block_ids:
+            blocks.attach(conn, org, stored.id, mapped[file_id])
+        for file_id in entry.tool_ids:
+            tools.attach(conn, org, stored.id, mapped[file_id])
+        mapped[entry.id] = stored.id
+        created.append(stored)
+    for entry, agent in zip(file.agents, created, strict=True):
+        _import_messages(conn, agent, entry)
+    for group_entry in file.groups:
+        # A shared block is one of the file's (remapped) or already the organization's;
+        # an id of anyone else's is refused, and the transaction takes everything back.
+        foreign = [b for b in group_entry.shared_block_ids
+                   if b not in mapped and blocks.get(conn, org, b) is None]  # fmt: skip
+        if foreign:
+            raise UnprocessableError(
+                f"agent file: groups.{group_entry.id}.shared_block_ids: neither in the "
+                f"file nor blocks of this organization: {', '.join(foreign)}"
+            )
+        groups.create(conn, _group(org, group_entry, mapped))
+    made = agent_file_folders.import_folders(
+        rt, conn, org, {"sources": file.sources, "files": file.files}, mapped, embedding
+    )
+    for entry in file.agents:
+        agent_file_folders.attach_to_agent(conn, org, mapped[entry.id], entry.model_dump(),
+                                           mapped)  # fmt: skip
+    return made
 
 
 def _secrets(entry: _FileAgent, options: ImportOptions) -> dict[str, str]:

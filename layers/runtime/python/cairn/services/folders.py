@@ -146,13 +146,17 @@ def attach(rt: Runtime, org: str, agent_id: str, folder_id: str, *, on: bool) ->
         fetch(conn, org, folder_id)
         if on:
             folders.attach(conn, org, folder_id, agent_id)
-            _file_tools(conn, org, agent_id, attach=True)
+            attach_file_tools(conn, org, agent_id)
         else:
             folders.detach(conn, org, folder_id, agent_id)
             if not folders.of_agent(conn, org, agent_id, after=None, before=None, limit=1,
                                     order="asc"):  # fmt: skip
                 _file_tools(conn, org, agent_id, attach=False)
         return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)
+
+
+def attach_file_tools(conn: Connection, org: str, agent_id: str) -> None:
+    _file_tools(conn, org, agent_id, attach=True)
 
 
 def _file_tools(conn: Connection, org: str, agent_id: str, *, attach: bool) -> None:

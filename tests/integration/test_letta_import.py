@@ -333,3 +333,66 @@ def test_passages_of_another_embedding_model_are_embedded_again_in_one_request(
             if p.embedding_config and p.embedding_config.embedding_model == "text-embedding-3-small"
             } == set(stored)  # fmt: skip
     next(restored, None)
+
+
+def test_a_letta_folder_comes_over_with_its_files_chunks_and_views(
+    db: Database, pg_dsn: str, tmp_path: Path
+) -> None:
+    """The fixture's server made no folder, so this test writes one into its own restored
+    copy the way Letta stores it: a source attached to agent A, a file with its text, two
+    chunks with Letta's zero-padded embeddings, and A's open view of it."""
+    from cairn.config import Settings
+    from cairn.store import files, folders, tools
+
+    restored = letta_url.__wrapped__(pg_dsn)  # type: ignore[attr-defined]
+    copy = next(restored)
+    source, file = f"source-{uuid.uuid4()}", f"file-{uuid.uuid4()}"
+    with psycopg.connect(copy, autocommit=True) as conn:
+        vector, config = conn.execute(
+            "SELECT embedding, embedding_config FROM archival_passages LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO sources (id, name, embedding_config, description, organization_id, "
+            "instructions, vector_db_provider) VALUES (%s, 'manuals', %s, 'how-tos', %s, "
+            "'read first', 'NATIVE')", (source, json.dumps(config), ORG))  # fmt: skip
+        conn.execute("INSERT INTO sources_agents (agent_id, source_id) VALUES (%s, %s)",
+                     (IDS["A"], source))  # fmt: skip
+        conn.execute(
+            "INSERT INTO files (id, source_id, file_name, file_type, file_size, organization_id,"
+            " processing_status, original_file_name, total_chunks, chunks_embedded) VALUES "
+            "(%s, %s, 'manuals/trail.md', 'text/markdown', 40, %s, 'completed', 'trail.md', 2,"
+            " 2)", (file, source, ORG))  # fmt: skip
+        conn.execute("INSERT INTO file_contents (file_id, text, id) VALUES (%s, %s, %s)",
+                     (file, "Go north.\nAdd a stone.", f"file_content-{uuid.uuid4()}"))  # fmt: skip
+        for n, text in enumerate(["Go north.", "Add a stone."]):
+            conn.execute(
+                "INSERT INTO source_passages (id, text, embedding_config, metadata_, embedding, "
+                "organization_id, file_id, source_id, file_name, created_at) VALUES (%s, %s, %s,"
+                " '{}', %s, %s, %s, %s, 'manuals/trail.md', now() + %s * interval '1 second')",
+                (f"passage-{uuid.uuid4()}", text, json.dumps(config), vector, ORG, file,
+                 source, n))  # fmt: skip
+        conn.execute(
+            "INSERT INTO files_agents (id, file_id, agent_id, is_open, visible_content, "
+            "organization_id, file_name, source_id) VALUES (%s, %s, %s, true, '1: Go north.',"
+            " %s, 'manuals/trail.md', %s)", (f"file_agent-{uuid.uuid4()}", file, IDS["A"], ORG,
+                                             source))  # fmt: skip
+    here = Settings(data_dir=tmp_path)
+    report = import_letta(db, copy, settings=here)
+    assert report.imported["folders"] == 1 and report.imported["file passages"] == 2
+    with db.connection() as conn:
+        folder = folders.get(conn, ORG, source)
+        stored = files.get(conn, ORG, file)
+        chunks = files.list_passages(conn, ORG, source, after=None, before=None, limit=10,
+                                     order="asc")  # fmt: skip
+        (attached,) = files.agent_folders(conn, IDS["A"])
+        names = {t.name for t in tools.for_agent(conn, ORG, IDS["A"])}
+    assert folder is not None and folder.instructions == "read first"
+    assert stored is not None and stored.processing_status == "completed"
+    assert [c.text for c in chunks] == ["Go north.", "Add a stone."]
+    assert len(chunks[0].embedding) == folder.embedding_config.embedding_dim  # unpadded
+    assert attached.files[0].is_open and attached.files[0].visible_content == "1: Go north."
+    assert {"open_files", "grep_files", "semantic_search_files"} <= names
+    assert (tmp_path / "documents" / ORG / source / file).read_bytes() == b"Go north.\nAdd a stone."
+    again = import_letta(db, copy, settings=here)  # a second run writes nothing new
+    assert again.imported.get("folders", 0) == 0 and again.imported.get("files", 0) == 0
+    next(restored, None)

@@ -29,10 +29,12 @@ from cairn.domain.tenancy import Organization
 from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
 from cairn.llm import endpoints
+from cairn.orchestration.assembly.build import documents_for
 from cairn.orchestration.aws import bedrock
 from cairn.orchestration.aws.provider_vault import ProviderVault, vault_for
 from cairn.orchestration.aws.secrets import sealing_key
 from cairn.sealing import Sealer
+from cairn.services.letta_import_files import FilesImport
 from cairn.services.letta_import_memory import (
     MemoryImport,
     first_error,
@@ -172,6 +174,8 @@ class _Org:
         memory.messages(agent_rows)
         memory.windows(agent_rows)
         memory.archives()
+        FilesImport(self.db, self.source, self.org, self.report, self.tick,
+                    documents_for(self.settings)).run()  # fmt: skip
         self.groups()
 
     def providers(self) -> None:

@@ -196,3 +196,48 @@ def agent_secrets(conn: psycopg.Connection[Row], org: str) -> list[Row]:
            WHERE organization_id = %s AND NOT is_deleted ORDER BY agent_id, key""",
         (org,),
     ).fetchall()
+
+
+def sources(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    """Folders (Letta's sources) with the agents they are attached to."""
+    return conn.execute(
+        """SELECT s.id, s.name, s.description, s.instructions, s.metadata_ AS metadata,
+                  s.embedding_config, s.created_at,
+                  coalesce((SELECT json_agg(sa.agent_id ORDER BY sa.agent_id)
+                            FROM sources_agents sa WHERE sa.source_id = s.id), '[]') AS agent_ids
+           FROM sources s WHERE s.organization_id = %s AND NOT s.is_deleted
+           ORDER BY s.created_at, s.id""",
+        (org,),
+    ).fetchall()
+
+
+def source_files(conn: psycopg.Connection[Row], source_id: str) -> list[Row]:
+    """A folder's files with their text (Letta keeps it in file_contents)."""
+    return conn.execute(
+        """SELECT f.id, f.file_name, f.original_file_name, f.file_type, f.file_size,
+                  f.processing_status, f.error_message, f.created_at,
+                  (SELECT c.text FROM file_contents c WHERE c.file_id = f.id AND NOT c.is_deleted
+                   ORDER BY c.created_at DESC LIMIT 1) AS content
+           FROM files f WHERE f.source_id = %s AND NOT f.is_deleted
+           ORDER BY f.created_at, f.id""",
+        (source_id,),
+    ).fetchall()
+
+
+def file_passages(conn: psycopg.Connection[Row], file_id: str) -> list[Row]:
+    """A file's chunks in the order Letta made them; embeddings as text, zero-padded."""
+    return conn.execute(
+        """SELECT id, text, embedding::text AS embedding, embedding_config, created_at
+           FROM source_passages WHERE file_id = %s AND NOT is_deleted
+           ORDER BY created_at, id""",
+        (file_id,),
+    ).fetchall()
+
+
+def files_agents(conn: psycopg.Connection[Row], org: str) -> list[Row]:
+    return conn.execute(
+        """SELECT agent_id, file_id, source_id, file_name, is_open, visible_content,
+                  start_line, end_line, last_accessed_at
+           FROM files_agents WHERE organization_id = %s AND NOT is_deleted""",
+        (org,),
+    ).fetchall()

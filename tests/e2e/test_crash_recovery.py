@@ -253,3 +253,41 @@ def test_a_stream_killed_midway_ends_its_run_after_the_restart(stack: Stack) -> 
     assert run.status == "completed" and run.stop_reason == "end_turn"
     assert kinds(client, run_id) == ONE_TURN
     assert human(client, agent.id).count("likes tea") == 1
+
+
+def test_a_file_job_killed_with_the_stack_finishes_after_the_restart(stack: Stack) -> None:
+    """The whole stack is SIGKILLed as a file's job stands between parsing and embedding,
+    then mid-way through its batches; each restart sends the lost job again, and it goes on
+    from where it stopped: every chunk embedded once, the file completed."""
+    lines = "\n".join(f"line {n:03d} of the trail notes" for n in range(300)).encode()
+    client = stack.start()
+    folder = client.folders.create(name="kb", embedding_config=EMBEDDING | {  # type: ignore[arg-type]
+        "embedding_chunk_size": 5})  # fmt: skip
+    stack.kill()
+    totals: list[int] = []
+    for n, point in enumerate(("file_parsed", "file_batch:2")):
+        client = stack.start(crash_at=point)
+        made = client.folders.files.upload(folder.id, file=(f"notes{n}.txt", lines, "text/plain"))
+        assert f"crashing at {point.split(':')[0]}" in stack.killed()
+        client = stack.start()
+        done = eventually(lambda c=client, m=made: completed(c, folder.id, m.id))
+        assert done.total_chunks and done.chunks_embedded == done.total_chunks > 64 * 2
+        totals.append(done.total_chunks)
+        if n == 0:
+            stack.kill()
+    http_passages: list[dict[str, Any]] = []
+    while True:  # every chunk of both files, once
+        params = {"limit": 200, **({"after": http_passages[-1]["id"]} if http_passages else {})}
+        page: list[dict[str, Any]] = client.get(  # type: ignore[assignment]
+            f"/v1/folders/{folder.id}/passages", cast_to=object, options={"params": params}
+        )
+        http_passages += page
+        if len(page) < 200:
+            break
+    keys = [(p["file_id"], p["id"]) for p in http_passages]
+    assert len(keys) == sum(totals) and len(set(keys)) == len(keys)
+
+
+def completed(client: Letta, folder_id: str, file_id: str) -> Any:
+    return next((f for f in client.folders.files.list(folder_id)
+                 if f.id == file_id and f.processing_status == "completed"), None)  # fmt: skip

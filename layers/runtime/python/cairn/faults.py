@@ -16,6 +16,8 @@ FaultPoint = Literal[
     "before_commit",
     "inside_commit",  # every statement of the checkpoint sent and checked; COMMIT not yet
     "after_commit",
+    "file_parsed",  # a file job: its text and chunk count written, nothing embedded
+    "file_batch",  # a file job: a batch of chunks embedded and written
 ]
 
 

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Literal
 
+from cairn import faults
 from cairn.domain.folders import FileMetadata, FilePassage
 from cairn.engine import documents
 from cairn.engine.step import Engine
@@ -49,6 +50,7 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
         except documents.DocumentError as err:
             _failed(engine, file, str(err))
             return "error"
+        faults.reached("file_parsed")
     pieces = documents.chunks(text, size)
     embedder = engine.embedder_for(config)
     with engine.db.connection() as conn:
@@ -70,6 +72,7 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
             files.add_passages(conn, made)
             if files.set_status(conn, org_id, file_id, "embedding", embedded=done) is None:
                 return "gone"  # deleted meanwhile: its passages went with it
+        faults.reached("file_batch")
     with engine.db.transaction() as conn:
         files.set_status(conn, org_id, file_id, "completed", total=len(pieces),
                          embedded=len(pieces))  # fmt: skip

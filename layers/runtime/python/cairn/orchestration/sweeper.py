@@ -8,16 +8,13 @@ being ended.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
-from cairn.domain.runs import file_job_command
 from cairn.engine.embedding_jobs import backfill
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import prune, sweep
-from cairn.orchestration.watchdog import redrive_stalled
-from cairn.store import files
+from cairn.orchestration.watchdog import redrive_stalled, resume_files
 
 logger = logging.getLogger(__name__)
 
@@ -46,21 +43,6 @@ def sweep_once(rt: Runtime) -> dict[str, Any]:
     if errors:
         done["errors"] = errors
     return done
-
-
-# A file job touches its row with every batch; one untouched this long has stopped.
-FILE_STALL_SECONDS = 300.0
-
-
-def resume_files(rt: Runtime, *, older_than_seconds: float = FILE_STALL_SECONDS) -> int:
-    """Publish again the jobs of files left unfinished (every organization's)."""
-    with rt.db.connection() as conn:
-        stalled = files.unfinished(conn, older_than_seconds=older_than_seconds, limit=100)
-    for org_id, file_id in stalled:
-        with rt.db.connection() as conn:
-            files.touch(conn, file_id)  # not again next round while this job runs
-        rt.queue.publish(file_job_command(org_id, file_id, attempt=int(time.time())))
-    return len(stalled)
 
 
 def _backfill(rt: Runtime, errors: dict[str, str]) -> int:

@@ -12,11 +12,18 @@ re-sends everything they held at once (`recover_after_restart`).
 from __future__ import annotations
 
 import logging
+import time
 
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, task_result_command
+from cairn.domain.runs import (
+    TERMINAL_RUN_STATUSES,
+    OutboxCommand,
+    Run,
+    file_job_command,
+    task_result_command,
+)
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_and_mark, wake, wake_organization
-from cairn.store import outbox, runs
+from cairn.store import files, outbox, runs
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +103,7 @@ def recover_after_restart(rt: Runtime) -> dict[str, int]:
     with rt.db.connection() as conn:
         lost = outbox.lost_workflows(conn)
     done["workflows"] = sum(_resend(rt, command, counted=False) for command in lost)
+    done["files"] = resume_files(rt, older_than_seconds=0)  # their jobs were in the queue
     return done
 
 
@@ -106,3 +114,18 @@ def _resend(rt: Runtime, command: OutboxCommand, *, counted: bool = True) -> boo
         return False
     # A failed publish is recorded on the row; the next sweep finds the step stalled again.
     return publish_and_mark(rt.db, rt.queue, marked)
+
+
+# A file job touches its row with every batch; one untouched this long has stopped.
+FILE_STALL_SECONDS = 300.0
+
+
+def resume_files(rt: Runtime, *, older_than_seconds: float = FILE_STALL_SECONDS) -> int:
+    """Publish again the jobs of files left unfinished (every organization's)."""
+    with rt.db.connection() as conn:
+        stalled = files.unfinished(conn, older_than_seconds=older_than_seconds, limit=100)
+    for org_id, file_id in stalled:
+        with rt.db.connection() as conn:
+            files.touch(conn, file_id)  # not again next round while this job runs
+        rt.queue.publish(file_job_command(org_id, file_id, attempt=int(time.time())))
+    return len(stalled)

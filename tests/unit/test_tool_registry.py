@@ -182,7 +182,7 @@ LETTA_SHAPED = (
     "fetch_webpage", "web_search", "run_code", "run_code_with_tools", "memory_apply_patch",
     "send_message_to_agent_async", "send_message_to_agent_and_wait_for_reply",
     "send_message_to_agents_matching_tags", "rethink_user_memory", "finish_rethinking_memory",
-    "store_memories", "search_memory",
+    "store_memories", "search_memory", "open_files", "grep_files", "semantic_search_files",
 )  # fmt: skip
 
 

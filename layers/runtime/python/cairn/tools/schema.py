@@ -86,7 +86,10 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         return _inline(defs[ref.removeprefix("#/$defs/")], defs)
-    return {k: _inline(v, defs) for k, v in node.items() if k != "title"}
+    inlined = {k: _inline(v, defs) for k, v in node.items() if k != "title"}
+    if isinstance(inlined.get("properties"), dict):  # a nested object's fields, as the top's
+        inlined["properties"] = {k: _plain(v) for k, v in inlined["properties"].items()}
+    return inlined
 
 
 def _plain(prop: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ SCOPE = (
     "/v1/agents", "/v1/blocks", "/v1/tools", "/v1/runs", "/v1/steps", "/v1/groups",
     "/v1/passages", "/v1/archives", "/v1/tags", "/v1/models", "/v1/health", "/v1/messages",
     "/v1/providers", "/v1/identities", "/v1/sandbox-config", "/v1/mcp-servers", "/v1/folders",
-    "/v1/sources",
+    "/v1/sources", "/v1/chat",
 )  # fmt: skip
 METHODS = ("get", "post", "put", "patch", "delete")
 # Cairn's own addition, documented in docs/memory.md ("History capture").

@@ -25,6 +25,7 @@ from cairn.api.routes import (
     agents,
     archives,
     batches,
+    chat,
     folders,
     groups,
     health,
@@ -69,7 +70,7 @@ def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
                groups, providers, identities, sandbox_configs, mcp_servers,
-               mcp_by_name, folders)  # fmt: skip
+               mcp_by_name, folders, chat)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 

@@ -16,6 +16,7 @@ from cairn.services.requests.agents import (
     UpdateAgent,
 )
 from cairn.services.requests.base import RequestBody, StrictBody
+from cairn.services.requests.chat import ChatCompletionRequest
 from cairn.services.requests.folders import FolderCreate, FolderUpdate
 from cairn.services.requests.groups import GroupCreate, GroupUpdate, ManagerConfig
 from cairn.services.requests.identities import (
@@ -78,6 +79,7 @@ __all__ = [
     "CancelRequest",
     "CaptureRequest",
     "CapturedMessage",
+    "ChatCompletionRequest",
     "CodeInput",
     "CreateAgent",
     "CreateBatch",

@@ -1,0 +1,73 @@
+"""Letta's OpenAI-compatible door through the unchanged `openai` SDK: an agent is the model;
+its answer comes whole or streamed as ChatCompletionChunks; its memory edits persist; what
+Letta refuses is refused with its words."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from tests.api.conftest import Stack
+from tests.fakes.llm_server import call
+
+LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
+
+
+def door(stack: Stack) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{stack.url}/v1", api_key=stack.key, max_retries=0)
+
+
+def agent_of(stack: Stack) -> str:
+    made = stack.client().agents.create(
+        llm_config=LLM, memory_blocks=[{"label": "human", "value": "Unknown."}],  # type: ignore[arg-type]
+    )  # fmt: skip
+    return made.id
+
+
+def test_an_agent_answers_as_a_model_and_its_memory_edit_persists(stack: Stack) -> None:
+    agent = agent_of(stack)
+    stack.fake.reply("", call("memory_insert", label="human", new_str="Name: Ada"))
+    stack.fake.reply("Nice to meet you, Ada.")
+    answer = door(stack).chat.completions.create(model=agent, messages=[
+        {"role": "system", "content": "ignored: the agent keeps its own"},
+        {"role": "user", "content": "earlier turn, already in the agent's memory"},
+        {"role": "assistant", "content": "..."},
+        {"role": "user", "content": "I am Ada."},
+    ])  # fmt: skip
+    assert answer.choices[0].message.content == "Nice to meet you, Ada."
+    assert answer.choices[0].finish_reason == "stop" and answer.model == "gpt-test"
+    assert answer.id.startswith("chatcmpl-run-") and answer.usage and answer.usage.total_tokens
+    # Only the last user message reached the agent (Letta keeps the conversation itself).
+    assert stack.fake.requests[0].last_text().endswith("I am Ada.")
+    human = stack.client().agents.blocks.retrieve("human", agent_id=agent)
+    assert "Name: Ada" in human.value
+
+
+def test_a_streamed_answer_comes_in_chunks_then_stops(stack: Stack) -> None:
+    agent = agent_of(stack)
+    stack.fake.reply("The trail goes north.")
+    asked = [{"role": "user", "content": "Which way?"}]
+    chunks = list(door(stack).chat.completions.create(model=agent, messages=asked, stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text == "The trail goes north."
+    assert chunks[0].choices[0].delta.role == "assistant" and len(chunks) > 3  # pieces
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert len({c.id for c in chunks}) == 1 and chunks[0].object == "chat.completion.chunk"
+
+
+def test_what_letta_refuses_is_refused_with_its_words(stack: Stack) -> None:
+    client = door(stack)
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+    assert "should contain an agent ID" in str(refused.value.body)  # Letta's {"detail": ...}
+    agent = agent_of(stack)
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model=agent, messages=[{"role": "system", "content": "x"}])
+    assert "No user message found" in str(refused.value.body)
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="agent-00000000-0000-4000-8000-000000000000",
+                                       messages=[{"role": "user", "content": "x"}])  # fmt: skip
+    nobody = httpx.post(f"{stack.url}/v1/chat/completions", json={"model": agent, "messages": [
+        {"role": "user", "content": "x"}]})  # fmt: skip
+    assert nobody.status_code == 401  # the API key is required here too

@@ -4,6 +4,7 @@ as `reasoningContent`. No key: the function's IAM role signs the call."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -202,8 +203,13 @@ def _messages(request: LLMRequest) -> tuple[list[dict[str, Any]], list[dict[str,
         elif turn.role == "tool":
             result = {"toolUseId": turn.tool_call_id, "content": [{"text": turn.text}]}
             pairs.append(("user", [{"toolResult": result}]))
-        elif turn.text:
-            pairs.append(("user", [{"text": turn.text}]))
+        elif turn.text or turn.images:
+            text = [{"text": turn.text}] if turn.text else []
+            # Converse takes the image's bytes and its format (png, jpeg, gif, webp).
+            pictures = [{"image": {"format": media.split("/")[1],
+                                   "source": {"bytes": base64.b64decode(data)}}}
+                        for media, data in turn.images]  # fmt: skip
+            pairs.append(("user", text + pictures))
     out = [{"role": role, "content": blocks}
            for role, blocks in merged(pairs, {"text": "(session start)"})]  # fmt: skip
     return system, out

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
-from cairn.llm.transcript import turns
+from cairn.llm.transcript import Turn, turns
 from cairn.llm.types import (
     Delta,
     FinishReason,
@@ -139,7 +139,7 @@ def _messages(request: LLMRequest) -> list[dict[str, Any]]:
                 message["tool_calls"] = [c.model_dump() for c in turn.tool_calls]
             out.append(message)
         else:
-            out.append({"role": turn.role, "content": turn.text})
+            out.append({"role": turn.role, "content": _user_content(turn)})
     return out
 
 
@@ -198,3 +198,12 @@ def parse(completion: dict[str, Any]) -> LLMResponse:
         finish_reason=_FINISH.get(choice.get("finish_reason") or "", "other"),
         model=completion.get("model"),
     )
+
+
+def _user_content(turn: Turn) -> Any:
+    """Text alone as a string; with images, OpenAI's parts (each image a data URL)."""
+    if not turn.images:
+        return turn.text
+    parts: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
+    return parts + [{"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}}
+                    for media, data in turn.images]  # fmt: skip

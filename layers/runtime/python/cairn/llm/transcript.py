@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.domain.constants import TOOL_RETURN_PER_REQUEST_CHAR_LIMIT
-from cairn.domain.messages import Message, ReasoningContent, ToolCall
+from cairn.domain.messages import ImageContent, Message, ReasoningContent, ToolCall
 
 
 @dataclass
@@ -18,6 +18,8 @@ class Turn:
     reasoning: list[ReasoningContent] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
+    # A user's images, (media type, base64 data), after its text (each provider's own form).
+    images: list[tuple[str, str]] = field(default_factory=list)
 
 
 def clip(text: str, limit: int = TOOL_RETURN_PER_REQUEST_CHAR_LIMIT) -> str:
@@ -55,6 +57,14 @@ def merged(pairs: Iterable[tuple[str, list[Any]]], opener: Any) -> list[tuple[st
     return out
 
 
+def images_of(message: Message) -> list[tuple[str, str]]:
+    return [
+        (str(p.source["media_type"]), str(p.source["data"]))
+        for p in message.content
+        if isinstance(p, ImageContent) and p.source.get("type") == "base64"
+    ]
+
+
 def turns(messages: Sequence[Message]) -> Iterator[Turn]:
     for message in messages:
         reasoning = [p for p in message.content if isinstance(p, ReasoningContent)]
@@ -67,5 +77,5 @@ def turns(messages: Sequence[Message]) -> Iterator[Turn]:
             for ret in message.tool_returns or ():
                 yield Turn("tool", clip(ret.func_response or ""), tool_call_id=ret.tool_call_id)
         elif message.role in ("system", "user"):
-            yield Turn(message.role, message.text)
+            yield Turn(message.role, message.text, images=images_of(message))
         # An approval response carries decisions, not text: its results follow as tool turns.

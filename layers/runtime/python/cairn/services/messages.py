@@ -8,12 +8,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn.domain.agents import Agent
-from cairn.domain.messages import ApprovalDecision, Message, ReasoningContent, TextContent
+from cairn.domain.messages import (
+    ApprovalDecision,
+    ContentPart,
+    Message,
+    ReasoningContent,
+    TextContent,
+)
 from cairn.domain.runs import RunOptions, embed_command
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.orchestration import dispatch, sending, tasks
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
+from cairn.services import images
 from cairn.services.requests import (
     CaptureRequest,
     LettaRequest,
@@ -86,13 +93,22 @@ def inputs(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> list[Mess
             organization_id=org,
             agent_id=agent_id,
             role=item.role,
-            content=[TextContent(text=item.text)],
+            content=_content(rt, item),
             name=item.name,
             otid=item.otid,
             sender_id=item.sender_id,
         )
         for item in items
     ]
+
+
+def _content(rt: Runtime, item: MessageCreate) -> list[ContentPart]:
+    """The message's text, then its images (a URL fetched now, kept as base64)."""
+    parts: list[ContentPart] = []
+    if item.text or not item.images:
+        parts.append(TextContent(text=item.text))
+    parts += [images.image_content(p.source, rt.settings) for p in item.images]
+    return parts
 
 
 def _approval(conn: Connection, agent: Agent, item: MessageCreate) -> Message:

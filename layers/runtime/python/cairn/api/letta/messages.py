@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from cairn.api.letta.times import message_date
-from cairn.domain.messages import Message, ReasoningContent, TextContent, ToolCall
+from cairn.domain.messages import ImageContent, Message, ReasoningContent, TextContent, ToolCall
 
 ASSISTANT_TOOL = "send_message"
 
@@ -47,6 +47,17 @@ def tool_return_text(func_response: str | None) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+def _user_content(message: Message) -> Any:
+    """Text alone as a string, as Letta shows it; with images, Letta's parts."""
+    if not any(isinstance(p, ImageContent) for p in message.content):
+        return message.text
+    return [
+        {"type": "text", "text": p.text} if isinstance(p, TextContent)
+        else {"type": "image", "source": p.source}
+        for p in message.content if isinstance(p, (TextContent, ImageContent))
+    ]  # fmt: skip
+
+
 def letta_messages(message: Message, *, use_assistant_message: bool = True) -> list[dict[str, Any]]:
     base: dict[str, Any] = {
         "id": message.id,
@@ -68,7 +79,7 @@ def letta_messages(message: Message, *, use_assistant_message: bool = True) -> l
     if role == "system":
         return [out("system_message", content=message.text)]
     if role == "user":
-        return [out("user_message", content=message.text)]
+        return [out("user_message", content=_user_content(message))]
     if role == "tool":
         returns = [r for r in message.tool_returns or ()]
         if not returns:

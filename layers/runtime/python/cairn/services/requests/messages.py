@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -26,12 +26,20 @@ class TextPart(RequestBody):
     text: str = Field(max_length=MAX_MESSAGE_CHARS)
 
 
+class ImagePart(RequestBody):
+    """Letta's ImageContent: its `source` is checked (and a URL fetched) when it is sent
+    (services/images.py)."""
+
+    type: Literal["image"]
+    source: dict[str, Any]
+
+
 class MessageCreate(RequestBody):
     """A MessageCreate or an ApprovalCreate (told apart by `type`, as Letta does)."""
 
     type: Literal["message", "approval"] | None = None
     role: Literal["user", "system", "assistant"] = "user"
-    content: MessageText | list[TextPart] | None = None
+    content: MessageText | list[TextPart | ImagePart] | None = None
     name: str | None = None
     otid: str | None = None
     sender_id: str | None = None
@@ -53,7 +61,11 @@ class MessageCreate(RequestBody):
     def text(self) -> str:
         if isinstance(self.content, str):
             return self.content
-        return "".join(p.text for p in self.content or ())
+        return "".join(p.text for p in self.content or () if isinstance(p, TextPart))
+
+    @property
+    def images(self) -> list[ImagePart]:
+        return [p for p in self.content or () if isinstance(p, ImagePart)]
 
 
 class LettaRequest(RequestBody):

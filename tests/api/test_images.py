@@ -1,0 +1,113 @@
+"""Images in user messages through the API: base64 kept as sent, a URL fetched once under
+the outbound-address policy and kept as base64, what is not an image (or too big, or out of
+reach, or a local file) refused with a 400 naming it, and the model given the image."""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+from cairn.services.images import MAX_IMAGE_BYTES
+from tests.api.conftest import Stack
+from tests.integration.test_images import PNG
+
+LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
+SERVED = {"/pixel.png": ("image/png", PNG), "/page": ("text/html", b"<p>no</p>"),
+          "/huge.png": ("image/png", b"\x89PNG" + b"\x00" * (MAX_IMAGE_BYTES + 10))}  # fmt: skip
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    class Serve(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            kind, body = SERVED.get(self.path, ("text/plain", b""))
+            self.send_response(200 if self.path in SERVED else 404)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Serve)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def picture(source: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                         {"type": "image", "source": source}]}]  # fmt: skip
+
+
+def sent_image(stack: Stack) -> bytes:
+    parts = stack.fake.requests[-1].body["messages"][-1]["content"]
+    url = next(p for p in parts if p["type"] == "image_url")["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    return base64.b64decode(url.split(",", 1)[1])
+
+
+def test_a_base64_image_reaches_the_model_and_is_listed_as_letta_lists_it(stack: Stack) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    stack.fake.reply("A single pixel.")
+    data = base64.b64encode(PNG).decode()
+    response = client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
+        {"type": "base64", "media_type": "image/png", "data": data}))  # fmt: skip
+    assert response.messages[-1].content == "A single pixel."
+    assert sent_image(stack) == PNG
+    (said,) = [m for m in client.agents.messages.list(agent.id) if m.message_type == "user_message"
+               and isinstance(m.content, list)]  # fmt: skip
+    kinds = [part.type for part in said.content]  # type: ignore[union-attr]
+    assert kinds == ["text", "image"] and said.content[1].source.data == data  # type: ignore[union-attr, index]
+
+
+def test_an_image_url_is_fetched_once_and_kept(stack: Stack, site: str) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    stack.fake.reply("A pixel from the web.")
+    client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
+        {"type": "url", "url": f"{site}/pixel.png"}))  # fmt: skip
+    assert sent_image(stack) == PNG
+    stack.fake.reply("Still the pixel.")  # the next turn sends the same bytes from the store
+    client.agents.messages.create(agent.id, input="and again?")
+    earlier = [p for m in stack.fake.requests[-1].body["messages"]
+               if isinstance(m["content"], list) for p in m["content"]]  # fmt: skip
+    url = next(p for p in earlier if p["type"] == "image_url")["image_url"]["url"]
+    assert base64.b64decode(url.split(",")[1]) == PNG
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ({"type": "url", "url": "{site}/page"}, "text/html is not taken"),
+        ({"type": "url", "url": "{site}/huge.png"}, f"limit of {MAX_IMAGE_BYTES} bytes"),
+        ({"type": "url", "url": "{site}/missing.png"}, "answered 404"),
+        ({"type": "url", "url": "http://169.254.169.254/latest/meta-data/"}, "public addresses"),
+        ({"type": "url", "url": "file:///etc/passwd"}, "not an http(s) URL"),
+        ({"type": "base64", "media_type": "image/png", "data": "%%%"}, "not base64"),
+        ({"type": "base64", "media_type": "image/tiff", "data": "AAAA"}, "image/tiff"),
+        ({"type": "letta", "file_id": "file-1"}, "base64 or url"),
+    ],
+)
+def test_what_is_not_a_reachable_image_is_a_400_naming_it(
+    stack: Stack, site: str, source: dict[str, str], says: str
+) -> None:
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    filled = {k: v.replace("{site}", site) for k, v in source.items()}
+    answer = httpx.post(f"{stack.url}/v1/agents/{agent.id}/messages",
+                        headers={"Authorization": f"Bearer {stack.key}"},
+                        json={"messages": picture(filled)}, timeout=30)  # fmt: skip
+    assert answer.status_code == 400 and says in answer.text, answer.text
+    assert stack.fake.requests == []  # no model call, no run
+    assert list(client.runs.list(agent_ids=[agent.id])) == []

@@ -51,6 +51,7 @@ BY_USE = {
     "AWS::ApiGatewayV2::Api", "AWS::Lambda::Function", "AWS::Lambda::Url", "AWS::SQS::Queue",
     "AWS::StepFunctions::StateMachine", "AWS::Logs::LogGroup", "AWS::EC2::FlowLog",
     "AWS::SNS::Topic", "AWS::RDS::DBCluster", "AWS::Lambda::LayerVersion", "AWS::S3::Bucket",
+    "AWS::Scheduler::ScheduleGroup",  # its schedules: by invocations, 14 million a month free
 }  # fmt: skip
 # No charge of their own.
 FREE = {

@@ -1,14 +1,17 @@
 """EventBridge schedule -> republish what a crash left unsent in the outbox, re-drive or end
-runs that stalled, backfill embeddings, delete outbox rows sent long ago."""
+runs that stalled, backfill embeddings, fire scheduled messages due, delete outbox rows sent
+long ago. EventBridge Scheduler -> one scheduled message's occurrence, on time."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.orchestration.assembly.build import runtime
+from cairn.orchestration.schedules import fire_one
 from cairn.orchestration.sweeper import sweep_once
 
 logger = Logger(service="cairn-sweeper")
@@ -16,6 +19,12 @@ logger = Logger(service="cairn-sweeper")
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if event.get("action") == "fire_schedule":  # EventBridge Scheduler: one occurrence
+        occurrence = datetime.fromisoformat(str(event["occurrence"]).replace("Z", "+00:00"))
+        fired = fire_one(runtime(), event["organization_id"], event["schedule_id"], occurrence)
+        logger.info("schedule fired", extra={"schedule_id": event["schedule_id"],
+                                             "started": fired})  # fmt: skip
+        return {"started": fired}
     done = sweep_once(runtime())
     logger.info("sweep done", extra=done)
     return done

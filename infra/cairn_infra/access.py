@@ -37,6 +37,7 @@ def grant_access(
     bedrock_models: tuple[str, ...],
     egress: EgressProxy | None,
     documents: s3.IBucket,
+    schedules: tuple[str, iam.IRole],
 ) -> None:
     for key, fn in by.items():
         if key == "sandbox":
@@ -69,6 +70,16 @@ def grant_access(
                 resources=workflows,
             )
         )  # fmt: skip
+    # Scheduled messages: the API (and the steps, for agents' own) make and delete the
+    # EventBridge schedules of their group, passing its role.
+    group, role = schedules
+    group_schedules = stack.format_arn(service="scheduler", resource="schedule",
+                                       resource_name=f"{group}/*")  # fmt: skip
+    for key in STEPPING:
+        by[key].add_to_role_policy(iam.PolicyStatement(
+            actions=["scheduler:CreateSchedule", "scheduler:DeleteSchedule"],
+            resources=[group_schedules]))  # fmt: skip
+        role.grant_pass_role(by[key])
     # Exact actions on the bucket's objects (grant_put and its kin add wildcard actions).
     objects = [documents.arn_for_objects("*")]
     for key in DOCUMENT_WRITERS:

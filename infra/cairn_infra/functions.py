@@ -66,6 +66,7 @@ class Functions(Construct):
         log_retention: logs.RetentionDays,
         removal: RemovalPolicy,
         snap_start: bool = True,
+        sweeper_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.by_name: dict[str, lambda_.Function] = {}
@@ -86,7 +87,9 @@ class Functions(Construct):
                 ),
                 handler=spec.handler,
                 # The sandbox is named: steps invoke it by the name in their environment.
-                function_name=sandbox_name if key == "sandbox" else None,
+                # Named where others invoke them by name: steps the sandbox, EventBridge
+                # Scheduler the sweeper.
+                function_name={"sandbox": sandbox_name, "sweeper": sweeper_name}.get(key),
                 layers=[layers.dependencies, layers.runtime],
                 timeout=spec.timeout,
                 memory_size=spec.memory_mb,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
@@ -131,6 +133,24 @@ class CairnStack(Stack):
                 # A warm function's idle session would keep the cluster from pausing.
                 "CAIRN_DB_IDLE_SESSION_SECONDS": str(IDLE_SESSION_SECONDS),
             }
+        # Scheduled messages fire on time through EventBridge Scheduler, which invokes the
+        # sweeper (by name: the functions' environment names it) with this role.
+        schedule_group = scheduler.CfnScheduleGroup(self, "ScheduleGroup",
+                                                    name=f"{self.stack_name}-messages")  # fmt: skip
+        sweeper_arn = self.format_arn(service="lambda", resource="function",
+                                      resource_name=f"{self.stack_name}-sweeper",
+                                      arn_format=ArnFormat.COLON_RESOURCE_NAME)  # fmt: skip
+        schedule_role = iam.Role(
+            self, "ScheduleRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+            description="EventBridge Scheduler invokes the sweeper for scheduled messages",
+        )  # fmt: skip
+        schedule_role.add_to_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"],
+                                                        resources=[sweeper_arn]))  # fmt: skip
+        environment |= {
+            "CAIRN_SCHEDULER_GROUP": schedule_group.ref,
+            "CAIRN_SCHEDULER_TARGET_ARN": sweeper_arn,
+            "CAIRN_SCHEDULER_ROLE_ARN": schedule_role.role_arn,
+        }
         egress = None
         if shape.tool_network:  # tools reach their organization's allowed hosts (docs/tools.md)
             egress = EgressProxy(
@@ -147,7 +167,7 @@ class CairnStack(Stack):
             environment=environment, log_retention=retention, removal=removal,
             # SnapStart's cache is billed while a version exists (about $8 a month for two
             # functions): a small stack takes the slower cold start instead.
-            snap_start=not shape.small,
+            snap_start=not shape.small, sweeper_name=f"{self.stack_name}-sweeper",
         )  # fmt: skip
         by = fns.by_name
         grant_access(
@@ -155,6 +175,7 @@ class CairnStack(Stack):
             queues=(queue, embed_queue, files_queue), documents=documents.bucket,
             workflows=list(arns.values()), bedrock_arns=self.bedrock_arns,
             bedrock_models=shape.bedrock_models, egress=egress,
+            schedules=(schedule_group.ref, schedule_role),
         )  # fmt: skip
 
         timings = timings or WorkflowTimings(

@@ -33,6 +33,10 @@ REASONS = {
     "originals of files uploaded to folders are one object each, named by organization, folder "
     "and file at upload: the API functions may put and delete objects of that one bucket, the "
     "files function only get them (exact actions, no wildcard).",
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:"
+    "<AWS::AccountId>:schedule/<ScheduleGroup>/*]": "Each scheduled message is an EventBridge "
+    "schedule named by its id, made at run time in the stack's own schedule group: the API "
+    "and step functions may create and delete schedules of that one group only.",
     "AwsSolutions::AwsSolutions-L1": "The runtime is pinned on purpose: the dependency layer's "
     "wheels and .pyc files are built for exactly this Python (3.12, which SnapStart supports). "
     "A newer runtime is a deliberate change with a layer rebuild and bench/packaging.py, not "

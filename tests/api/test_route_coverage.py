@@ -27,7 +27,12 @@ SCOPE = (
 )  # fmt: skip
 METHODS = ("get", "post", "put", "patch", "delete")
 # Cairn's own addition, documented in docs/memory.md ("History capture").
-CAIRN_ONLY = {("POST", "/v1/agents/{}/messages/capture"), ("GET", "/openapi.json")}
+CAIRN_ONLY = {
+    ("POST", "/v1/agents/{}/messages/capture"), ("GET", "/openapi.json"),
+    # Scheduled messages (docs/api.md, "Scheduled messages"): Letta 0.16.1 has none.
+    ("POST", "/v1/agents/{}/schedules"), ("GET", "/v1/agents/{}/schedules"),
+    ("GET", "/v1/agents/{}/schedules/{}"), ("DELETE", "/v1/agents/{}/schedules/{}"),
+}  # fmt: skip
 
 
 def _operations(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:

@@ -757,3 +757,29 @@ def test_the_small_shape_pauses_its_database_and_has_no_proxy_or_nat_gateway() -
     admitted = [r["Properties"] for r in resources(template, "AWS::EC2::SecurityGroupIngress")
                 .values() if r["Properties"]["GroupId"] == cluster_sg]  # fmt: skip
     assert any(r["SourceSecurityGroupId"] == functions_sg for r in admitted)
+
+
+def test_scheduled_messages_fire_through_eventbridge_scheduler(template: dict[str, Any]) -> None:
+    """A schedule group of the stack's, a role EventBridge Scheduler assumes that may only
+    invoke the (named) sweeper, and the API and step functions told all three and allowed to
+    make schedules in that group alone."""
+    (group_id,) = resources(template, "AWS::Scheduler::ScheduleGroup")
+    env = function(template, "api")["Properties"]["Environment"]["Variables"]
+    assert env["CAIRN_SCHEDULER_GROUP"] == {"Ref": group_id}
+    sweeper = function(template, "sweeper")["Properties"]
+    assert sweeper["FunctionName"] == "Cairn-sweeper"
+    assert "Cairn-sweeper" in json.dumps(env["CAIRN_SCHEDULER_TARGET_ARN"])
+    role_id = env["CAIRN_SCHEDULER_ROLE_ARN"]["Fn::GetAtt"][0]
+    role = resources(template, "AWS::IAM::Role")[role_id]["Properties"]
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "scheduler.amazonaws.com"}  # fmt: skip
+    invokes = [st for p in resources(template, "AWS::IAM::Policy").values()
+               if p["Properties"]["Roles"] == [{"Ref": role_id}]
+               for st in p["Properties"]["PolicyDocument"]["Statement"]]  # fmt: skip
+    assert [st["Action"] for st in invokes] == ["lambda:InvokeFunction"]
+    assert "Cairn-sweeper" in json.dumps(invokes[0]["Resource"])
+    makers = {p["Properties"]["Roles"][0]["Ref"] for p in resources(template, "AWS::IAM::Policy"
+              ).values() for st in p["Properties"]["PolicyDocument"]["Statement"]
+              if "scheduler:CreateSchedule" in as_list(st["Action"])}  # fmt: skip
+    assert makers == {function(template, k)["Properties"]["Role"]["Fn::GetAtt"][0]
+                      for k in ("api", "stream", "step")}  # fmt: skip

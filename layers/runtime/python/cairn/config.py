@@ -48,6 +48,11 @@ class Settings(BaseModel):
     # queue of their processing jobs (unset: the embedding queue's, else in process).
     documents_bucket: str | None = None
     files_queue_url: str | None = None
+    # Scheduled messages on EventBridge Scheduler: its group, the function it invokes and
+    # the role it invokes it with (unset: the sweeper's round fires them alone).
+    scheduler_group: str | None = None
+    scheduler_target_arn: str | None = None
+    scheduler_role_arn: str | None = None
     # The approval and sleeptime state machines (unset: in-process stand-ins, no timeout).
     approval_state_machine_arn: str | None = None
     sleeptime_state_machine_arn: str | None = None
@@ -170,6 +175,9 @@ class Settings(BaseModel):
             "embed_queue_url": "CAIRN_EMBED_QUEUE_URL",
             "documents_bucket": "CAIRN_DOCUMENTS_BUCKET",
             "files_queue_url": "CAIRN_FILES_QUEUE_URL",
+            "scheduler_group": "CAIRN_SCHEDULER_GROUP",
+            "scheduler_target_arn": "CAIRN_SCHEDULER_TARGET_ARN",
+            "scheduler_role_arn": "CAIRN_SCHEDULER_ROLE_ARN",
             "embed_retry_seconds": "CAIRN_EMBED_RETRY_SECONDS",
             "embed_max_tries": "CAIRN_EMBED_MAX_TRIES",
             "approval_state_machine_arn": "CAIRN_APPROVAL_STATE_MACHINE_ARN",

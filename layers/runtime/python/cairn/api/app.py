@@ -37,6 +37,7 @@ from cairn.api.routes import (
     providers,
     runs,
     sandbox_configs,
+    schedules,
     tools,
 )
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
@@ -70,7 +71,7 @@ def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
                groups, providers, identities, sandbox_configs, mcp_servers,
-               mcp_by_name, folders, chat)  # fmt: skip
+               mcp_by_name, folders, chat, schedules)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,9 +16,11 @@ from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.folders import AgentFolder, FileAgent
+from cairn.domain.ids import stable_id
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, agent_message_command
+from cairn.domain.schedules import Schedule, make_schedule
 from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
 from cairn.engine import agent_messages, search, voice_memory
@@ -28,7 +31,7 @@ from cairn.engine.state import StepState
 from cairn.llm import deadline
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.sealing import Sealer
-from cairn.store import agent_secrets, agents, folders, sandbox_configs, tenancy
+from cairn.store import agent_secrets, agents, folders, sandbox_configs, schedules, tenancy
 from cairn.store.db import Connection, Database
 from cairn.tools.context import current_call
 from cairn.tools.sandbox import (
@@ -42,6 +45,7 @@ from cairn.tools.sandbox import (
 from cairn.tools.source import takes_agent_state
 
 DEFAULT_SEARCH_LIMIT = 5
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -61,6 +65,8 @@ class StepToolContext:
     # The embedder of a folder's config (its chunks were embedded with it).
     embedder_for: Callable[[EmbeddingConfig | None], Embedder] | None = None
     files: FileWork = field(init=False)
+    # Registers a schedule with what fires it on time (EventBridge Scheduler), if any.
+    scheduler: Callable[[Schedule], object] | None = None
     # What the checkpoint starts besides its continuation (messages to other agents).
     outgoing: list[OutboxCommand] = field(default_factory=list)
 
@@ -157,6 +163,37 @@ class StepToolContext:
     def file_views(self) -> list[FileAgent]:
         """The views the file tools changed, for the checkpoint."""
         return list(self.files.changed.values())
+
+    # -- schedules ----------------------------------------------------------------------
+
+    def schedule_message(
+        self, message: str, *, run_at: str | None, cron: str | None, timezone: str | None
+    ) -> str:
+        agent, run = self.state.agent, self.state.run
+        when = None
+        if run_at:
+            try:
+                when = datetime.fromisoformat(run_at)
+            except ValueError:
+                raise ValueError(f"run_at: `{run_at}` is not an ISO date and time") from None
+        # Its id comes from the call: a step delivered again finds the schedule it made.
+        made = make_schedule(
+            agent.organization_id, agent.id, message, run_at=when, cron=cron,
+            timezone=timezone or agent.timezone, now=self.now,
+            schedule_id=stable_id("schedule", run.id, current_call()),
+        )  # fmt: skip
+        with self.db.transaction() as conn:
+            schedules.create(conn, made)
+        if self.scheduler is not None:
+            try:
+                self.scheduler(made)
+            except Exception:  # the sweeper's round fires it all the same
+                logger.exception("EventBridge schedule for %s not made", made.id)
+        assert made.next_run_at is not None
+        local = made.next_run_at.astimezone(ZoneInfo(made.timezone))
+        again = f", then on `{made.cron}`" if made.cron else ""
+        return (f"Scheduled ({made.id}): the message comes to you at "
+                f"{local.strftime('%Y-%m-%d %H:%M %Z')}{again}.")  # fmt: skip
 
     # -- voice memory -------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from cairn.domain.runs import (
     step_command,
     task_result_command,
 )
+from cairn.domain.schedules import Schedule
 from cairn.embeddings import providers
 from cairn.embeddings.base import Embedder
 from cairn.engine import lifecycle
@@ -117,6 +118,8 @@ class Engine:
         # Runs the turns of agents a tool messages and waits for them (the orchestration's
         # sending, set by whoever assembles the runtime; None: such tools answer an error).
         self.messenger: Messenger | None = None
+        # Registers a schedule an agent made with what fires it on time (set likewise).
+        self.scheduler: Callable[[Schedule], object] | None = None
 
     def embedder_of(self, agent: Agent) -> Embedder:
         """The agent's embedder; agents created without a config get the server default."""
@@ -131,7 +134,7 @@ class Engine:
 
         model = TurnModel(self.db, self.settings, self._llm_for, self._provider_keys)
         return TurnParts(model, self.db, self.settings, self.sandbox, self.embedder_for,
-                         self._clock, self.sealer, self.messenger)  # fmt: skip
+                         self._clock, self.sealer, self.messenger, self.scheduler)  # fmt: skip
 
     # -- one step ---------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from cairn.domain.runs import (
     run_status_for,
     step_command,
 )
+from cairn.domain.schedules import Schedule
 from cairn.embeddings.base import Embedder
 from cairn.engine import calls
 from cairn.engine.agent_messages import Messenger
@@ -60,6 +61,7 @@ class TurnParts:
     clock: Callable[[], datetime]
     sealer: Sealer  # opens the agent's secrets for its custom tools
     messenger: Messenger | None = None  # runs the turns of agents a tool messages
+    scheduler: Callable[[Schedule], object] | None = None  # fires schedules on time
 
 
 class Turn:
@@ -174,6 +176,7 @@ class Turn:
             tool_timeout_seconds=self.parts.settings.tool_timeout_seconds,
             messenger=self.parts.messenger,
             embedder_for=self.parts.embedder_for,
+            scheduler=self.parts.scheduler,
         )
         to_run = [p for p in prepared if p.call.id not in (overrides or {})]
         started = time.monotonic_ns()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from cairn.domain.runs import OutboxCommand
+from cairn.domain.schedules import Schedule
 
 
 class StepQueue(Protocol):
@@ -37,3 +38,11 @@ class DocumentStore(Protocol):
     def delete(self, keys: list[str]) -> None:
         """Remove these objects (those already gone are no error)."""
         ...
+
+
+class Scheduler(Protocol):
+    """What fires scheduled messages on time besides the sweeper (EventBridge Scheduler)."""
+
+    def put(self, schedule: Schedule) -> bool: ...
+
+    def remove(self, schedule_id: str) -> None: ...

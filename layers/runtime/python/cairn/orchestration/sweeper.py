@@ -14,6 +14,7 @@ from typing import Any
 from cairn.engine.embedding_jobs import backfill
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import prune, sweep
+from cairn.orchestration.schedules import fire_due
 from cairn.orchestration.watchdog import redrive_stalled, resume_files
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,9 @@ def sweep_once(rt: Runtime) -> dict[str, Any]:
     # Messages whose embedding job was lost or failed (jobs have no outbox row), or that
     # were stored while no embedder was reachable.
     phase("embedded", lambda: _backfill(rt, errors))
+    # Scheduled messages due (on AWS EventBridge Scheduler fires them on time; this is the
+    # fallback, and the local stack's only way: an occurrence starts its run once).
+    phase("scheduled", lambda: fire_due(rt))
     # Files whose processing stopped (its job lost, or killed mid-way): their jobs again.
     phase("files", lambda: resume_files(rt))
     phase("pruned", lambda: prune(rt.db, retention_days=rt.settings.outbox_retention_days))

@@ -112,6 +112,12 @@ class ToolContext(Protocol):
 
     def semantic_search_files(self, query: str, limit: int) -> str: ...
 
+    def schedule_message(
+        self, message: str, *, run_at: str | None, cron: str | None, timezone: str | None
+    ) -> str:
+        """Schedule a message to the agent itself; what it is told."""
+        ...
+
     def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         """{"success", "result"} of a call of the organization's MCP server."""
         ...

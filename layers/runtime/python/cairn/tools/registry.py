@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from cairn.domain.constants import TOOL_RETURN_CHAR_LIMIT
 from cairn.domain.tool_rules import ContinueToolRule, TerminalToolRule, ToolRule
 from cairn.domain.tools import Tool, ToolType
-from cairn.tools.builtin import agents, core, files, memory, voice
+from cairn.tools.builtin import agents, core, files, memory, schedule, voice
 from cairn.tools.builtin.letta_words import DESCRIPTIONS
 from cairn.tools.context import ToolContext
 from cairn.tools.schema import args_model, function_schema, validate_arguments
@@ -103,6 +103,7 @@ class _Builtins(Mapping[str, ToolSpec]):
             tool_spec(files.grep_files, "letta_files_core", enable_parallel_execution=True),
             tool_spec(files.semantic_search_files, "letta_files_core",
                       enable_parallel_execution=True),
+            tool_spec(schedule.schedule_message, "letta_builtin", journaled=True),
         )  # fmt: skip
         return {spec.name: spec for spec in made}
 

@@ -21,7 +21,7 @@ from cairn.orchestration.aws.secrets import (
     sealing_key,
     with_provider_keys,
 )
-from cairn.orchestration.ports import DocumentStore, StepQueue, Workflows
+from cairn.orchestration.ports import DocumentStore, Scheduler, StepQueue, Workflows
 from cairn.orchestration.routing import Outlets
 from cairn.sealing import Sealer
 from cairn.store.db import IDLE_CHECK_SECONDS, Database
@@ -100,10 +100,12 @@ def build_runtime(
         files = SqsStepQueue(settings.files_queue_url)
     outlets = Outlets(queue, workflows, embeddings, files)
     rt = Runtime(settings, database, engine, outlets, workflows, vault, keys,
-                 documents_for(settings))  # fmt: skip
+                 documents_for(settings), scheduler_for(settings))  # fmt: skip
     from cairn.orchestration.agent_messages import Messenger
 
     engine.messenger = Messenger(rt)  # the multi-agent tools run other agents' turns
+    if rt.scheduler is not None:  # schedules agents make fire on time too
+        engine.scheduler = rt.scheduler.put
     for part in (queue, workflows, embeddings):
         if part is not None and hasattr(part, "attach"):  # in-process: through the outlets
             part.attach(rt)
@@ -119,6 +121,17 @@ def documents_for(settings: Settings) -> DocumentStore:
     from cairn.orchestration.directory_documents import DirectoryDocuments
 
     return DirectoryDocuments(settings.data_dir / "documents")
+
+
+def scheduler_for(settings: Settings) -> Scheduler | None:
+    """EventBridge Scheduler where the stack set it up; else the sweeper fires them alone."""
+    if not (settings.scheduler_group and settings.scheduler_target_arn
+            and settings.scheduler_role_arn):  # fmt: skip
+        return None
+    from cairn.orchestration.aws.scheduler import EventBridgeScheduler
+
+    return EventBridgeScheduler(settings.scheduler_group, settings.scheduler_target_arn,
+                                settings.scheduler_role_arn)  # fmt: skip
 
 
 def runtime() -> Runtime:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from cairn.config import Settings
 from cairn.engine.step import Engine
 from cairn.orchestration.aws.provider_vault import ProviderKeys, ProviderVault
-from cairn.orchestration.ports import DocumentStore, Workflows
+from cairn.orchestration.ports import DocumentStore, Scheduler, Workflows
 from cairn.orchestration.routing import Outlets
 from cairn.store.db import Database
 
@@ -26,3 +26,4 @@ class Runtime:
     vault: ProviderVault | None = None  # organizations' own provider keys
     provider_keys: ProviderKeys | None = None
     documents: DocumentStore | None = None  # the originals of files in folders
+    scheduler: Scheduler | None = None  # fires scheduled messages on time (AWS)

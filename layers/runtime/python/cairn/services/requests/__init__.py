@@ -59,6 +59,7 @@ from cairn.services.requests.sandbox import (
     SandboxEnvVarCreate,
     SandboxEnvVarUpdate,
 )
+from cairn.services.requests.schedules import ScheduleCreate
 from cairn.services.requests.tools import (
     ApprovalToggle,
     CodeInput,
@@ -115,6 +116,7 @@ __all__ = [
     "SandboxConfigBody",
     "SandboxEnvVarCreate",
     "SandboxEnvVarUpdate",
+    "ScheduleCreate",
     "StepFeedback",
     "StrictBody",
     "TextPart",

@@ -1,0 +1,60 @@
+"""Scheduled messages to an agent: made, listed, read, cancelled. Firing is the
+orchestration's (orchestration/schedules.py)."""
+
+from __future__ import annotations
+
+import logging
+
+from cairn.domain.base import utc_now
+from cairn.domain.schedules import Schedule, make_schedule
+from cairn.errors import NotFoundError
+from cairn.orchestration.assembly.parts import Runtime
+from cairn.services import agents as agent_service
+from cairn.services.requests import ScheduleCreate
+from cairn.store import schedules
+
+logger = logging.getLogger(__name__)
+
+
+def create(rt: Runtime, org: str, agent_id: str, req: ScheduleCreate) -> Schedule:
+    made = make_schedule(org, agent_id, req.text, run_at=req.run_at, cron=req.cron,
+                         timezone=req.timezone, now=utc_now())  # fmt: skip
+    with rt.db.transaction() as conn:
+        stored = schedules.create(conn, made)
+    if stored is None:
+        raise NotFoundError(f"Agent with ID {agent_id} not found")
+    register(rt, stored)
+    return stored
+
+
+def register(rt: Runtime, schedule: Schedule) -> None:
+    """On time with EventBridge Scheduler where there is one (else the sweeper's round)."""
+    if rt.scheduler is None:
+        return
+    try:
+        rt.scheduler.put(schedule)
+    except Exception:  # the sweeper's round fires it all the same
+        logger.exception("EventBridge schedule for %s not made", schedule.id)
+
+
+def list_of(rt: Runtime, org: str, agent_id: str, *, after: str | None, limit: int
+            ) -> list[Schedule]:  # fmt: skip
+    with rt.db.connection() as conn:
+        agent_service.fetch(conn, org, agent_id)
+        return schedules.of_agent(conn, org, agent_id, after=after, limit=limit)
+
+
+def retrieve(rt: Runtime, org: str, agent_id: str, schedule_id: str) -> Schedule:
+    with rt.db.connection() as conn:
+        found = schedules.get(conn, org, schedule_id)
+    if found is None or found.agent_id != agent_id:
+        raise NotFoundError(f"Schedule with id {schedule_id} not found")
+    return found
+
+
+def delete(rt: Runtime, org: str, agent_id: str, schedule_id: str) -> None:
+    retrieve(rt, org, agent_id, schedule_id)
+    with rt.db.transaction() as conn:
+        schedules.delete(conn, org, schedule_id)
+    if rt.scheduler is not None:
+        rt.scheduler.remove(schedule_id)

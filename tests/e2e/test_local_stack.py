@@ -130,3 +130,39 @@ def test_a_conversation_through_the_local_stack_and_its_queues(tmp_path: Path) -
             output = stop(proc)
     assert "step and embedding queues in process" in output
     assert '"status":"embedded' in output  # the step function ran the embedding job
+
+
+def test_a_scheduled_message_arrives_through_the_local_stacks_sweeper(tmp_path: Path) -> None:
+    """`make dev`'s own sweeper round (every 10 s) fires a one-time message as a run."""
+    from datetime import UTC, datetime, timedelta
+
+    import httpx
+
+    from tests.fakes.llm_server import FakeLLM
+
+    port = free_port()
+    with FakeLLM() as fake:
+        fake.reply("Good morning, Ada.")
+        proc = start(tmp_path / "cairn", port, CAIRN_API_KEY="sk-cairn-e2e",
+                     OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"{fake.base_url}/v1")  # fmt: skip
+        try:
+            wait_for_health(port, proc)
+            http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
+                                headers={"Authorization": "Bearer sk-cairn-e2e"})  # fmt: skip
+            agent = http.post("/v1/agents/", json={"model": "openai/gpt-test"}).json()
+            at = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+            made = http.post(f"/v1/agents/{agent['id']}/schedules",
+                             json={"input": "Say good morning.", "run_at": at})  # fmt: skip
+            assert made.status_code == 200, made.text
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                found = http.get("/v1/runs/", params={"agent_id": agent["id"]}).json()
+                if any(r["status"] == "completed" for r in found):
+                    break
+                time.sleep(0.5)
+            else:
+                pytest.fail("the scheduled message never ran")
+            assert found[0]["metadata"]["run_type"] == "scheduled_message"
+            assert fake.requests[-1].last_text().endswith("Say good morning.")
+        finally:
+            stop(proc)

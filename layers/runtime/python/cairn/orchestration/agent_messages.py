@@ -20,6 +20,7 @@ from cairn.orchestration import sending
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_and_mark
 from cairn.store import messages, runs
+from cairn.store.db import DuplicateKey
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ def deliver(rt: Runtime, payload: dict[str, Any]) -> str:
     try:
         started = lifecycle.start_run(rt.db, org, agent_id, [message], options,
                                       org_cap=rt.settings.org_max_runs)  # fmt: skip
+    except DuplicateKey:  # a delivery beside this one started it a moment ago
+        return "already delivered"
     except CairnError as err:  # deleted since, or waiting for an approval: it cannot take it
         logger.warning("message from %s to %s not delivered: %s", payload["sender_id"],
                        agent_id, err)  # fmt: skip
@@ -68,11 +71,14 @@ class Messenger:
             options = RunOptions(background=False, run_id=run_id, metadata=metadata)
             try:
                 started = sending.begin(rt, org_id, agent_id, inputs, options, wait=True)
+            except DuplicateKey:  # started beside this one: wait for it below
+                started = None
             except CairnError as err:
                 kind = "NoResultFound" if isinstance(err, NotFoundError) else type(err).__name__
                 return Reply(agent_id, None, [], str(err), kind)
-            with suppress(LLMError):  # the run has failed: read as it ended, below
-                run = sending.drive(rt, org_id, agent_id, started, budget_seconds).run
+            if started is not None:
+                with suppress(LLMError):  # the run has failed: read as it ended, below
+                    run = sending.drive(rt, org_id, agent_id, started, budget_seconds).run
         if run is None or run.status not in TERMINAL_RUN_STATUSES:
             run = sending.wait_for(rt, org_id, run_id, max(until - time.monotonic(), 0.0))
         with rt.db.connection() as conn:

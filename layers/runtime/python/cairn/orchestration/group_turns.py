@@ -10,6 +10,7 @@ from cairn.engine import group_chat, lifecycle
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_and_mark
 from cairn.store import runs
+from cairn.store.db import DuplicateKey
 
 
 def start_turn(rt: Runtime, payload: dict[str, Any]) -> str:
@@ -30,7 +31,10 @@ def start_turn(rt: Runtime, payload: dict[str, Any]) -> str:
         run_id=run_id,
         metadata=group_chat.chain_metadata(group, chain, turn, payload["turns"]),
     )
-    started = lifecycle.start_run(rt.db, org, group_chat.speaker(group, turn), inputs, options,
-                                  org_cap=rt.settings.org_max_runs)  # fmt: skip
+    try:
+        started = lifecycle.start_run(rt.db, org, group_chat.speaker(group, turn), inputs,
+                                      options, org_cap=rt.settings.org_max_runs)  # fmt: skip
+    except DuplicateKey:  # a delivery beside this one started it a moment ago
+        return "already started"
     publish_and_mark(rt.db, rt.queue, started.command)
     return "started"

@@ -21,6 +21,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from cairn.errors import UnavailableError
 
+# A row whose key is taken: what a second writer of an idempotent insert (a run id derived
+# from what started it) meets when the first won the race. Callers above the store catch
+# it by this name.
+DuplicateKey = psycopg.errors.UniqueViolation
+
 Connection = psycopg.Connection[dict]
 
 # A connection idle longer than this is pinged before use: Lambda freezes between

@@ -111,3 +111,48 @@ def test_what_is_not_a_reachable_image_is_a_400_naming_it(
     assert answer.status_code == 400 and says in answer.text, answer.text
     assert stack.fake.requests == []  # no model call, no run
     assert list(client.runs.list(agent_ids=[agent.id])) == []
+
+
+def test_a_model_without_vision_gets_each_image_described_once(db: Any) -> None:
+    """The operator says `gpt-text` has no vision: the vision model describes the image
+    (once: the next turn reuses it), and the agent's model reads the description."""
+    from tests.api.conftest import make_stack
+
+    with make_stack(db, text_only_models="gpt-text", vision_model="openai/gpt-vision") as stack:
+        client = stack.client()
+        agent = client.agents.create(llm_config={**LLM, "model": "gpt-text"})  # type: ignore[arg-type]
+        stack.fake.reply("A red pixel on white.")  # the vision model
+        stack.fake.reply("It is a pixel.")  # the agent's
+        data = base64.b64encode(PNG).decode()
+        client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
+            {"type": "base64", "media_type": "image/png", "data": data}))  # fmt: skip
+        vision, agent_call = stack.fake.requests
+        assert vision.body["model"] == "gpt-vision" and "image_url" in str(vision.body)
+        assert agent_call.body["model"] == "gpt-text"
+        assert not any(isinstance(m["content"], list) for m in agent_call.body["messages"])
+        assert "[Image: A red pixel on white.]" in str(agent_call.body["messages"])
+        stack.fake.reply("Still a pixel.")
+        client.agents.messages.create(agent.id, input="and now?")
+        assert [r.body["model"] for r in stack.fake.requests] == ["gpt-vision", "gpt-text",
+                                                                   "gpt-text"]  # fmt: skip
+        assert "[Image: A red pixel on white.]" in str(stack.fake.requests[-1].body["messages"])
+        # The message keeps its image: a vision model given this agent would see it.
+        said = [m for m in client.agents.messages.list(agent.id)
+                if m.message_type == "user_message" and isinstance(m.content, list)]  # fmt: skip
+        assert said and said[0].content[1].type == "image"  # type: ignore[union-attr, index]
+
+
+def test_without_a_vision_model_the_image_is_named_not_sent(db: Any) -> None:
+    from tests.api.conftest import make_stack
+
+    with make_stack(db, text_only_models="gpt-text") as stack:
+        client = stack.client()
+        agent = client.agents.create(llm_config={**LLM, "model": "gpt-text"})  # type: ignore[arg-type]
+        stack.fake.reply("I cannot see it.")
+        data = base64.b64encode(PNG).decode()
+        client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
+            {"type": "base64", "media_type": "image/png", "data": data}))  # fmt: skip
+        (only,) = stack.fake.requests
+        sent = only.body["messages"]
+        assert not any(isinstance(m["content"], list) for m in sent)  # text only, no image part
+        assert "[Image: not described" in sent[-1]["content"]

@@ -81,6 +81,12 @@ class Settings(BaseModel):
     exa_base_url: str | None = None
     # How long a call to an organization's MCP server (listing its tools, a tool call) may take.
     mcp_timeout_seconds: float = Field(default=30.0, gt=0, le=900)
+    # Images for models without vision: those models (names or handles, comma-separated)
+    # get each image described by the vision model (a handle) instead, at most this many
+    # new descriptions a step.
+    text_only_models: str = ""
+    vision_model: str | None = None
+    image_descriptions_per_turn: int = Field(default=4, ge=0, le=50)
     # How long send_message_to_agent_and_wait_for_reply (and the tag-matching send) waits
     # for the other agents' turns, in all; never past the step's own deadline.
     agent_reply_seconds: float = Field(default=120.0, gt=0, le=900)
@@ -185,6 +191,9 @@ class Settings(BaseModel):
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "mcp_timeout_seconds": "CAIRN_MCP_TIMEOUT_SECONDS",
             "agent_reply_seconds": "CAIRN_AGENT_REPLY_SECONDS",
+            "text_only_models": "CAIRN_TEXT_ONLY_MODELS",
+            "vision_model": "CAIRN_VISION_MODEL",
+            "image_descriptions_per_turn": "CAIRN_IMAGE_DESCRIPTIONS_PER_TURN",
             "exa_api_key": "EXA_API_KEY",
             "exa_base_url": "CAIRN_EXA_BASE_URL",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cairn.domain.messages import ContentPart, Message, TextContent
 from cairn.engine import calls
+from cairn.engine.image_descriptions import described, text_only
 from cairn.engine.policy import must_call_first
 from cairn.engine.prompt import refreshed_system, tool_schemas
 from cairn.engine.turn import Turn
@@ -34,9 +35,15 @@ def llm_request(turn: Turn) -> tuple[LLMRequest | None, Message | None, list[str
         turn.policy,
         thinking=turn.agent.llm_config.put_inner_thoughts_in_kwargs,
     )
+    messages = [system or state.context[0], *state.context[1:], *turn.inputs]
+    settings = turn.parts.settings
+    if text_only(turn.agent.llm_config, settings):  # images become their descriptions
+        clients = turn.parts.model.client
+        messages = described(state.org_id, messages, turn.parts.db, settings,
+                             lambda config: clients(state.org_id, config))  # fmt: skip
     request = LLMRequest(
         config=turn.agent.llm_config,
-        messages=[system or state.context[0], *state.context[1:], *turn.inputs],
+        messages=messages,
         tools=schemas,
         tool_choice=turn.policy.tool_choice if schemas else "auto",
     )

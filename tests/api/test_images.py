@@ -156,3 +156,28 @@ def test_without_a_vision_model_the_image_is_named_not_sent(db: Any) -> None:
         sent = only.body["messages"]
         assert not any(isinstance(m["content"], list) for m in sent)  # text only, no image part
         assert "[Image: not described" in sent[-1]["content"]
+
+
+def test_an_image_survives_compaction_as_its_description(db: Any) -> None:
+    """The summary of a context holding an image is asked of a transcript where the image
+    is what the vision model said it shows (Letta's summary would drop it)."""
+    from tests.api.conftest import make_stack
+
+    with make_stack(db, vision_model="openai/gpt-vision") as stack:
+        client = stack.client()
+        agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+        stack.fake.reply("Seen.")  # a vision model: the agent's own gets the image
+        data = base64.b64encode(PNG).decode()
+        client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
+            {"type": "base64", "media_type": "image/png", "data": data}))  # fmt: skip
+        for n in range(3):
+            stack.fake.reply(f"answer {n}")
+            client.agents.messages.create(agent.id, input=f"question {n}")
+        stack.fake.reply("A map of the northern trail.")  # the vision model, for the summary
+        stack.fake.reply("Ada showed a map of the northern trail.")  # the summariser
+        done = httpx.post(f"{stack.url}/v1/agents/{agent.id}/summarize", timeout=30,
+                          headers={"Authorization": f"Bearer {stack.key}"})  # fmt: skip
+        assert done.status_code == 204, done.text
+        vision, summariser = stack.fake.requests[-2:]
+        assert vision.body["model"] == "gpt-vision"
+        assert "[Image: A map of the northern trail.]" in summariser.last_text()

@@ -3,8 +3,10 @@ what and asks how), keep the rest, and go on with the turn unless it was all it 
 
 from __future__ import annotations
 
+from cairn.domain.messages import ImageContent
 from cairn.domain.runs import step_command
 from cairn.engine import compaction
+from cairn.engine.image_descriptions import described
 from cairn.engine.turn import Turn
 from cairn.llm.deadline import DeadlineReached
 from cairn.llm.types import LLMError
@@ -20,6 +22,12 @@ def compaction_step(turn: Turn) -> Checkpoint | None:
     if not evicted:
         return None
     turn.step = turn.step.model_copy(update={"kind": "compaction"})
+    if any(isinstance(p, ImageContent) for m in evicted for p in m.content):
+        # The summary keeps what the images showed: the transcript is text, so each image
+        # goes into it as its description (made once; the cache serves the turns too).
+        clients = turn.parts.model.client
+        evicted = described(state.org_id, evicted, turn.parts.db, turn.parts.settings,
+                            lambda config: clients(state.org_id, config))  # fmt: skip
     request = compaction.summary_request(turn.agent, evicted)
     try:
         response = turn.ask(request)

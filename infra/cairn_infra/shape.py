@@ -51,6 +51,9 @@ class Shape:
     # FIFO high throughput: quotas per message group (one agent) instead of per queue.
     fifo_high_throughput: bool = False
     approval_timeout_hours: float = 168
+    # Browser origins allowed to call the API (the functions answer CORS themselves, behind
+    # API Gateway and at the streaming URL alike).
+    cors_origins: tuple[str, ...] = ()
 
     @property
     def small(self) -> bool:
@@ -105,6 +108,10 @@ class Shape:
             return None if found is None else int(found)
 
         models = tuple(m.strip() for m in (text("bedrock_models") or "").split(",") if m.strip())
+        origins = tuple(o.strip().rstrip("/") for o in (text("cors_origins") or "").split(",")
+                        if o.strip())  # fmt: skip
+        if bad := [o for o in origins if not o.startswith(("https://", "http://"))]:
+            raise ValueError(f"cors_origins: origins are http(s)://host[:port], not {bad[0]!r}")
         size = (text("size") or "production").lower()
         if size not in SIZES:
             raise ValueError(f"size: one of {', '.join(SIZES)}, not {text('size')!r}")
@@ -124,6 +131,7 @@ class Shape:
             fifo_high_throughput=flag("fifo_high_throughput"),
             approval_timeout_hours=number("approval_timeout_hours", 1 / 60, 24 * 365,
                                           whole=False) or 168,
+            cors_origins=origins,
         )  # fmt: skip
         if shape.min_acu > shape.db_max_acu:
             raise ValueError(

@@ -151,6 +151,8 @@ class CairnStack(Stack):
             "CAIRN_SCHEDULER_TARGET_ARN": sweeper_arn,
             "CAIRN_SCHEDULER_ROLE_ARN": schedule_role.role_arn,
         }
+        if shape.cors_origins:
+            environment["CAIRN_CORS_ORIGINS"] = ",".join(shape.cors_origins)
         egress = None
         if shape.tool_network:  # tools reach their organization's allowed hosts (docs/tools.md)
             egress = EgressProxy(

@@ -783,3 +783,16 @@ def test_scheduled_messages_fire_through_eventbridge_scheduler(template: dict[st
               if "scheduler:CreateSchedule" in as_list(st["Action"])}  # fmt: skip
     assert makers == {function(template, k)["Properties"]["Role"]["Fn::GetAtt"][0]
                       for k in ("api", "stream", "step")}  # fmt: skip
+
+
+def test_browser_origins_are_a_flag_the_functions_answer_cors_with() -> None:
+    """`-c cors_origins=...` reaches the API functions (they answer preflights themselves,
+    behind API Gateway's catch-all route and at the streaming URL); none by default; an
+    origin that is not http(s)://host stops the synthesis naming the flag."""
+    _, t = synth(cors_origins="https://console.example.com, http://localhost:5173")
+    for name in ("api", "stream"):
+        env = function(t.to_json(), name)["Properties"]["Environment"]["Variables"]
+        assert env["CAIRN_CORS_ORIGINS"] == "https://console.example.com,http://localhost:5173"
+    assert "CAIRN_CORS_ORIGINS" not in json.dumps(synth()[1].to_json())
+    with pytest.raises(ValueError, match="cors_origins"):
+        Shape.from_context({"cors_origins": "console.example.com"}.get)

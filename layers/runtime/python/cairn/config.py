@@ -48,6 +48,9 @@ class Settings(BaseModel):
     # queue of their processing jobs (unset: the embedding queue's, else in process).
     documents_bucket: str | None = None
     files_queue_url: str | None = None
+    # Browser clients: the origins allowed to call the API (comma-separated; none by default,
+    # `make dev` allows local development servers).
+    cors_origins: str = ""
     # Scheduled messages on EventBridge Scheduler: its group, the function it invokes and
     # the role it invokes it with (unset: the sweeper's round fires them alone).
     scheduler_group: str | None = None
@@ -181,6 +184,7 @@ class Settings(BaseModel):
             "embed_queue_url": "CAIRN_EMBED_QUEUE_URL",
             "documents_bucket": "CAIRN_DOCUMENTS_BUCKET",
             "files_queue_url": "CAIRN_FILES_QUEUE_URL",
+            "cors_origins": "CAIRN_CORS_ORIGINS",
             "scheduler_group": "CAIRN_SCHEDULER_GROUP",
             "scheduler_target_arn": "CAIRN_SCHEDULER_TARGET_ARN",
             "scheduler_role_arn": "CAIRN_SCHEDULER_ROLE_ARN",

@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError as Rout
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from cairn.api import http
+from cairn.api import cors, http
 from cairn.api.openapi import with_letta_responses
 from cairn.api.routes import (
     agent_files,
@@ -205,9 +205,14 @@ def _resolved(
 ) -> tuple[dict[str, Any], Iterator[bytes] | None]:
     """The resolver's result, and the streamed body a route left (if any)."""
     http.take_stream()  # nothing left from an earlier request served on this thread
+    allowed = http.rt().settings.cors_origins
+    if (answer := cors.preflight(event, allowed)) is not None:
+        return answer, None  # before the key: a browser's preflight carries none
     if (unreadable := _unreadable_body(event)) is not None:
+        cors.add_headers(unreadable, event, allowed)
         return unreadable, None
     result = app.resolve(event, context)
+    cors.add_headers(result, event, allowed)
     return result, http.take_stream()
 
 

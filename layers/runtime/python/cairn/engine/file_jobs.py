@@ -44,14 +44,15 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
         return "done"
     config = folder.embedding_config
     size = config.embedding_chunk_size or DEFAULT_CHUNK_TOKENS
-    if text is None:
+    if text is not None:
+        pieces = documents.chunks(text, size)
+    else:
         try:
-            text = _parse(engine, file, read, size)
+            pieces = _parse(engine, file, read, size)
         except documents.DocumentError as err:
             _failed(engine, file, str(err))
             return "error"
         faults.reached("file_parsed")
-    pieces = documents.chunks(text, size)
     embedder = engine.embedder_for(config)
     with engine.db.connection() as conn:
         done = files.passages_done(conn, file_id)
@@ -81,7 +82,8 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
 
 def _parse(
     engine: Engine, file: FileMetadata, read: Callable[[str], bytes], chunk_tokens: int
-) -> str:
+) -> list[str]:
+    """Parse the original, write its text with its chunk count; the chunks (made once)."""
     with engine.db.transaction() as conn:
         files.set_status(conn, file.organization_id, file.id, "parsing")
     try:
@@ -89,7 +91,8 @@ def _parse(
     except KeyError:
         raise documents.DocumentError("the file's original is gone from the store") from None
     text = documents.text_of(body, file.file_type)
-    count = len(documents.chunks(text, chunk_tokens))
+    pieces = documents.chunks(text, chunk_tokens)
+    count = len(pieces)
     if count > MAX_CHUNKS:
         raise documents.DocumentError(
             f"the file makes {count} chunks, over the limit of {MAX_CHUNKS} chunks a file"
@@ -98,7 +101,7 @@ def _parse(
         files.put_content(conn, file.organization_id, file.id, text)
         files.set_status(conn, file.organization_id, file.id, "embedding", total=count,
                          embedded=0)  # fmt: skip
-    return text
+    return pieces
 
 
 def _failed(engine: Engine, file: FileMetadata, reason: str) -> None:

@@ -332,6 +332,24 @@ def test_outbox_command_written_once_and_sent_once(db: Database) -> None:
         assert outbox.claim_unsent(conn, older_than_seconds=0) == []
 
 
+def test_a_step_put_back_before_its_publisher_marks_it_stays_waiting(db: Database) -> None:
+    """Publish, a worker takes it at once, finds the agent busy and puts it back; only then
+    does the publisher mark it sent. Marked, it would be in neither the queue nor among the
+    agent's waiting steps: its run would wait for the watchdog (half an hour by default)."""
+    with db.transaction() as conn:
+        world = build_world(conn)
+        published = outbox.get(conn, world.org.id, world.outbox_id)
+        assert published is not None
+        outbox.mark_unsent(conn, world.org.id, world.outbox_id)  # the worker, meanwhile
+        assert not outbox.mark_sent(conn, world.org.id, world.outbox_id, published.attempts)
+        waiting = outbox.unsent_for_agent(conn, world.org.id, world.agent.id)
+        assert [c.id for c in waiting] == [world.outbox_id]
+        # Published again, as the attempt it now is: marked.
+        assert outbox.mark_sent(conn, world.org.id, world.outbox_id, waiting[0].attempts)
+        assert outbox.unsent_for_agent(conn, world.org.id, world.agent.id) == []
+        assert outbox.mark_all_sent(conn, world.org.id, [(world.outbox_id, 0)]) == 0
+
+
 def test_pruning_deletes_rows_sent_long_ago_but_the_newest_fan_out(db: Database) -> None:
     with db.transaction() as conn:
         world = build_world(conn)

@@ -29,7 +29,7 @@ def publish_and_mark(db: Database, queue: StepQueue, command: OutboxCommand) -> 
         return False
     if command.id is not None:
         with db.connection() as conn:
-            outbox.mark_sent(conn, command.organization_id, command.id)
+            outbox.mark_sent(conn, command.organization_id, command.id, command.attempts)
     return True
 
 
@@ -49,7 +49,8 @@ def publish_all(db: Database, queue: StepQueue, commands: list[OutboxCommand]) -
     sent = [c for c in commands if c not in refused and c.id is not None]
     if sent:
         with db.connection() as conn:
-            outbox.mark_all_sent(conn, sent[0].organization_id, [c.id for c in sent if c.id])
+            outbox.mark_all_sent(conn, sent[0].organization_id,
+                                 [(c.id, c.attempts) for c in sent if c.id])  # fmt: skip
     return len(sent)
 
 

@@ -15,9 +15,13 @@ ON CONFLICT (dedup_key) DO NOTHING
 RETURNING *
 """
 SELECT_COMMAND = "SELECT * FROM outbox WHERE organization_id = %(org)s AND id = %(id)s"
+# Only the attempt that was published: a worker may take the message, find the agent busy
+# and put the row back to wait (MARK_UNSENT, a new attempt) before the publisher gets here;
+# marking it sent then would leave it in neither the queue nor the waiting steps.
 MARK_SENT = """
 UPDATE outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
 WHERE organization_id = %(org)s AND id = %(id)s AND sent_at IS NULL
+  AND (%(attempts)s::int IS NULL OR attempts = %(attempts)s::int)
 """
 MARK_FAILED = """
 UPDATE outbox SET attempts = attempts + 1, last_error = %(error)s
@@ -45,18 +49,25 @@ def get(conn: Connection, org_id: str, command_id: int) -> OutboxCommand | None:
     return from_row(OutboxCommand, row)
 
 
-def mark_sent(conn: Connection, org_id: str, command_id: int) -> bool:
-    return conn.execute(MARK_SENT, {"org": org_id, "id": command_id}).rowcount == 1
+def mark_sent(conn: Connection, org_id: str, command_id: int, attempts: int | None = None) -> bool:
+    """Mark a published command sent; `attempts`: the attempt it was published as (a row
+    put back to wait since is not marked)."""
+    params = {"org": org_id, "id": command_id, "attempts": attempts}
+    return conn.execute(MARK_SENT, params).rowcount == 1
 
 
 MARK_ALL_SENT = """
-UPDATE outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
-WHERE organization_id = %(org)s AND id = ANY(%(ids)s) AND sent_at IS NULL
+UPDATE outbox o SET sent_at = now(), attempts = o.attempts + 1, last_error = NULL
+FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS published(id, attempts)
+WHERE o.organization_id = %(org)s AND o.id = published.id AND o.sent_at IS NULL
+  AND o.attempts = published.attempts
 """
 
 
-def mark_all_sent(conn: Connection, org_id: str, command_ids: list[int]) -> int:
-    return conn.execute(MARK_ALL_SENT, {"org": org_id, "ids": command_ids}).rowcount
+def mark_all_sent(conn: Connection, org_id: str, published: list[tuple[int, int]]) -> int:
+    """Mark published commands sent, each given as (id, the attempt it was published as)."""
+    ids, attempts = [i for i, _ in published], [a for _, a in published]
+    return conn.execute(MARK_ALL_SENT, {"org": org_id, "ids": ids, "attempts": attempts}).rowcount
 
 
 def mark_failed(conn: Connection, org_id: str, command_id: int, error: str) -> None:
@@ -79,7 +90,10 @@ def by_dedup_key(conn: Connection, org_id: str, dedup_key: str) -> OutboxCommand
     return from_row(OutboxCommand, row)
 
 
-MARK_UNSENT = "UPDATE outbox SET sent_at = NULL WHERE organization_id = %(org)s AND id = %(id)s"
+MARK_UNSENT = """
+UPDATE outbox SET sent_at = NULL, attempts = attempts + 1
+WHERE organization_id = %(org)s AND id = %(id)s
+"""
 UNSENT_FOR_AGENT = """
 SELECT * FROM outbox
 WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL

@@ -4,10 +4,11 @@ the cores busy with other work. Shared by the test (small) and `bench/crash_load
 (large): `run_scenario` returns what happened; the callers judge it.
 
 Each sending agent is told `remember fact-<agent>-<n>`; the fake model answers with a memory
-edit and a search, then "Saved." (the same answer to the same request, however often a
-restart repeats it). Every run the API told a client about (200 or 202) must end; each
-completed one stored its user message, tool call, tool return and reply once, and its fact
-is in the agent's memory once.
+edit of every fact its turn was told and a search, then "Saved." (the same answer to the
+same request, however often a restart repeats it). Coalescing agents (`coalescers`) get
+bursts of sends that join one turn. Every run the API told a client about (200 or 202) must
+end; each completed one stored its user messages, tool call, tool return and reply once, and
+its facts are in the agent's memory once.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ TERMINAL = ("completed", "failed", "cancelled")
 
 @dataclass
 class Outcome:
-    accepted: dict[str, str] = field(default_factory=dict)  # run id -> fact ("" for crawlers)
+    # run id -> the facts of the sends it answered ("" for crawlers; several when joined)
+    accepted: dict[str, list[str]] = field(default_factory=dict)
     refused: int = 0  # sends that got no answer (the stack died under them) or a 4xx/5xx
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # every run, as it ended
     kinds: dict[str, list[str]] = field(default_factory=dict)  # a run's message types
@@ -54,9 +56,15 @@ def answers(request: Recorded) -> Reply:
         return Reply(text="slowly, but here", delay=1.5)
     if last["role"] == "tool" or "memory_insert" not in request.tool_names:
         return Reply(text="Saved.")
-    fact = str(last["content"]).split("remember ")[-1].split('"')[0].split("'")[0]
-    return Reply(tool_calls=[call("memory_insert", label="human", new_str=fact),
-                             call("conversation_search", query=fact)])  # fmt: skip
+    told: list[str] = []  # this turn's user messages: one, or a coalesced burst
+    for message in reversed(request.body["messages"]):
+        if message["role"] != "user":
+            break
+        told.insert(0, str(message["content"]))
+    facts = [t.split("remember ")[-1].split('"')[0].split("'")[0] for t in told
+             if "remember " in t]  # fmt: skip
+    return Reply(tool_calls=[call("memory_insert", label="human", new_str="\n".join(facts)),
+                             call("conversation_search", query=facts[-1])])  # fmt: skip
 
 
 class Process:
@@ -100,7 +108,7 @@ class Process:
 
 def run_scenario(
     folder: Path, *, seed: int, agents: int, sends: int, kills: int, crawlers: int = 2,
-    burn_cores: int = 1, end_within: float = 120.0,
+    burn_cores: int = 1, end_within: float = 120.0, coalescers: int = 0, burst: int = 3,
 ) -> Outcome:  # fmt: skip
     rng = random.Random(seed)
     outcome = Outcome()
@@ -116,11 +124,15 @@ def run_scenario(
             http = httpx.Client(base_url=url, headers=headers, timeout=60)
             senders = [_agent(http, f"Sender{i}") for i in range(agents)]
             slow = [_agent(http, f"Crawler{i}") for i in range(crawlers)]
-            outcome.facts_of = {a: [] for a in senders}
+            joiners = [_agent(http, f"Coalescer{i}", {"cairn_coalesce_seconds": 0.3})
+                       for i in range(coalescers)]  # fmt: skip
+            outcome.facts_of = {a: [] for a in [*senders, *joiners]}
             lock = threading.Lock()
             plan = [(a, n) for n in range(sends) for a in senders]
             rounds = [plan[i :: kills + 1] for i in range(kills + 1)]
             for round_no, batch in enumerate(rounds):
+                # A burst to each coalescing agent, sent together: most of it joins one turn.
+                batch = batch + [(a, round_no * burst + k) for a in joiners for k in range(burst)]
                 threads = [threading.Thread(target=_send, args=(url, headers, a, n, i % 3 == 0,
                                                                  outcome, lock))
                            for i, (a, n) in enumerate(batch)]  # fmt: skip
@@ -143,7 +155,7 @@ def run_scenario(
             http = httpx.Client(base_url=url, headers=headers, timeout=60)
             deadline = restarted + end_within
             while True:
-                every = _all_runs(http, [*senders, *slow])
+                every = _all_runs(http, [*senders, *joiners, *slow])
                 if every and all(r["status"] in TERMINAL for r in every.values()):
                     break
                 if time.monotonic() > deadline:
@@ -154,7 +166,7 @@ def run_scenario(
             for run_id in every:
                 listed = http.get(f"/v1/runs/{run_id}/messages", params={"limit": 100}).json()
                 outcome.kinds[run_id] = [m["message_type"] for m in listed]
-            for agent_id in senders:
+            for agent_id in [*senders, *joiners]:
                 block = http.get(f"/v1/agents/{agent_id}/core-memory/blocks/human").json()
                 outcome.memory[agent_id] = block["value"]
             outcome.load = os.getloadavg()
@@ -165,9 +177,10 @@ def run_scenario(
     return outcome
 
 
-def _agent(http: httpx.Client, name: str) -> str:
+def _agent(http: httpx.Client, name: str, metadata: dict[str, Any] | None = None) -> str:
     body = {"name": name, "model": "openai/gpt-test", "embedding_config": EMBEDDING,
-            "memory_blocks": [{"label": "human", "value": name, "limit": 20000}]}  # fmt: skip
+            "memory_blocks": [{"label": "human", "value": name, "limit": 20000}],
+            "metadata": metadata or {}}  # fmt: skip
     made = http.post("/v1/agents/", json=body)
     made.raise_for_status()
     return str(made.json()["id"])
@@ -195,7 +208,7 @@ def _send(url: str, headers: dict[str, str], agent_id: str, n: int, sync: bool,
     )
     with lock:
         if answer.status_code in (200, 202) and run_id:
-            outcome.accepted[str(run_id)] = fact
+            outcome.accepted.setdefault(str(run_id), []).append(fact)
         else:
             outcome.refused += 1
 
@@ -214,6 +227,14 @@ def _all_runs(http: httpx.Client, agent_ids: list[str]) -> dict[str, dict[str, A
 ONE_TURN = ["user_message", "tool_call_message", "tool_return_message", "assistant_message"]
 
 
+def told(kinds: list[str] | None) -> int:
+    """How many user messages a sender's turn took (one, or a coalesced burst) if it stored
+    one whole turn: those, then a tool call, its return and the reply; else 0."""
+    kinds = kinds or []
+    users = len(kinds) - (len(ONE_TURN) - 1)
+    return users if users >= 1 and kinds == ["user_message"] * users + ONE_TURN[1:] else 0
+
+
 def problems(outcome: Outcome) -> list[str]:
     """What broke the promise: a run told about that did not end, a sender's turn whose
     messages or memory edit are not there exactly once."""
@@ -230,17 +251,24 @@ def problems(outcome: Outcome) -> list[str]:
         for run in theirs:
             if run["status"] != "completed":
                 found.append(f"run {run['id']} of a sender ended {run['status']}: {run}")
-            elif outcome.kinds.get(run["id"]) != ONE_TURN:
+            elif not told(outcome.kinds.get(run["id"])):
                 found.append(f"run {run['id']} stored {outcome.kinds.get(run['id'])}")
         for fact in outcome.facts_of.get(agent_id, ()):
             if lines.count(fact) > 1:
                 found.append(f"{fact} is in memory {lines.count(fact)} times")
-        told = [f for r, f in outcome.accepted.items() if f and outcome.runs.get(r, {}).get(
-            "agent_id") == agent_id and outcome.runs[r]["status"] == "completed"]  # fmt: skip
-        found += [f"{fact} (its run completed) is not in memory" for fact in told
+        answered = [
+            f
+            for r, fs in outcome.accepted.items()
+            for f in fs
+            if f
+            and outcome.runs.get(r, {}).get("agent_id") == agent_id
+            and outcome.runs[r]["status"] == "completed"
+        ]
+        found += [f"{fact} (its run completed) is not in memory" for fact in answered
                   if lines.count(fact) != 1]  # fmt: skip
         facts = [line for line in lines if line.startswith("fact-")]
-        completed = [r for r in theirs if r["status"] == "completed"]
-        if len(facts) != len(completed):
-            found.append(f"{agent_id}: {len(facts)} facts in memory, {len(completed)} turns")
+        messages = sum(told(outcome.kinds.get(r["id"])) for r in theirs
+                       if r["status"] == "completed")  # fmt: skip
+        if len(facts) != messages:
+            found.append(f"{agent_id}: {len(facts)} facts in memory, {messages} told in turns")
     return found

@@ -54,6 +54,22 @@ def check_timezone(name: str) -> str:
 
 
 MESSAGE_EMBEDDINGS_KEY = "cairn_message_embeddings"
+# Coalescing, Cairn's own setting in `metadata` (off without it): a user's message arriving
+# while the agent's previous turn is queued, or within this many seconds of the message that
+# started it, joins that turn (store/runs.py START_RUN). Bounded: the first caller waits it.
+COALESCE_KEY, MAX_COALESCE_SECONDS = "cairn_coalesce_seconds", 10.0
+
+
+def check_coalesce(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A metadata whose coalescing window, if set, is a number of seconds within bounds."""
+    value = (metadata or {}).get(COALESCE_KEY)
+    if value is None:
+        return metadata
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{COALESCE_KEY}: a number of seconds, not {value!r}")
+    if not 0 <= value <= MAX_COALESCE_SECONDS:
+        raise ValueError(f"{COALESCE_KEY}: from 0 (off) to {MAX_COALESCE_SECONDS:g} seconds")
+    return metadata
 
 
 class Agent(DomainModel):

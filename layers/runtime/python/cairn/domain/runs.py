@@ -32,6 +32,8 @@ class RunOptions:
     task_token: str | None = None  # a workflow waits for this run's end
     compact_only: bool = False  # a summarise request: one compaction step
     run_id: str | None = None  # chosen by the caller (a fan-out, a group's chain)
+    # A user's send: joins the agent's waiting run if the agent coalesces (START_RUN).
+    coalesce: bool = False
 
 
 def run_status_for(stop_reason: StopReason) -> RunStatus:

@@ -26,6 +26,9 @@ class StartedRun(NamedTuple):
     approval_token: str | None = None
     # `run_here`: the first step's claim, taken in the same round trip (hand it to `step`).
     first_claim: Claim | None = None
+    # The inputs joined this run, already waiting (a coalescing agent): its first step is
+    # another caller's, or on the queue; `command` is that step's.
+    joined: bool = False
 
 
 def start_run(
@@ -78,9 +81,15 @@ def start_run(
             answering=answering,
             claim_lease_seconds=LEASE_SECONDS if run_here else None,
             claim_cap=org_cap,
+            coalesce=options.coalesce and not answering and not options.compact_only,
         )
     if not row["found"]:
         raise NotFoundError(f"Agent with ID {agent_id} not found")
+    if row["joined"] is not None:
+        waiting = Run.model_validate(row["joined"])
+        return StartedRun(waiting, step_command(waiting, 0), joined=True)
+    if row["coalesce_until"] is not None:
+        run.request_config["coalesce_until"] = row["coalesce_until"]
     if row["command"] is None:
         if row["pending_id"] is not None and not answering:
             raise PendingApprovalError(row["pending_id"])

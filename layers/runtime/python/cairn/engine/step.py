@@ -13,6 +13,7 @@ run's start and its end from outside a step, `engine/lifecycle.py`.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from cairn import faults
 from cairn.config import Settings
-from cairn.domain.agents import Agent
+from cairn.domain.agents import MAX_COALESCE_SECONDS, Agent
 from cairn.domain.base import utc_now
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.messages import Message
@@ -52,6 +53,7 @@ from cairn.llm.clients import LLMClient, client_for, wire_body
 from cairn.llm.types import MessageDelta
 from cairn.sealing import Sealer, envelope_key
 from cairn.store import claim as claims
+from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
 from cairn.store.claim import Claim
 from cairn.store.db import Database
@@ -169,13 +171,20 @@ class Engine:
         on_delta: MessageDelta | None,
     ) -> StepOutcome:
         got = claimed
-        if got is None:
+        while got is None or got.held_seconds > 0:
+            if got is not None:  # a coalescing run's first step: more messages may join it
+                time.sleep(min(got.held_seconds, MAX_COALESCE_SECONDS))
             with self.db.connection() as conn:
                 got = claims.claim(conn, org_id, run_id, step_index, lease_seconds=LEASE_SECONDS,
                                    cap=self.settings.org_max_runs)  # fmt: skip
         run = got.run
         if run is None:
             return StepOutcome("missing")
+        if step_index == 0 and got.agent is not None and "coalesce_until" in run.request_config:
+            # The claim read the run before it took the lease: a send that joined meanwhile
+            # is only in the row as it is now (store/runs.py START_RUN).
+            with self.db.connection() as conn:
+                run = runs.get_run(conn, org_id, run_id) or run
         if got.done:
             # A redelivery: hand back the continuation in case its publish was lost.
             nxt = got.next_command

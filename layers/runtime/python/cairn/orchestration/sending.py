@@ -66,6 +66,8 @@ def send(
     if not wait:
         return Sent(started.run)
     budget = sync_budget(rt)
+    if started.joined:  # the inputs joined a waiting run: its turn answers this caller too
+        return Sent(wait_for(rt, org_id, started.run.id, budget))
     waited_from = time.monotonic()
     sent = drive(rt, org_id, agent_id, started, budget)
     if sent.run.status in TERMINAL_RUN_STATUSES:
@@ -93,6 +95,8 @@ def begin(
     started = lifecycle.start_run(rt.db, org_id, agent_id, inputs, options, run_here=wait,
                                   org_cap=rt.settings.org_max_runs)  # fmt: skip
     token, run = started.approval_token, started.run
+    if started.joined:
+        return started  # its first step is on its way already
     if not wait:
         handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})
         if not handed_over:
@@ -180,7 +184,7 @@ def _taken(rt: Runtime, command: OutboxCommand) -> None:
     die, the sweeper would deliver it from the outbox)."""
     if command.id is not None:
         with rt.db.connection() as conn:
-            outbox.mark_sent(conn, command.organization_id, command.id)
+            outbox.mark_sent(conn, command.organization_id, command.id, command.attempts)
 
 
 def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Run:

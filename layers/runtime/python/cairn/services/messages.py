@@ -43,7 +43,7 @@ def send(
     """Start a run on the request's messages; with `wait`, run its first step here."""
     # A background stream's run outlives its client: its events can be read again.
     options = RunOptions(max_steps=req.max_steps, metadata={"run_type": run_type},
-                         background=req.background or not wait)  # fmt: skip
+                         background=req.background or not wait, coalesce=True)  # fmt: skip
     return sending.send(rt, org, agent_id, inputs(rt, org, agent_id, req), options, wait=wait)
 
 

@@ -38,6 +38,12 @@ WITH run AS (
     SELECT CASE WHEN %(cap)s <= 0 OR a.lease_run_id = %(run)s THEN false
                 ELSE cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s) END AS is_full
     FROM run JOIN agents a ON a.organization_id = %(org)s AND a.id = run.agent_id
+), held AS (
+    -- A coalescing agent's new run takes no message for its first step until its window
+    -- ends (store/runs.py START_RUN): until then later sends join it.
+    SELECT greatest(extract(epoch FROM (run.request_config ->> 'coalesce_until')::timestamptz
+                                       - now()), 0)::float8 AS seconds
+    FROM run WHERE %(idx)s = 0 AND run.request_config ? 'coalesce_until'
 ), lease AS (
     UPDATE agents a
     SET lease_run_id = %(run)s, lease_expires_at = now() + make_interval(secs => %(ttl)s)
@@ -45,6 +51,7 @@ WITH run AS (
     WHERE a.organization_id = %(org)s AND a.id = run.agent_id
       AND run.status NOT IN ('completed', 'failed', 'cancelled')
       AND NOT EXISTS (SELECT 1 FROM done)
+      AND NOT EXISTS (SELECT 1 FROM held WHERE seconds > 0)
       AND (a.lease_run_id IS NULL OR a.lease_run_id = %(run)s OR a.lease_expires_at < now())
       -- A run taking a new agent waits while its organization holds `cap` of them.
       AND (a.lease_run_id = %(run)s OR NOT coalesce((SELECT is_full FROM org), false))
@@ -69,6 +76,7 @@ SELECT
     (SELECT to_jsonb(run) FROM run) AS run,
     EXISTS (SELECT 1 FROM done) AS done,
     NOT EXISTS (SELECT 1 FROM lease) AND coalesce((SELECT is_full FROM org), false) AS org_full,
+    CASE WHEN NOT EXISTS (SELECT 1 FROM lease) THEN (SELECT seconds FROM held) END AS held,
     (SELECT to_jsonb(o) FROM outbox o
      WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s) AS next_command,
     (SELECT to_jsonb(l) || jsonb_build_object('message_ids', coalesce(
@@ -127,6 +135,8 @@ class Claim:
     previous_kind: str | None
     org_full: bool = False  # no agent: its organization holds as many as it may (cap)
     folders: list[AgentFolder] | None = None  # attached, with the agent's views of their files
+    # No agent: the run's first step waits this long yet for more messages to join it.
+    held_seconds: float = 0.0
 
 
 def claim(
@@ -172,5 +182,6 @@ def read(cursor: Cursor[dict[str, Any]]) -> Claim:
         journal=dict(row["journal"]),
         previous_kind=row["previous_kind"],
         org_full=bool(row["org_full"]),
+        held_seconds=float(row["held"] or 0.0),
         folders=[AgentFolder.model_validate(f) for f in row["folders"] or ()],
     )

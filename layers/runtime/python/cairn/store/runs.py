@@ -28,10 +28,24 @@ RETURNING *
 # last message says otherwise: a pending approval accepts only an answer, and an answer
 # needs a pending approval. `sent` marks the command published when the caller runs the
 # step itself. Returns nothing for an unknown agent.
+#
+# A user's send to an agent that coalesces (`cairn_coalesce_seconds` in its metadata, and
+# `coalesce` asked by the caller) joins the agent's newest run still waiting for its first
+# step instead: its inputs are appended to that run's. The gate is an UPDATE of that step's
+# command where it was never claimed: a claim committed since this statement's snapshot
+# is seen there (PostgreSQL re-reads a row updated meanwhile), so no input joins a run whose
+# first step has read its inputs. A claim that waited for this statement's lock on the agent
+# read the run before the append: the step reads the inputs again (engine/step.py). A new
+# run of a coalescing agent holds its first step until `coalesce_until` (store/claim.py).
 START_RUN = """
 WITH agent AS (
     SELECT a.id, (SELECT e.message_id FROM context_entries e WHERE e.agent_id = a.id
-                  ORDER BY e.position DESC LIMIT 1) AS last_id
+                  ORDER BY e.position DESC LIMIT 1) AS last_id,
+           CASE WHEN %(coalesce)s AND jsonb_typeof(a.metadata -> 'cairn_coalesce_seconds')
+                     = 'number'
+                -- At most MAX_COALESCE_SECONDS (domain/agents.py), however it was written.
+                THEN least((a.metadata ->> 'cairn_coalesce_seconds')::float8, 10) ELSE 0
+           END AS hold_seconds
     FROM agents a
     WHERE a.organization_id = %(organization_id)s AND a.id = %(agent_id)s
       -- A start claiming its step takes its organization's turn before the agent row, as
@@ -54,15 +68,48 @@ WITH agent AS (
     SELECT 1 FROM agent
     WHERE CASE WHEN %(answering)s THEN EXISTS (SELECT 1 FROM answered)
                ELSE NOT coalesce((SELECT pending FROM last), false) END
+), joinable AS (
+    -- The agent's newest run not ended, if it coalesces: never an older one, whose turn
+    -- would then take this message before those of the newer run.
+    SELECT newest.id FROM (
+        SELECT r.id, r.request_config FROM agent, allowed, runs r
+        WHERE agent.hold_seconds > 0 AND NOT %(answering)s
+          AND r.organization_id = %(organization_id)s AND r.agent_id = agent.id
+          AND r.status IN ('created', 'running')
+        ORDER BY r.created_at DESC, r.id DESC LIMIT 1
+    ) newest
+    WHERE newest.request_config ? 'coalesce_until'
+), gate AS (
+    UPDATE outbox o SET claims = o.claims FROM joinable
+    WHERE o.organization_id = %(organization_id)s AND o.dedup_key = joinable.id || ':0'
+      AND o.claims = 0
+    RETURNING o.run_id
+), joined AS (
+    -- The inputs were stamped with the run this send would have started: now they are
+    -- the joined run's.
+    UPDATE runs r SET request_config = jsonb_set(r.request_config, '{input}',
+                          (r.request_config -> 'input') || (
+                              SELECT jsonb_agg(m || jsonb_build_object('run_id', r.id)
+                                               ORDER BY n)
+                              FROM jsonb_array_elements(%(inputs)s) WITH ORDINALITY e(m, n))),
+                      updated_at = now()
+    FROM gate WHERE r.id = gate.run_id AND r.status = 'created'
+    RETURNING r.*
 ), run AS (
     INSERT INTO runs (id, organization_id, agent_id, status, stop_reason, background, metadata,
                       request_config, usage, error, callback_url, task_token, created_at,
                       updated_at)
     SELECT %(id)s, %(organization_id)s, %(agent_id)s, %(status)s, %(stop_reason)s,
-           %(background)s, %(metadata)s, %(request_config)s, %(usage)s, %(error)s,
-           %(callback_url)s, %(task_token)s, %(created_at)s, %(updated_at)s
-    FROM allowed
-    RETURNING id
+           %(background)s, %(metadata)s,
+           CASE WHEN agent.hold_seconds > 0 AND NOT %(answering)s
+                THEN %(request_config)s || jsonb_build_object(
+                    'coalesce_until', now() + make_interval(secs => agent.hold_seconds))
+                ELSE %(request_config)s END,
+           %(usage)s, %(error)s, %(callback_url)s, %(task_token)s, %(created_at)s,
+           %(updated_at)s
+    FROM allowed, agent
+    WHERE NOT EXISTS (SELECT 1 FROM joined)
+    RETURNING id, request_config
 ), command AS (
     INSERT INTO outbox (organization_id, agent_id, run_id, kind, payload, dedup_key,
                         created_at, sent_at)
@@ -74,7 +121,9 @@ WITH agent AS (
 SELECT (SELECT count(*) FROM agent) AS found,
        (SELECT id FROM last WHERE pending) AS pending_id,
        (SELECT to_jsonb(command) FROM command) AS command,
-       (SELECT token FROM answered) AS approval_token
+       (SELECT token FROM answered) AS approval_token,
+       (SELECT to_jsonb(joined) FROM joined) AS joined,
+       (SELECT request_config ->> 'coalesce_until' FROM run) AS coalesce_until
 """
 
 
@@ -142,13 +191,17 @@ def start_run(
     answering: bool,
     claim_lease_seconds: float | None,
     claim_cap: int = 0,
+    coalesce: bool = False,
 ) -> tuple[dict[str, Any], claims.Claim | None]:
     """Record a run and its first step command in one statement; with a lease, also claim
     that step in the same round trip (one implicit transaction up to the pipeline's sync,
-    so the claim sees the run). Returns START_RUN's row and the claim."""
+    so the claim sees the run). `coalesce`: the send may join a waiting run of a coalescing
+    agent. Returns START_RUN's row and the claim."""
     params = {
         **to_params(run, RUN_JSON),
         "answering": answering,
+        "coalesce": coalesce,
+        "inputs": Jsonb(run.request_config.get("input") or []),
         "payload": Jsonb(first.payload),
         "dedup_key": first.dedup_key,
         "sent": claim_lease_seconds is not None,

@@ -33,7 +33,9 @@ def run_json(run: Run) -> dict[str, Any]:
         "metadata": metadata,
         "created_at": iso(run.created_at),
         "completed_at": iso(run.completed_at),
-        "request_config": {k: v for k, v in run.request_config.items() if k != "input"},
+        "request_config": {
+            k: v for k, v in run.request_config.items() if k not in ("input", "coalesce_until")
+        },
     }
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from cairn.domain.agents import check_coalesce
 from cairn.domain.configs import CompactionSettings, EmbeddingConfig, LLMConfig, ReasoningEffort
 from cairn.domain.constants import (
     CORE_MEMORY_BLOCK_CHAR_LIMIT,
@@ -114,6 +115,8 @@ class CreateAgent(RequestBody):
     secrets: dict[str, str] | None = None
     tool_exec_environment_variables: dict[str, str] | None = None
 
+    _coalesce = field_validator("metadata")(check_coalesce)
+
     @property
     def given_secrets(self) -> dict[str, str] | None:
         return self.secrets or self.tool_exec_environment_variables
@@ -144,6 +147,8 @@ class UpdateAgent(RequestBody):
     # `secrets` without `tool_exec_environment_variables` changes nothing.
     secrets: dict[str, str] | None = None
     tool_exec_environment_variables: dict[str, str] | None = None
+
+    _coalesce = field_validator("metadata")(check_coalesce)
 
     @property
     def given_secrets(self) -> dict[str, str] | None:

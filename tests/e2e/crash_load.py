@@ -124,7 +124,7 @@ def run_scenario(
             http = httpx.Client(base_url=url, headers=headers, timeout=60)
             senders = [_agent(http, f"Sender{i}") for i in range(agents)]
             slow = [_agent(http, f"Crawler{i}") for i in range(crawlers)]
-            joiners = [_agent(http, f"Coalescer{i}", {"cairn_coalesce_seconds": 0.3})
+            joiners = [_agent(http, f"Coalescer{i}", {"cairn_coalesce_seconds": 1.0})
                        for i in range(coalescers)]  # fmt: skip
             outcome.facts_of = {a: [] for a in [*senders, *joiners]}
             lock = threading.Lock()

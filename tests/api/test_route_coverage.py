@@ -32,6 +32,10 @@ CAIRN_ONLY = {
     # Scheduled messages (docs/api.md, "Scheduled messages"): Letta 0.16.1 has none.
     ("POST", "/v1/agents/{}/schedules"), ("GET", "/v1/agents/{}/schedules"),
     ("GET", "/v1/agents/{}/schedules/{}"), ("DELETE", "/v1/agents/{}/schedules/{}"),
+    # Telegram bots (docs/telegram.md): Letta 0.16.1 has none.
+    ("POST", "/v1/telegram/bots"), ("GET", "/v1/telegram/bots"),
+    ("GET", "/v1/telegram/bots/{}"), ("DELETE", "/v1/telegram/bots/{}"),
+    ("POST", "/v1/telegram/webhook/{}"),
 }  # fmt: skip
 
 

@@ -82,6 +82,10 @@ class Settings(BaseModel):
     # endpoint (Exa's unless set).
     exa_api_key: str | None = None
     exa_base_url: str | None = None
+    # Telegram's Bot API (a local fake in the tests) and the webhook address Telegram is
+    # told for a bot made without one: the API's public URL (its API Gateway stage).
+    telegram_api_url: str = "https://api.telegram.org"
+    public_url: str | None = None
     # How long a call to an organization's MCP server (listing its tools, a tool call) may take.
     mcp_timeout_seconds: float = Field(default=30.0, gt=0, le=900)
     # Images for models without vision: those models (names or handles, comma-separated)
@@ -198,6 +202,8 @@ class Settings(BaseModel):
             "text_only_models": "CAIRN_TEXT_ONLY_MODELS",
             "vision_model": "CAIRN_VISION_MODEL",
             "image_descriptions_per_turn": "CAIRN_IMAGE_DESCRIPTIONS_PER_TURN",
+            "telegram_api_url": "CAIRN_TELEGRAM_API_URL",
+            "public_url": "CAIRN_PUBLIC_URL",
             "exa_api_key": "EXA_API_KEY",
             "exa_base_url": "CAIRN_EXA_BASE_URL",
             "sandbox_function": "CAIRN_SANDBOX_FUNCTION",

@@ -38,6 +38,7 @@ from cairn.api.routes import (
     runs,
     sandbox_configs,
     schedules,
+    telegram,
     tools,
 )
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
@@ -72,7 +73,7 @@ def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
                groups, providers, identities, sandbox_configs, mcp_servers,
-               mcp_by_name, folders, chat, schedules)  # fmt: skip
+               mcp_by_name, folders, chat, schedules, telegram)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
 
@@ -86,7 +87,8 @@ def build_app() -> APIGatewayHttpResolver:
 
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         path = app.current_event.path
-        if path in PUBLIC_PATHS:
+        # Telegram's webhook carries the bot's secret token, not an API key (the route checks).
+        if path in PUBLIC_PATHS or path.startswith(telegram.WEBHOOK_PREFIX):
             http.bind(app.current_event, None)
             return next_middleware(app)
         headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}

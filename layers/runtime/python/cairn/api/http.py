@@ -76,6 +76,12 @@ def take_stream() -> Iterator[bytes] | None:
     return frames
 
 
+def header(name: str) -> str | None:
+    """A request header, by its name in any case."""
+    wanted = name.lower()
+    return next((v for k, v in (current().headers or {}).items() if k.lower() == wanted), None)
+
+
 def sdk_1x() -> bool:
     """The 1.x SDKs announce themselves; Letta then leaves relationships out unless asked."""
     headers = current().headers or {}

@@ -32,6 +32,7 @@ PREFIXES = (
     "source",  # folders keep the id prefix of their older name
     "file",
     "schedule",
+    "telegram-bot",
 )
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

@@ -147,6 +147,7 @@ OutboxKind = Literal[
     "group_turn",
     "agent_message",
     "file_job",
+    "telegram_reply",
 ]
 
 
@@ -196,9 +197,25 @@ def _run_command(run: Run, kind: OutboxKind, key: str, payload: dict[str, Any]) 
 
 
 def step_command(run: Run, step_index: int) -> OutboxCommand:
-    """One step of a run, for the step queue; "run:index" keys it."""
-    payload = {"organization_id": run.organization_id, "run_id": run.id, "step_index": step_index}
+    """One step of a run, for the step queue; "run:index" keys it. A Telegram
+    conversation's step names its chat (the worker shows the bot typing while it runs)."""
+    payload: dict[str, Any] = {"organization_id": run.organization_id, "run_id": run.id,
+                               "step_index": step_index}  # fmt: skip
+    if isinstance(chat := run.metadata.get("telegram"), dict):
+        payload["telegram"] = {"bot_id": chat["bot_id"], "chat_id": chat["chat_id"]}
     return _run_command(run, "step", str(step_index), payload)
+
+
+def telegram_reply_command(run: Run) -> OutboxCommand | None:
+    """A Telegram conversation's reply, sent to its chat once its run has ended (None for
+    any other run, and for a cancelled one: nobody is waiting for it)."""
+    chat = run.metadata.get("telegram")
+    if not isinstance(chat, dict) or run.status == "cancelled":
+        return None
+    payload = {"kind": "telegram_reply", "organization_id": run.organization_id,
+               "run_id": run.id, "bot_id": chat["bot_id"], "chat_id": chat["chat_id"],
+               "reply_to": chat.get("message_id")}  # fmt: skip
+    return _run_command(run, "telegram_reply", "telegram_reply", payload)
 
 
 def approval_wait_command(run: Run) -> OutboxCommand:

@@ -35,6 +35,7 @@ from cairn.domain.runs import (
     group_turn_command,
     step_command,
     task_result_command,
+    telegram_reply_command,
 )
 from cairn.domain.schedules import Schedule
 from cairn.embeddings import providers
@@ -278,6 +279,9 @@ def _add_commands(cp: Checkpoint, org_id: str, run_id: str, step_index: int) -> 
     cp.sleeptime_turn = ended_turn and cp.agent.enable_sleeptime
     if ended_turn and (next_turn := group_turn_command(cp.run)) is not None:
         cp.commands.append(next_turn)
+    ended = cp.run.status in TERMINAL_RUN_STATUSES
+    if ended and (reply := telegram_reply_command(cp.run)) is not None:
+        cp.commands.append(reply)
 
 
 def _embed_job(cp: Checkpoint, org_id: str, run_id: str, now: datetime) -> list[OutboxCommand]:

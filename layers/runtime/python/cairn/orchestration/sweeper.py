@@ -16,6 +16,7 @@ from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import prune, sweep
 from cairn.orchestration.schedules import fire_due
 from cairn.orchestration.watchdog import redrive_stalled, resume_files
+from cairn.store import telegram
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ def sweep_once(rt: Runtime) -> dict[str, Any]:
     # Files whose processing stopped (its job lost, or killed mid-way): their jobs again.
     phase("files", lambda: resume_files(rt))
     phase("pruned", lambda: prune(rt.db, retention_days=rt.settings.outbox_retention_days))
+    phase("telegram_updates", lambda: _prune_updates(rt))
     if errors:
         done["errors"] = errors
     return done
@@ -54,3 +56,13 @@ def _backfill(rt: Runtime, errors: dict[str, str]) -> int:
     for agent_id, why in failed.items():
         errors[f"embedded:{agent_id}"] = why
     return written
+
+
+# Telegram keeps an update it could not deliver for 24 hours: after two days its id can no
+# longer come back, and the record of having taken it goes.
+TELEGRAM_UPDATE_DAYS = 2
+
+
+def _prune_updates(rt: Runtime) -> int:
+    with rt.db.connection() as conn:
+        return telegram.prune_updates(conn, older_than_seconds=TELEGRAM_UPDATE_DAYS * 86_400)

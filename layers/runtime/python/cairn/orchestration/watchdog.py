@@ -20,6 +20,7 @@ from cairn.domain.runs import (
     Run,
     file_job_command,
     task_result_command,
+    telegram_reply_command,
 )
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_and_mark, wake, wake_organization
@@ -56,6 +57,8 @@ def end_failed_run(
     wake_organization(rt.db, rt.queue, org_id, rt.settings.org_max_runs)
     if ended.task_token and ended.status != "completed":
         publish_and_mark(rt.db, rt.queue, task_result_command(ended))
+    if (reply := telegram_reply_command(ended)) is not None:  # the chat learns it failed
+        publish_and_mark(rt.db, rt.queue, reply)
     return ended
 
 

@@ -17,7 +17,7 @@ from cairn.domain.runs import OutboxCommand, file_job_command
 from cairn.engine import file_jobs
 from cairn.engine.embedding_jobs import EmbeddingFailed, embed_agent
 from cairn.llm.deadline import DeadlineReached
-from cairn.orchestration import agent_messages, group_turns
+from cairn.orchestration import agent_messages, group_turns, telegram
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import after_step
 from cairn.orchestration.watchdog import end_failed_run
@@ -30,6 +30,7 @@ class StepMessage(Value):
     organization_id: str
     run_id: str
     step_index: int = Field(ge=0)
+    telegram: dict[str, Any] | None = None  # a Telegram chat's: {bot_id, chat_id}
 
 
 class EmbedMessage(Value):
@@ -56,6 +57,15 @@ class AgentMessage(Value):
     agent_id: str
     run_id: str
     text: str
+
+
+class TelegramReply(Value):
+    kind: Literal["telegram_reply"]
+    organization_id: str
+    run_id: str
+    bot_id: str
+    chat_id: int
+    reply_to: int | None = None
 
 
 class FileJob(Value):
@@ -117,7 +127,8 @@ def _step(rt: Runtime, payload: dict[str, Any], command: OutboxCommand | None) -
     org, run_id, index = payload["organization_id"], payload["run_id"], payload["step_index"]
     command = command or _command(rt, org, run_id, index)
     try:
-        outcome = rt.engine.step(org, run_id, index)
+        with telegram.typing(rt, org, payload.get("telegram")):
+            outcome = rt.engine.step(org, run_id, index)
     except DeadlineReached as err:
         # The model took the step's whole invocation (every retry included): it has failed,
         # as a timeout after the SDK's retries fails the run. Delivering the step again
@@ -171,6 +182,14 @@ def _agent_message_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int
     return poison(rt, "step-dlq", body, "an agent's message failed to start its run", receives)
 
 
+def _telegram_reply(rt: Runtime, payload: dict[str, Any], _: OutboxCommand | None) -> str:
+    return telegram.reply(rt, payload)
+
+
+def _telegram_reply_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int) -> str:
+    return poison(rt, "step-dlq", body, "a Telegram reply failed on each delivery", receives)
+
+
 def _file_job(rt: Runtime, payload: dict[str, Any], _: OutboxCommand | None) -> str:
     org, file_id = payload["organization_id"], payload["file_id"]
     assert rt.documents is not None, "the runtime has a document store (build_runtime)"
@@ -192,6 +211,7 @@ KINDS: dict[object, Kind] = {
     "group_turn": Kind(GroupTurnMessage, _group_turn, _group_turn_dead),
     "agent_message": Kind(AgentMessage, _agent_message, _agent_message_dead),
     "file_job": Kind(FileJob, _file_job, _file_job_dead),
+    "telegram_reply": Kind(TelegramReply, _telegram_reply, _telegram_reply_dead),
 }
 
 

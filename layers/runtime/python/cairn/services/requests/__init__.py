@@ -60,6 +60,7 @@ from cairn.services.requests.sandbox import (
     SandboxEnvVarUpdate,
 )
 from cairn.services.requests.schedules import ScheduleCreate
+from cairn.services.requests.telegram import TelegramBotCreate
 from cairn.services.requests.tools import (
     ApprovalToggle,
     CodeInput,
@@ -119,6 +120,7 @@ __all__ = [
     "ScheduleCreate",
     "StepFeedback",
     "StrictBody",
+    "TelegramBotCreate",
     "TextPart",
     "ToolCreate",
     "ToolRun",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 
@@ -209,3 +210,16 @@ def test_auth_error_fails_the_run_and_keeps_input_out_of_context(
     assert send(engine_for(db, fake), agent, "again").run.stop_reason == "end_turn"
     with db.connection() as conn:
         assert steps.step_at(conn, org.id, turn.run.id, 0).status == "failed"  # type: ignore[union-attr]
+
+
+def test_a_runs_duration_covers_its_last_step(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    """The run ends when its last step does: a one-step run took at least its model call."""
+    engine = engine_for(db, fake)
+    agent = make_agent(db, org)
+    fake.reply("Slowly.", delay=0.4)
+    turn = send(engine, agent, "take your time")
+    assert turn.run.status == "completed" and turn.run.completed_at is not None
+    assert turn.run.total_duration_ns is not None and turn.run.total_duration_ns >= 0.4e9
+    assert turn.run.completed_at >= turn.run.created_at + timedelta(seconds=0.4)

@@ -343,14 +343,17 @@ class Turn:
         state, run = self.state, self.state.run
         total = run.usage.plus_step(usage.usage if usage is not None else None)
         ended = status in TERMINAL_RUN_STATUSES
+        # The run ends when its last step does (after its model call and tools), not when
+        # that step started: a one-step run took the step's whole time.
+        done_at = self.parts.clock() if ended else None
         updated_run = run.model_copy(
             update={
                 "status": status,
                 "stop_reason": stop_reason,
                 "usage": total,
-                "completed_at": self.now if ended else None,
-                "total_duration_ns": int((self.now - run.created_at).total_seconds() * 1e9)
-                if ended
+                "completed_at": done_at,
+                "total_duration_ns": int((done_at - run.created_at).total_seconds() * 1e9)
+                if done_at is not None
                 else None,
             }
         )

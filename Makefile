@@ -22,8 +22,16 @@ dev: $(STAMP)
 	$(PY) -m cairn.local.stepfunctions
 	$(PY) -m cairn.local
 
+# The console's browser tests drive Debian's Chromium through its chromedriver (a system
+# package: installed here, as root or with sudo, when missing).
+BROWSER := /usr/bin/chromedriver
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+$(BROWSER):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver > /dev/null
+
 # The whole suite on a fresh embedded Postgres (or $$DATABASE_URL). Exit status is pytest's.
-test: $(STAMP)
+test: $(STAMP) $(BROWSER)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # One handler on one sample event against the local database, e.g.

@@ -36,6 +36,8 @@ CAIRN_ONLY = {
     ("POST", "/v1/telegram/bots"), ("GET", "/v1/telegram/bots"),
     ("GET", "/v1/telegram/bots/{}"), ("DELETE", "/v1/telegram/bots/{}"),
     ("POST", "/v1/telegram/webhook/{}"),
+    # The console's page and files (docs/console.md).
+    ("GET", "/console"), ("GET", "/console/"), ("GET", "/console/{}"),
 }  # fmt: skip
 
 

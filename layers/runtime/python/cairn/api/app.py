@@ -26,6 +26,7 @@ from cairn.api.routes import (
     archives,
     batches,
     chat,
+    console,
     folders,
     groups,
     health,
@@ -76,6 +77,7 @@ def build_app() -> APIGatewayHttpResolver:
                mcp_by_name, folders, chat, schedules, telegram)  # fmt: skip
     for module in modules:
         app.include_router(module.router, prefix="/v1")
+    app.include_router(console.router)
 
     def limit_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         # Before anything parses it: Lambda refuses larger synchronous payloads anyway.
@@ -87,8 +89,10 @@ def build_app() -> APIGatewayHttpResolver:
 
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         path = app.current_event.path
-        # Telegram's webhook carries the bot's secret token, not an API key (the route checks).
-        if path in PUBLIC_PATHS or path.startswith(telegram.WEBHOOK_PREFIX):
+        # The console's own files (static: the page asks for a key and sends it with its
+        # calls). Telegram's webhook carries the bot's secret token (the route checks).
+        public = path in PUBLIC_PATHS or path == "/console" or path.startswith("/console/")
+        if public or path.startswith(telegram.WEBHOOK_PREFIX):
             http.bind(app.current_event, None)
             return next_middleware(app)
         headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}

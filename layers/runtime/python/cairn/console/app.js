@@ -1,0 +1,430 @@
+// Cairn's console: one page per hash route, each drawn from the API with the key of this
+// tab's session. Pages: agents, one agent (memory, context window, archival, tools,
+// relations), its chat, its runs, one run's steps.
+
+import { ApiError, call, get, session, stream } from "./api.js";
+import { announce, field, h, when } from "./dom.js";
+import { MessageList } from "./messages.js";
+
+const view = document.getElementById("view");
+const signOut = document.getElementById("sign-out");
+
+const routes = [
+  [/^#?\/?$/, "agents", agentsPage],
+  [/^#\/agents\/([\w-]+)$/, "agent", agentPage],
+  [/^#\/agents\/([\w-]+)\/chat$/, "chat", chatPage],
+  [/^#\/agents\/([\w-]+)\/runs$/, "runs", runsPage],
+  [/^#\/runs\/([\w-]+)$/, "run", runPage],
+];
+
+let current = 0; // the latest render: an older one still loading must not draw over it
+
+async function render() {
+  const mine = ++current;
+  const started = performance.now();
+  delete document.body.dataset.page;
+  signOut.hidden = !session.key;
+  if (!session.key) {
+    signIn();
+    return;
+  }
+  const found = routes.map(([re, name, page]) => [location.hash.match(re), name, page])
+    .find(([m]) => m);
+  if (!found) {
+    show("Not found", h("p", {}, "No such page. ", h("a", { href: "#/" }, "Back to the agents")));
+    return;
+  }
+  const [match, name, page] = found;
+  const draw = (title, ...content) => { if (mine === current) show(title, ...content); };
+  try {
+    await page(draw, ...match.slice(1));
+  } catch (err) {
+    if (mine !== current) return;
+    if (err instanceof ApiError && err.status === 401) {
+      session.key = null;
+      signIn("The key was refused. Sign in again.");
+      return;
+    }
+    show("Something went wrong", h("p", { class: "error", role: "alert" }, String(err.message || err)));
+  }
+  if (mine !== current) return;
+  // The time from the route's start to its page drawn, read by the browser tests.
+  document.body.dataset.renderMs = (performance.now() - started).toFixed(1);
+  document.body.dataset.page = name;
+}
+
+function show(title, ...content) {
+  const heading = h("h1", { tabindex: "-1" }, title);
+  view.replaceChildren(heading, ...content.filter((c) => c !== null && c !== undefined && c !== false));
+  document.title = `${title} · Cairn console`;
+  heading.focus();
+}
+
+function signIn(problem) {
+  const key = h("input", { type: "password", autocomplete: "current-password", required: true });
+  const form = h("form", {
+    onsubmit: async (e) => {
+      e.preventDefault();
+      session.key = key.value.trim();
+      try {
+        await get("/v1/agents/", { limit: 1 });
+        location.hash = location.hash || "#/";
+        render();
+      } catch (err) {
+        session.key = null;
+        signIn(err instanceof ApiError && err.status === 401 ? "That key was refused." : String(err.message));
+      }
+    },
+  },
+  field("API key", key, h("p", { class: "muted" },
+    "Kept in this tab only: it is gone when the tab closes.")),
+  h("p", {}, h("button", { type: "submit" }, "Sign in")));
+  show("Sign in", problem ? h("p", { class: "error", role: "alert" }, problem) : null, form);
+  document.body.dataset.page = "sign-in";
+}
+
+signOut.addEventListener("click", () => {
+  session.key = null;
+  location.hash = "#/";
+  render();
+});
+
+// -- agents -------------------------------------------------------------------------------
+
+async function agentsPage(show) {
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  const name = h("input", { type: "search", value: params.get("name") || "" });
+  const tag = h("input", { type: "text", value: params.get("tag") || "" });
+  const agents = await get("/v1/agents/", {
+    query_text: name.value, tags: tag.value || undefined, limit: 200, include_relationships: [],
+  });
+  const search = h("form", { role: "search", onsubmit: (e) => {
+    e.preventDefault();
+    render();
+  } }, h("div", { class: "row" }, field("Name contains", name), field("Tag", tag),
+    h("div", {}, h("button", { type: "submit" }, "Search"))));
+  const rows = agents.map((a) => h("tr", {},
+    h("td", {}, h("a", { href: `#/agents/${a.id}` }, a.name)),
+    h("td", {}, a.model || a.llm_config?.model || ""),
+    h("td", {}, (a.tags || []).join(", ")),
+    h("td", {}, when(a.created_at)),
+    h("td", {}, h("button", {
+      type: "button", class: "danger", "aria-label": `Delete ${a.name}`,
+      onclick: async () => {
+        if (!confirm(`Delete the agent ${a.name}? Its memories go with it.`)) return;
+        await call("DELETE", `/v1/agents/${a.id}`);
+        announce(`Deleted ${a.name}`);
+        render();
+      },
+    }, "Delete"))));
+  const table = agents.length
+    ? h("table", {}, h("caption", { class: "visually-hidden" }, "Agents"),
+      h("thead", {}, h("tr", {}, ["Name", "Model", "Tags", "Created", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows))
+    : h("p", { class: "muted" }, "No agents match.");
+  show("Agents", search, table, await createForm());
+}
+
+async function createForm() {
+  const models = await get("/v1/models/").catch(() => []);
+  const list = h("datalist", { id: "models" }, models.map((m) => h("option", { value: m.handle })));
+  const name = h("input", { type: "text", required: true });
+  const model = h("input", { type: "text", list: "models", required: true,
+    value: models[0]?.handle || "" });
+  const persona = h("textarea", {}, "I am a helpful assistant.");
+  const human = h("textarea", {});
+  const problem = h("p", { class: "error", role: "alert" });
+  const form = h("form", { onsubmit: async (e) => {
+    e.preventDefault();
+    problem.textContent = "";
+    try {
+      const made = await call("POST", "/v1/agents/", {
+        name: name.value.trim(), model: model.value.trim(),
+        memory_blocks: [{ label: "persona", value: persona.value }, { label: "human", value: human.value }],
+      });
+      announce(`Created ${made.name}`);
+      location.hash = `#/agents/${made.id}`;
+    } catch (err) {
+      problem.textContent = err.message;
+    }
+  } }, h("fieldset", {}, h("legend", {}, "New agent"), list,
+    h("div", { class: "row" }, field("Name", name), field("Model", model)),
+    field("Persona", persona), field("Human", human), problem,
+    h("p", {}, h("button", { type: "submit" }, "Create agent"))));
+  return h("section", { "aria-labelledby": "new-agent" }, h("h2", { id: "new-agent" }, "Create an agent"), form);
+}
+
+function tabs(agent, current) {
+  const link = (href, text, name) => h("a", { href, "aria-current": current === name ? "page" : null }, text);
+  return h("nav", { class: "tabs", "aria-label": "Agent" },
+    link(`#/agents/${agent.id}`, "Overview", "agent"),
+    link(`#/agents/${agent.id}/chat`, "Chat", "chat"),
+    link(`#/agents/${agent.id}/runs`, "Runs", "runs"));
+}
+
+// -- one agent ----------------------------------------------------------------------------
+
+async function agentPage(show, id) {
+  const [agent, context, groups] = await Promise.all([
+    get(`/v1/agents/${id}`), get(`/v1/agents/${id}/context`),
+    get(`/v1/agents/${id}/groups`).catch(() => []),
+  ]);
+  show(agent.name, tabs(agent, "agent"),
+    h("p", { class: "muted" }, `${agent.model || agent.llm_config?.model} · ${agent.agent_type} · ${agent.id}`),
+    agent.description ? h("p", {}, agent.description) : null,
+    memorySection(agent), contextSection(context), archivalSection(agent),
+    toolsSection(agent), relationsSection(agent, groups));
+}
+
+function memorySection(agent) {
+  const blocks = (agent.memory?.blocks || agent.blocks || []).filter((b) => !b.hidden);
+  return h("section", { "aria-labelledby": "core-memory" }, h("h2", { id: "core-memory" }, "Core memory"),
+    blocks.length ? blocks.map((b) => blockEditor(agent.id, b)) : h("p", { class: "muted" }, "No blocks."));
+}
+
+function blockEditor(agentId, block) {
+  let loaded = block.value;
+  const text = h("textarea", { rows: Math.min(12, Math.max(3, loaded.split("\n").length + 1)),
+    "aria-describedby": `count-${block.id}` }, loaded);
+  text.value = loaded;
+  const counter = h("p", { id: `count-${block.id}`, class: "counter", "aria-live": "polite" });
+  const note = h("div", { role: "status" });
+  const count = () => {
+    counter.textContent = `${text.value.length} of ${block.limit} characters`;
+    counter.classList.toggle("over", text.value.length > block.limit);
+  };
+  text.addEventListener("input", count);
+  count();
+  const path = `/v1/agents/${agentId}/core-memory/blocks/${encodeURIComponent(block.label)}`;
+  const save = async (force) => {
+    note.replaceChildren();
+    const now = await get(path);
+    if (!force && now.value !== loaded) { // someone else edited it since this page read it
+      note.replaceChildren(h("div", { class: "panel conflict", role: "alert" },
+        h("p", {}, h("strong", {}, "Someone else changed this block after you opened it."),
+          " Their version:"), h("pre", {}, now.value),
+        h("div", { class: "row" },
+          h("button", { type: "button", class: "secondary", onclick: () => {
+            loaded = now.value;
+            text.value = now.value;
+            count();
+            note.replaceChildren(h("p", {}, "Showing their version."));
+          } }, "Take theirs"),
+          h("button", { type: "button", onclick: () => save(true) }, "Save mine over theirs"))));
+      return;
+    }
+    try {
+      const saved = await call("PATCH", path, { value: text.value });
+      loaded = saved.value;
+      note.replaceChildren(h("p", { class: "muted" }, `Saved at ${new Date().toLocaleTimeString()}.`));
+      announce(`Saved ${block.label}`);
+    } catch (err) {
+      note.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
+    }
+  };
+  const form = h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); save(false); } },
+    field(`Block “${block.label}”`, text, counter),
+    block.description ? h("p", { class: "muted" }, block.description) : null,
+    h("button", { type: "submit", disabled: block.read_only || null }, block.read_only ? "Read-only" : `Save ${block.label}`),
+    note);
+  return form;
+}
+
+const PARTS = [
+  ["system", "System", "num_tokens_system"],
+  ["core_memory", "Core memory", "num_tokens_core_memory"],
+  ["tools", "Tools", "num_tokens_functions_definitions"],
+  ["messages", "Messages", "num_tokens_messages"],
+  ["summary", "Summary", "num_tokens_summary_memory"],
+];
+
+function contextSection(context) {
+  const max = context.context_window_size_max || 1;
+  const used = PARTS.reduce((n, [, , key]) => n + (context[key] || 0), 0);
+  const bar = h("div", { class: "bar", role: "img",
+    "aria-label": `${used} of ${max} tokens: ${PARTS.map(([, label, key]) => `${label} ${context[key] || 0}`).join(", ")}` },
+  PARTS.map(([kind, label, key]) => h("span", { class: `k-${kind}`, title: `${label}: ${context[key] || 0} tokens`,
+    style: `width: ${Math.min(100, (100 * (context[key] || 0)) / max)}%` })));
+  const legend = h("table", {}, h("caption", { class: "visually-hidden" }, "Tokens by part"),
+    h("tbody", {}, PARTS.map(([kind, label, key]) => h("tr", {},
+      h("th", { scope: "row" }, h("span", { class: `swatch k-${kind}`, "aria-hidden": "true" }), label),
+      h("td", {}, `${context[key] || 0} tokens`))),
+    h("tr", {}, h("th", { scope: "row" }, "In all"), h("td", {}, `${used} of ${max} tokens`))));
+  const messages = context.messages || [];
+  const system = messages.length && messages[0].role === "system" ? textOf(messages[0]) : context.system_prompt;
+  const list = new MessageList(messages.slice(messages[0]?.role === "system" ? 1 : 0), { raw: true });
+  return h("section", { "aria-labelledby": "context" }, h("h2", { id: "context" }, "Context window"),
+    bar, legend,
+    h("details", {}, h("summary", {}, "The system message as the model sees it"), h("pre", {}, system)),
+    h("h3", {}, `In-context messages (${messages.length})`), list.element);
+}
+
+function textOf(message) {
+  const c = message.content;
+  if (typeof c === "string") return c;
+  return (c || []).map((p) => p.text || "").join("\n");
+}
+
+function archivalSection(agent) {
+  const q = h("input", { type: "search" });
+  const results = h("div", { "aria-live": "polite" });
+  const load = async () => {
+    const found = await get(`/v1/agents/${agent.id}/archival-memory`, { search: q.value, limit: 50 });
+    results.replaceChildren(found.length
+      ? h("ol", { class: "messages" }, found.map((p) => h("li", {}, h("div", { class: "content" }, p.text),
+        h("div", { class: "muted" }, [when(p.created_at), (p.tags || []).join(", ")].filter(Boolean).join(" · ")))))
+      : h("p", { class: "muted" }, q.value ? "No passage matches." : "No passages yet."));
+  };
+  const form = h("form", { role: "search", onsubmit: (e) => { e.preventDefault(); load(); } },
+    h("div", { class: "row" }, field("Search passages", q), h("div", {}, h("button", { type: "submit" }, "Search"))));
+  load().catch((err) => results.replaceChildren(h("p", { class: "error" }, err.message)));
+  return h("section", { "aria-labelledby": "archival" }, h("h2", { id: "archival" }, "Archival memory"), form, results);
+}
+
+function toolsSection(agent) {
+  const tools = agent.tools || [];
+  const rules = agent.tool_rules || [];
+  return h("section", { "aria-labelledby": "tools" }, h("h2", { id: "tools" }, `Tools (${tools.length})`),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Name", "Type", "Description"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, tools.map((t) => h("tr", {}, h("td", {}, t.name), h("td", {}, t.tool_type || ""),
+        h("td", {}, (t.description || "").split("\n")[0]))))),
+    h("h3", {}, `Tool rules (${rules.length})`),
+    rules.length ? h("ul", {}, rules.map((r) => h("li", {}, `${r.type}: ${r.tool_name}`,
+      r.children ? ` → ${r.children.join(", ")}` : ""))) : h("p", { class: "muted" }, "None."));
+}
+
+function relationsSection(agent, groups) {
+  const identities = agent.identities || [];
+  return h("section", { "aria-labelledby": "relations" }, h("h2", { id: "relations" }, "Identities and groups"),
+    h("h3", {}, "Identities"),
+    identities.length ? h("ul", {}, identities.map((i) => h("li", {}, `${i.name} (${i.identifier_key})`)))
+      : h("p", { class: "muted" }, "None."),
+    h("h3", {}, "Groups"),
+    groups.length ? h("ul", {}, groups.map((g) => h("li", {}, `${g.description || g.id} · ${g.manager_type}`)))
+      : h("p", { class: "muted" }, "None."));
+}
+
+// -- chat ---------------------------------------------------------------------------------
+
+async function chatPage(show, id) {
+  const [agent, history] = await Promise.all([
+    get(`/v1/agents/${id}`, { include_relationships: [] }),
+    get(`/v1/agents/${id}/messages`, { limit: 100, order: "desc" }),
+  ]);
+  // The system message is the overview's to show (the context window): not a chat turn.
+  const turns = history.reverse().filter((m) => m.message_type !== "system_message");
+  const log = new MessageList(turns, { onApprove: (call, approve) => answer(call, approve) });
+  const state = h("p", { class: "muted", role: "status", "aria-live": "polite" });
+  const text = h("textarea", { rows: 3 });
+  const image = h("input", { type: "file", accept: "image/png,image/jpeg,image/gif,image/webp" });
+  const send = h("button", { type: "submit" }, "Send");
+
+  async function run(body) {
+    send.disabled = true;
+    state.textContent = "The agent is thinking…";
+    try {
+      await stream(`/v1/agents/${id}/messages/stream`, { ...body, stream_tokens: true, include_pings: true }, (event) => {
+        if (event.message_type === "stop_reason") state.textContent = `Stopped: ${event.stop_reason}`;
+        else if (event.message_type === "usage_statistics") state.textContent += ` · ${event.total_tokens} tokens`;
+        else if (event.message_type === "error_message" || event.error) state.textContent = `Error: ${event.message || event.detail || JSON.stringify(event.error)}`;
+        else if (event.message_type && event.message_type !== "ping") log.take(event);
+      });
+    } catch (err) {
+      state.textContent = `Error: ${err.message}`;
+    } finally {
+      send.disabled = false;
+      log.scroll();
+    }
+  }
+
+  function answer(toolCall, approve) {
+    return run({ messages: [{ type: "approval", approvals: [{ type: "approval", tool_call_id: toolCall.tool_call_id, approve }] }] });
+  }
+
+  const form = h("form", { class: "composer", onsubmit: async (e) => {
+    e.preventDefault();
+    const words = text.value.trim();
+    const file = image.files[0];
+    if (!words && !file) return;
+    const content = [];
+    if (words) content.push({ type: "text", text: words });
+    if (file) content.push({ type: "image", source: { type: "base64", media_type: file.type, data: await base64(file) } });
+    log.take({ id: `local-${Date.now()}`, message_type: "user_message", content });
+    text.value = "";
+    image.value = "";
+    await run({ messages: [{ role: "user", content }] });
+  } }, field("Message", text), field("Attach an image", image), h("p", {}, send), state);
+  text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
+  show(`Chat with ${agent.name}`, tabs(agent, "chat"), log.element, form);
+  log.element.classList.add("chat-log");
+  log.element.setAttribute("aria-label", "Conversation");
+  log.element.setAttribute("tabindex", "0");
+  log.scroll();
+}
+
+function base64(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result).split(",")[1]);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+// -- runs ---------------------------------------------------------------------------------
+
+async function runsPage(show, id) {
+  const [agent, runs] = await Promise.all([
+    get(`/v1/agents/${id}`, { include_relationships: [] }),
+    get("/v1/runs/", { agent_id: id, limit: 100, order: "desc" }),
+  ]);
+  const rows = runs.map((r) => h("tr", {},
+    h("td", {}, h("a", { href: `#/runs/${r.id}` }, r.id)),
+    h("td", { class: `status-${r.status}` }, r.status),
+    h("td", {}, r.stop_reason || ""),
+    h("td", {}, when(r.created_at)),
+    h("td", {}, r.total_duration_ns ? `${(r.total_duration_ns / 1e6).toFixed(0)} ms` : "")));
+  show(`Runs of ${agent.name}`, tabs(agent, "runs"), runs.length
+    ? h("table", {}, h("thead", {}, h("tr", {}, ["Run", "Status", "Stop reason", "Started", "Took"].map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows))
+    : h("p", { class: "muted" }, "No runs yet."));
+}
+
+async function runPage(show, runId) {
+  const [run, steps] = await Promise.all([get(`/v1/runs/${runId}`), get(`/v1/runs/${runId}/steps`, { order: "asc", limit: 100 })]);
+  const details = await Promise.all(steps.map(async (s) => ({
+    step: s,
+    metrics: await get(`/v1/steps/${s.id}/metrics`).catch(() => null),
+    trace: await get(`/v1/steps/${s.id}/trace`).catch(() => null),
+  })));
+  const longest = Math.max(1, ...details.map((d) => d.metrics?.step_ns || 0));
+  const ms = (ns) => `${((ns || 0) / 1e6).toFixed(1)} ms`;
+  const rows = details.map(({ step, metrics, trace }, n) => {
+    const total = metrics?.step_ns || 0;
+    const model = metrics?.llm_request_ns || 0;
+    const tool = metrics?.tool_execution_ns || 0;
+    const rest = Math.max(0, total - model - tool);
+    const pct = (v) => `width: ${(100 * v) / longest}%`;
+    return h("li", { class: "panel" },
+      h("h3", {}, `Step ${n + 1}`, h("span", { class: "muted" }, ` · ${step.stop_reason || step.status || ""}`)),
+      h("div", { class: "timeline", role: "img", "aria-label": `model ${ms(model)}, tools ${ms(tool)}, checkpoint and the rest ${ms(rest)}` },
+        h("span", { class: "model", style: pct(model) }), h("span", { class: "tool", style: pct(tool) }),
+        h("span", { class: "checkpoint", style: pct(rest) })),
+      h("p", {}, `Model ${ms(model)} · tools ${ms(tool)} · checkpoint and the rest ${ms(rest)} · in all ${ms(total)}`),
+      h("p", {}, `Tokens: ${step.prompt_tokens ?? 0} in, ${step.completion_tokens ?? 0} out`),
+      trace ? h("details", {}, h("summary", {}, "The request this step sent"), h("pre", {}, JSON.stringify(trace.request_json, null, 2)))
+        : h("p", { class: "muted" }, "No trace of the request (CAIRN_PROVIDER_TRACES is off)."));
+  });
+  const agent = await get(`/v1/agents/${run.agent_id}`, { include_relationships: [] }).catch(() => null);
+  show(`Run ${run.id}`,
+    agent ? tabs(agent, "runs") : null,
+    h("p", {}, h("span", { class: `status-${run.status}` }, run.status), run.stop_reason ? ` · stopped: ${run.stop_reason}` : "",
+      ` · started ${when(run.created_at)}`, run.total_duration_ns ? ` · took ${ms(run.total_duration_ns)}` : ""),
+    run.metadata?.error ? h("pre", { class: "error" }, JSON.stringify(run.metadata.error, null, 2)) : null,
+    h("p", {}, h("span", { class: "swatch k-core_memory", "aria-hidden": "true" }), "model ",
+      h("span", { class: "swatch k-tools", "aria-hidden": "true" }), "tools ",
+      h("span", { class: "swatch", style: "background: var(--muted)", "aria-hidden": "true" }), "checkpoint and the rest"),
+    h("ol", { class: "messages", "aria-label": "Steps" }, rows));
+}
+
+window.addEventListener("hashchange", render);
+render();

@@ -1,0 +1,324 @@
+"""The console in a real headless browser (Debian's Chromium through its chromedriver)
+against the local stack with the fake model: sign in, create an agent, chat with the
+answer streaming in, edit a block (and meet someone else's edit), approve a tool call, open
+a run; axe-core finds no serious accessibility violation on any page, and the keyboard
+alone signs in. Screenshots of each page go to build/console-screenshots/ (not committed),
+with the render times of an agent of 1,000 messages (docs/numbers.md reports them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.test_local_stack import free_port, wait_for_health
+from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
+from tests.integration.test_images import PNG
+
+KEY = "sk-cairn-console-test"
+SHOTS = Path(__file__).resolve().parents[2] / "build" / "console-screenshots"
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+STREAMED = ["Hello ", "from ", "the ", "trail, ", "step ", "by ", "step."]
+
+
+def answer(request: Recorded) -> Reply:
+    last = request.last_text()
+    if request.body["messages"][-1]["role"] == "tool":
+        return Reply(text="Filed it.")
+    if "file this" in last:
+        return Reply(
+            tool_calls=[call("memory_insert", label="human", new_str="The north trail is closed.")]
+        )
+    # Piece by piece, slowly enough that the page shows the answer before it is whole.
+    return Reply(text="".join(STREAMED), chunk_delay=0.25)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeLLM]]:
+    folder = tmp_path_factory.mktemp("console")
+    with FakeLLM() as fake:
+        fake.when(lambda _: True, answer)
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+        env.update(CAIRN_DATA_DIR=str(folder / "data"), CAIRN_PORT=str(port), CAIRN_API_KEY=KEY,
+                   OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"{fake.base_url}/v1",
+                   CAIRN_LLM_MAX_RETRIES="0", CAIRN_PROVIDER_TRACES="true")  # fmt: skip
+        with open(folder / "stack.log", "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "cairn.local"], env=env,
+                                    stdout=log, stderr=log)  # fmt: skip
+        try:
+            wait_for_health(port, proc, timeout=180)  # type: ignore[arg-type]
+            yield f"http://127.0.0.1:{port}", fake
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert CHROMIUM and DRIVER, "make test installs Debian's chromium and chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                 "--window-size=1280,1000", "--disable-gpu"):  # fmt: skip
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(DRIVER))
+    driver.set_page_load_timeout(60)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def api(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
+
+
+def until(driver: Any, check: Callable[[Any], Any], timeout: float = 60) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    # A page drawn again meanwhile leaves elements behind: look again.
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]
+    ).until(check)
+
+
+def page_is(driver: Any, name: str) -> None:
+    until(driver, lambda d: d.execute_script("return document.body.dataset.page") == name)
+
+
+def shot(driver: Any, name: str) -> None:
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def accessible(driver: Any, page: str) -> None:
+    """axe-core's serious and critical findings on the page as it is: none."""
+    from axe_selenium_python import Axe
+
+    axe = Axe(driver)
+    axe.inject()
+    found = axe.run()
+    bad = [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
+           for v in found["violations"] if v["impact"] in ("serious", "critical")]  # fmt: skip
+    assert bad == [], f"{page}: {bad}"
+
+
+def by_css(driver: Any, selector: str) -> Any:
+    return driver.find_element("css selector", selector)
+
+
+def labelled(driver: Any, label: str) -> Any:
+    """The form control a visible label names (as a person finds it)."""
+    for_id = driver.execute_script(
+        "return [...document.querySelectorAll('label')].find(l => l.textContent.trim() === "
+        "arguments[0])?.htmlFor", label)  # fmt: skip
+    assert for_id, f"no label {label!r}"
+    return driver.find_element("id", for_id)
+
+
+def button(driver: Any, text: str) -> Any:
+    """The button a person would press: shown, enabled, by its words."""
+    return until(driver, lambda d: next((b for b in d.find_elements("tag name", "button")
+                                         if b.text.strip() == text and b.is_displayed()
+                                         and b.is_enabled()), None))  # fmt: skip
+
+
+def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    url, fake = stack
+    d = browser
+    d.get(f"{url}/console")
+    page_is(d, "sign-in")
+    accessible(d, "sign-in")
+    shot(d, "1-sign-in")
+    # A wrong key is refused where the key is typed.
+    labelled(d, "API key").send_keys("sk-wrong" + Keys.ENTER)
+    until(d, lambda d: "refused" in by_css(d, "[role=alert]").text)
+    # The keyboard alone: Tab from the top to the key field, type, Enter.
+    d.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
+    body = by_css(d, "body")
+    body.send_keys(Keys.TAB)
+    for _ in range(8):
+        if d.switch_to.active_element.get_attribute("type") == "password":
+            break
+        d.switch_to.active_element.send_keys(Keys.TAB)
+    assert d.switch_to.active_element.get_attribute("type") == "password"
+    d.switch_to.active_element.send_keys(KEY + Keys.ENTER)
+    page_is(d, "agents")
+    assert d.execute_script("return sessionStorage.getItem('cairn.console.key')") == KEY
+    assert d.execute_script("return localStorage.length") == 0  # never kept past the tab
+
+    # Search by name and tag, and delete from the list (after a confirmation).
+    http = api(url)
+    http.post("/v1/agents/", json={"name": "Old scout", "model": "openai/gpt-test",
+                                   "tags": ["retired"]})  # fmt: skip
+    d.refresh()
+    page_is(d, "agents")
+    labelled(d, "Tag").send_keys("retired" + Keys.ENTER)
+    until(d, lambda d: [a.text for a in d.find_elements("css selector", "main table a")]
+          == ["Old scout"])  # fmt: skip
+    button(d, "Delete").click()
+    d.switch_to.alert.accept()
+    until(d, lambda d: "No agents match." in d.page_source)
+    assert http.get("/v1/agents/", params={"name": "Old scout"}).json() == []
+    d.get(f"{url}/console#/")
+    page_is(d, "agents")
+
+    # Create an agent from the form.
+    labelled(d, "Name").send_keys("Trail guide")
+    model = labelled(d, "Model")
+    model.clear()
+    model.send_keys("openai/gpt-test")
+    button(d, "Create agent").click()
+    page_is(d, "agent")
+    agent_id = d.current_url.rsplit("/", 1)[-1]
+    accessible(d, "agent")
+    shot(d, "2-agent")
+    assert "Context window" in d.page_source and "Core memory" in d.page_source
+
+    # Edit a block in place; then someone else edits it first: the conflict is shown.
+    persona = labelled(d, "Block “persona”")
+    persona.clear()
+    persona.send_keys("I guide hikers on the north ridge.")
+    assert "34 of" in by_css(d, f"#{persona.get_attribute('aria-describedby')}").text
+    button(d, "Save persona").click()
+    until(d, lambda d: "Saved" in d.page_source)
+    block = http.get(f"/v1/agents/{agent_id}/core-memory/blocks/persona").json()
+    assert block["value"] == "I guide hikers on the north ridge."
+    http.patch(f"/v1/agents/{agent_id}/core-memory/blocks/persona",
+               json={"value": "Edited elsewhere."})  # fmt: skip
+    persona.send_keys(" Mine.")
+    button(d, "Save persona").click()
+    conflict = until(
+        d, lambda d: next((e for e in d.find_elements("css selector", ".conflict")), None)
+    )
+    assert (
+        "Someone else changed this block" in conflict.text and "Edited elsewhere." in conflict.text
+    )
+    shot(d, "3-block-conflict")
+    button(d, "Save mine over theirs").click()
+    until(
+        d,
+        lambda d: (
+            http.get(f"/v1/agents/{agent_id}/core-memory/blocks/persona")
+            .json()["value"]
+            .endswith("Mine.")
+        ),
+    )
+
+    # Archival passages, searched from the page.
+    http.post(f"/v1/agents/{agent_id}/archival-memory", json={"text": "Water at the second cairn."})
+    http.post(f"/v1/agents/{agent_id}/archival-memory", json={"text": "Camp below the pass."})
+    d.refresh()
+    page_is(d, "agent")
+    labelled(d, "Search passages").send_keys("water" + Keys.ENTER)
+    until(d, lambda d: "Water at the second cairn." in by_css(d, "[aria-labelledby=archival]").text
+          and "Camp below" not in by_css(d, "[aria-labelledby=archival]").text)  # fmt: skip
+
+    # Chat: the answer streams in, piece by piece.
+    d.get(f"{url}/console#/agents/{agent_id}/chat")
+    page_is(d, "chat")
+    accessible(d, "chat")
+    picture = tmp_path / "ridge.png"
+    picture.write_bytes(PNG)
+    labelled(d, "Message").send_keys("hello there")
+    labelled(d, "Attach an image").send_keys(str(picture))
+    button(d, "Send").click()
+    seen: list[str] = []
+
+    def grown(d: Any) -> bool:
+        shown = d.execute_script(
+            "return [...document.querySelectorAll('li.assistant_message .content')].map(e => "
+            "e.textContent).pop() || ''")  # fmt: skip
+        if shown and (not seen or seen[-1] != shown):
+            seen.append(shown)
+        return shown == "".join(STREAMED)
+
+    until(d, grown)
+    assert len(seen) >= 3 and seen[0] != seen[-1], seen  # shown before it was whole
+    until(d, lambda d: "Stopped: end_turn" in d.page_source)  # the turn committed
+    shot(d, "4-chat")
+    sent = fake.requests[-1].body["messages"][-1]["content"]  # the image reached the model
+    assert any(p.get("type") == "image_url" for p in sent), sent
+    assert d.find_elements("css selector", "li.user_message img.attached")
+
+    # An approval: the agent's call waits; Approve runs it and the turn goes on.
+    http.patch(f"/v1/agents/{agent_id}/tools/approval/memory_insert",
+               params={"requires_approval": True})  # fmt: skip
+    labelled(d, "Message").send_keys("please file this")
+    button(d, "Send").click()
+    approve = button(d, "Approve memory_insert")
+    shot(d, "5-approval")
+    approve.click()
+    until(d, lambda d: "Filed it." in d.page_source)
+    human = http.get(f"/v1/agents/{agent_id}/core-memory/blocks/human").json()
+    assert "The north trail is closed." in human["value"]
+
+    # Runs: the agent's list, then one run's steps as a timeline with its request.
+    d.get(f"{url}/console#/agents/{agent_id}/runs")
+    page_is(d, "runs")
+    accessible(d, "runs")
+    shot(d, "6-runs")
+    links = d.find_elements("css selector", "main table a")
+    assert len(links) == 3
+    links[-1].click()  # the oldest: the streamed greeting
+    page_is(d, "run")
+    accessible(d, "run")
+    shot(d, "7-run")
+    assert "Step 1" in d.page_source and "Model " in d.page_source
+    until(d, lambda d: d.find_elements("css selector", "main details summary"))
+    assert "The request this step sent" in d.page_source  # traces are on in this stack
+
+
+def test_an_agent_of_1000_messages_renders_quickly(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    url, _ = stack
+    http = api(url)
+    agent = http.post(
+        "/v1/agents/",
+        json={"name": "Long talk", "model": "openai/gpt-test", "context_window_limit": 1_000_000},
+    ).json()
+    said = [{"role": "user" if n % 2 == 0 else "assistant",
+             "content": f"Message {n}: the ridge, the trail and the weather again."}
+            for n in range(1000)]  # fmt: skip
+    captured = http.post(f"/v1/agents/{agent['id']}/messages/capture",
+                         json={"messages": said, "add_to_context": True})  # fmt: skip
+    assert captured.status_code == 200, captured.text
+    d = browser
+    d.get(f"{url}/console")
+    d.execute_script(f"sessionStorage.setItem('cairn.console.key', '{KEY}')")
+    times: dict[str, list[float]] = {"agent": [], "chat": []}
+    for _ in range(3):
+        for page, suffix in (("agent", ""), ("chat", "/chat")):
+            d.get(f"{url}/console#/agents/{agent['id']}{suffix}")
+            page_is(d, page)
+            times[page].append(float(d.execute_script("return document.body.dataset.renderMs")))
+    items = d.execute_script("return document.querySelectorAll('li').length")
+    assert items >= 100  # the chat shows the last 100 messages
+    d.get(f"{url}/console#/agents/{agent['id']}")
+    page_is(d, "agent")
+    assert d.execute_script("return document.querySelectorAll('ol.messages li').length") >= 1000
+    shot(d, "8-agent-1000-messages")
+    measured = {page: {"runs_ms": ms, "median_ms": sorted(ms)[1]} for page, ms in times.items()}
+    measured["load"] = list(os.getloadavg())  # type: ignore[assignment]
+    (SHOTS / "render-times.json").write_text(json.dumps(measured, indent=2))
+    print("console render times:", json.dumps(measured))

@@ -169,3 +169,14 @@ def state_of(db: Database, agent: Agent) -> tuple[Agent, dict[str, str], list[Me
         values = {b.label: b.value for b in blocks.for_agent(conn, agent.organization_id, agent.id)}
         context = messages.get_many(conn, agent.organization_id, fresh.message_ids)
     return fresh, values, context
+
+
+def someone_waits_for_a_lock(db: Database) -> bool:
+    """Whether a session of the test database is blocked on a lock (a statement the test
+    holds back with an open transaction)."""
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).fetchone()
+    return bool(row and row["n"])

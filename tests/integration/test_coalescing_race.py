@@ -16,7 +16,12 @@ from cairn.engine import lifecycle
 from cairn.engine.step import StepOutcome
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM
-from tests.integration.engine_harness import engine_for, make_agent, user
+from tests.integration.engine_harness import (
+    engine_for,
+    make_agent,
+    someone_waits_for_a_lock,
+    user,
+)
 
 COALESCING = RunOptions(coalesce=True)
 
@@ -25,15 +30,6 @@ COALESCING = RunOptions(coalesce=True)
 def fake() -> Iterator[FakeLLM]:
     with FakeLLM() as server:
         yield server
-
-
-def waiting_on_a_lock(db: Database) -> bool:
-    with db.connection() as conn:
-        row = conn.execute(
-            "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-            " AND datname = current_database()"
-        ).fetchone()
-    return bool(row and row["n"])
 
 
 def turn_texts(fake: FakeLLM) -> list[str]:
@@ -62,7 +58,7 @@ def test_a_send_joining_while_the_claim_waits_for_it_is_in_the_turn(
         )
         claiming.start()
         deadline = time.monotonic() + 30
-        while not waiting_on_a_lock(db):  # the claim is blocked behind this transaction
+        while not someone_waits_for_a_lock(db):  # the claim is blocked behind this transaction
             assert time.monotonic() < deadline, "the claim never waited for the join"
             time.sleep(0.01)
     claiming.join(60)

@@ -25,6 +25,7 @@ from tests.integration.engine_harness import (
     finished,
     make_agent,
     send,
+    someone_waits_for_a_lock,
     start_run,
     state_of,
     user,
@@ -398,7 +399,7 @@ def test_a_step_deferred_while_the_freeing_checkpoint_commits_still_goes(
     def b_defers() -> None:  # after a's checkpoint read the outbox, before it commits
         deferring.start()
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and not _someone_waits_for_a_lock(db):
+        while time.monotonic() < deadline and not someone_waits_for_a_lock(db):
             time.sleep(0.01)
 
     with faults.run_at("before_commit", b_arrives), faults.run_at("inside_commit", b_defers):
@@ -408,15 +409,6 @@ def test_a_step_deferred_while_the_freeing_checkpoint_commits_still_goes(
     assert freed.freed_agent and freed.waiting == ()  # b's step looked sent to a's checkpoint
     assert published.count(b_first.dedup_key) == 2  # so b's deferral woke it
     assert engine.step(org.id, b.id, 0).status == "committed"
-
-
-def _someone_waits_for_a_lock(db: Database) -> bool:
-    with db.connection() as conn:
-        row = conn.execute(
-            "SELECT count(*) AS n FROM pg_stat_activity"
-            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        ).fetchone()
-    return bool(row and row["n"])
 
 
 def _searchable(db: Database, agent: Agent) -> list[str]:

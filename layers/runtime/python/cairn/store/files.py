@@ -11,7 +11,7 @@ from psycopg import sql
 from cairn.domain.folders import AgentFolder, FileAgent, FileMetadata, FilePassage
 from cairn.store.db import Connection
 from cairn.store.rows import Order, filtered_page, to_params
-from cairn.store.search import _in_transaction, _literal, vector_type
+from cairn.store.search import in_transaction, vector_literal, vector_type
 
 INSERT = """
 INSERT INTO files (id, organization_id, folder_id, file_name, original_file_name, file_type,
@@ -167,7 +167,7 @@ def content(conn: Connection, org_id: str, file_id: str) -> str | None:
 def add_passages(conn: Connection, passages: Sequence[FilePassage]) -> None:
     params = [to_params(p, json_fields=_JSON) for p in passages]
     for p in params:
-        p["embedding"] = _literal(p["embedding"])
+        p["embedding"] = vector_literal(p["embedding"])
     conn.cursor().executemany(ADD_PASSAGE, params)
 
 
@@ -191,9 +191,9 @@ def search(
     """The nearest chunks of these folders' files (rows with `file_name` and `distance`)."""
     dim = len(query)
     statement = sql.SQL(SEARCH).format(vt=vector_type(dim))
-    params = {"org": org_id, "folders": folder_ids, "q": _literal(query), "dim": dim,
+    params = {"org": org_id, "folders": folder_ids, "q": vector_literal(query), "dim": dim,
               "limit": limit}  # fmt: skip
-    return [dict(r) for r in _in_transaction(conn, statement, params)]
+    return [dict(r) for r in in_transaction(conn, statement, params)]
 
 
 def stats(conn: Connection, org_id: str) -> list[dict[str, Any]]:

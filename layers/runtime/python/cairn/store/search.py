@@ -34,11 +34,11 @@ def vector_type(dim: int) -> sql.Composable:
     return sql.SQL(f"{kind}({int(dim)})")
 
 
-def _literal(vector: Sequence[float]) -> str:
+def vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(f"{v:.7g}" for v in vector) + "]"
 
 
-def _in_transaction(conn: Connection, query: sql.Composed, params: dict[str, Any]) -> list[Any]:
+def in_transaction(conn: Connection, query: sql.Composed, params: dict[str, Any]) -> list[Any]:
     """BEGIN, the index settings, the query, COMMIT: one round trip in pipeline mode."""
     with pipeline(conn) as pipelined:
         conn.execute("BEGIN")
@@ -88,7 +88,7 @@ def search_passages(
     params = {
         "org": org_id,
         "archive_id": archive_id,
-        "q": _literal(query),
+        "q": vector_literal(query),
         "dim": dim,
         "tags": tags or None,
         "match_all": match_all,
@@ -98,7 +98,7 @@ def search_passages(
     }
     return [
         (Passage.model_validate(r), float(r["distance"]))
-        for r in _in_transaction(conn, statement, params)
+        for r in in_transaction(conn, statement, params)
     ]
 
 
@@ -172,10 +172,10 @@ def hybrid_messages(
         "limit": limit,
         "candidates": limit * CANDIDATES_PER_RESULT,
         "k": RRF_K,
-        "q": _literal(query) if query is not None else None,
+        "q": vector_literal(query) if query is not None else None,
         "dim": len(query) if query is not None else None,
     }
-    rows = _in_transaction(conn, statement, params)
+    rows = in_transaction(conn, statement, params)
     return [
         (Message.model_validate(r), float(r["rrf"]), r["vector_rank"], r["fts_rank"]) for r in rows
     ]

@@ -21,6 +21,7 @@ import importlib
 import ipaddress
 import socket
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -128,3 +129,42 @@ def async_transport(opened: tuple[Network, ...], stack: str = "httpx2") -> Any:
     made = http.AsyncHTTPTransport()
     made._pool._network_backend = Guarded()
     return made
+
+
+class FetchFailed(RuntimeError):
+    """A URL's answer was an error status, or it could not be reached or read (the message
+    says which)."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    body: bytes  # at most the limit asked for
+    media_type: str  # the Content-Type's type, lower-case ("" when none was given)
+    encoding: str | None  # as httpx reads it from the answer
+    truncated: bool  # the answer went on past the limit
+
+
+def fetch_bytes(url: str, opened: tuple[Network, ...], *, limit: int, timeout: float,
+                headers: dict[str, str] | None = None) -> Fetched:  # fmt: skip
+    """GET a URL anyone gave: the policy checked first (Refused), every connection and
+    redirect checked again, at most `limit` bytes read within `timeout`; FetchFailed for an
+    answer of 400 or more or a connection that fails."""
+    check(url, opened)
+    import httpx
+
+    try:
+        with (
+            http_client(opened, timeout) as client,
+            client.stream("GET", url, headers=headers or {}) as answer,
+        ):
+            if answer.status_code >= 400:
+                raise FetchFailed(f"{url} answered {answer.status_code}")
+            body = bytearray()
+            for chunk in answer.iter_bytes():
+                body += chunk
+                if len(body) > limit:
+                    break
+            media = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+            return Fetched(bytes(body[:limit]), media, answer.encoding, len(body) > limit)
+    except httpx.HTTPError as err:
+        raise FetchFailed(f"{type(err).__name__}: {err}") from None

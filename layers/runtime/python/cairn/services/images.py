@@ -68,29 +68,16 @@ def _check(media: str, body: bytes) -> None:
 def _fetch(url: str, settings: Settings) -> tuple[bytes, str]:
     opened = outbound.networks(settings.outbound_networks)
     try:
-        outbound.check(url, opened)
+        got = outbound.fetch_bytes(url, opened, limit=MAX_IMAGE_BYTES, timeout=FETCH_SECONDS)
     except outbound.Refused as err:
         raise InvalidArgumentError(f"content: the image's url: {err}") from None
-    import httpx
-
-    try:
-        with (
-            outbound.http_client(opened, FETCH_SECONDS) as client,
-            client.stream("GET", url) as answer,
-        ):
-            if answer.status_code >= 400:
-                raise InvalidArgumentError(
-                    f"content: the image's url answered {answer.status_code}"
-                )
-            media = answer.headers.get("content-type", "").split(";")[0].strip().lower()
-            body = bytearray()
-            for chunk in answer.iter_bytes():
-                body += chunk
-                if len(body) > MAX_IMAGE_BYTES:
-                    break
-    except httpx.HTTPError as err:
+    except outbound.FetchFailed as err:
         raise InvalidArgumentError(
-            f"content: the image's url could not be fetched: {type(err).__name__}: {err}"
+            f"content: the image's url could not be fetched: {err}"
         ) from None
-    _check(media, bytes(body))
-    return bytes(body), media
+    if got.truncated:
+        raise InvalidArgumentError(
+            f"content: the image is over the limit of {MAX_IMAGE_BYTES} bytes an image"
+        )
+    _check(got.media_type, got.body)
+    return got.body, got.media_type

@@ -24,25 +24,12 @@ class FetchError(RuntimeError):
 
 def fetch(url: str, opened: tuple[outbound.Network, ...]) -> str:
     try:
-        outbound.check(url, opened)
-    except outbound.Refused as err:
+        got = outbound.fetch_bytes(url, opened, limit=MAX_BYTES, timeout=TIMEOUT_SECONDS,
+                                   headers={"User-Agent": USER_AGENT})  # fmt: skip
+    except (outbound.Refused, outbound.FetchFailed) as err:
         raise FetchError(f"Error fetching webpage: {err}") from None
-    import httpx
-
-    client = outbound.http_client(opened, TIMEOUT_SECONDS)
-    try:
-        with client, client.stream("GET", url, headers={"User-Agent": USER_AGENT}) as answer:
-            if answer.status_code >= 400:
-                raise FetchError(f"Error fetching webpage: {url} answered {answer.status_code}")
-            body = bytearray()
-            for chunk in answer.iter_bytes():
-                body += chunk
-                if len(body) > MAX_BYTES:
-                    break
-            kind = answer.headers.get("content-type", "text/html").split(";")[0].strip().lower()
-            text = bytes(body[:MAX_BYTES]).decode(answer.encoding or "utf-8", errors="replace")
-    except httpx.HTTPError as err:
-        raise FetchError(f"Error fetching webpage: {type(err).__name__}: {err}") from None
+    kind = got.media_type or "text/html"
+    text = got.body.decode(got.encoding or "utf-8", errors="replace")
     if kind in ("text/html", "application/xhtml+xml"):
         import html2text
 

@@ -165,15 +165,12 @@ function tabs(agent, current) {
 // -- one agent ----------------------------------------------------------------------------
 
 async function agentPage(show, id) {
-  const [agent, context, groups] = await Promise.all([
-    get(`/v1/agents/${id}`), get(`/v1/agents/${id}/context`),
-    get(`/v1/agents/${id}/groups`).catch(() => []),
-  ]);
+  const [agent, context] = await Promise.all([get(`/v1/agents/${id}`), get(`/v1/agents/${id}/context`)]);
   show(agent.name, tabs(agent, "agent"),
     h("p", { class: "muted" }, `${agent.model || agent.llm_config?.model} · ${agent.agent_type} · ${agent.id}`),
     agent.description ? h("p", {}, agent.description) : null,
     memorySection(agent), contextSection(context), archivalSection(agent),
-    toolsSection(agent), relationsSection(agent, groups));
+    toolsSection(agent), relationsSection(agent));
 }
 
 function memorySection(agent) {
@@ -293,15 +290,18 @@ function toolsSection(agent) {
       r.children ? ` → ${r.children.join(", ")}` : ""))) : h("p", { class: "muted" }, "None."));
 }
 
-function relationsSection(agent, groups) {
+function relationsSection(agent) {
   const identities = agent.identities || [];
+  const groups = h("div", { "aria-live": "polite" }, h("p", { class: "muted" }, "Loading…"));
+  // After the page is drawn: the groups are the least looked-at part.
+  get(`/v1/agents/${agent.id}/groups`).then((found) => groups.replaceChildren(found.length
+    ? h("ul", {}, found.map((g) => h("li", {}, `${g.description || g.id} · ${g.manager_type}`)))
+    : h("p", { class: "muted" }, "None."))).catch((err) => groups.replaceChildren(h("p", { class: "error" }, err.message)));
   return h("section", { "aria-labelledby": "relations" }, h("h2", { id: "relations" }, "Identities and groups"),
     h("h3", {}, "Identities"),
     identities.length ? h("ul", {}, identities.map((i) => h("li", {}, `${i.name} (${i.identifier_key})`)))
       : h("p", { class: "muted" }, "None."),
-    h("h3", {}, "Groups"),
-    groups.length ? h("ul", {}, groups.map((g) => h("li", {}, `${g.description || g.id} · ${g.manager_type}`)))
-      : h("p", { class: "muted" }, "None."));
+    h("h3", {}, "Groups"), groups);
 }
 
 // -- chat ---------------------------------------------------------------------------------

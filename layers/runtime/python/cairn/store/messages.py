@@ -6,7 +6,9 @@ from typing import Literal, NamedTuple
 
 from psycopg import sql
 from psycopg.types.json import Jsonb
+from pydantic import TypeAdapter
 
+from cairn.domain.base import DEFERRED
 from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.messages import Message
 from cairn.store.db import Connection
@@ -54,13 +56,19 @@ RETURNING id, sequence_id
 """
 SELECT_MESSAGE = f"SELECT {_RETURNED} FROM messages WHERE organization_id = %(org)s AND id = %(id)s"
 # In the order of the given ids (the context window's order), whatever the sequence says.
+# As one JSON text, in the order asked, validated by pydantic's own parser (as the claim
+# reads the context window): a thousand messages took 45 ms row by row, half that so.
 SELECT_MESSAGES_BY_IDS = f"""
-SELECT {", ".join("m." + c for c in (*_WRITTEN[:-1], "sequence_id"))}
+SELECT coalesce(json_agg(found.message ORDER BY wanted.position), '[]')::text AS messages
 FROM unnest(%(ids)s::text[]) WITH ORDINALITY AS wanted (id, position)
-JOIN messages m ON m.id = wanted.id
-WHERE m.organization_id = %(org)s
-ORDER BY wanted.position
+CROSS JOIN LATERAL (
+    SELECT to_json(m) AS message FROM (
+        SELECT {_RETURNED} FROM messages
+        WHERE id = wanted.id AND organization_id = %(org)s
+    ) m
+) found
 """
+_MESSAGES = TypeAdapter(list[Message], config=DEFERRED)
 # Literals, not parameters: the planner drops the filters that are NULL and picks the
 # (agent_id, sequence_id) or (organization_id, sequence_id) index accordingly.
 LIST_MESSAGES = """
@@ -115,8 +123,10 @@ def get(conn: Connection, org_id: str, message_id: str) -> Message | None:
 
 
 def get_many(conn: Connection, org_id: str, message_ids: list[str]) -> list[Message]:
-    rows = conn.execute(SELECT_MESSAGES_BY_IDS, {"org": org_id, "ids": message_ids}).fetchall()
-    return [Message.model_validate(r) for r in rows]
+    if not message_ids:
+        return []
+    row = conn.execute(SELECT_MESSAGES_BY_IDS, {"org": org_id, "ids": message_ids}).fetchone()
+    return _MESSAGES.validate_json(row["messages"]) if row is not None else []
 
 
 def list_for_agent(

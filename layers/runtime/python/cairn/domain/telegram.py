@@ -61,13 +61,13 @@ def _utf16_slice(text: str, offset: int, length: int) -> str:
 
 def parts(text: str, limit: int = TEXT_LIMIT) -> list[str]:
     """A reply cut into messages Telegram takes: at most `limit` characters each, cut at
-    the last paragraph, line or word break that fits (mid-word only for a word longer
+    the last line or word break that fits (mid-word only for a word longer
     than a message)."""
     out: list[str] = []
     rest = text.strip()
     while len(rest) > limit:
         window = rest[:limit]
-        cut = max(window.rfind("\n\n"), window.rfind("\n"), window.rfind(" "))
+        cut = max(window.rfind("\n"), window.rfind(" "))
         cut = cut if cut > limit // 2 else limit
         out.append(rest[:cut].rstrip())
         rest = rest[cut:].lstrip()

@@ -19,7 +19,7 @@ from cairn.domain.runs import Run
 from cairn.domain.telegram import parts
 from cairn.engine.agent_messages import said
 from cairn.orchestration.assembly.parts import Runtime
-from cairn.orchestration.telegram_api import BotApi, TelegramError
+from cairn.orchestration.telegram_api import TIMEOUT_SECONDS, BotApi, TelegramError
 from cairn.store import messages, runs
 from cairn.store import telegram as store
 
@@ -61,6 +61,9 @@ def typing(rt: Runtime, org_id: str, chat: dict[str, Any] | None) -> Iterator[No
         yield
     finally:
         stop.set()
+        # A typing action still on its way would land after the reply and show the bot
+        # typing for 5 s more: the step ends once it has (one call's timeout at most).
+        keeper.join(TIMEOUT_SECONDS)
 
 
 def reply(rt: Runtime, payload: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import RunOptions
-from cairn.domain.telegram import TelegramBot, addressed, speaker
+from cairn.domain.telegram import GROUP_CHATS, TelegramBot, addressed, speaker
 from cairn.engine import lifecycle
 from cairn.errors import (
     CairnError,
@@ -117,14 +117,16 @@ def receive(rt: Runtime, bot_id: str, secret: str | None, update: dict[str, Any]
     sender = message.get("from") or {}
     if sender.get("is_bot") or not addressed(message, bot.username, bot.telegram_id):
         return "ignored: not addressed to the bot"
+    with rt.db.connection() as conn:  # a retried delivery: no download, no agent made
+        if store.taken(conn, bot.id, update["update_id"]):
+            return "already taken"
     api = BotApi(rt.settings.telegram_api_url, bot.token)
     chat = message.get("chat") or {}
-    content = _content(rt, api, message)
+    content = _content(api, message)
     if content is None:
         return "ignored: nothing the agent can read"
     agent_id, sender_id = _agent_for(rt, bot, chat, sender)
-    group = chat.get("type") in ("group", "supergroup")
-    text = f"[{speaker(sender)}] " if group else ""
+    text = f"[{speaker(sender)}] " if chat.get("type") in GROUP_CHATS else ""
     create_message = MessageCreate(role="user", name=_name(sender), sender_id=sender_id,
                                    content=_with_prefix(content, text))  # fmt: skip
     inputs = messages.inputs(rt, bot.organization_id, agent_id,
@@ -164,26 +166,28 @@ def _start(
         with rt.db.transaction() as conn:
             if not store.take_update(conn, bot.id, update_id):
                 return "already taken"
-        _tell(api, chat, f"I cannot take messages right now: {err}")
+        _tell(
+            api,
+            "sendMessage",
+            chat_id=chat.get("id"),
+            text=f"I cannot take messages right now: {err}",
+        )
         return f"refused: {err}"[:200]
     if not started.joined:
         publish_and_mark(rt.db, rt.queue, started.command)
-    _tell(api, chat, None)
+    _tell(api, "sendChatAction", chat_id=chat.get("id"), action="typing")
     return f"{'joined' if started.joined else 'started'} {started.run.id}"
 
 
-def _tell(api: BotApi, chat: dict[str, Any], text: str | None) -> None:
-    """A word to the chat now (None: the typing indicator); a failure only logged."""
+def _tell(api: BotApi, method: str, **params: Any) -> None:
+    """A word or the typing indicator to the chat now; a failure only logged."""
     try:
-        if text is None:
-            api.call("sendChatAction", chat_id=chat.get("id"), action="typing")
-        else:
-            api.call("sendMessage", chat_id=chat.get("id"), text=text)
+        api.call(method, **params)
     except TelegramError as err:
         logger.info("telling a chat failed: %s", err)
 
 
-def _content(rt: Runtime, api: BotApi, message: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _content(api: BotApi, message: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The message as Letta's content parts: its text or caption, its photo (the largest
     size within the image limit) or still sticker; None when it has neither."""
     parts: list[dict[str, Any]] = []

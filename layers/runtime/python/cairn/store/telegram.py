@@ -78,6 +78,13 @@ def set_chat_agent(conn: Connection, bot_id: str, chat_id: int, agent_id: str) -
     return str(row["agent_id"])
 
 
+def taken(conn: Connection, bot_id: str, update_id: int) -> bool:
+    """Whether the update was taken before (a look, not the taking: see take_update)."""
+    row = conn.execute("SELECT 1 FROM telegram_updates WHERE bot_id = %s AND update_id = %s",
+                       (bot_id, update_id)).fetchone()  # fmt: skip
+    return row is not None
+
+
 def take_update(conn: Connection, bot_id: str, update_id: int) -> bool:
     """Record an update as taken; False if it was taken before (Telegram delivered it again)."""
     taken = conn.execute(

@@ -140,7 +140,12 @@ class Settings(BaseModel):
     # Comma-separated networks the server may reach at URLs an organization gave (model
     # endpoints, providers' base_url) although not public (cairn.outbound); default: none.
     outbound_networks: str = ""
+    # One step's model call, every attempt included (llm.deadline.bounded), and within it
+    # the wait for an answer's first byte (for an answer not streamed: all of it) and
+    # between its bytes (llm.patience; docs/tenancy.md argues the defaults).
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    llm_first_byte_seconds: float = Field(default=90.0, gt=0)
+    llm_idle_seconds: float = Field(default=30.0, gt=0)
     # The SDKs retry 408/409/429/5xx and timeouts with exponential backoff and jitter.
     llm_max_retries: int = Field(default=3, ge=0)
     # How many agents one organization's runs may hold at once (0: no limit): a run taking
@@ -227,6 +232,8 @@ class Settings(BaseModel):
             "sealing_key_secret_arn": "CAIRN_SEALING_KEY_SECRET_ARN",
             "gemini_base_url": "GEMINI_BASE_URL",
             "llm_timeout_seconds": "CAIRN_LLM_TIMEOUT_SECONDS",
+            "llm_first_byte_seconds": "CAIRN_LLM_FIRST_BYTE_SECONDS",
+            "llm_idle_seconds": "CAIRN_LLM_IDLE_SECONDS",
             "bedrock_base_url": "CAIRN_BEDROCK_BASE_URL",
             "outbound_networks": "CAIRN_OUTBOUND_NETWORKS",
             "llm_max_retries": "CAIRN_LLM_MAX_RETRIES",

@@ -15,6 +15,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
+from cairn.domain.runs import Run
 from cairn.errors import UnauthorizedError
 from cairn.orchestration.assembly.build import Runtime, runtime
 
@@ -52,6 +53,14 @@ LLM_ERROR_STATUS = {"auth": 401, "rate_limit": 429, "timeout": 504}
 def llm_error_reply(kind: str, message: str, **extra: Any) -> Response[Any]:
     body = {"error": {"type": kind, "message": message, "detail": message, **extra}}
     return json_reply(LLM_ERROR_STATUS.get(kind, 502), body)
+
+
+def run_error_reply(run: Run) -> Response[Any]:
+    """A run the model's call failed (stop reason `llm_api_error`): its error, by kind."""
+    error = run.error or {}
+    kind = str(error.get("type") or "llm_error")
+    message = str(error.get("message") or "the model provider failed")
+    return llm_error_reply(kind, message, run_id=run.id)
 
 
 def json_reply(status: int, payload: Any) -> Response[Any]:

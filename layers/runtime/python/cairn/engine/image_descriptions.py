@@ -17,6 +17,7 @@ from collections.abc import Callable
 from cairn.config import Settings
 from cairn.domain.configs import LLMConfig
 from cairn.domain.messages import ImageContent, Message, TextContent
+from cairn.llm import deadline
 from cairn.llm.clients import LLMClient
 from cairn.llm.types import LLMError, LLMRequest
 from cairn.store import image_descriptions
@@ -83,7 +84,8 @@ def _describe(
                   content=[TextContent(text=PROMPT), image])  # fmt: skip
     system = ask.model_copy(update={"role": "system", "content": [TextContent(text=PROMPT)]})
     try:
-        answer = client_for(config).complete(LLMRequest(config=config, messages=[system, ask]))
+        with deadline.bounded(settings.llm_timeout_seconds):
+            answer = client_for(config).complete(LLMRequest(config=config, messages=[system, ask]))
     except LLMError as err:  # the image stays undescribed this time; the turn goes on
         logger.warning("describing an image with %s failed: %s", settings.vision_model, err)
         return None

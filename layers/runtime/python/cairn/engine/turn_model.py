@@ -20,7 +20,7 @@ from cairn.domain.providers import Provider
 from cairn.domain.runs import JournalEntry
 from cairn.engine.state import StepState
 from cairn.llm import deadline
-from cairn.llm.clients import LLMClient, client_for, with_key
+from cairn.llm.clients import LLMClient, client_for
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse, OnDelta
 from cairn.store import step_journal
 from cairn.store.db import Database
@@ -46,9 +46,7 @@ class TurnModel:
         if found is None:
             raise LLMError("auth", f"The provider `{config.provider_name}` is not configured "
                            "for this organization (the providers API)")  # fmt: skip
-        provider, secret = found
-        own = with_key(self.settings, provider.provider_type, secret, region=provider.region)
-        return client_for(config, own)
+        return client_for(config, self.settings, found)
 
     def call(
         self,
@@ -67,9 +65,12 @@ class TurnModel:
             return LLMResponse.model_validate(journal[LLM_JOURNAL_KEY])
         faults.reached("before_llm")
         client = self.client(state.org_id, request.config)
-        response = deadline.retried(
-            lambda: client.complete(request, on_delta), self.settings.llm_max_retries
-        )
+        # One bound for the call and all its retries (CAIRN_LLM_TIMEOUT_SECONDS): a model
+        # that hangs or crawls frees its worker well within the step's time (docs/tenancy.md).
+        with deadline.bounded(self.settings.llm_timeout_seconds):
+            response = deadline.retried(
+                lambda: client.complete(request, on_delta), self.settings.llm_max_retries
+            )
         if not response.tool_calls:
             return response
         with self.db.connection() as conn:

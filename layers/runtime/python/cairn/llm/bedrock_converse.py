@@ -158,10 +158,10 @@ def bedrock_errors() -> Iterator[None]:
             kind = _ERRORS.get(code) or ("server" if (status or 500) >= 500 else "bad_request")
             raise LLMError(kind, f"{code}: {err}", status=status) from err
         if names & {"ReadTimeoutError", "ConnectTimeoutError"}:
-            if deadline.seconds_left() is not None:
-                # The read timeout was the caller's time left (whole seconds down): the step
-                # goes to the queue, which calls with the full timeout, instead of failing.
-                raise deadline.DeadlineReached() from err
+            if (ran_out := deadline.timed_out()) is not None:
+                # The read timeout was the time left (whole seconds down): the caller's (the
+                # step goes to the queue, which calls with the full timeout) or the call's own.
+                raise ran_out from err
             raise LLMError("timeout", f"{type(err).__name__}: {err}") from err
         if names & {"ProtocolError", "ResponseStreamingError", "IncompleteRead"}:
             # A stream that broke off midway (ConverseStream): the provider's failure.

@@ -9,10 +9,11 @@ from typing import Any, Protocol
 from cairn import outbound
 from cairn.config import Settings
 from cairn.domain.configs import LLMConfig
-from cairn.llm import endpoints
+from cairn.llm import endpoints, patience
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse, OnDelta
 
 Networks = tuple[outbound.Network, ...]
+Waits = tuple[float, float]  # a model call's: for its first byte, then between bytes
 
 # Endpoint types that speak OpenAI's Chat Completions at their own base URL.
 OPENAI_COMPATIBLE = frozenset(
@@ -28,29 +29,32 @@ class LLMClient(Protocol):
         ...
 
 
-def client_for(config: LLMConfig, settings: Settings) -> LLMClient:
-    """The client for a call under `settings` (the server's keys, or with `with_key` an
-    organization's own): to the endpoint `llm.endpoints` allows, or LLMError, nothing sent."""
-    kind = config.model_endpoint_type
+def client_for(
+    config: LLMConfig, settings: Settings, own: endpoints.OwnKey | None = None
+) -> LLMClient:
+    """The client for a call under `config`: the server's key of its endpoint type to the
+    server's endpoint, or (`provider_category` byok) the organization's provider `own` with
+    its key at its URL; the address and the key resolved together by `endpoints.target`.
+    LLMError, nothing sent, for a config that may not be called as it says."""
     try:
-        to = endpoints.route(kind, config.model_endpoint, settings)
+        to = endpoints.target(config, settings, own)
     except endpoints.EndpointRefused as err:
-        raise LLMError("bad_request", f"llm_config.model_endpoint: {err}") from None
-    timeout, retries = settings.llm_timeout_seconds, settings.llm_max_retries
+        raise LLMError("bad_request", f"{err.field}: {err}") from None
+    kind, timeout, retries = to.kind, settings.llm_timeout_seconds, settings.llm_max_retries
+    waits = (settings.llm_first_byte_seconds, settings.llm_idle_seconds)
     if kind == "anthropic":
-        return _anthropic(to.base_url, settings.anthropic_api_key, timeout, retries, to.guarded)
+        return _anthropic(to.base_url, to.api_key, timeout, retries, to.guarded, waits)
     if kind == "google_ai":
-        sdk = gemini_sdk(to.base_url, settings.gemini_api_key, timeout, to.guarded)
+        sdk = gemini_sdk(to.base_url, to.api_key, timeout, to.guarded, waits)
         from cairn.llm.gemini import Gemini
 
         return Gemini(sdk, retries)
     if kind == "bedrock":
-        return _bedrock(to.base_url, timeout, retries, settings.bedrock_own_key)
+        return _bedrock(to.base_url, timeout, retries, to.aws_key)
     if kind in OPENAI_COMPATIBLE:
         # Local servers (Ollama, vLLM) take any key; the SDK insists on one.
-        key = settings.openai_api_key if to.server_key or settings.tenant_key else None
-        return _openai(to.base_url, key or ("unused" if kind != "openai" else None),
-                       timeout, retries, to.guarded)  # fmt: skip
+        key = to.api_key or ("unused" if kind != "openai" else None)
+        return _openai(to.base_url, key, timeout, retries, to.guarded, waits)
     raise LLMError("bad_request", f"model_endpoint_type `{kind}` is not supported")
 
 
@@ -59,7 +63,7 @@ def client_for(config: LLMConfig, settings: Settings) -> LLMClient:
 @lru_cache(maxsize=16)
 def _openai(
     base_url: str | None, api_key: str | None, timeout: float, retries: int,
-    guarded: Networks | None = None,
+    guarded: Networks | None = None, waits: Waits | None = None,
 ) -> LLMClient:  # fmt: skip
     import openai
 
@@ -80,7 +84,7 @@ def _openai(
             base_url=base_url,
             timeout=timeout,
             max_retries=retries,
-            http_client=_guarded(guarded, timeout),
+            http_client=_http(guarded, timeout, waits=waits),
         )
     )
 
@@ -88,7 +92,7 @@ def _openai(
 @lru_cache(maxsize=16)
 def _anthropic(
     base_url: str | None, api_key: str | None, timeout: float, retries: int,
-    guarded: Networks | None = None,
+    guarded: Networks | None = None, waits: Waits | None = None,
 ) -> LLMClient:  # fmt: skip
     import anthropic
 
@@ -105,21 +109,29 @@ def _anthropic(
             base_url=base_url,
             timeout=timeout,
             max_retries=retries,
-            http_client=_guarded(guarded, timeout),
+            http_client=_http(guarded, timeout, waits=waits),
         )
     )
 
 
-def _guarded(guarded: Networks | None, timeout: float, stack: str = "httpx2") -> Any:
-    """The guarded client for an SDK (OpenAI's and Anthropic's speak httpx2, Google's httpx)."""
+def _http(
+    guarded: Networks | None, timeout: float, stack: str = "httpx2", waits: Waits | None = None
+) -> Any:
+    """The HTTP client for an SDK (OpenAI's and Anthropic's speak httpx2, Google's httpx):
+    `guarded`, a tenant's URL, through the outbound policy; `waits`, a model call, with its
+    waits bounded (`llm.patience`); None: the SDK's own."""
+    if waits is not None:
+        inner = None if guarded is None else outbound.transport(guarded, stack)
+        return patience.http_client(stack, timeout, *waits, inner=inner)
     return None if guarded is None else outbound.http_client(guarded, timeout, stack)
 
 
 # One client per endpoint and key, for calls and embeddings: each holds its own connections.
 @lru_cache(maxsize=16)
 def gemini_sdk(
-    base_url: str | None, api_key: str | None, timeout: float, guarded: Networks | None = None
-) -> Any:
+    base_url: str | None, api_key: str | None, timeout: float, guarded: Networks | None = None,
+    waits: Waits | None = None,
+) -> Any:  # fmt: skip
     if api_key is None:
         raise LLMError("auth", "no Gemini API key: set GEMINI_API_KEY")
     from google import genai
@@ -127,8 +139,9 @@ def gemini_sdk(
     from cairn import heap
 
     heap.settle("google.genai")
+    http = _http(guarded, timeout, "httpx", waits)
     options = genai.types.HttpOptions(timeout=int(timeout * 1000), base_url=base_url,
-                                      httpx_client=_guarded(guarded, timeout, "httpx"))  # fmt: skip
+                                      httpx_client=http)  # fmt: skip
     return genai.Client(api_key=api_key, http_options=options)
 
 
@@ -143,16 +156,21 @@ def with_key(
     region: str | None = None,
 ) -> Settings:
     """The settings a call with an organization's own key (and endpoint) is made under."""
+    # None of the server's keys stays in settings made for an organization's.
+    wiped: dict[str, Any] = {key: None for key, _, _ in endpoints.KEYED.values()}
     if provider_type == "bedrock":  # Letta's fields: access_key the id, api_key the secret
         if not (secret.get("access_key") and secret.get("api_key") and region):
             raise LLMError("auth", "A bedrock provider needs access_key, api_key and region")
         own = (secret["access_key"], secret["api_key"], region)
-        return settings.model_copy(update={"bedrock_own_key": own, "tenant_key": True})
+        return settings.model_copy(update={**wiped, "bedrock_own_key": own, "tenant_key": True})
     fields = endpoints.KEYED.get(provider_type)
     if fields is None:
         raise LLMError("bad_request", f"Cairn cannot call `{provider_type}` with a key of its own")
-    key_field, url_field, _ = fields
-    update = {key_field: secret.get("api_key"), url_field: base_url, "tenant_key": True}
+    key_field, url_field, public = fields
+    # Its URL is explicit: an SDK given none reads the server's from the environment
+    # (OPENAI_BASE_URL), and the organization's key would go there.
+    update = {**wiped, key_field: secret.get("api_key"), url_field: base_url or public[0],
+              "tenant_key": True}  # fmt: skip
     return settings.model_copy(update=update)
 
 

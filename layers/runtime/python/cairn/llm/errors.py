@@ -21,8 +21,8 @@ def translate_errors() -> Iterator[None]:
         kind = _kind(err)
         if kind is None:
             raise
-        if kind == "timeout" and deadline.passed():
-            raise deadline.DeadlineReached() from err
+        if kind == "timeout" and (ran_out := deadline.expired()) is not None:
+            raise ran_out from err
         status = getattr(err, "status_code", None)
         raise LLMError(kind, f"{type(err).__name__}: {err}", status=status) from err
 

@@ -26,7 +26,7 @@ from cairn.errors import InvalidArgumentError, UnprocessableError
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.orchestration.assembly.parts import Runtime
-from cairn.services import agent_file_folders
+from cairn.services import agent_file_folders, providers
 from cairn.store import agent_secrets, agents, blocks, groups, messages, tools
 from cairn.store.db import Connection
 from cairn.tools.registry import BUILTIN_TOOLS
@@ -134,8 +134,9 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
                                                                      rt.settings)  # fmt: skip
         file.agents[n] = entry = entry.model_copy(update=rehomed)
         try:
-            endpoints.check_agent(entry.llm_config, embedding or entry.embedding_config,
-                                  rt.settings)  # fmt: skip
+            with rt.db.connection() as conn:
+                providers.check_agent(conn, rt, org, entry.llm_config,
+                                      embedding or entry.embedding_config)  # fmt: skip
         except InvalidArgumentError as err:
             raise InvalidArgumentError(f"agent file: agents.{entry.id}.{err}") from None
     mapped: dict[str, str] = {}

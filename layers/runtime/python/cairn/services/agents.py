@@ -24,7 +24,6 @@ from cairn.engine.agents import provision_agent
 from cairn.engine.sleeptime import delete_with_helpers, provision_sleeptime
 from cairn.engine.state import load
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
-from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
 from cairn.orchestration.assembly.parts import Runtime
@@ -126,7 +125,8 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
         if req.embedding
         else default_config(rt.settings)
     )
-    endpoints.check_agent(llm, embedding, rt.settings)
+    with rt.db.connection() as conn:
+        providers.check_agent(conn, rt, org, llm, embedding)
     try:
         check_timezone(req.timezone)
         agent = Agent(
@@ -264,7 +264,7 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
         except ValueError as err:
             raise UnprocessableError(str(err)) from None
         if "llm_config" in changes or "embedding_config" in changes:
-            endpoints.check_agent(updated.llm_config, updated.embedding_config, rt.settings)
+            providers.check_agent(conn, rt, org, updated.llm_config, updated.embedding_config)
         agent = agents.update(conn, updated, expected_version=agent.version)
         if secrets is not None:
             agent_secrets.put(conn, rt.engine.sealer, org, agent.id, secrets)

@@ -28,6 +28,7 @@ from cairn.domain.providers import RESERVED, Provider, hint
 from cairn.domain.tenancy import Organization
 from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
+from cairn.errors import InvalidArgumentError
 from cairn.llm import endpoints
 from cairn.orchestration.assembly.build import documents_for
 from cairn.orchestration.aws import bedrock
@@ -41,6 +42,7 @@ from cairn.services.letta_import_memory import (
     known_fields,
 )  # fmt: skip
 from cairn.services.letta_keys import SealedKeyError, open_key
+from cairn.services.providers import named as provider_named
 from cairn.store import (
     agent_secrets,
     agents,
@@ -52,7 +54,7 @@ from cairn.store import (
 from cairn.store import identities as identity_rows
 from cairn.store import providers as provider_rows
 from cairn.store import tenancy as tenancy_rows
-from cairn.store.db import Database
+from cairn.store.db import Connection, Database
 from cairn.tools.registry import BUILTIN_TOOLS
 
 _RULE: TypeAdapter[Any] = TypeAdapter(ToolRule)
@@ -299,7 +301,7 @@ class _Org:
             with self.db.transaction() as conn:
                 new = agents.get(conn, self.org, row["id"]) is None
                 if new:
-                    agent = self._agent(row)
+                    agent = self._agent(conn, row)
                     if agent is not None:
                         agents.create(conn, agent)
                         if secrets := secrets_of.get(agent.id):
@@ -325,7 +327,7 @@ class _Org:
             found.setdefault(row["agent_id"], {})[row["key"]] = value
         return found
 
-    def _agent(self, row: dict[str, Any]) -> Agent | None:
+    def _agent(self, conn: Connection, row: dict[str, Any]) -> Agent | None:
         rules = []
         for rule in row["tool_rules"] or ():
             try:
@@ -349,11 +351,18 @@ class _Org:
             return None
         # Letta's endpoints for the providers this server holds keys for become this
         # server's (docs/outbound.md): the server's key never goes to the Letta server's.
-        return agent.model_copy(update={
+        agent = agent.model_copy(update={
             "llm_config": endpoints.rehome_llm(agent.llm_config, self.settings),
             "embedding_config": agent.embedding_config
             and endpoints.rehome_embedding(agent.embedding_config, self.settings),
         })  # fmt: skip
+        try:  # a config that disagrees with its provider (or names one not imported)
+            endpoints.check_agent(agent.llm_config, agent.embedding_config, self.settings,
+                                  provider_named(conn, self.org, agent.llm_config))  # fmt: skip
+        except InvalidArgumentError as err:
+            self.report.skipped.append(f"agent {row['id']} ({row['name']}): {err}")
+            return None
+        return agent
 
     def groups(self) -> None:
         rows = letta_source.groups(self.source, self.org)

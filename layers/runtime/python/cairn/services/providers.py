@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from cairn.domain.configs import LLMConfig
+from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.ids import is_id
 from cairn.domain.providers import CALLABLE, RESERVED, Provider, hint
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
@@ -20,6 +20,21 @@ from cairn.services.requests import ProviderCheck, ProviderCreate, ProviderUpdat
 from cairn.store import providers as store
 from cairn.store.db import Connection
 from cairn.store.rows import Order
+
+
+def check_agent(
+    conn: Connection, rt: Runtime, org: str, llm: LLMConfig, embedding: EmbeddingConfig | None
+) -> None:
+    """Refuse (400 naming the fields) configs whose calls could not go where they say, or
+    whose endpoint type, provider name, category and endpoint disagree with each other or
+    with the organization's provider they name (llm.endpoints.check_agent)."""
+    endpoints.check_agent(llm, embedding, rt.settings, named(conn, org, llm))
+
+
+def named(conn: Connection, org: str, config: LLMConfig) -> Provider | None:
+    """The organization's own provider `config.provider_name` names, if it names one."""
+    name = config.provider_name
+    return store.by_name(conn, org, name) if name and name not in RESERVED else None
 
 
 def _vault(rt: Runtime) -> ProviderVault:

@@ -28,6 +28,8 @@ def create_chat_completion(req: Annotated[ChatCompletionRequest, Body()]) -> Res
     sent = messages.send(rt, org, agent.id, send, wait=True, run_type="openai_chat_completions")
     if sent.run.status not in TERMINAL_RUN_STATUSES:
         return http.json_reply(202, letta.run_json(sent.run))  # past the budget: its run
+    if sent.run.stop_reason == "llm_api_error":  # an error, as the messages route answers
+        return http.run_error_reply(sent.run)
     said = letta.expand(messages.produced(rt, sent), use_assistant_message=True)
     texts = [m["content"] if isinstance(m["content"], str)
              else "".join(p.get("text", "") for p in m["content"])

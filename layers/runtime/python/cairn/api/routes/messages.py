@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta, streaming
 from cairn.api.params import After, AgentId, Before, Limit, MessageId, Order
-from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
+from cairn.domain.runs import TERMINAL_RUN_STATUSES
 from cairn.errors import UnprocessableError
 from cairn.services import messages, streams
 from cairn.services.requests import (
@@ -46,15 +46,8 @@ def send_message(agent_id: AgentId, req: Annotated[LettaRequest, Body()]) -> Res
         # Past the budget: answer with the run to poll (README, "Sending messages").
         return http.json_reply(202, letta.run_json(run))
     if run.stop_reason == "llm_api_error":
-        return _llm_error(run)
+        return http.run_error_reply(run)
     return http.json_reply(200, _reply(sent, req))
-
-
-def _llm_error(run: Run) -> Response[Any]:
-    error = run.error or {}
-    kind = str(error.get("type") or "llm_error")
-    message = str(error.get("message") or "the model provider failed")
-    return http.llm_error_reply(kind, message, run_id=run.id)
 
 
 @router.post("/agents/<agent_id>/messages/stream")
@@ -90,7 +83,7 @@ def summarize(agent_id: AgentId) -> Response[Any]:
     if run.status not in TERMINAL_RUN_STATUSES:
         return http.json_reply(202, letta.run_json(run))
     if run.stop_reason == "llm_api_error":
-        return _llm_error(run)
+        return http.run_error_reply(run)
     return Response(status_code=204, body="")
 
 

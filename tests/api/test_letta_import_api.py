@@ -68,8 +68,13 @@ def test_an_imported_agent_on_its_organizations_own_provider_calls_with_that_key
         # The call goes to the provider's own URL (the config must agree with it).
         conn.execute("UPDATE providers SET base_url = %s WHERE name = 'team-openai'",
                      (byok["model_endpoint"],))  # fmt: skip
-    import_letta(stack.runtime.db, copy, vault=stack.runtime.vault, letta_key=LETTA_KEY,
-                 settings=stack.runtime.settings)
+    import_letta(
+        stack.runtime.db,
+        copy,
+        vault=stack.runtime.vault,
+        letta_key=LETTA_KEY,
+        settings=stack.runtime.settings,
+    )
     next(restored, None)
     with stack.runtime.db.transaction() as conn:
         user = tenancy.create_user(conn, User(organization_id=ORG, name="migrated"))

@@ -121,8 +121,12 @@ class CairnStack(Stack):
                 int(queue.visibility.to_seconds() + SPECS["step"].timeout.to_seconds() + 300)
             ),
             # One organization's runs hold at most half the step concurrency: a tenant whose
-            # model hangs leaves the other half to everyone else (docs/tenancy.md).
+            # model hangs leaves the other half to everyone else; and a fifth of it is kept
+            # for organizations with nothing running, so hangs of several tenants, each
+            # under its share, do not fill it either (docs/tenancy.md).
             "CAIRN_ORG_MAX_RUNS": str(shape.step_concurrency // 2),
+            "CAIRN_STEP_CONCURRENCY": str(shape.step_concurrency),
+            "CAIRN_ORG_RESERVE": str(max(1, shape.step_concurrency // 5)),
         }
         if shape.small:
             environment |= {

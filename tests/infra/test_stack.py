@@ -688,6 +688,7 @@ def test_the_large_knobs_are_flags_that_reach_the_template() -> None:
     assert (settings["ThrottlingRateLimit"], settings["ThrottlingBurstLimit"]) == (500, 1000)
     env = function(template, "step")["Properties"]["Environment"]["Variables"]
     assert env["CAIRN_ORG_MAX_RUNS"] == "200"  # half the steps, as by default
+    assert (env["CAIRN_STEP_CONCURRENCY"], env["CAIRN_ORG_RESERVE"]) == ("400", "80")
 
 
 @pytest.mark.parametrize(("context", "says"), [

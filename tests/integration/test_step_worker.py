@@ -656,6 +656,64 @@ def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
     assert worker.fake.gates_timed_out == 0
 
 
+def test_hangs_of_three_organizations_leave_a_fourth_its_turn_and_then_end_once(
+    worker: Worker, db: Database
+) -> None:
+    """Six workers; three organizations with two agents each whose model never answers,
+    each organization under its share (2). Without a reserve the six hangs take all six
+    workers; with one (2 of 6 kept for organizations with nothing running) at most five
+    hang at once and a fourth organization's turn completes while every hanging call still
+    hangs. Then each hanging call is cut at its first-byte wait: every run ends `failed`
+    with the reason, its model asked once and its message stored once (issue 46)."""
+    from cairn.store import tenancy
+
+    hang = threading.Event()
+    hangs = lambda r: "PLEASE-HANG" in json.dumps(r.body)  # noqa: E731
+    worker.fake.when(hangs, Reply(text="late", gate=hang))
+    worker.fake.when(lambda r: not hangs(r), Reply(text="Hello, bystander."))
+    settings = worker.rt.settings.model_copy(update={
+        "org_max_runs": 2, "step_concurrency": 6, "org_reserve": 2,
+        "llm_first_byte_seconds": 6.0, "llm_timeout_seconds": 8.0})  # fmt: skip
+    rt = build_runtime(settings, db=db, queue=SqsStepQueue(worker.queue_url, worker.sqs))
+    use_runtime(rt)
+    worker.sqs.set_queue_attributes(
+        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
+    )
+    with db.transaction() as conn:
+        noisy = [tenancy.create_organization(conn, Organization(name=f"hung-{n}"))
+                 for n in range(3)]  # fmt: skip
+        quiet = tenancy.create_organization(conn, Organization(name="quiet"))
+    hung = lambda: [r for r in worker.fake.requests if hangs(r)]  # noqa: E731
+    try:
+        with worker.workers(6):
+            hanging = [
+                (org.id, sending.send(rt, org.id, a.id, [user(a, "PLEASE-HANG")],
+                                      RunOptions(max_steps=3), wait=False).run)
+                for org in noisy for a in (make_agent(db, org), make_agent(db, org))
+            ]  # fmt: skip
+            # Each organization's first run, and seconds while the pool is above its reserve.
+            wait_for(lambda: len(hung()) >= 4)
+            bystander = make_agent(db, quiet)
+            run = sending.send(rt, quiet.id, bystander.id, [user(bystander, "hi")],
+                               RunOptions(max_steps=3), wait=False).run  # fmt: skip
+            wait_for(lambda: worker.run(quiet.id, run.id).status == "completed")
+            statuses = [worker.run(org, r.id).status for org, r in hanging]
+            assert "failed" not in statuses and 4 <= len(hung()) <= 5, (statuses, len(hung()))
+            for org, held in hanging:  # cut at 6 s each; the ones held back hang after
+                wait_for(lambda o=org, h=held: worker.run(o, h.id).status == "failed", 90)
+    finally:
+        hang.set()
+    assert len(hung()) == 6  # each hanging run asked its model once
+    for org, held in hanging:
+        ended = worker.run(org, held.id)
+        assert ended.stop_reason == "llm_api_error", ended
+        assert "CAIRN_LLM_FIRST_BYTE_SECONDS" in ended.error["message"], ended.error
+        with db.connection() as conn:
+            kept = messages.list_for_agent(conn, org, held.agent_id, limit=50)
+            done = step_rows.list_steps(conn, org, held.id)
+        assert [m.role for m in kept if m.role == "user"] == ["user"] and len(done) == 1
+
+
 def wait_for(condition: Any, seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while not condition():

@@ -152,6 +152,11 @@ class Settings(BaseModel):
     # another agent waits in the outbox until one of its organization's runs ends, so one
     # tenant (a hanging model, a flood of sends) cannot take every step worker.
     org_max_runs: int = Field(default=0, ge=0)
+    # With a share: the step pool's size and the places of it kept for organizations with
+    # nothing running (an organization holding agents takes another only while all hold
+    # fewer than the pool less the reserve; migration 0031). 0: no reserve.
+    step_concurrency: int = Field(default=0, ge=0)
+    org_reserve: int = Field(default=0, ge=0)
     # Keep each step's provider request and response (GET /v1/steps/{id}/trace). Off by
     # default: a request holds the whole context window, so traces grow with every step.
     provider_traces: bool = False
@@ -163,6 +168,14 @@ class Settings(BaseModel):
 
         outbound.networks(value)  # ValueError names the bad one
         return value
+
+    @property
+    def reserve_at(self) -> int:
+        """How many agents all organizations may hold before one that holds some must wait
+        (the pool less its reserve); 0: no reserve."""
+        if self.step_concurrency <= 0 or self.org_reserve <= 0:
+            return 0
+        return max(1, self.step_concurrency - self.org_reserve)
 
     @property
     def prepare_statements(self) -> bool:
@@ -239,5 +252,7 @@ class Settings(BaseModel):
             "llm_max_retries": "CAIRN_LLM_MAX_RETRIES",
             "provider_traces": "CAIRN_PROVIDER_TRACES",
             "org_max_runs": "CAIRN_ORG_MAX_RUNS",
+            "step_concurrency": "CAIRN_STEP_CONCURRENCY",
+            "org_reserve": "CAIRN_ORG_RESERVE",
         }
         return cls.model_validate({k: env[v] for k, v in names.items() if env.get(v)})

@@ -177,7 +177,8 @@ class Engine:
                 time.sleep(min(got.held_seconds, MAX_COALESCE_SECONDS))
             with self.db.connection() as conn:
                 got = claims.claim(conn, org_id, run_id, step_index, lease_seconds=LEASE_SECONDS,
-                                   cap=self.settings.org_max_runs)  # fmt: skip
+                                   cap=self.settings.org_max_runs,
+                                   reserve_at=self.settings.reserve_at)  # fmt: skip
         run = got.run
         if run is None:
             return StepOutcome("missing")

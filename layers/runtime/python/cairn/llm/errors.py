@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cairn.llm import deadline
+from cairn.llm import deadline, patience
 from cairn.llm.types import ErrorKind, LLMError
 
 
@@ -24,7 +24,10 @@ def translate_errors() -> Iterator[None]:
         if kind == "timeout" and (ran_out := deadline.expired()) is not None:
             raise ran_out from err
         status = getattr(err, "status_code", None)
-        raise LLMError(kind, f"{type(err).__name__}: {err}", status=status) from err
+        detail = f"{type(err).__name__}: {err}"
+        if kind == "timeout" and (why := patience.waited(err)) is not None:
+            detail = f"{detail} ({why})"
+        raise LLMError(kind, detail, status=status) from err
 
 
 def _kind(err: Exception) -> ErrorKind | None:

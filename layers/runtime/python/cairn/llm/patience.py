@@ -35,25 +35,38 @@ def transport(inner: Any, stack: str, first_byte: float, idle: float) -> Any:
     class Paced(http.BaseTransport):  # type: ignore[name-defined]
         def handle_request(self, request: Any) -> Any:
             ends = deadline.ends_at()
-            _wait_per_read(request, first_byte, ends)
-            response = inner.handle_request(request)
+            waited = _wait_per_read(request, first_byte, ends)
+            try:
+                response = inner.handle_request(request)
+            except http.ReadTimeout as err:
+                raise _timeout(http, f"no answer from the model within {waited:g} s "
+                               "(CAIRN_LLM_FIRST_BYTE_SECONDS)") from err  # fmt: skip
             # The body's reads wait as long as this (httpcore reads the request's timeout
             # when the body starts to be read, after the headers came back).
-            _wait_per_read(request, idle, ends)
-            response.stream = Ended(response.stream, ends)
+            waited = _wait_per_read(request, idle, ends)
+            response.stream = Ended(response.stream, ends, waited)
             return response
 
         def close(self) -> None:
             inner.close()
 
     class Ended(http.SyncByteStream):  # type: ignore[name-defined]
-        def __init__(self, stream: Any, ends: float | None) -> None:
-            self._stream, self._ends = stream, ends
+        def __init__(self, stream: Any, ends: float | None, idle: float) -> None:
+            self._stream, self._ends, self._idle = stream, ends, idle
 
         def __iter__(self) -> Iterator[bytes]:
-            for chunk in self._stream:
+            chunks = iter(self._stream)
+            while True:
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    return
+                except http.ReadTimeout as err:
+                    raise _timeout(http, f"the model's answer stopped for {self._idle:g} s "
+                                   "(CAIRN_LLM_IDLE_SECONDS)") from err  # fmt: skip
                 if self._ends is not None and time.monotonic() > self._ends:
-                    raise http.ReadTimeout("the model's answer had not ended by the call's end")
+                    raise _timeout(http, "the model's answer had not ended by the call's end "
+                                   "(CAIRN_LLM_TIMEOUT_SECONDS)")  # fmt: skip
                 yield chunk
 
         def close(self) -> None:
@@ -62,14 +75,35 @@ def transport(inner: Any, stack: str, first_byte: float, idle: float) -> Any:
     return Paced()
 
 
-def _wait_per_read(request: Any, seconds: float, ends: float | None) -> None:
+def _wait_per_read(request: Any, seconds: float, ends: float | None) -> float:
     """Each read of `request` waits at most `seconds`, never past `ends`, and never longer
-    than the SDK's own timeout for it."""
+    than the SDK's own timeout for it; how long that is."""
     timeouts = request.extensions.get("timeout", {})
     waits = [seconds, *([timeouts["read"]] if timeouts.get("read") is not None else [])]
     if ends is not None:
         waits.append(max(0.01, ends - time.monotonic()))
     request.extensions["timeout"] = {**timeouts, "read": min(waits)}
+    return float(min(waits))
+
+
+def _timeout(http: Any, why: str) -> Exception:
+    """The stack's ReadTimeout, saying which wait ran out (`waited`: llm.errors reads it
+    through the SDK's own timeout error, which keeps only "Request timed out.")."""
+    err: Exception = http.ReadTimeout(why)
+    err.waited = why  # type: ignore[attr-defined]
+    return err
+
+
+def waited(err: BaseException) -> str | None:
+    """Which of these waits ended a call that failed with `err`, if one did."""
+    seen: BaseException | None = err
+    for _ in range(8):  # the SDKs wrap an error once or twice
+        if seen is None:
+            return None
+        if (why := getattr(seen, "waited", None)) is not None:
+            return str(why)
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def http_client(

@@ -39,7 +39,11 @@ logger = logging.getLogger("cairn.local")
 SWEEP_EVERY_SECONDS = 10.0
 # Steps of different agents run side by side, as concurrent Lambda invocations would; one
 # agent's steps stay in order (the FIFO queue holds a message group while one is in flight).
-STEP_WORKERS = 4
+# A step mostly waits on its model: threads are cheap, so the pool is wide enough that hung
+# models of a few organizations leave the others room (docs/tenancy.md).
+STEP_WORKERS = 16
+ORG_SHARE = 4  # one organization's runs hold at most a quarter of the workers
+ORG_RESERVE = 4  # and the last four go to organizations with nothing running
 
 
 LOCAL_CORS_ORIGINS = ",".join(f"http://{host}:{port}" for host in ("localhost", "127.0.0.1")
@@ -120,9 +124,13 @@ def start_workers(
     os.environ["MOTO_PORT"] = endpoint.rsplit(":", 1)[1]
     sfn = stepfunctions_client(endpoint, REGION)
     settings = settings or Settings.from_env()
-    if not os.environ.get("CAIRN_ORG_MAX_RUNS"):
-        # One organization's runs leave a worker to the others (docs/tenancy.md).
-        settings = settings.model_copy(update={"org_max_runs": STEP_WORKERS - 1})
+    # A quarter of the workers to each organization, and a reserve for organizations with
+    # nothing running (docs/tenancy.md); the environment wins.
+    shares = {"org_max_runs": ("CAIRN_ORG_MAX_RUNS", ORG_SHARE),
+              "step_concurrency": ("CAIRN_STEP_CONCURRENCY", STEP_WORKERS),
+              "org_reserve": ("CAIRN_ORG_RESERVE", ORG_RESERVE)}  # fmt: skip
+    unset = {name: value for name, (env, value) in shares.items() if not os.environ.get(env)}
+    settings = settings.model_copy(update=unset)
     asl = stepfunctions.cached_definitions(**(timings or workflow_timings()))
     workflows = stepfunctions.LazyWorkflows(endpoint, sfn, asl)  # made when first used
     arns = {name: stepfunctions.state_machine_arn(name) for name in asl}
@@ -143,7 +151,7 @@ def start_workers(
                         dead_letters=dead_embeds)  # fmt: skip
     rt = build_runtime(
         settings,
-        db=Database(dsn, max_size=8),
+        db=Database(dsn, max_size=12),
         queue=LocalStepQueue(steps, retry_seconds=LOCAL_RETRY_SECONDS),
         embeddings=LocalStepQueue(embeds, retry_seconds=LOCAL_RETRY_SECONDS),
         workflows=workflows,

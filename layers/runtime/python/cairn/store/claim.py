@@ -32,11 +32,13 @@ WITH run AS (
 ), done AS (
     SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s
 ), org AS (
-    -- Whether the organization holds `cap` agents, asked once and only for a run taking a
-    -- new agent: the question takes the organization's turn (migration 0020), before the
-    -- agent row below is locked. A CTE with a volatile function is evaluated once.
+    -- Whether the organization holds `cap` agents (or, holding some, the pool is down to
+    -- its reserve: migration 0031), asked once and only for a run taking a new agent: the
+    -- question takes the organization's turn (migration 0020), before the agent row below
+    -- is locked. A CTE with a volatile function is evaluated once.
     SELECT CASE WHEN %(cap)s <= 0 OR a.lease_run_id = %(run)s THEN false
-                ELSE cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s) END AS is_full
+                ELSE cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s,
+                                    %(reserve_at)s) END AS is_full
     FROM run JOIN agents a ON a.organization_id = %(org)s AND a.id = run.agent_id
 ), held AS (
     -- A coalescing agent's new run takes no message for its first step until its window
@@ -141,23 +143,26 @@ class Claim:
 
 def claim(
     conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float,
-    cap: int = 0,
+    cap: int = 0, reserve_at: int = 0,
 ) -> Claim:  # fmt: skip
-    return read(send(conn, org_id, run_id, step_index, lease_seconds=lease_seconds, cap=cap))
+    return read(send(conn, org_id, run_id, step_index, lease_seconds=lease_seconds, cap=cap,
+                     reserve_at=reserve_at))  # fmt: skip
 
 
 def send(
     conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float,
-    cap: int = 0, turn_taken: bool = False,
+    cap: int = 0, turn_taken: bool = False, reserve_at: int = 0,
 ) -> Cursor[dict[str, Any]]:  # fmt: skip
     """The claim statement alone, so a pipeline can send it after another (`read` it then).
     `cap`: how many agents the organization's runs may hold at once (0: no limit);
-    `turn_taken`: the transaction holds its organization's turn (migration 0020)."""
+    `turn_taken`: the transaction holds its organization's turn (migration 0020);
+    `reserve_at`: with `cap`, an organization holding agents takes another only while all
+    organizations together hold fewer (0: no reserve; migration 0031)."""
     return conn.execute(
         CLAIM,
         {"org": org_id, "run": run_id, "idx": step_index, "ttl": lease_seconds,
          "key": f"{run_id}:{step_index}", "next_key": f"{run_id}:{step_index + 1}",
-         "cap": cap, "turn_taken": turn_taken},
+         "cap": cap, "turn_taken": turn_taken, "reserve_at": reserve_at},
     )  # fmt: skip
 
 

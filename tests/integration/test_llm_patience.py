@@ -1,0 +1,122 @@
+"""How long a model call may hold its worker (llm.patience, llm.deadline): a server that
+never answers, one that stops midway and one that crawls a byte at a time are each cut at
+their wait, through the real SDKs (OpenAI's and Anthropic's over httpx2, Google's over
+httpx), where per-read timeouts alone would wait for ever or for minutes."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from cairn.config import Settings
+from cairn.domain import LLMConfig
+from cairn.domain.ids import new_id
+from cairn.domain.messages import Message, TextContent
+from cairn.llm import deadline
+from cairn.llm.clients import client_for
+from cairn.llm.types import LLMError, LLMRequest
+
+# A body the server promises and then sends slowly or never: 10,000 bytes at one every
+# 0.2 s would take over half an hour.
+PROMISED = 10_000
+
+
+@dataclass
+class Stalling:
+    """A raw HTTP server: `mode` "silent" (reads the request, says nothing), "stops" (the
+    headers, a few bytes, then nothing) or "crawls" (the headers, then a byte every 0.2 s)."""
+
+    mode: str
+    url: str = ""
+
+    def __post_init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._done = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        self._listener.settimeout(0.2)
+        while not self._done.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            if self.mode != "silent":
+                head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\n\r\n{" % PROMISED)  # fmt: skip
+                conn.sendall(head)
+            while not self._done.wait(0.2):
+                if self.mode == "crawls":
+                    try:
+                        conn.sendall(b" ")
+                    except OSError:
+                        return
+
+    def close(self) -> None:
+        self._done.set()
+        self._listener.close()
+
+
+@pytest.fixture(params=["silent", "stops", "crawls"])
+def stalling(request: pytest.FixtureRequest) -> Iterator[Stalling]:
+    server = Stalling(request.param)
+    yield server
+    server.close()
+
+
+def ask(kind: str) -> LLMRequest:
+    config = LLMConfig(model="m", model_endpoint_type=kind, context_window=32000)
+    said = Message(organization_id=new_id("org"), agent_id=new_id("agent"), role="user",
+                   content=[TextContent(text="hi")])  # fmt: skip
+    return LLMRequest(config=config, messages=[said])
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "google_ai"])
+def test_a_model_that_hangs_stops_or_crawls_is_cut_at_its_wait(
+    stalling: Stalling, kind: str
+) -> None:
+    settings = Settings(
+        openai_api_key="sk-test", openai_base_url=f"{stalling.url}/v1",
+        anthropic_api_key="ant-test", anthropic_base_url=stalling.url,
+        gemini_api_key="gm-test", gemini_base_url=stalling.url,
+        llm_first_byte_seconds=1.0, llm_idle_seconds=1.0, llm_timeout_seconds=3.0,
+        llm_max_retries=0,
+    )  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(LLMError) as failed, deadline.bounded(settings.llm_timeout_seconds):
+        client_for(ask(kind).config, settings).complete(ask(kind))
+    took = time.monotonic() - started
+    assert failed.value.kind == "timeout", failed.value
+    # Per read, the crawl would run for half an hour; bounded, it ends at the call's end
+    # (3 s), a hang or a stop at its wait (1 s). A generous margin for a loaded machine.
+    assert took < 30, took
+    why = {"silent": "CAIRN_LLM_FIRST_BYTE_SECONDS", "stops": "CAIRN_LLM_IDLE_SECONDS",
+           "crawls": "CAIRN_LLM_TIMEOUT_SECONDS"}[stalling.mode]  # fmt: skip
+    assert why in str(failed.value), failed.value
+    # The call's own bound is the model's failure, not the caller's: nothing to hand on.
+    assert not isinstance(failed.value, deadline.DeadlineReached)
+
+
+def test_the_earlier_of_the_callers_time_and_the_calls_bound_decides_who_failed() -> None:
+    with deadline.within(10), deadline.bounded(1):
+        assert isinstance(deadline.timed_out(), deadline.CallTimedOut)
+        assert not deadline.timed_out().transient  # type: ignore[union-attr]
+    with deadline.bounded(10), deadline.within(1):
+        assert isinstance(deadline.timed_out(), deadline.DeadlineReached)
+    with deadline.bounded(5):
+        left = deadline.request_options()
+        assert left["max_retries"] == 0 and 4 < left["timeout"] <= 5
+    assert deadline.timed_out() is None and deadline.request_options() == {}

@@ -154,3 +154,38 @@ def test_an_sse_server_serves_as_a_streamable_one_does(stack: Stack) -> None:
         ran = client.mcp_servers.tools.run(add.id, mcp_server_id=server.id, args={"a": 4, "b": 5})
         assert ran.status == "success" and ran.func_return == "9"
         assert sse.calls == [("add", {"a": 4, "b": 5})]
+
+
+def test_a_tool_with_no_arguments_or_only_optional_ones_runs_in_a_step(
+    stack: Stack, fake: McpFake
+) -> None:
+    """MCP tools often take nothing (`ping()`) or only optional arguments: their schema has
+    no `required`. Such a call once broke every step of its agent (a KeyError, a 500)."""
+
+    def ping() -> str:
+        """Answer pong."""
+        fake.calls.append(("ping", {}))
+        return "pong"
+
+    def greet(name: str = "world") -> str:
+        """Greet someone."""
+        fake.calls.append(("greet", {"name": name}))
+        return f"hello {name}"
+
+    fake.add_tool(ping)
+    fake.add_tool(greet)
+    client = stack.client()
+    server = client.mcp_servers.create(server_name="calc", config=config(fake))  # type: ignore[arg-type]
+    tools = {t.name: t for t in client.mcp_servers.tools.list(server.id)}
+    assert "required" not in tools["ping"].json_schema["parameters"]  # as the server lists it
+    agent = client.agents.create(llm_config=LLM, tool_ids=[tools["ping"].id, tools["greet"].id])  # type: ignore[arg-type]
+    for name, args, said in (("ping", {}, "pong"), ("greet", {}, "hello world")):
+        stack.fake.reply("", call(name, **args))
+        stack.fake.reply("done")
+        ret = tool_return(client.agents.messages.create(agent.id, input=f"{name} please"))
+        assert ret.status == "success" and ret.tool_return == said, ret  # type: ignore[attr-defined]
+    sent = {t["function"]["name"]: t["function"]["parameters"]
+            for t in stack.fake.requests[-1].body["tools"]}  # fmt: skip
+    assert sent["ping"]["required"] == [] and sent["greet"]["required"] == []
+    assert sent["ping"]["type"] == "object"
+    assert fake.calls == [("ping", {}), ("greet", {"name": "world"})]

@@ -105,10 +105,12 @@ def _plain(prop: dict[str, Any]) -> dict[str, Any]:
 def with_runtime_arguments(
     schema: dict[str, Any], *, request_heartbeat: bool, thinking: bool
 ) -> dict[str, Any]:
-    """The schema as the model sees it: plus `thinking` first and `request_heartbeat` last."""
-    parameters = schema["parameters"]
-    properties = dict(parameters["properties"])
-    required = list(parameters["required"])
+    """The schema as the model sees it: plus `thinking` first and `request_heartbeat` last.
+    A tool with no arguments or only optional ones (common among MCP tools) may come with no
+    `required`, no `properties`, or no `parameters` at all: JSON Schema's defaults."""
+    parameters = schema.get("parameters") or {}
+    properties = dict(parameters.get("properties") or {})
+    required = list(parameters.get("required") or [])
     if thinking:
         properties = {
             THINKING: {"type": "string", "description": THINKING_DESCRIPTION},
@@ -121,7 +123,8 @@ def with_runtime_arguments(
             "description": REQUEST_HEARTBEAT_DESCRIPTION,
         }
         required.append(REQUEST_HEARTBEAT)
-    return {**schema, "parameters": {**parameters, "properties": properties, "required": required}}
+    shaped = {"type": "object", **parameters, "properties": properties, "required": required}
+    return {**schema, "parameters": shaped}
 
 
 def split_runtime_arguments(

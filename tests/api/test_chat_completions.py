@@ -4,12 +4,17 @@ Letta refuses is refused with its words."""
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Iterator
+
 import httpx
 import openai
 import pytest
 
+from tests.api import test_images
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import call
+from tests.integration.test_images import PNG
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -71,3 +76,70 @@ def test_what_letta_refuses_is_refused_with_its_words(stack: Stack) -> None:
     nobody = httpx.post(f"{stack.url}/v1/chat/completions", json={"model": agent, "messages": [
         {"role": "user", "content": "x"}]})  # fmt: skip
     assert nobody.status_code == 401  # the API key is required here too
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    yield from test_images.site.__wrapped__()  # type: ignore[attr-defined]
+
+
+def test_openai_content_parts_reach_the_agent_in_order_images_included(
+    stack: Stack, site: str
+) -> None:
+    """What Open WebUI and LibreChat send: text and `image_url` parts, the image as a data:
+    URL or a link (fetched once, as Letta's image URLs are); once a 500."""
+    agent = agent_of(stack)
+    data = base64.b64encode(PNG).decode()
+    for url in (f"data:image/png;base64,{data}", f"{site}/pixel.png"):
+        stack.fake.reply("A single pixel.")
+        answer = door(stack).chat.completions.create(model=agent, messages=[{"role": "user",
+            "content": [{"type": "text", "text": "What is this?"},
+                        {"type": "image_url", "image_url": {"url": url}}]}])  # type: ignore[list-item]  # fmt: skip
+        assert answer.choices[0].message.content == "A single pixel."
+        assert test_images.sent_image(stack) == PNG
+        assert stack.fake.requests[-1].last_text().endswith("What is this?")
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        (123, "messages[0].content"),
+        ({"text": "x"}, "messages[0].content"),
+        ([], "messages[0].content"),
+        ([{"type": "text"}], "messages[0].content[0].text"),
+        ([{"type": "input_audio", "input_audio": {}}], "messages[0].content[0]"),
+        (["just text"], "messages[0].content[0]"),
+        ([{"type": "image_url", "image_url": {}}], "messages[0].content[0].image_url.url"),
+        ([{"type": "image_url", "image_url": {"url": "ftp://x/y.png"}}],
+         "messages[0].content[0].image_url.url"),
+        ([{"type": "image_url", "image_url": {"url": "data:text/html;base64,PHA+"}}],
+         "messages[0].content[0].image_url.url"),
+        ("x" * 2_000_001, "messages[0].content"),
+    ],
+)  # fmt: skip
+def test_content_openai_does_not_define_is_a_400_naming_the_part(
+    stack: Stack, content: object, field: str
+) -> None:
+    agent = agent_of(stack)
+    sent = httpx.post(f"{stack.url}/v1/chat/completions", headers={"Authorization":
+        f"Bearer {stack.key}"}, json={"model": agent, "messages": [{"role": "user",
+        "content": content}]}, timeout=30)  # fmt: skip
+    assert sent.status_code == 400, sent.text
+    assert sent.json()["detail"].startswith(f"{field}:"), sent.text
+    assert stack.fake.requests == []
+    assert stack.client().runs.list(agent_id=agent).items == []  # type: ignore[attr-defined]
+
+
+def test_include_usage_ends_the_stream_with_a_usage_chunk(stack: Stack) -> None:
+    agent = agent_of(stack)
+    stack.fake.reply("Counted.")
+    chunks = list(door(stack).chat.completions.create(
+        model=agent, messages=[{"role": "user", "content": "Count me."}], stream=True,
+        stream_options={"include_usage": True}))  # fmt: skip
+    last = chunks[-1]
+    assert last.choices == [] and last.usage is not None and last.usage.total_tokens > 0
+    assert last.usage.total_tokens == last.usage.prompt_tokens + last.usage.completion_tokens
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    without = list(door(stack).chat.completions.create(
+        model=agent, messages=[{"role": "user", "content": "Again."}], stream=True))  # fmt: skip
+    assert all(c.usage is None for c in without)

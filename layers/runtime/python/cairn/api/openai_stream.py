@@ -11,14 +11,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from cairn.api import letta
+from cairn.domain.runs import Usage
 from cairn.services.streams import Ended, Event, Failed, Piece, Stored
 
 DONE = b"data: [DONE]\n\n"
 
 
 class ChatChunks:
-    def __init__(self, completion_id: str, model: str) -> None:
+    def __init__(self, completion_id: str, model: str, *, include_usage: bool = False) -> None:
         self.id, self.model, self.created = completion_id, model, int(time.time())
+        self.include_usage = include_usage  # OpenAI's stream_options: a usage chunk last
         self.first = True
         self.pieced: set[str] = set()  # messages whose words went out as pieces
 
@@ -48,7 +50,18 @@ class ChatChunks:
             yield DONE
         elif isinstance(event, Ended):
             yield self._chunk({}, finish="stop")
+            if self.include_usage:
+                yield self._usage(event.usage or event.run.usage)
             yield DONE
+
+    def _usage(self, usage: Usage) -> bytes:
+        """OpenAI's last chunk under `include_usage`: no choices, the turn's token counts."""
+        prompt, completion = usage.prompt_tokens, usage.completion_tokens
+        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                 "model": self.model, "choices": [],
+                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                           "total_tokens": prompt + completion}}  # fmt: skip
+        return f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n".encode()
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         if self.first and "content" in delta:

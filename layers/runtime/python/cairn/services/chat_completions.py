@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pydantic import ValidationError
+
 from cairn.domain.agents import Agent
 from cairn.errors import InvalidArgumentError
 from cairn.orchestration.assembly.parts import Runtime
@@ -27,17 +29,59 @@ def prepare(rt: Runtime, org: str, req: ChatCompletionRequest) -> tuple[Agent, L
         )
     with rt.db.connection() as conn:
         agent = agent_service.fetch(conn, org, req.model)
-    last = next((m for m in reversed(req.messages) if m.get("role", "user") == "user"), None)
-    if last is None:
+    users = [n for n, m in enumerate(req.messages) if m.get("role", "user") == "user"]
+    if not users:
         raise InvalidArgumentError(
             "No user message found in the request. Please include at least one message with "
             "role='user'."
         )
-    content = last.get("content") or ""
-    send = LettaRequest.model_validate({
-        "messages": [{"role": "user", "content": content}], "stream_tokens": bool(req.stream),
-    })  # fmt: skip
+    where = f"messages[{users[-1]}].content"
+    content = letta_content(req.messages[users[-1]].get("content"), where)
+    try:
+        send = LettaRequest.model_validate({
+            "messages": [{"role": "user", "content": content}], "stream_tokens": bool(req.stream),
+        })  # fmt: skip
+    except ValidationError as err:  # a text too long
+        raise InvalidArgumentError(f"{where}: {err.errors()[0]['msg']}") from None
     return agent, send
+
+
+def letta_content(content: Any, where: str) -> str | list[dict[str, Any]]:
+    """An OpenAI message's content as Letta's: a string, or its parts in order, text as
+    text and `image_url` (a `data:` URL or an http(s) one) as Letta's image; anything else
+    is a 400 naming the part."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list) or not content:
+        raise InvalidArgumentError(f"{where}: a string or a non-empty list of content parts "
+                                   "(text, image_url)")  # fmt: skip
+    return [_part(part, f"{where}[{n}]") for n, part in enumerate(content)]
+
+
+def _part(part: Any, where: str) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "text" and isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    if kind == "text":
+        raise InvalidArgumentError(f"{where}.text: a text part needs its text (a string)")
+    if kind != "image_url":
+        raise InvalidArgumentError(f"{where}: a content part is {{\"type\": \"text\", "
+                                   "\"text\": ...} or {\"type\": \"image_url\", "
+                                   "\"image_url\": {\"url\": ...}}")  # fmt: skip
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, dict) else image
+    if not isinstance(url, str) or not url:
+        raise InvalidArgumentError(f"{where}.image_url.url: the image's URL (a string)")
+    if url.startswith("data:"):
+        head, comma, data = url.partition(",")
+        media = head.removeprefix("data:").removesuffix(";base64")
+        if not comma or not head.endswith(";base64") or not media.startswith("image/"):
+            raise InvalidArgumentError(f"{where}.image_url.url: a data URL of an image in "
+                                       "base64 (data:image/png;base64,...)")  # fmt: skip
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    if url.lower().startswith(("https://", "http://")):
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    raise InvalidArgumentError(f"{where}.image_url.url: an https URL or a data: URL")
 
 
 def completion(

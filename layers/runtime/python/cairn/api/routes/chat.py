@@ -23,7 +23,8 @@ def create_chat_completion(req: Annotated[ChatCompletionRequest, Body()]) -> Res
     agent, send = chat_completions.prepare(rt, org, req)
     if req.stream:
         run, events = streams.send(rt, org, agent.id, send, run_type="openai_chat_completions")
-        chunks = ChatChunks(f"chatcmpl-{run.id}", agent.llm_config.model)
+        chunks = ChatChunks(f"chatcmpl-{run.id}", agent.llm_config.model,
+                            include_usage=req.include_usage)  # fmt: skip
         return http.stream_reply(chunks.frames(events))
     sent = messages.send(rt, org, agent.id, send, wait=True, run_type="openai_chat_completions")
     if sent.run.status not in TERMINAL_RUN_STATUSES:

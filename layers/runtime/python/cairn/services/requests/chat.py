@@ -16,4 +16,10 @@ class ChatCompletionRequest(RequestBody):
     model: str = Field(min_length=1, description="The agent's id, `agent-<uuid4>`")
     messages: list[dict[str, Any]] = Field(min_length=1)
     stream: bool | None = False
+    # OpenAI's `{"include_usage": true}`: a last chunk with no choices carries the usage.
+    stream_options: dict[str, Any] | None = None
     user: str | None = None
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream and (self.stream_options or {}).get("include_usage"))

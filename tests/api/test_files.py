@@ -147,6 +147,35 @@ def test_bad_uploads_are_refused_naming_the_problem(stack: Stack) -> None:
     assert len(documents_of(stack)) == 1  # nothing of the refused ones stored
 
 
+def test_a_name_too_long_to_store_is_a_400_and_a_replace_deletes_nothing(stack: Stack) -> None:
+    """A file is stored as `<folder>/<file>`, at most 255 characters: a long name, or any
+    file in a 200-character folder, was a 500."""
+    client = stack.client()
+    http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"})
+    for folder_name, file_name in (("kb", "n" * 251 + ".txt"), ("f" * 200, "notes.txt" * 7)):
+        folder = client.folders.create(name=folder_name)
+        sent = http.post(f"/v1/folders/{folder.id}/upload",
+                         files={"file": (file_name, b"text", "text/plain")})  # fmt: skip
+        assert sent.status_code == 400 and sent.json()["detail"].startswith("file: "), sent.text
+        assert "at most 255" in sent.text and client.folders.files.list(folder.id).items == []
+    folder = client.folders.create(name="d" * 200)
+    kept = client.folders.files.upload(folder.id, file=("a.txt", b"one", "text/plain"))
+    # The second of a name gets `_(1)`: one character too many, refused whole.
+    long_name = "x" * (255 - 201 - 4) + ".txt"
+    assert len(f"{folder.name}/{long_name}") == 255
+    first = client.folders.files.upload(folder.id, file=(long_name, b"two", "text/plain"))
+    again = http.post(
+        f"/v1/folders/{folder.id}/upload", files={"file": (long_name, b"3", "text/plain")}
+    )
+    assert again.status_code == 400 and "at most 255" in again.text
+    replaced = http.post(f"/v1/folders/{folder.id}/upload",
+                         params={"duplicate_handling": "replace"},
+                         files={"file": (long_name, b"four", "text/plain")})  # fmt: skip
+    assert replaced.status_code == 200, replaced.text
+    names = sorted(f.id for f in client.folders.files.list(folder.id))
+    assert kept.id in names and first.id not in names and len(names) == 2
+
+
 def test_a_file_that_cannot_be_read_ends_in_error_with_the_reason(stack: Stack) -> None:
     client = stack.client()
     folder = client.folders.create(name="kb")

@@ -104,6 +104,18 @@ def _checked(body: bytes, filename: str, content_type: str | None, chunk_tokens:
     return media
 
 
+def _fits(stored_name: str) -> str:
+    """A file is stored as `<folder>/<file>` (as Letta names it), at most 255 characters."""
+    if len(stored_name) > MAX_FILENAME_LENGTH:
+        folder, _, file = stored_name.partition("/")
+        raise InvalidArgumentError(
+            f"file: its name would be stored as `<folder>/<file>`, {len(stored_name)} "
+            f"characters (the folder's name {len(folder)}, the file's {len(file)}); at most "
+            f"{MAX_FILENAME_LENGTH}: upload it under a shorter name (`name`)"
+        )
+    return stored_name
+
+
 def upload(
     rt: Runtime, org: str, folder_id: str, body: bytes, *, filename: str,
     content_type: str | None, duplicate_handling: DuplicateHandling, name: str | None,
@@ -122,14 +134,14 @@ def upload(
     if same and duplicate_handling == "skip":
         return Uploaded(same[0], skipped=True)
     if same and duplicate_handling == "replace":
+        stored_name = _fits(f"{folder.name}/{original}")  # before anything is deleted
         for old in same:
             delete(rt, org, old.id)
-        stored_name = f"{folder.name}/{original}"
     if stored_name is None:
         with rt.db.connection() as conn:
             count = files.count_original_name(conn, folder.id, original)
         base, ext = _split(original)
-        stored_name = (
+        stored_name = _fits(
             f"{folder.name}/{original}" if not count else f"{folder.name}/{base}_({count}){ext}"
         )
     file = FileMetadata(organization_id=org, folder_id=folder.id, file_name=stored_name,

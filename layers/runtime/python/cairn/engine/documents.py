@@ -56,39 +56,25 @@ def media_type(filename: str, content_type: str | None) -> str | None:
 def pdf_pages(body: bytes) -> int:
     """How many pages a PDF has (cheap: its page tree, no text)."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import PyPdfError
 
     try:
         return len(PdfReader(io.BytesIO(body)).pages)
-    except (PdfReadError, ValueError, KeyError) as err:
-        raise DocumentError(f"not a readable PDF: {err}") from None
+    except PyPdfError as err:  # its limits too (LimitReachedError: 500,000 page references)
+        raise DocumentError(f"not a readable PDF: {type(err).__name__}: {err}") from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        # pypdf's parser meets a malformed file with whatever error it runs into
+        raise DocumentError(f"not a readable PDF: {type(err).__name__}: {err}") from None
 
 
-def text_of(body: bytes, file_type: str) -> str:
-    """The file's text: a PDF's pages one after another, anything else decoded as UTF-8."""
-    if file_type == PDF:
-        return _pdf_text(body)
+def text_of(body: bytes) -> str:
+    """A text file's text: UTF-8 (a PDF's is `engine/pdf_text.py`'s)."""
     try:
         return body.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise DocumentError(
             f"not UTF-8 text (byte {err.start} cannot be decoded); save it as UTF-8"
         ) from None
-
-
-def _pdf_text(body: bytes) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
-    try:
-        reader = PdfReader(io.BytesIO(body))
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-    except (PdfReadError, ValueError, KeyError) as err:
-        raise DocumentError(f"not a readable PDF: {err}") from None
-    text = "\n\n".join(p for p in pages if p)
-    if not text.strip():
-        raise DocumentError("the PDF has no text layer (a scan?): nothing to read or search")
-    return text
 
 
 def chunks(text: str, chunk_tokens: int) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from cairn import faults
 from cairn.domain.folders import FileMetadata, FilePassage
-from cairn.engine import documents
+from cairn.engine import documents, pdf_text
 from cairn.engine.step import Engine
 from cairn.llm import deadline
 from cairn.store import files, folders
@@ -90,7 +90,11 @@ def _parse(
         body = read(file.object_key)
     except KeyError:
         raise documents.DocumentError("the file's original is gone from the store") from None
-    text = documents.text_of(body, file.file_type)
+    if file.file_type == documents.PDF:  # read in a child bounded in time and memory
+        most = MAX_CHUNKS * chunk_tokens * documents.CHARS_PER_TOKEN
+        text = pdf_text.pdf_text(body, pdf_text.Limits(max_chars=most))
+    else:
+        text = documents.text_of(body)
     pieces = documents.chunks(text, chunk_tokens)
     count = len(pieces)
     if count > MAX_CHUNKS:

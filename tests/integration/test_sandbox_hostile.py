@@ -117,6 +117,37 @@ def test_a_tool_cannot_read_the_secrets_of_another_call_running_beside_it(
     assert "A_TOKEN" not in found["env"]  # type: ignore[index]
 
 
+def test_a_calls_secrets_are_on_no_command_line_while_it_runs(
+    sandbox: SubprocessSandbox,
+) -> None:
+    """Every process of the host can read every other's /proc/<pid>/cmdline: the jail's
+    configuration (the tool's environment, the agent's secrets) once went there. The host
+    scans all command lines while the call runs (seen running: its jail's is among them)."""
+    import threading
+
+    from cairn.tools.sandbox import JAIL
+
+    done: list[SandboxResult] = []
+    holder = threading.Thread(target=lambda: done.append(sandbox.run(SandboxRequest(
+        "def hold() -> str:\n    import os, time\n    time.sleep(3)\n"
+        "    return os.environ['API_TOKEN'][-4:]\n",
+        "hold", {}, "call_a", timeout_seconds=20, environment={"API_TOKEN": "tok-secret-9876"},
+    ))))  # fmt: skip
+    holder.start()
+    lines: list[str] = []
+    deadline = time.monotonic() + 30
+    while not any(JAIL in line for line in lines) and time.monotonic() < deadline:
+        lines = []
+        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+            with contextlib.suppress(OSError):
+                lines.append(Path(f"/proc/{pid}/cmdline").read_bytes().decode("latin-1"))
+        time.sleep(0.01)
+    holder.join()
+    assert any(JAIL in line for line in lines), "the call was never seen running"
+    assert not any("tok-secret-9876" in line or "API_TOKEN" in line for line in lines)
+    assert done[0].success and done[0].value == "9876", done[0]
+
+
 def test_no_file_of_the_host_can_be_read_or_written(
     sandbox: SubprocessSandbox, tmp_path: Path
 ) -> None:

@@ -195,8 +195,11 @@ def set_limits(config: dict[str, object]) -> None:
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
-    runner = sys.argv[2]
+    # The configuration (the tool's environment: the agent's secrets, an egress pass) comes
+    # on stdin, its first line, before the runner's request: a command line is readable by
+    # every process of the host in /proc/<pid>/cmdline for as long as the call runs.
+    config = json.loads(sys.stdin.buffer.readline())
+    runner = sys.argv[1]
     root = config["root"]
     build_root(root, config)
     egress = config.get("egress")

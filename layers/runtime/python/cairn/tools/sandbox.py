@@ -229,8 +229,10 @@ class SubprocessSandbox:
             env.update(egress.tool_environment(egress.proxy_url(token)))
             outlet = {"socket": path, "jail_socket": egress.JAIL_SOCKET, "port": egress.JAIL_PORT}
         with tempfile.TemporaryDirectory(prefix="cairn-tool-") as scratch:
+            first = b""  # what the command reads on stdin before the request
             if self.isolation == "namespaces":
-                command = self._jailed(scratch, env, timeout, outlet)
+                command, config = self._jailed(scratch, env, timeout, outlet)
+                first = json.dumps(config).encode() + b"\n"
                 child_env = {"PATH": "/usr/bin:/bin"}
             else:
                 limits = f"{int(timeout) + 1},{self.memory_bytes},{self.scratch_bytes}"
@@ -239,7 +241,7 @@ class SubprocessSandbox:
                 # -S: no site, so the tool sees the standard library and none of the server's
                 # packages (the venv's or the interpreter's own site-packages).
                 command = [self.python, "-I", "-S", "-c", RUNNER]
-            return self._call(command, child_env, scratch, request, timeout)
+            return self._call(command, child_env, scratch, request, timeout, first)
 
     def egress(self) -> tuple[str, bytes]:
         """The local egress proxy's socket and the key its passes are signed with."""
@@ -256,7 +258,9 @@ class SubprocessSandbox:
 
     def _jailed(
         self, scratch: str, env: dict[str, str], timeout: float, outlet: dict[str, Any] | None
-    ) -> list[str]:
+    ) -> tuple[list[str], dict[str, Any]]:
+        """The jail's command and its configuration, which goes on its stdin (the tool's
+        environment holds the agent's secrets: never on a command line)."""
         root = os.path.join(scratch, "root")
         os.mkdir(root)
         config = {
@@ -269,16 +273,16 @@ class SubprocessSandbox:
             "scratch_bytes": self.scratch_bytes,
             "processes": self.processes,
         }
-        return [
+        command = [
             *_unshare(self.user_namespace),
             "--",
             self.python,
             "-I",
             "-S",  # the runner runs in this interpreter: no site-packages for the tool
             JAIL,
-            json.dumps(config),
             RUNNER,
         ]
+        return command, config
 
     def _call(
         self,
@@ -287,6 +291,7 @@ class SubprocessSandbox:
         scratch: str,
         request: SandboxRequest,
         timeout: float,
+        first: bytes = b"",
     ) -> SandboxResult:
         # Output goes to files, not pipes: the file size limit bounds what a tool can make
         # us hold, and nothing blocks on a full pipe.
@@ -305,7 +310,7 @@ class SubprocessSandbox:
             )
             timed_out = False
             try:
-                child.communicate(json.dumps(request.payload()).encode(), timeout=timeout)
+                child.communicate(first + json.dumps(request.payload()).encode(), timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:

@@ -155,6 +155,7 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
             "key": "y",
             "cap": 3,
             "turn_taken": False,
+            "reserve_at": 10,
         }
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
     assert plan is not None

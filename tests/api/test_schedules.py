@@ -87,6 +87,7 @@ def test_a_recurring_message_moves_on_and_a_repeated_delivery_starts_nothing(
         ({"input": "x", "cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "IANA timezone"),
         ({"input": "x", "run_at": "2020-01-01T00:00:00Z"}, "in the past"),
         ({"input": " ", "cron": "0 9 * * *"}, "empty"),
+        ({"input": "x" * 10_001, "cron": "* * * * *"}, "message: 10001 characters"),
     ],
 )
 def test_bad_schedules_are_400s_naming_the_field(stack: Stack, body: dict[str, Any], says: str
@@ -94,6 +95,34 @@ def test_bad_schedules_are_400s_naming_the_field(stack: Stack, body: dict[str, A
     agent = stack.client().agents.create(llm_config=LLM)  # type: ignore[arg-type]
     answer = api(stack).post(f"/v1/agents/{agent.id}/schedules", json=body)
     assert answer.status_code == 400 and says in answer.text, answer.text
+
+
+def test_an_agent_has_at_most_its_cap_of_schedules_by_the_api_or_its_tool(stack: Stack) -> None:
+    """300 schedules were taken in half a second: each still to fire is a turn of the
+    operator's model to come. Past the cap (CAIRN_AGENT_MAX_SCHEDULES, 50) a 400 naming it;
+    its own tool is told the same; another agent keeps its own room."""
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM, tools=["schedule_message"])  # type: ignore[arg-type]
+    http = api(stack)
+    for n in range(50):
+        made = http.post(f"/v1/agents/{agent.id}/schedules", json={"input": f"m{n}",
+                         "cron": "0 9 * * *"})  # fmt: skip
+        assert made.status_code in (200, 201), made.text
+    refused = http.post(f"/v1/agents/{agent.id}/schedules",
+                        json={"input": "one more", "cron": "0 9 * * *"})  # fmt: skip
+    assert refused.status_code == 400 and "CAIRN_AGENT_MAX_SCHEDULES" in refused.text
+    assert refused.json()["detail"].startswith("schedule: the agent has 50")
+    at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    stack.fake.reply("", call("schedule_message", message="later", run_at=at.isoformat()))
+    stack.fake.reply("Could not.")
+    said = client.agents.messages.create(agent.id, input="remind me")
+    returned = next(m for m in said.messages if m.message_type == "tool_return_message")
+    assert returned.status == "error" and "limit of 50" in returned.tool_return
+    with stack.runtime.db.connection() as conn:
+        assert len(schedules.of_agent(conn, stack.org_id, agent.id, after=None, limit=100)) == 50
+    other = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    theirs = http.post(f"/v1/agents/{other.id}/schedules", json={"input": "x", "cron": "0 9 * * *"})
+    assert theirs.status_code in (200, 201)
 
 
 def test_another_organization_cannot_schedule_or_see_them(stack: Stack) -> None:

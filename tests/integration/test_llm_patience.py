@@ -120,3 +120,19 @@ def test_the_earlier_of_the_callers_time_and_the_calls_bound_decides_who_failed(
         left = deadline.request_options()
         assert left["max_retries"] == 0 and 4 < left["timeout"] <= 5
     assert deadline.timed_out() is None and deadline.request_options() == {}
+
+
+def test_a_url_anyone_gave_is_fetched_within_its_time_for_the_whole_transfer() -> None:
+    """outbound.fetch_bytes (images in messages, fetch_webpage): a server sending a byte
+    every 0.2 s held a request for 98 s under a 10 s timeout, which httpx applies per read."""
+    from cairn import outbound
+
+    crawl = Stalling("crawls")
+    try:
+        started = time.monotonic()
+        with pytest.raises(outbound.FetchFailed, match=r"did not finish sending within 1\.5 s"):
+            outbound.fetch_bytes(crawl.url + "/slow.png", outbound.networks("127.0.0.0/8"),
+                                 limit=1 << 20, timeout=1.5)  # fmt: skip
+        assert time.monotonic() - started < 15  # per read: over half an hour
+    finally:
+        crawl.close()

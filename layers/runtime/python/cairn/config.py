@@ -156,6 +156,9 @@ class Settings(BaseModel):
     # nothing running (an organization holding agents takes another only while all hold
     # fewer than the pool less the reserve; migration 0031). 0: no reserve.
     step_concurrency: int = Field(default=0, ge=0)
+    # Scheduled messages: how many still to fire an agent may have, and a message's size.
+    agent_max_schedules: int = Field(default=50, ge=1)
+    schedule_max_chars: int = Field(default=10_000, ge=1)
     org_reserve: int = Field(default=0, ge=0)
     # Keep each step's provider request and response (GET /v1/steps/{id}/trace). Off by
     # default: a request holds the whole context window, so traces grow with every step.
@@ -253,6 +256,8 @@ class Settings(BaseModel):
             "provider_traces": "CAIRN_PROVIDER_TRACES",
             "org_max_runs": "CAIRN_ORG_MAX_RUNS",
             "step_concurrency": "CAIRN_STEP_CONCURRENCY",
+            "agent_max_schedules": "CAIRN_AGENT_MAX_SCHEDULES",
+            "schedule_max_chars": "CAIRN_SCHEDULE_MAX_CHARS",
             "org_reserve": "CAIRN_ORG_RESERVE",
         }
         return cls.model_validate({k: env[v] for k, v in names.items() if env.get(v)})

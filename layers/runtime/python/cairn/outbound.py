@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import ipaddress
 import socket
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -147,11 +148,14 @@ class Fetched:
 def fetch_bytes(url: str, opened: tuple[Network, ...], *, limit: int, timeout: float,
                 headers: dict[str, str] | None = None) -> Fetched:  # fmt: skip
     """GET a URL anyone gave: the policy checked first (Refused), every connection and
-    redirect checked again, at most `limit` bytes read within `timeout`; FetchFailed for an
-    answer of 400 or more or a connection that fails."""
+    redirect checked again, at most `limit` bytes read within `timeout` for the whole
+    transfer; FetchFailed for an answer of 400 or more, a connection that fails, or a
+    transfer not done in time (httpx's timeouts are per read: a server sending a byte
+    every few seconds once held a request for 98 s under a 10 s timeout)."""
     check(url, opened)
     import httpx
 
+    ends = time.monotonic() + timeout
     try:
         with (
             http_client(opened, timeout) as client,
@@ -161,6 +165,8 @@ def fetch_bytes(url: str, opened: tuple[Network, ...], *, limit: int, timeout: f
                 raise FetchFailed(f"{url} answered {answer.status_code}")
             body = bytearray()
             for chunk in answer.iter_bytes():
+                if time.monotonic() > ends:
+                    raise FetchFailed(f"{url} did not finish sending within {timeout:g} s")
                 body += chunk
                 if len(body) > limit:
                     break

@@ -49,9 +49,28 @@ def occurrence_run_id(schedule_id: str, occurrence: datetime) -> str:
 PAST_SLACK_SECONDS = 60
 
 
+# The defaults of CAIRN_SCHEDULE_MAX_CHARS (a scheduled message is sent again on every
+# firing, every minute at most) and CAIRN_AGENT_MAX_SCHEDULES (each still to fire is a turn
+# of the operator's model to come).
+MAX_SCHEDULED_CHARS = 10_000
+MAX_AGENT_SCHEDULES = 50
+
+
+def check_room(active: int, cap: int = MAX_AGENT_SCHEDULES) -> None:
+    """InvalidArgumentError if an agent with `active` schedules may make no more."""
+    from cairn.errors import InvalidArgumentError
+
+    if active >= cap:
+        raise InvalidArgumentError(
+            f"schedule: the agent has {active} scheduled messages still to fire, the limit "
+            f"of {cap} (CAIRN_AGENT_MAX_SCHEDULES); delete one first"
+        )
+
+
 def make_schedule(
     organization_id: str, agent_id: str, text: str, *, run_at: datetime | None,
     cron: str | None, timezone: str, now: datetime, schedule_id: str | None = None,
+    max_chars: int = MAX_SCHEDULED_CHARS,
 ) -> Schedule:  # fmt: skip
     """A schedule of `text` to the agent, checked; InvalidArgumentError naming the field."""
     from croniter import croniter
@@ -66,6 +85,11 @@ def make_schedule(
         raise InvalidArgumentError(f"timezone: `{timezone}` is not an IANA timezone") from None
     if not text.strip():
         raise InvalidArgumentError("message: the scheduled message is empty")
+    if len(text) > max_chars:
+        raise InvalidArgumentError(
+            f"message: {len(text)} characters, over the limit of {max_chars} a scheduled "
+            "message (CAIRN_SCHEDULE_MAX_CHARS: it is sent again on every firing)"
+        )
     fields: dict[str, Any] = {"id": schedule_id} if schedule_id else {}
     if run_at is not None:
         when = run_at if run_at.tzinfo else run_at.replace(tzinfo=zone)

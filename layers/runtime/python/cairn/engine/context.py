@@ -20,7 +20,7 @@ from cairn.domain.ids import stable_id
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, agent_message_command
-from cairn.domain.schedules import Schedule, make_schedule
+from cairn.domain.schedules import Schedule, check_room, make_schedule
 from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
 from cairn.engine import agent_messages, search, voice_memory
@@ -181,8 +181,12 @@ class StepToolContext:
             agent.organization_id, agent.id, message, run_at=when, cron=cron,
             timezone=timezone or agent.timezone, now=self.now,
             schedule_id=stable_id("schedule", run.id, current_call()),
+            **({"max_chars": self.settings.schedule_max_chars} if self.settings else {}),
         )  # fmt: skip
         with self.db.transaction() as conn:
+            if schedules.get(conn, agent.organization_id, made.id) is None:  # not a redelivery
+                active = schedules.active_for_agent(conn, agent.organization_id, agent.id)
+                check_room(active, *([self.settings.agent_max_schedules] if self.settings else []))
             schedules.create(conn, made)
         if self.scheduler is not None:
             try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from cairn.domain.base import utc_now
-from cairn.domain.schedules import Schedule, make_schedule
+from cairn.domain.schedules import Schedule, check_room, make_schedule
 from cairn.errors import NotFoundError
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
@@ -18,8 +18,11 @@ logger = logging.getLogger(__name__)
 
 def create(rt: Runtime, org: str, agent_id: str, req: ScheduleCreate) -> Schedule:
     made = make_schedule(org, agent_id, req.text, run_at=req.run_at, cron=req.cron,
-                         timezone=req.timezone, now=utc_now())  # fmt: skip
+                         timezone=req.timezone, now=utc_now(),
+                         max_chars=rt.settings.schedule_max_chars)  # fmt: skip
     with rt.db.transaction() as conn:
+        active = schedules.active_for_agent(conn, org, agent_id)
+        check_room(active, rt.settings.agent_max_schedules)
         stored = schedules.create(conn, made)
     if stored is None:
         raise NotFoundError(f"Agent with ID {agent_id} not found")

@@ -35,6 +35,24 @@ WHERE id = %(id)s
 """
 
 
+# How many schedules an agent has that will still fire, its row locked first so that two
+# creates at once count one after the other (the cap holds exactly).
+ACTIVE = """
+WITH agent AS (
+    SELECT id FROM agents WHERE organization_id = %(org)s AND id = %(agent_id)s FOR UPDATE
+)
+SELECT count(*) AS n FROM schedules s JOIN agent ON s.agent_id = agent.id
+WHERE s.next_run_at IS NOT NULL
+"""
+
+
+def active_for_agent(conn: Connection, org_id: str, agent_id: str) -> int:
+    """The agent's schedules still to fire, counted under a lock of its row (to be held
+    through the create that follows, in the same transaction)."""
+    row = conn.execute(ACTIVE, {"org": org_id, "agent_id": agent_id}).fetchone()
+    return int(row["n"]) if row else 0
+
+
 def create(conn: Connection, schedule: Schedule) -> Schedule | None:
     """The schedule stored; None if its agent is not the organization's (or it exists)."""
     row = conn.execute(INSERT, to_params(schedule, json_fields=("messages",))).fetchone()

@@ -19,7 +19,11 @@ from tests.integration.test_images import PNG
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 SERVED = {"/pixel.png": ("image/png", PNG), "/page": ("text/html", b"<p>no</p>"),
-          "/huge.png": ("image/png", b"\x89PNG" + b"\x00" * (MAX_IMAGE_BYTES + 10))}  # fmt: skip
+          "/huge.png": ("image/png", b"\x89PNG" + b"\x00" * (MAX_IMAGE_BYTES + 10)),
+          # An HTML page served as an image; a picture served with no useful type.
+          "/fake.png": ("image/png", b"<html><body>not a picture</body></html>"),
+          "/untyped": ("image/jpeg", PNG),
+          "/big.png": ("image/png", PNG + bytes(MAX_IMAGE_BYTES - len(PNG) - 100))}  # fmt: skip
 
 
 @pytest.fixture
@@ -97,6 +101,15 @@ def test_an_image_url_is_fetched_once_and_kept(stack: Stack, site: str) -> None:
         ({"type": "base64", "media_type": "image/png", "data": "%%%"}, "not base64"),
         ({"type": "base64", "media_type": "image/tiff", "data": "AAAA"}, "image/tiff"),
         ({"type": "letta", "file_id": "file-1"}, "base64 or url"),
+        ({"type": "url", "url": "{site}/fake.png"}, "not a png, jpeg, gif or webp image"),
+        (
+            {
+                "type": "base64",
+                "media_type": "image/png",
+                "data": base64.b64encode(b"GIF8-not-quite").decode(),
+            },
+            "not a png, jpeg",
+        ),
     ],
 )
 def test_what_is_not_a_reachable_image_is_a_400_naming_it(
@@ -181,3 +194,67 @@ def test_an_image_survives_compaction_as_its_description(db: Any) -> None:
         vision, summariser = stack.fake.requests[-2:]
         assert vision.body["model"] == "gpt-vision"
         assert "[Image: A map of the northern trail.]" in summariser.last_text()
+
+
+def sent_parts(stack: Stack) -> list[Any]:
+    return [p["text"] if p["type"] == "text" else p["image_url"]["url"][:22]
+            for p in stack.fake.requests[-1].body["messages"][-1]["content"]]  # fmt: skip
+
+
+def test_parts_keep_their_order_and_an_images_type_is_what_its_bytes_say(
+    stack: Stack, site: str
+) -> None:
+    """`[image, "REPLY after", image, "tail"]` once reached the model as "REPLY aftertail"
+    ahead of both images; a picture served as image/jpeg is a png, and is sent as one."""
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    stack.fake.reply("Two pictures.")
+    data = base64.b64encode(PNG).decode()
+    client.agents.messages.create(agent.id, messages=[{"role": "user", "content": [  # type: ignore[arg-type]
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+        {"type": "text", "text": "REPLY after"},
+        {"type": "image", "source": {"type": "url", "url": f"{site}/untyped"}},
+        {"type": "text", "text": "tail"}]}])  # fmt: skip
+    png = "data:image/png;base64,"
+    assert sent_parts(stack) == [png, "REPLY after", png, "tail"]
+    said = next(
+        m for m in client.agents.messages.list(agent.id) if m.message_type == "user_message"
+    )
+    assert [p.type for p in said.content] == ["image", "text", "image", "text"]  # type: ignore[union-attr]
+    assert said.content[2].source.media_type == "image/png"  # type: ignore[union-attr, index]
+
+
+def test_a_message_has_at_most_ten_images_and_eight_mib_of_them(stack: Stack, site: str) -> None:
+    """Twelve images of 4 MiB made a 67 MB model request: the count is refused before any
+    is fetched, the total as soon as it passes; nothing is stored or run."""
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+
+    def send(*paths: str) -> httpx.Response:
+        parts = [{"type": "image", "source": {"type": "url", "url": f"{site}{p}"}} for p in paths]
+        return httpx.post(f"{stack.url}/v1/agents/{agent.id}/messages",
+                          headers={"Authorization": f"Bearer {stack.key}"}, timeout=60,
+                          json={"messages": [{"role": "user", "content": parts}]})  # fmt: skip
+
+    many = send(*["/pixel.png"] * 11)
+    assert many.status_code == 400 and "11 images, over the limit of 10" in many.text
+    heavy = send("/big.png", "/big.png")
+    assert heavy.status_code == 400 and "the message's images come to over" in heavy.text
+    assert stack.fake.requests == [] and list(client.runs.list(agent_ids=[agent.id])) == []
+    stack.fake.reply("One big picture.")
+    assert send("/big.png", *["/pixel.png"] * 9).status_code == 200
+
+
+def test_an_image_counts_in_the_context_estimate() -> None:
+    """So that compaction can evict an image as it evicts text (its base64 once counted
+    for nothing: 346 tokens for twelve images)."""
+    from cairn.domain.ids import new_id
+    from cairn.domain.messages import ImageContent, Message, TextContent
+    from cairn.engine.prompt import IMAGE_TOKENS, estimate_tokens
+
+    org, agent = new_id("org"), new_id("agent")
+    text = Message(organization_id=org, agent_id=agent, role="user",
+                   content=[TextContent(text="x" * 400)])  # fmt: skip
+    pictured = text.model_copy(update={"content": [*text.content, *[ImageContent(source={
+        "type": "base64", "media_type": "image/png", "data": "AAAA"})] * 3]})  # fmt: skip
+    assert estimate_tokens([pictured]) - estimate_tokens([text]) == 3 * IMAGE_TOKENS

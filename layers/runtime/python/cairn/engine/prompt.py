@@ -8,7 +8,7 @@ from datetime import datetime
 from cairn.domain.agents import Agent, file_limits
 from cairn.domain.blocks import Block
 from cairn.domain.folders import AgentFolder
-from cairn.domain.messages import Message, TextContent
+from cairn.domain.messages import ImageContent, Message, TextContent
 from cairn.domain.tools import Tool
 from cairn.engine.policy import LoopPolicy
 from cairn.engine.state import StepState
@@ -132,10 +132,17 @@ def tool_schemas(
     ]
 
 
+# What an image counts for in the estimate: about what Anthropic charges a 1.15-megapixel
+# image ((w * h) / 750) and more than OpenAI's high detail at 1024 x 1024 (765); counted, so
+# that compaction can evict images like text.
+IMAGE_TOKENS = 1_600
+
+
 def estimate_tokens(messages: list[Message]) -> int:
     chars = 0
     for m in messages:
-        chars += len(m.text)
+        images = sum(isinstance(p, ImageContent) for p in m.content)
+        chars += len(m.text) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
         chars += sum(len(c.function.arguments) + len(c.function.name) for c in m.tool_calls or ())
         chars += sum(len(r.func_response or "") for r in m.tool_returns or ())
     return chars // CHARS_PER_TOKEN

@@ -155,12 +155,14 @@ def _messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
         elif turn.role == "tool":
             pairs.append(("user", [{"type": "tool_result", "tool_use_id": turn.tool_call_id,
                                     "content": turn.text}]))  # fmt: skip
-        elif turn.text or turn.images:
-            text = [{"type": "text", "text": turn.text}] if turn.text else []
-            pictures = [{"type": "image", "source": {"type": "base64", "media_type": media,
-                                                     "data": data}}
-                        for media, data in turn.images]  # fmt: skip
-            pairs.append(("user", text + pictures))
+        elif turn.images:  # the parts in the order sent
+            pairs.append(("user", [
+                {"type": "text", "text": piece} if isinstance(piece, str) else
+                {"type": "image", "source": {"type": "base64", "media_type": piece[0],
+                                             "data": piece[1]}}
+                for piece in turn.pieces]))  # fmt: skip
+        elif turn.text:
+            pairs.append(("user", [{"type": "text", "text": turn.text}]))
     opener = {"type": "text", "text": "(session start)"}
     out = [{"role": role, "content": blocks} for role, blocks in merged(pairs, opener)]
     return "\n\n".join(system), out

@@ -203,13 +203,15 @@ def _messages(request: LLMRequest) -> tuple[list[dict[str, Any]], list[dict[str,
         elif turn.role == "tool":
             result = {"toolUseId": turn.tool_call_id, "content": [{"text": turn.text}]}
             pairs.append(("user", [{"toolResult": result}]))
-        elif turn.text or turn.images:
-            text = [{"text": turn.text}] if turn.text else []
+        elif turn.images:  # the parts in the order sent
             # Converse takes the image's bytes and its format (png, jpeg, gif, webp).
-            pictures = [{"image": {"format": media.split("/")[1],
-                                   "source": {"bytes": base64.b64decode(data)}}}
-                        for media, data in turn.images]  # fmt: skip
-            pairs.append(("user", text + pictures))
+            pairs.append(("user", [
+                {"text": piece} if isinstance(piece, str) else
+                {"image": {"format": piece[0].split("/")[1],
+                           "source": {"bytes": base64.b64decode(piece[1])}}}
+                for piece in turn.pieces]))  # fmt: skip
+        elif turn.text:
+            pairs.append(("user", [{"text": turn.text}]))
     out = [{"role": role, "content": blocks}
            for role, blocks in merged(pairs, {"text": "(session start)"})]  # fmt: skip
     return system, out

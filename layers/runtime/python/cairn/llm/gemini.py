@@ -130,12 +130,14 @@ def request_body(request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, A
             if call_id and not call_id.startswith(OWN_ID):
                 response["id"] = call_id
             pairs.append(("user", [{"function_response": response}]))
-        elif turn.text or turn.images:
-            text = [{"text": turn.text}] if turn.text else []
+        elif turn.images:  # the parts in the order sent
             # The SDK's Blob takes the bytes (it base64s them on the wire itself).
-            pictures = [{"inline_data": {"mime_type": media, "data": base64.b64decode(data)}}
-                        for media, data in turn.images]  # fmt: skip
-            pairs.append(("user", text + pictures))
+            pairs.append(("user", [
+                {"text": piece} if isinstance(piece, str) else
+                {"inline_data": {"mime_type": piece[0], "data": base64.b64decode(piece[1])}}
+                for piece in turn.pieces]))  # fmt: skip
+        elif turn.text:
+            pairs.append(("user", [{"text": turn.text}]))
     opener = {"text": "(session start)"}
     contents = [{"role": role, "parts": parts} for role, parts in merged(pairs, opener)]
     config = request.config

@@ -201,9 +201,10 @@ def parse(completion: dict[str, Any]) -> LLMResponse:
 
 
 def _user_content(turn: Turn) -> Any:
-    """Text alone as a string; with images, OpenAI's parts (each image a data URL)."""
+    """Text alone as a string; with images, OpenAI's parts in the order sent (each image a
+    data URL)."""
     if not turn.images:
         return turn.text
-    parts: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
-    return parts + [{"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}}
-                    for media, data in turn.images]  # fmt: skip
+    return [{"type": "text", "text": piece} if isinstance(piece, str) else
+            {"type": "image_url", "image_url": {"url": f"data:{piece[0]};base64,{piece[1]}"}}
+            for piece in turn.pieces]  # fmt: skip

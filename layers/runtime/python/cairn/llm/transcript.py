@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.domain.constants import TOOL_RETURN_PER_REQUEST_CHAR_LIMIT
-from cairn.domain.messages import ImageContent, Message, ReasoningContent, ToolCall
+from cairn.domain.messages import (
+    ImageContent,
+    Message,
+    ReasoningContent,
+    TextContent,
+    ToolCall,
+)
 
 
 @dataclass
@@ -18,8 +24,10 @@ class Turn:
     reasoning: list[ReasoningContent] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
-    # A user's images, (media type, base64 data), after its text (each provider's own form).
+    # A user's images, (media type, base64 data) (each provider's own form), and with them
+    # the message's parts in the order they were sent: texts and images.
     images: list[tuple[str, str]] = field(default_factory=list)
+    pieces: list[str | tuple[str, str]] = field(default_factory=list)
 
 
 def clip(text: str, limit: int = TOOL_RETURN_PER_REQUEST_CHAR_LIMIT) -> str:
@@ -58,11 +66,18 @@ def merged(pairs: Iterable[tuple[str, list[Any]]], opener: Any) -> list[tuple[st
 
 
 def images_of(message: Message) -> list[tuple[str, str]]:
-    return [
-        (str(p.source["media_type"]), str(p.source["data"]))
-        for p in message.content
-        if isinstance(p, ImageContent) and p.source.get("type") == "base64"
-    ]
+    return [piece for piece in pieces_of(message) if isinstance(piece, tuple)]
+
+
+def pieces_of(message: Message) -> list[str | tuple[str, str]]:
+    """The message's texts and base64 images, in the order they were sent."""
+    out: list[str | tuple[str, str]] = []
+    for p in message.content:
+        if isinstance(p, TextContent) and p.text:
+            out.append(p.text)
+        elif isinstance(p, ImageContent) and p.source.get("type") == "base64":
+            out.append((str(p.source["media_type"]), str(p.source["data"])))
+    return out
 
 
 def turns(messages: Sequence[Message]) -> Iterator[Turn]:
@@ -77,5 +92,8 @@ def turns(messages: Sequence[Message]) -> Iterator[Turn]:
             for ret in message.tool_returns or ():
                 yield Turn("tool", clip(ret.func_response or ""), tool_call_id=ret.tool_call_id)
         elif message.role in ("system", "user"):
-            yield Turn(message.role, message.text, images=images_of(message))
+            pieces = pieces_of(message)
+            images = [piece for piece in pieces if isinstance(piece, tuple)]
+            yield Turn(message.role, message.text, images=images,
+                       pieces=pieces if images else [])  # fmt: skip
         # An approval response carries decisions, not text: its results follow as tool turns.

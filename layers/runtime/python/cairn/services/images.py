@@ -18,10 +18,50 @@ from cairn import outbound
 from cairn.config import Settings
 from cairn.domain.messages import ImageContent
 from cairn.errors import InvalidArgumentError
+from cairn.orchestration import sending
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the providers' own limit per image (Anthropic's)
+# A message's images: each is sent again with every step while it is in the context window
+# (twelve of 4 MiB made a 67 MB model request and a 67 MB page of messages).
+MAX_IMAGES_PER_MESSAGE = 10
+MAX_MESSAGE_IMAGE_BYTES = 8 * 1024 * 1024
 FETCH_SECONDS = 10.0
 TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def check_count(count: int) -> None:
+    if count > MAX_IMAGES_PER_MESSAGE:
+        raise InvalidArgumentError(
+            f"content: {count} images, over the limit of {MAX_IMAGES_PER_MESSAGE} a message"
+        )
+
+
+def size_of(image: ImageContent) -> int:
+    """The image's bytes (its base64 data's decoded length)."""
+    data = str(image.source.get("data") or "")
+    return len(data) * 3 // 4 - data[-2:].count("=")
+
+
+def check_total(total: int) -> None:
+    if total > MAX_MESSAGE_IMAGE_BYTES:
+        raise InvalidArgumentError(
+            f"content: the message's images come to over {MAX_MESSAGE_IMAGE_BYTES} bytes, the "
+            "limit a message (send them in several messages, or smaller)"
+        )
+
+
+def sniffed(body: bytes) -> str | None:
+    """The image type the bytes themselves say (their signature), whatever was declared:
+    an HTML page served as image/png is not an image."""
+    if body.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if body.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if body[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if body[:4] == b"RIFF" and body[8:12] == b"WEBP":
+        return "image/webp"
+    return None
 
 
 def image_content(source: dict[str, Any], settings: Settings) -> ImageContent:
@@ -29,7 +69,7 @@ def image_content(source: dict[str, Any], settings: Settings) -> ImageContent:
     kind = source.get("type")
     if kind == "base64":
         media, data = str(source.get("media_type") or ""), str(source.get("data") or "")
-        _check(media, _decoded(data))
+        media = _check(media, _decoded(data))
         kept = {"type": "base64", "media_type": media, "data": data}
         if source.get("detail"):
             kept["detail"] = str(source["detail"])
@@ -51,7 +91,9 @@ def _decoded(data: str) -> bytes:
         raise InvalidArgumentError("content: the image's data is not base64") from None
 
 
-def _check(media: str, body: bytes) -> None:
+def _check(media: str, body: bytes) -> str:
+    """The image's type as its bytes say it (providers refuse an image whose declared type
+    is not its own); a 400 for a type not taken, bytes that are no image, or too many."""
     if media not in TYPES:
         raise InvalidArgumentError(
             f"content: an image of type {media or 'unknown'} is not taken (png, jpeg, gif or webp)"
@@ -63,12 +105,19 @@ def _check(media: str, body: bytes) -> None:
             f"content: the image is {len(body)} bytes, over the limit of {MAX_IMAGE_BYTES} "
             "bytes an image"
         )
+    actual = sniffed(body)
+    if actual is None:
+        raise InvalidArgumentError(
+            f"content: the image's bytes are not a png, jpeg, gif or webp image (declared {media})"
+        )
+    return actual
 
 
 def _fetch(url: str, settings: Settings) -> tuple[bytes, str]:
     opened = outbound.networks(settings.outbound_networks)
-    try:
-        got = outbound.fetch_bytes(url, opened, limit=MAX_IMAGE_BYTES, timeout=FETCH_SECONDS)
+    try:  # a slow server holds no other request of the API meanwhile (locally)
+        with sending.yielding():
+            got = outbound.fetch_bytes(url, opened, limit=MAX_IMAGE_BYTES, timeout=FETCH_SECONDS)
     except outbound.Refused as err:
         raise InvalidArgumentError(f"content: the image's url: {err}") from None
     except outbound.FetchFailed as err:
@@ -79,5 +128,4 @@ def _fetch(url: str, settings: Settings) -> tuple[bytes, str]:
         raise InvalidArgumentError(
             f"content: the image is over the limit of {MAX_IMAGE_BYTES} bytes an image"
         )
-    _check(got.media_type, got.body)
-    return got.body, got.media_type
+    return got.body, _check(got.media_type, got.body)

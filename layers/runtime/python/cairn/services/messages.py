@@ -27,7 +27,9 @@ from cairn.services.requests import (
     MessageCreate,
     MessageSearch,
     MessageUpdate,
+    TextPart,
 )
+from cairn.services.requests.messages import ImagePart
 from cairn.store import agents, messages, runs
 from cairn.store import search as sql_search
 from cairn.store.db import Connection
@@ -103,12 +105,22 @@ def inputs(rt: Runtime, org: str, agent_id: str, req: LettaRequest) -> list[Mess
 
 
 def _content(rt: Runtime, item: MessageCreate) -> list[ContentPart]:
-    """The message's text, then its images (a URL fetched now, kept as base64)."""
+    """The message's parts in the order sent: texts, and images (a URL fetched now, kept as
+    base64), within a message's count and total of images."""
+    if isinstance(item.content, str):
+        return [TextContent(text=item.text)]
+    images.check_count(len(item.images))
     parts: list[ContentPart] = []
-    if item.text or not item.images:
-        parts.append(TextContent(text=item.text))
-    parts += [images.image_content(p.source, rt.settings) for p in item.images]
-    return parts
+    total = 0
+    for part in item.content or ():
+        if isinstance(part, ImagePart):
+            made = images.image_content(part.source, rt.settings)
+            total += images.size_of(made)
+            images.check_total(total)
+            parts.append(made)
+        elif isinstance(part, TextPart) and part.text:
+            parts.append(TextContent(text=part.text))
+    return parts or [TextContent(text="")]
 
 
 def _approval(conn: Connection, agent: Agent, item: MessageCreate) -> Message:

@@ -103,3 +103,54 @@ def test_twenty_agents_in_parallel_all_complete(stack: Stack) -> None:
             ("user_message", f"hello {n}"),
             ("assistant_message", f"re: hello {n}"),
         ]
+
+
+def test_a_slow_request_holds_its_environment_only(stack: Stack) -> None:
+    """An image URL that trickles a byte every 0.2 s, its fetch not giving the environment
+    back (as any slow request of the API might not): health and another organization's
+    requests answer while it is still being served (one environment once held all, 98 s)."""
+    from contextlib import nullcontext
+
+    from cairn.orchestration import sending
+    from tests.api.test_agent_messages import stack_other_org_client
+    from tests.integration.test_llm_patience import Stalling
+
+    sending.yielding = nullcontext  # the slow request keeps its environment throughout
+    crawl = Stalling("crawls")
+    try:
+        client = stack.client()
+        agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+        picture = [{"type": "image", "source": {"type": "url", "url": f"{crawl.url}/x.png"}}]
+        slow = threading.Thread(target=lambda: httpx.post(
+            f"{stack.url}/v1/agents/{agent.id}/messages", timeout=60,
+            headers={"Authorization": f"Bearer {stack.key}"},
+            json={"messages": [{"role": "user", "content": picture}]}))  # fmt: skip
+        slow.start()
+        other = stack_other_org_client(stack)
+        for _ in range(3):
+            assert httpx.get(f"{stack.url}/v1/health/", timeout=60).status_code == 200
+            assert other.agents.list().items == []  # type: ignore[attr-defined]
+            assert [a.id for a in client.agents.list()] == [agent.id]
+        assert slow.is_alive()  # all of that while the slow one was still being served
+        slow.join()
+    finally:
+        crawl.close()
+
+
+def test_two_organizations_requests_side_by_side_each_see_their_own(stack: Stack) -> None:
+    """Requests in four environments at once: each resolves its own event and its own
+    organization (Powertools keeps the event in class attributes, per thread here)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.api.test_agent_messages import stack_other_org_client
+
+    mine, theirs = stack.client(), stack_other_org_client(stack)
+    ours = {mine.agents.create(llm_config=LLM, name=f"m{n}").id for n in range(3)}  # type: ignore[arg-type]
+    other = {theirs.agents.create(llm_config=LLM, name=f"t{n}").id for n in range(3)}  # type: ignore[arg-type]
+
+    def listed(client: Any) -> set[str]:
+        return {a.id for a in client.agents.list()}
+
+    with ThreadPoolExecutor(8) as pool:
+        seen = list(pool.map(listed, [mine, theirs] * 40))
+    assert seen == [ours, other] * 40

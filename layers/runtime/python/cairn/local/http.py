@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
-from cairn.local.lambdas import invoke
+from cairn.local.lambdas import invoke_pooled
 
 if TYPE_CHECKING:
     from cairn.api.app import Streaming
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded")
+# The API's execution environments: requests run side by side, each environment one at a
+# time, as Lambda's would; a slow request holds its own and never health or other clients.
+API_ENVIRONMENTS = 4
 
 
 def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
@@ -101,7 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         event = to_event(self.command, self.path, dict(self.headers.items()), body)
         try:
-            reply: Streaming = invoke("stream", event)
+            reply: Streaming = invoke_pooled("stream", event, API_ENVIRONMENTS)
         except Exception:
             logger.exception("api handler failed")
             self._reply({"statusCode": 500,

@@ -17,6 +17,7 @@ import os
 import threading
 import time
 import uuid
+from abc import ABCMeta
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -79,20 +80,94 @@ def load_handler(name: str, attribute: str = "handler", environment: int = 0) ->
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 _held = threading.local()
+_next = [0]  # where a request waits when every environment is busy (in turn)
+
+
+def invoke_pooled(name: str, event: dict[str, Any], environments: int) -> Any:
+    """`invoke` in the first free of `environments` execution environments of the function,
+    as Lambda runs concurrent invocations each in an environment of its own: a slow request
+    holds its environment, never the others. When all are busy it waits for one in turn."""
+    if environments > 1:
+        per_thread_powertools()
+    for n in range(environments):
+        lock = _lock(name, "handler", n)
+        if lock.acquire(blocking=False):
+            return _run(lock, name, event, "handler", n)
+    with _locks_guard:
+        n = _next[0] = (_next[0] + 1) % environments
+    return invoke(name, event, environment=n)
+
+
+def _lock(name: str, attribute: str, environment: int) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(f"{name}.{attribute}.{environment}", threading.Lock())
+
+
+_patched = threading.Lock()
+_powertools = threading.local()
+
+
+def per_thread_powertools() -> None:
+    """Powertools' resolver keeps the request being resolved in class attributes of
+    `BaseRouter` (`current_event`, `lambda_context`), shared by every resolver of the
+    process: right on Lambda (one invocation per process at a time), wrong for environments
+    in threads. Here they become per thread, for reads through the class and through its
+    instances alike. A workaround for local concurrency only; nothing on AWS runs it.
+    (Overlapping requests overwriting each other's event in one resolver process is
+    aws-powertools/powertools-lambda-python#8451, fixed there for its ASGI path only.)"""
+    from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+
+    with _patched:
+        if isinstance(BaseRouter, _PerThread):
+            return
+
+        def read(name: str) -> Any:
+            return property(lambda _self: getattr(_powertools, name, None),
+                            lambda _self, value: setattr(_powertools, name, value))  # fmt: skip
+
+        # Instances find these in the class's dictionary, the class itself in its type's.
+        BaseRouter.current_event = read("current_event")
+        BaseRouter.lambda_context = read("lambda_context")
+        BaseRouter.__class__ = _PerThread  # type: ignore[method-assign,assignment]
+
+
+class _PerThread(ABCMeta):  # BaseRouter's own type is ABCMeta: the same layout
+    @property
+    def current_event(cls) -> Any:
+        return getattr(_powertools, "current_event", None)
+
+    @current_event.setter
+    def current_event(cls, value: Any) -> None:
+        _powertools.current_event = value
+
+    @property
+    def lambda_context(cls) -> Any:
+        return getattr(_powertools, "lambda_context", None)
+
+    @lambda_context.setter
+    def lambda_context(cls, value: Any) -> None:
+        _powertools.lambda_context = value
 
 
 def invoke(
     name: str, event: dict[str, Any], *, attribute: str = "handler", environment: int = 0
 ) -> Any:
-    with _locks_guard:
-        lock = _locks.setdefault(f"{name}.{attribute}.{environment}", threading.Lock())
-    with lock:
-        _held.lock = lock
-        try:
-            handler = load_handler(name, attribute, environment)
-            return handler(event, LocalContext(function_name=name))
-        finally:
-            _held.lock = None
+    lock = _lock(name, attribute, environment)
+    lock.acquire()
+    return _run(lock, name, event, attribute, environment)
+
+
+def _run(lock: threading.Lock, name: str, event: dict[str, Any], attribute: str,
+         environment: int) -> Any:  # fmt: skip
+    """The invocation, in an environment whose lock this thread holds (released at the end,
+    whoever holds it then: `released` may have given it up and taken it back)."""
+    _held.lock = lock
+    try:
+        handler = load_handler(name, attribute, environment)
+        return handler(event, LocalContext(function_name=name))
+    finally:
+        _held.lock = None
+        lock.release()
 
 
 @contextmanager

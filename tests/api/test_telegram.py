@@ -208,6 +208,34 @@ def test_a_photo_reaches_the_model_as_an_image(stack: Stack, telegram: FakeTeleg
     assert [c.body["file_id"] for c in telegram.calls if c.method == "getFile"] == ["photo-big"]
 
 
+def test_a_photo_too_large_to_read_is_said_not_dropped(
+    stack: Stack, telegram: FakeTelegram
+) -> None:
+    """Every size of a photo over the image limit (or a download bigger than it said), or a
+    sticker whose bytes are no image: once dropped without a word. The agent reads that an
+    image was too large; the chat is told what could not be read."""
+    from cairn.services.images import MAX_IMAGE_BYTES
+
+    connect(stack)
+    stack.fake.reply("Could you send a smaller one?")
+    huge = {"file_id": "huge", "width": 9000, "height": 6000, "file_size": MAX_IMAGE_BYTES + 1}
+    big = private_message("", photo=[huge])
+    big.pop("text")
+    assert telegram.deliver(big).json()["done"].startswith("started")
+    wait_until(lambda: len(telegram.sent()) == 1)
+    assert "too large to read" in user_texts(stack.fake.requests[0])[-1]
+    assert [c for c in telegram.calls if c.method == "getFile"] == []
+    telegram.files["sticker-1"] = b"<html>not a picture</html>"
+    sticker = private_message("", sticker={"file_id": "sticker-1", "is_animated": False,
+                                           "is_video": False})  # fmt: skip
+    sticker.pop("text")
+    sticker["message_id"] += 1
+    answer = telegram.deliver(sticker, update_id=99)
+    assert answer.status_code == 200 and answer.json()["done"].startswith("refused"), answer.text
+    assert "I could not read that" in telegram.sent()[-1]["text"]
+    assert len(stack.fake.requests) == 1  # no turn for it
+
+
 def test_one_agent_with_an_identity_per_user(stack: Stack, telegram: FakeTelegram) -> None:
     agent_id, _ = connect(stack, mode="identity_per_user")
     stack.fake.when(lambda r: True, lambda r: Reply(text="Hello."))

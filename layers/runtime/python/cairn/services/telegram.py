@@ -129,8 +129,11 @@ def receive(rt: Runtime, bot_id: str, secret: str | None, update: dict[str, Any]
     text = f"[{speaker(sender)}] " if chat.get("type") in GROUP_CHATS else ""
     create_message = MessageCreate(role="user", name=_name(sender), sender_id=sender_id,
                                    content=_with_prefix(content, text))  # fmt: skip
-    inputs = messages.inputs(rt, bot.organization_id, agent_id,
-                             LettaRequest(messages=[create_message]))  # fmt: skip
+    try:  # an image whose bytes are none, say: the chat is told why, once
+        inputs = messages.inputs(rt, bot.organization_id, agent_id,
+                                 LettaRequest(messages=[create_message]))  # fmt: skip
+    except CairnError as err:
+        return _refuse(rt, bot, api, chat, update["update_id"], f"I could not read that: {err}")
     return _start(rt, bot, api, agent_id, chat, message, update["update_id"], inputs)
 
 
@@ -163,20 +166,22 @@ def _start(
                 org_cap=rt.settings.org_max_runs,
             )
     except CairnError as err:  # waiting for an approval, say: the chat is told, once
-        with rt.db.transaction() as conn:
-            if not store.take_update(conn, bot.id, update_id):
-                return "already taken"
-        _tell(
-            api,
-            "sendMessage",
-            chat_id=chat.get("id"),
-            text=f"I cannot take messages right now: {err}",
-        )
-        return f"refused: {err}"[:200]
+        return _refuse(rt, bot, api, chat, update_id, f"I cannot take messages right now: {err}")
     if not started.joined:
         publish_and_mark(rt.db, rt.queue, started.command)
     _tell(api, "sendChatAction", chat_id=chat.get("id"), action="typing")
     return f"{'joined' if started.joined else 'started'} {started.run.id}"
+
+
+def _refuse(
+    rt: Runtime, bot: TelegramBot, api: BotApi, chat: dict[str, Any], update_id: int, why: str
+) -> str:
+    """The update taken (once) without a turn, and the chat told why."""
+    with rt.db.transaction() as conn:
+        if not store.take_update(conn, bot.id, update_id):
+            return "already taken"
+    _tell(api, "sendMessage", chat_id=chat.get("id"), text=why)
+    return f"refused: {why}"[:200]
 
 
 def _tell(api: BotApi, method: str, **params: Any) -> None:
@@ -195,13 +200,19 @@ def _content(api: BotApi, message: dict[str, Any]) -> list[dict[str, Any]] | Non
     if text:
         parts.append({"type": "text", "text": text})
     file_id, media = _picture(message)
+    too_large = {"type": "text", "text": "(the user sent an image too large to read: over "
+                 f"{MAX_IMAGE_BYTES // (1024 * 1024)} MiB; ask for a smaller one)"}  # fmt: skip
+    if file_id is None and message.get("photo"):  # every size of it over the limit
+        parts.append(too_large)
     if file_id is not None:
         try:
             data = api.download(file_id)
         except TelegramError as err:
             parts.append({"type": "text", "text": f"(an image that could not be read: {err})"})
         else:
-            if len(data) <= MAX_IMAGE_BYTES:
+            if len(data) > MAX_IMAGE_BYTES:  # its size was not told, or not true
+                parts.append(too_large)
+            else:
                 source = {"type": "base64", "media_type": media,
                           "data": base64.b64encode(data).decode()}  # fmt: skip
                 parts.append({"type": "image", "source": source})

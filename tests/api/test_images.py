@@ -15,6 +15,7 @@ import pytest
 
 from cairn.services.images import MAX_IMAGE_BYTES
 from tests.api.conftest import Stack
+from tests.fakes.llm_server import Reply
 from tests.integration.test_images import PNG
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
@@ -23,7 +24,7 @@ SERVED = {"/pixel.png": ("image/png", PNG), "/page": ("text/html", b"<p>no</p>")
           # An HTML page served as an image; a picture served with no useful type.
           "/fake.png": ("image/png", b"<html><body>not a picture</body></html>"),
           "/untyped": ("image/jpeg", PNG),
-          "/big.png": ("image/png", PNG + bytes(MAX_IMAGE_BYTES - len(PNG) - 100))}  # fmt: skip
+          "/big.png": ("image/png", PNG + bytes(2 * 1024 * 1024))}  # fmt: skip
 
 
 @pytest.fixture
@@ -224,7 +225,7 @@ def test_parts_keep_their_order_and_an_images_type_is_what_its_bytes_say(
     assert said.content[2].source.media_type == "image/png"  # type: ignore[union-attr, index]
 
 
-def test_a_message_has_at_most_ten_images_and_eight_mib_of_them(stack: Stack, site: str) -> None:
+def test_a_message_has_at_most_ten_images_and_3_5_mib_of_them(stack: Stack, site: str) -> None:
     """Twelve images of 4 MiB made a 67 MB model request: the count is refused before any
     is fetched, the total as soon as it passes; nothing is stored or run."""
     client = stack.client()
@@ -258,3 +259,44 @@ def test_an_image_counts_in_the_context_estimate() -> None:
     pictured = text.model_copy(update={"content": [*text.content, *[ImageContent(source={
         "type": "base64", "media_type": "image/png", "data": "AAAA"})] * 3]})  # fmt: skip
     assert estimate_tokens([pictured]) - estimate_tokens([text]) == 3 * IMAGE_TOKENS
+
+
+def test_a_page_of_messages_with_images_stays_within_lambdas_response_and_pages_on(
+    stack: Stack,
+) -> None:
+    """Three messages of 3 MiB of image each: a page of them would be 12 MB, past Lambda's
+    6 MB; the page is cut at 5 MB and the cursor goes on to the rest, both ways."""
+    client = stack.client()
+    agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    big = base64.b64encode(PNG + bytes(3 * 1024 * 1024)).decode()
+    # The fake counts the base64 as tokens (a provider counts an image as ~1,600): a later
+    # turn compacts first, so every call of it, turn or summary, gets an answer.
+    stack.fake.when(lambda r: True, lambda r: Reply(text="Seen."))
+    for n in range(3):
+        sent = httpx.post(f"{stack.url}/v1/agents/{agent.id}/messages", timeout=60,
+                          headers={"Authorization": f"Bearer {stack.key}"},
+                          json={"messages": [{"role": "user", "content": [
+                              {"type": "text", "text": f"picture {n}"},
+                              {"type": "image", "source": {"type": "base64",
+                               "media_type": "image/png", "data": big}}]}]})  # fmt: skip
+        assert sent.status_code == 200, sent.text[:300]
+    http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"},
+                        timeout=60)  # fmt: skip
+
+    def pictured(page: list[dict[str, Any]]) -> list[str]:
+        said = [m["content"] for m in page if m["message_type"] == "user_message"]
+        texts = [c if isinstance(c, str) else c[0].get("text", "") for c in said]
+        return [t for t in texts if t.startswith("picture ")]
+
+    for order, cursor, ends in (("asc", "after", -1), ("desc", "before", 0)):
+        seen: list[str] = []
+        params: dict[str, Any] = {"limit": 50, "order": order}
+        while True:
+            page = http.get(f"/v1/agents/{agent.id}/messages", params=params)
+            assert page.status_code == 200 and len(page.content) < 6_000_000, len(page.content)
+            items = page.json()
+            if not items:
+                break
+            seen += pictured(items)
+            params[cursor] = items[ends]["id"]
+        assert sorted(seen) == ["picture 0", "picture 1", "picture 2"], (order, seen)

@@ -63,6 +63,26 @@ def run_error_reply(run: Run) -> Response[Any]:
     return llm_error_reply(kind, message, run_id=run.id)
 
 
+# What a page of messages holds at most, serialised: Lambda answers at most 6 MB (API
+# Gateway's 502 past it), and images make messages large. A longer page is cut short (at
+# least one item); the client's next cursor goes on from where it stopped.
+PAGE_BYTES = 5_000_000
+
+
+def within_response(items: list[dict[str, Any]], *, keep_end: bool = False) -> list[dict[str, Any]]:
+    """The longest run of `items` from their start (or, `keep_end`, their end: a newest-first
+    page shown oldest first) whose JSON stays within PAGE_BYTES."""
+    ordered = list(reversed(items)) if keep_end else items
+    kept: list[dict[str, Any]] = []
+    size = 2
+    for item in ordered:
+        size += len(json.dumps(item, default=str)) + 1
+        if kept and size > PAGE_BYTES:
+            break
+        kept.append(item)
+    return list(reversed(kept)) if keep_end else kept
+
+
 def json_reply(status: int, payload: Any) -> Response[Any]:
     return Response(
         status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(payload)

@@ -22,9 +22,11 @@ from cairn.orchestration import sending
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the providers' own limit per image (Anthropic's)
 # A message's images: each is sent again with every step while it is in the context window
-# (twelve of 4 MiB made a 67 MB model request and a 67 MB page of messages).
+# (twelve of 4 MiB made a 67 MB model request and a 67 MB page of messages), and a message is
+# listed whole: 3.5 MiB is 4.9 MB as base64, so a page of one such message stays within
+# Lambda's 6 MB response (pages are cut at 5 MB: api/http.py).
 MAX_IMAGES_PER_MESSAGE = 10
-MAX_MESSAGE_IMAGE_BYTES = 8 * 1024 * 1024
+MAX_MESSAGE_IMAGE_BYTES = 3_670_016
 FETCH_SECONDS = 10.0
 TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 

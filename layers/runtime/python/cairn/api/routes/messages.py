@@ -113,7 +113,9 @@ def list_messages(
         order=order,
         include_err=include_err,
     )
-    return http.json_reply(200, letta.expand(rows, use_assistant_message=use_assistant_message))
+    shown = letta.expand(rows, use_assistant_message=use_assistant_message)
+    # A newest-first page is shown oldest first: what is cut is its oldest, the next page's.
+    return http.json_reply(200, http.within_response(shown, keep_end=order == "desc"))
 
 
 @router.post("/agents/<agent_id>/messages/cancel")

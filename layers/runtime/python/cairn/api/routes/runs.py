@@ -86,7 +86,7 @@ def run_messages(
     found = runs.messages_of(
         http.rt(), http.org_id(), run_id, after=after, before=before, limit=limit, order=order
     )
-    return http.json_reply(200, letta.expand(found))
+    return http.json_reply(200, http.within_response(letta.expand(found)))
 
 
 @router.get("/runs/<run_id>/steps")

@@ -125,6 +125,44 @@ def test_an_agent_has_at_most_its_cap_of_schedules_by_the_api_or_its_tool(stack:
     assert theirs.status_code in (200, 201)
 
 
+def test_a_round_fires_at_most_its_share_of_one_organizations_due_schedules(
+    stack: Stack,
+) -> None:
+    """One organization's 30 due schedules and another's one: a round fires the other's and
+    20 of the first's (CAIRN_ORG_SCHEDULES_PER_ROUND), the earliest; the next round the rest."""
+    client = stack.client()
+    busy = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    theirs = stack_other_org_client(stack)
+    quiet = theirs.agents.create(llm_config=LLM)  # type: ignore[arg-type]
+    at = (datetime.now(UTC) + timedelta(minutes=5)).replace(microsecond=0)
+    http = api(stack)
+    for n in range(30):
+        when = (at + timedelta(seconds=n)).isoformat()
+        made = http.post(f"/v1/agents/{busy.id}/schedules", json={"input": f"m{n}", "run_at": when})
+        assert made.status_code in (200, 201), made.text
+    other = httpx.post(f"{stack.url}/v1/agents/{quiet.id}/schedules", timeout=30,
+                       headers={"Authorization": f"Bearer {theirs.api_key}"},
+                       json={"input": "q", "run_at": (at + timedelta(seconds=40)).isoformat()},
+                       )  # fmt: skip
+    assert other.status_code in (200, 201), other.text
+    later = at + timedelta(minutes=1)
+    assert fire_due(stack.runtime, now=later) == 21
+    assert len(scheduled_runs(stack, busy.id)) == 20
+    with stack.runtime.db.connection() as conn:
+        fired = runs.list_runs(conn, theirs_org(stack, quiet.id), agent_ids=[quiet.id])
+    assert len(fired) == 1
+    assert fire_due(stack.runtime, now=later) == 10
+    assert len(scheduled_runs(stack, busy.id)) == 30
+
+
+def theirs_org(stack: Stack, agent_id: str) -> str:
+    with stack.runtime.db.connection() as conn:
+        row = conn.execute("SELECT organization_id FROM agents WHERE id = %s", (agent_id,))
+        found = row.fetchone()
+    assert found is not None
+    return str(found["organization_id"])
+
+
 def test_another_organization_cannot_schedule_or_see_them(stack: Stack) -> None:
     agent = stack.client().agents.create(llm_config=LLM)  # type: ignore[arg-type]
     made = api(stack).post(f"/v1/agents/{agent.id}/schedules",

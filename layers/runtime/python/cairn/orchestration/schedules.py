@@ -29,11 +29,13 @@ logger = logging.getLogger(__name__)
 
 
 def fire_due(rt: Runtime, now: datetime | None = None, limit: int = 100) -> int:
-    """Fire every occurrence due by `now`; how many runs started."""
+    """Fire the occurrences due by `now` (at most `limit`, and at most
+    CAIRN_ORG_SCHEDULES_PER_ROUND of one organization's); how many runs started."""
     now = now or utc_now()
     commands: list[OutboxCommand] = []
+    per_org = rt.settings.org_schedules_per_round
     with rt.db.transaction() as conn:
-        for schedule in schedules.due(conn, now, limit):
+        for schedule in schedules.due(conn, now, limit, per_org):
             assert schedule.next_run_at is not None
             commands += _fire(rt, conn, schedule, schedule.next_run_at)
     for command in commands:

@@ -21,9 +21,17 @@ RETURNING *
 SELECT = "SELECT * FROM schedules WHERE organization_id = %(org)s AND id = %(id)s"
 DELETE = "DELETE FROM schedules WHERE organization_id = %(org)s AND id = %(id)s RETURNING *"
 # Due ones, each taken by one sweeper (others skip it): the caller fires and moves it on in
-# the same transaction.
+# the same transaction. At most `per_org` of one organization's in a round, its earliest
+# (one tenant's thousand due schedules do not fill a round and hold back everyone else's;
+# the rest fire in the next rounds). The ranking is a subquery: FOR UPDATE takes no window.
 DUE = """
-SELECT * FROM schedules WHERE next_run_at IS NOT NULL AND next_run_at <= %(now)s
+SELECT * FROM schedules WHERE id IN (
+    SELECT id FROM (
+        SELECT id, row_number() OVER (PARTITION BY organization_id
+                                      ORDER BY next_run_at, id) AS nth
+        FROM schedules WHERE next_run_at IS NOT NULL AND next_run_at <= %(now)s
+    ) ranked WHERE nth <= %(per_org)s
+)
 ORDER BY next_run_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED
 """
 ONE_DUE = """
@@ -77,8 +85,9 @@ def of_agent(
                 after=after, limit=limit, order=order)  # fmt: skip
 
 
-def due(conn: Connection, now: datetime, limit: int) -> list[Schedule]:
-    return [Schedule.model_validate(r) for r in conn.execute(DUE, {"now": now, "limit": limit})]
+def due(conn: Connection, now: datetime, limit: int, per_org: int) -> list[Schedule]:
+    found = conn.execute(DUE, {"now": now, "limit": limit, "per_org": per_org})
+    return [Schedule.model_validate(r) for r in found]
 
 
 def lock(conn: Connection, org_id: str, schedule_id: str) -> Schedule | None:

@@ -161,6 +161,8 @@ class Settings(BaseModel):
     schedule_max_chars: int = Field(default=10_000, ge=1)
     # How many of one organization's due schedules a sweeper round fires (the rest: later).
     org_schedules_per_round: int = Field(default=20, ge=1)
+    # How many of one organization's files are processed at once (their queue's groups).
+    org_files_at_once: int = Field(default=2, ge=1)
     org_reserve: int = Field(default=0, ge=0)
     # Keep each step's provider request and response (GET /v1/steps/{id}/trace). Off by
     # default: a request holds the whole context window, so traces grow with every step.
@@ -261,6 +263,7 @@ class Settings(BaseModel):
             "agent_max_schedules": "CAIRN_AGENT_MAX_SCHEDULES",
             "schedule_max_chars": "CAIRN_SCHEDULE_MAX_CHARS",
             "org_schedules_per_round": "CAIRN_ORG_SCHEDULES_PER_ROUND",
+            "org_files_at_once": "CAIRN_ORG_FILES_AT_ONCE",
             "org_reserve": "CAIRN_ORG_RESERVE",
         }
         return cls.model_validate({k: env[v] for k, v in names.items() if env.get(v)})

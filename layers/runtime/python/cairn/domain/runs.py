@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -261,10 +262,20 @@ def agent_message_command(
     return _run_command(run, "agent_message", f"agent_message:{key}", payload)
 
 
-def file_job_command(organization_id: str, file_id: str, attempt: int = 0) -> OutboxCommand:
-    """Process a file (parse, chunk, embed): on the files queue, grouped by the file."""
+# How many of one organization's files are processed at once (CAIRN_ORG_FILES_AT_ONCE).
+ORG_FILES_AT_ONCE = 2
+
+
+def file_job_command(
+    organization_id: str, file_id: str, attempt: int = 0, lanes: int = ORG_FILES_AT_ONCE
+) -> OutboxCommand:
+    """Process a file (parse, chunk, embed): on the files queue, in one of its
+    organization's `lanes` message groups (by the file). A FIFO queue hands out one message
+    of a group at a time and serves groups side by side, so one tenant's bulk upload takes
+    at most `lanes` workers and never queues another tenant's files behind its own."""
     payload = {"kind": "file_job", "organization_id": organization_id, "file_id": file_id}
-    return OutboxCommand(organization_id=organization_id, agent_id=file_id, kind="file_job",
+    group = f"files:{organization_id}:{zlib.crc32(file_id.encode()) % max(lanes, 1)}"
+    return OutboxCommand(organization_id=organization_id, agent_id=group, kind="file_job",
                          payload=payload, dedup_key=f"{file_id}:job", attempts=attempt)  # fmt: skip
 
 

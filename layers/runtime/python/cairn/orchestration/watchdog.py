@@ -130,5 +130,9 @@ def resume_files(rt: Runtime, *, older_than_seconds: float = FILE_STALL_SECONDS)
     for org_id, file_id in stalled:
         with rt.db.connection() as conn:
             files.touch(conn, file_id)  # not again next round while this job runs
-        rt.queue.publish(file_job_command(org_id, file_id, attempt=int(time.time())))
+        rt.queue.publish(
+            file_job_command(
+                org_id, file_id, attempt=int(time.time()), lanes=rt.settings.org_files_at_once
+            )
+        )
     return len(stalled)

@@ -195,7 +195,11 @@ def _file_job(rt: Runtime, payload: dict[str, Any], _: OutboxCommand | None) -> 
     assert rt.documents is not None, "the runtime has a document store (build_runtime)"
     status = file_jobs.process(rt.engine, org, file_id, rt.documents.get)
     if status == "more":  # out of this invocation's time: the next one goes on
-        rt.queue.publish(file_job_command(org, file_id, attempt=int(time.time())))
+        rt.queue.publish(
+            file_job_command(
+                org, file_id, attempt=int(time.time()), lanes=rt.settings.org_files_at_once
+            )
+        )
     return status
 
 

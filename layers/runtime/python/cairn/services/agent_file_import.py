@@ -150,7 +150,7 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
         raise
     for file_id in documents.file_ids:  # their text is in: the jobs embed it
         try:
-            rt.queue.publish(file_job_command(org, file_id))
+            rt.queue.publish(file_job_command(org, file_id, lanes=rt.settings.org_files_at_once))
         except Exception:  # the sweeper publishes it again
             logger.exception("publishing the job of imported file %s failed", file_id)
     return [mapped[a.id] for a in file.agents]

@@ -156,7 +156,7 @@ def upload(
         rt.documents.delete([file.object_key])
         raise ConflictError(f"A file named '{stored_name}' was uploaded meanwhile; try again.")
     try:
-        rt.queue.publish(file_job_command(org, stored.id))
+        rt.queue.publish(file_job_command(org, stored.id, lanes=rt.settings.org_files_at_once))
     except Exception:  # the row is the job's record: the sweeper publishes it again
         logger.exception("publishing the job of file %s failed", stored.id)
     return Uploaded(stored)

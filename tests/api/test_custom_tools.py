@@ -201,3 +201,20 @@ def test_a_supplied_json_schema_is_used_as_is(stack: Stack) -> None:
     with pytest.raises(APIStatusError) as err:
         client.tools.create(source_code=SECRET, json_schema={**schema, "name": "other"})
     assert err.value.status_code == 400 and "no top-level function" in str(err.value.body)
+
+
+def test_a_supplied_schema_without_required_or_properties_runs(stack: Stack) -> None:
+    """A custom tool's own json_schema that leaves out `required` (and `properties`): its
+    call once broke every turn of the agent (a KeyError, a 500, failed runs)."""
+    client = stack.client()
+    source = 'def ping() -> str:\n    """Answer pong."""\n    return "pong"\n'
+    schema = {"name": "ping", "description": "Answer pong.", "parameters": {"type": "object"}}
+    tool = client.tools.create(source_code=source, json_schema=schema)
+    agent = client.agents.create(llm_config=LLM, tool_ids=[tool.id])  # type: ignore[arg-type]
+    stack.fake.reply("", call("ping"))
+    stack.fake.reply("done")
+    ret = tool_return(client.agents.messages.create(agent.id, input="ping"))
+    assert ret.status == "success" and ret.tool_return == "pong"  # type: ignore[attr-defined]
+    sent = {t["function"]["name"]: t["function"]["parameters"]
+            for t in stack.fake.requests[0].body["tools"]}  # fmt: skip
+    assert sent["ping"]["properties"] == {} and sent["ping"]["required"] == []

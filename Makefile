@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test invoke bench synth lint typecheck clean
+.PHONY: dev test check invoke bench synth lint typecheck clean
 
 # Re-install only when the dependency list changes.
 $(STAMP): pyproject.toml
@@ -33,6 +33,12 @@ $(BROWSER):
 # The whole suite on a fresh embedded Postgres (or $$DATABASE_URL). Exit status is pytest's.
 test: $(STAMP) $(BROWSER)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The quick tier: lint, types and the tests that need no database, stack, browser or CDK
+# (a few minutes on 2 cores); `make test` stays the whole suite.
+QUICK := not db and not e2e and not browser and not infra
+check: lint typecheck
+	$(PY) -m pytest -m "$(QUICK)" $(PYTEST_ARGS)
 
 # One handler on one sample event against the local database, e.g.
 #   make invoke FN=api EVENT=events/api/agents-create.json

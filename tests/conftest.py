@@ -1,12 +1,17 @@
-"""Suite-wide fixtures: one PostgreSQL for the whole session, wiped between tests."""
+"""Suite-wide fixtures: one PostgreSQL for the whole session, wiped between tests; the
+tiers' markers; and two guards: no provider key of the environment reaches a test, and no
+test connects anywhere but this machine (a test that would is told which address)."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -16,6 +21,75 @@ from cairn.domain import Organization, User
 from cairn.store import Database
 from cairn.store import tenancy as tenancy_store
 from cairn.store.migrate import apply_migrations
+
+# Keys that would let a test call a real model or service: taken out of the environment
+# before anything reads it (Settings.from_env, the SDKs' own defaults); `provider_keys`
+# gives them back to a test that means to use them.
+PROVIDER_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+                 "GEMINI_API_KEY", "GEMINI_BASE_URL", "GOOGLE_API_KEY", "EXA_API_KEY",
+                 "CAIRN_PROVIDER_SECRET_ARN")  # fmt: skip
+_TAKEN = {name: os.environ.pop(name) for name in PROVIDER_KEYS if name in os.environ}
+
+
+@pytest.fixture
+def provider_keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The provider keys the environment had (a test that calls real providers asks)."""
+    for name, value in _TAKEN.items():
+        monkeypatch.setenv(name, value)
+    return dict(_TAKEN)
+
+
+class OutsideConnection(AssertionError):
+    """A test tried to reach a machine other than this one."""
+
+
+_connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+
+def _local_only(address: Any) -> None:
+    if not isinstance(address, tuple):  # a Unix socket (PostgreSQL's, the egress proxy's)
+        return
+    host = str(address[0]).split("%")[0]
+    if host == "localhost":
+        return
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise OutsideConnection(f"a test connected to {host!r} by name, not address") from None
+    if not (ip.is_loopback or ip.is_unspecified):
+        raise OutsideConnection(
+            f"a test connected to {address[0]}:{address[1]}: tests reach only this machine "
+            "(a fake server on loopback stands for any other)"
+        )
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    _local_only(address)
+    _connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    _local_only(address)
+    return _connect_ex(self, address)
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+# The tiers (README "Tests"): each test is marked by what it needs; `make check` runs those
+# that need none of these.
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = str(item.path)
+        if "/tests/e2e/" in path:
+            item.add_marker(pytest.mark.e2e)
+        if "/tests/infra/" in path:
+            item.add_marker(pytest.mark.infra)
+        if item.path.name == "test_console.py":
+            item.add_marker(pytest.mark.browser)
+        if "pg_dsn" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.db)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -28,3 +29,17 @@ def test_every_setting_is_in_the_readmes_configuration_table() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     table = readme[readme.index("## Configuration") : readme.index("## Layout")]
     assert len(names) > 20 and {n for n in names if f"`{n}`" not in table} == set()
+
+
+def test_tests_reach_no_provider_key_and_no_other_machine() -> None:
+    """The suite's guards (tests/conftest.py): the environment's provider keys are gone,
+    and a connection anywhere but this machine fails naming the address."""
+    import socket
+
+    import pytest
+
+    from tests.conftest import PROVIDER_KEYS, OutsideConnection
+
+    assert not [name for name in PROVIDER_KEYS if name in os.environ]
+    with socket.socket() as sock, pytest.raises(OutsideConnection, match=r"93\.184\.215\.14:443"):
+        sock.connect(("93.184.215.14", 443))

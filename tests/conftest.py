@@ -39,8 +39,10 @@ def provider_keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return dict(_TAKEN)
 
 
-class OutsideConnection(AssertionError):
-    """A test tried to reach a machine other than this one."""
+class OutsideConnection(ConnectionRefusedError):
+    """A test tried to reach a machine other than this one. A refused connection, so that
+    a library probing (botocore for the instance metadata service) fails as it would
+    offline, and everything else fails with this message."""
 
 
 _connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex

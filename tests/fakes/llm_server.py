@@ -482,7 +482,8 @@ def anthropic_stream(full: dict[str, Any], size: int = 4) -> Iterator[tuple[str,
     yield "message_stop", {"type": "message_stop"}
 
 
-def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
+# Complexity: one fake server speaking four providers' wire protocols (routes, streams).
+def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:  # noqa: C901
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # two writes per response would wait on delayed ACKs

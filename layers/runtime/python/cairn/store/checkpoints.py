@@ -178,7 +178,9 @@ def commit(db: Database, cp: Checkpoint, *, now: datetime, org_cap: int = 0) -> 
     return result
 
 
-def _write(
+# Complexity: each branch is an optional statement of the one pipelined checkpoint
+# transaction; the write order (the durability argument) reads in one place.
+def _write(  # noqa: C901
     conn: Connection, cp: Checkpoint, *, ended: bool, now: datetime, org_cap: int
 ) -> Callable[[], Committed]:
     """Send every statement of the checkpoint; returns what checks and reads their results."""

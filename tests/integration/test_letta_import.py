@@ -40,6 +40,7 @@ def letta_url(pg_dsn: str) -> Iterator[str]:
     """The fixture dump, restored as the fixture's README says, into a database of its own."""
     name = f"letta_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("SET statement_timeout = 0")  # as for the drop below
         conn.execute(f"CREATE DATABASE {name}")
     url = make_conninfo(pg_dsn, dbname=name)
     subprocess.run(
@@ -58,6 +59,10 @@ def letta_url(pg_dsn: str) -> Iterator[str]:
     )
     yield url
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        # Not the database's 60 s limit for the application's statements (migration 0007):
+        # dropping a database waits on a checkpoint, which took over a minute beside two CPU
+        # burners (a clean clone's .ci/run failed on it).
+        conn.execute("SET statement_timeout = 0")
         conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 

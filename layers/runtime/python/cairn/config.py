@@ -156,6 +156,7 @@ class Settings(BaseModel):
     # nothing running (an organization holding agents takes another only while all hold
     # fewer than the pool less the reserve; migration 0031). 0: no reserve.
     step_concurrency: int = Field(default=0, ge=0)
+    org_reserve: int = Field(default=0, ge=0)
     # Scheduled messages: how many still to fire an agent may have, and a message's size.
     agent_max_schedules: int = Field(default=50, ge=1)
     schedule_max_chars: int = Field(default=10_000, ge=1)
@@ -163,7 +164,6 @@ class Settings(BaseModel):
     org_schedules_per_round: int = Field(default=20, ge=1)
     # How many of one organization's files are processed at once (their queue's groups).
     org_files_at_once: int = Field(default=2, ge=1)
-    org_reserve: int = Field(default=0, ge=0)
     # Keep each step's provider request and response (GET /v1/steps/{id}/trace). Off by
     # default: a request holds the whole context window, so traces grow with every step.
     provider_traces: bool = False

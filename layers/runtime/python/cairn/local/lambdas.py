@@ -121,32 +121,21 @@ def per_thread_powertools() -> None:
         if isinstance(BaseRouter, _PerThread):
             return
 
-        def read(name: str) -> Any:
-            return property(lambda _self: getattr(_powertools, name, None),
-                            lambda _self, value: setattr(_powertools, name, value))  # fmt: skip
-
         # Instances find these in the class's dictionary, the class itself in its type's.
-        BaseRouter.current_event = read("current_event")
-        BaseRouter.lambda_context = read("lambda_context")
+        BaseRouter.current_event = _per_thread("current_event")
+        BaseRouter.lambda_context = _per_thread("lambda_context")
         BaseRouter.__class__ = _PerThread  # type: ignore[method-assign,assignment]
 
 
+def _per_thread(name: str) -> Any:
+    """A property whose value is this thread's (for a class, or for its instances)."""
+    return property(lambda _self: getattr(_powertools, name, None),
+                    lambda _self, value: setattr(_powertools, name, value))  # fmt: skip
+
+
 class _PerThread(ABCMeta):  # BaseRouter's own type is ABCMeta: the same layout
-    @property
-    def current_event(cls) -> Any:
-        return getattr(_powertools, "current_event", None)
-
-    @current_event.setter
-    def current_event(cls, value: Any) -> None:
-        _powertools.current_event = value
-
-    @property
-    def lambda_context(cls) -> Any:
-        return getattr(_powertools, "lambda_context", None)
-
-    @lambda_context.setter
-    def lambda_context(cls, value: Any) -> None:
-        _powertools.lambda_context = value
+    current_event = _per_thread("current_event")
+    lambda_context = _per_thread("lambda_context")
 
 
 def invoke(

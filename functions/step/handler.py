@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.batch import (
     SqsFifoPartialProcessor,
     process_partial_response,
 )
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -68,7 +69,7 @@ def _receives(record: SQSRecord) -> int:
 
 
 @logger.inject_lambda_context(clear_state=True)
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     """Records of the step queue and of the embedding jobs' queue."""
     answer = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
@@ -78,7 +79,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 
 @logger.inject_lambda_context(clear_state=True)
-def dead_letter_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def dead_letter_handler(
+    event: dict[str, Any], context: LambdaContext
+) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=dead_letter_record, processor=processor, context=context
     )

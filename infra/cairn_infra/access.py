@@ -79,7 +79,7 @@ def grant_access(
         by[key].add_to_role_policy(iam.PolicyStatement(
             actions=["scheduler:CreateSchedule", "scheduler:DeleteSchedule"],
             resources=[group_schedules]))  # fmt: skip
-        role.grant_pass_role(by[key])
+        role.grant_pass_role(by[key].grant_principal)
     # Exact actions on the bucket's objects (grant_put and its kin add wildcard actions).
     objects = [documents.arn_for_objects("*")]
     for key in DOCUMENT_WRITERS:

@@ -30,5 +30,5 @@ def build_app(app: cdk.App) -> CairnStack:
         description="Cairn: stateful memory agents (Letta-compatible) on AWS serverless",
     )
     acknowledge(stack, shape.bedrock_models, dev=shape.dev, small=shape.small)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # type: ignore[attr-defined]
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stack

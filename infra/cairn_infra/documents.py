@@ -3,6 +3,8 @@ versioned, its access logged), and the queue of their processing jobs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -17,7 +19,7 @@ class Documents(Construct):
                  dev: bool) -> None:  # fmt: skip
         super().__init__(scope, construct_id)
         # A dev stack's buckets go with it (their objects first); others are kept.
-        disposable = {"auto_delete_objects": True} if dev else {}
+        disposable: dict[str, Any] = {"auto_delete_objects": True} if dev else {}
         self.access_logs = s3.Bucket(
             self, "AccessLogs",
             encryption=s3.BucketEncryption.S3_MANAGED,

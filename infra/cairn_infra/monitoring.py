@@ -8,6 +8,7 @@ model is the design, not an incident."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
@@ -179,5 +180,5 @@ class Alarms(Construct):
         )
 
 
-def _graph(title: str, metrics: list[cw.IMetric]) -> cw.GraphWidget:
+def _graph(title: str, metrics: Sequence[cw.IMetric]) -> cw.GraphWidget:
     return cw.GraphWidget(title=title, left=metrics, width=8)

@@ -3,6 +3,8 @@ with its DLQ, and their consumers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
@@ -19,7 +21,7 @@ EMBED_CONCURRENCY = 5
 # Files' jobs parse and embed whole documents: a few at a time, so one tenant's bulk upload
 # cannot take the embedding provider's quota from every agent.
 FILES_CONCURRENCY = 4
-HIGH_THROUGHPUT = {
+HIGH_THROUGHPUT: dict[str, Any] = {
     "fifo_throughput_limit": sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
     "deduplication_scope": sqs.DeduplicationScope.MESSAGE_GROUP,
 }

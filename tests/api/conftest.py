@@ -19,7 +19,8 @@ from cairn.domain import Organization, User
 from cairn.local import lambdas
 from cairn.local.http import make_server
 from cairn.orchestration import sending
-from cairn.orchestration.assembly.build import Runtime, build_runtime, use_runtime
+from cairn.orchestration.assembly.build import build_runtime, use_runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.inline import InlineStepQueue
 from cairn.store import tenancy
 from cairn.store.db import Database

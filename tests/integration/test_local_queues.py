@@ -24,7 +24,8 @@ from cairn.local.http import make_server
 from cairn.local.lambdas import invoke
 from cairn.local.queue import LocalQueue
 from cairn.orchestration import later, sending
-from cairn.orchestration.assembly.build import Runtime, use_runtime
+from cairn.orchestration.assembly.build import use_runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM

@@ -22,7 +22,8 @@ from cairn.local.lambdas import invoke
 from cairn.local.sqs import Poller, create_step_queues, to_event
 from cairn.orchestration import later, sending
 from cairn.orchestration import worker as step_worker
-from cairn.orchestration.assembly.build import Runtime, build_runtime, use_runtime
+from cairn.orchestration.assembly.build import build_runtime, use_runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.aws.sqs import SqsStepQueue
 from cairn.orchestration.watchdog import MAX_LOST_SENDS, MAX_REDRIVES
 from cairn.store import agents, dead_letters, messages, runs

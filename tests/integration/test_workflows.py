@@ -27,7 +27,8 @@ from cairn.errors import ConflictError, InvalidArgumentError
 from cairn.local.__main__ import start_workers
 from cairn.local.http import make_server
 from cairn.orchestration import sending, tasks
-from cairn.orchestration.assembly.build import Runtime, use_runtime
+from cairn.orchestration.assembly.build import use_runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.aws.stepfunctions import execution_name
 from cairn.store import groups, messages, runs, tenancy
 from cairn.store.db import Database

@@ -92,7 +92,7 @@ def transport(opened: tuple[Network, ...], stack: str = "httpx") -> Any:
     policy: for the SDK clients that call an organization's URL."""
     http, core = importlib.import_module(stack), importlib.import_module(STACKS[stack])
 
-    class Guarded(core.SyncBackend):  # type: ignore[name-defined]
+    class Guarded(core.SyncBackend):  # type: ignore[misc,name-defined]
         def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
             try:
                 address = resolve(host, port, opened)[0][4][0]
@@ -119,7 +119,7 @@ def async_transport(opened: tuple[Network, ...], stack: str = "httpx2") -> Any:
     goes to an address the policy reaches, the one checked."""
     http, core = importlib.import_module(stack), importlib.import_module(STACKS[stack])
 
-    class Guarded(core.AnyIOBackend):  # type: ignore[name-defined]
+    class Guarded(core.AnyIOBackend):  # type: ignore[misc,name-defined]
         async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
             try:
                 address = resolve(host, port, opened)[0][4][0]

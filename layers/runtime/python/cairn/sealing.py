@@ -56,7 +56,8 @@ class Sealer:
 
     def seal(self, plain: str, bound: str) -> bytes:
         nonce = os.urandom(NONCE_BYTES)
-        return nonce + self._cipher().encrypt(nonce, plain.encode(), bound.encode())
+        sealed: bytes = self._cipher().encrypt(nonce, plain.encode(), bound.encode())
+        return nonce + sealed
 
     def open(self, sealed: bytes, bound: str) -> str:
         from cryptography.exceptions import InvalidTag

@@ -187,18 +187,20 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
     def unparsable(exc: ValueError) -> Response[Any]:
         if "integer string conversion" in str(exc):
             return _detail(422, "A number in the JSON body has too many digits")
-        return unknown(exc)
+        return _unknown(exc)
 
     @app.exception_handler(LLMError)
     def llm_error(exc: LLMError) -> Response[Any]:
         return http.llm_error_reply(exc.kind, str(exc))
 
-    @app.exception_handler(Exception)
-    def unknown(exc: Exception) -> Response[Any]:
-        logger.exception("unhandled error", exc_info=exc)
-        return _detail(500, "An unknown error occurred")
+    app.exception_handler(Exception)(_unknown)
 
     return app
+
+
+def _unknown(exc: Exception) -> Response[Any]:
+    logger.exception("unhandled error", exc_info=exc)
+    return _detail(500, "An unknown error occurred")
 
 
 class Streaming(NamedTuple):

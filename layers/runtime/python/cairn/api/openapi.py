@@ -20,7 +20,8 @@ LETTA_DOCUMENT = Path(__file__).with_name("letta-0.16.1-openapi.json")
 
 @cache
 def letta_document() -> dict[str, Any]:
-    return json.loads(LETTA_DOCUMENT.read_text())
+    document: dict[str, Any] = json.loads(LETTA_DOCUMENT.read_text())
+    return document
 
 
 def shape(path: str) -> str:

@@ -35,7 +35,7 @@ def next_after(schedule: Schedule, moment: datetime) -> datetime | None:
     from croniter import croniter
 
     local = moment.astimezone(ZoneInfo(schedule.timezone))
-    found = croniter(schedule.cron, local).get_next(datetime)
+    found: datetime = croniter(schedule.cron, local).get_next(datetime)
     return found.astimezone(moment.tzinfo or ZoneInfo("UTC"))
 
 

@@ -44,7 +44,8 @@ class HashEmbedder:
 
         array = np.asarray(vector)
         norm = float(np.linalg.norm(array)) or 1.0
-        return (array / norm).tolist()
+        unit: list[float] = (array / norm).tolist()
+        return unit
 
 
 def batched(texts: Sequence[str], size: int) -> list[Sequence[str]]:

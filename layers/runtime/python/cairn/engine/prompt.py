@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from cairn.domain.agents import Agent, file_limits
 from cairn.domain.blocks import Block
@@ -119,7 +120,7 @@ def tool_schemas(
     policy: LoopPolicy,
     *,
     thinking: bool,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     by_name = {t.name: t for t in tools}
     return [
         with_runtime_arguments(

@@ -32,7 +32,7 @@ def transport(inner: Any, stack: str, first_byte: float, idle: float) -> Any:
     """`inner` (an httpx or httpx2 transport) with the waits above."""
     http = importlib.import_module(stack)
 
-    class Paced(http.BaseTransport):  # type: ignore[name-defined]
+    class Paced(http.BaseTransport):  # type: ignore[misc,name-defined]
         def handle_request(self, request: Any) -> Any:
             ends = deadline.ends_at()
             waited = _wait_per_read(request, first_byte, ends)
@@ -50,7 +50,7 @@ def transport(inner: Any, stack: str, first_byte: float, idle: float) -> Any:
         def close(self) -> None:
             inner.close()
 
-    class Ended(http.SyncByteStream):  # type: ignore[name-defined]
+    class Ended(http.SyncByteStream):  # type: ignore[misc,name-defined]
         def __init__(self, stream: Any, ends: float | None, idle: float) -> None:
             self._stream, self._ends, self._idle = stream, ends, idle
 

@@ -29,7 +29,8 @@ from cairn.local.http import make_server
 from cairn.local.queue import Consumer, LocalQueue, LocalStepQueue
 from cairn.local.sqs import LOCAL_RETRY_SECONDS, MAX_RECEIVES, REGION, start_moto
 from cairn.orchestration import sending, watchdog
-from cairn.orchestration.assembly.build import Runtime, build_runtime, use_runtime
+from cairn.orchestration.assembly.build import build_runtime, use_runtime
+from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.aws.stepfunctions import stepfunctions_client
 from cairn.services.tenants import ensure_local_tenant
 from cairn.store import Database

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from cairn.config import Settings
@@ -62,7 +63,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def payload(args: argparse.Namespace) -> dict[str, Any]:
     org = getattr(args, "org", None)
-    return {
+    commands: dict[str, Callable[[], dict[str, Any]]] = {
         "tenants": lambda: {"action": "list_tenants"},
         "create-tenant": lambda: {"action": "create_tenant", "organization": args.name,
                                   "user": args.user},
@@ -76,7 +77,8 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
                                  **letta_key()},
         "tool-hosts": lambda: {"action": "set_tool_hosts", "organization_id": org,
                                "hosts": args.hosts},
-    }[args.command]()  # fmt: skip
+    }  # fmt: skip
+    return commands[args.command]()
 
 
 def letta_key() -> dict[str, str]:

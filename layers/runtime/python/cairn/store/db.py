@@ -13,6 +13,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -26,7 +27,7 @@ from cairn.errors import UnavailableError
 # it by this name.
 DuplicateKey = psycopg.errors.UniqueViolation
 
-Connection = psycopg.Connection[dict]
+Connection = psycopg.Connection[dict[str, Any]]
 
 # A connection idle longer than this is pinged before use: Lambda freezes between
 # invocations and RDS Proxy or the server may have dropped it meanwhile. Cheaper than a ping

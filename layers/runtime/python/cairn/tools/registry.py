@@ -35,7 +35,7 @@ class ToolSpec:
 
     @property
     def name(self) -> str:
-        return self.json_schema["name"]
+        return str(self.json_schema["name"])
 
     def call(self, ctx: ToolContext, args: dict[str, Any]) -> Any:
         """Validate the model's arguments, then run; argument errors are `ToolArgumentError`."""

@@ -38,7 +38,7 @@ class SqsStepQueue:
         """Bring a failed step's message back after a short backoff instead of the queue's
         visibility timeout (six times the function's, for steps that die without answering):
         5, 10, 20, 40 s... up to `RETRY_MAX_SECONDS`. Returns the delay chosen."""
-        seconds = min(RETRY_BASE_SECONDS * 2 ** max(receives - 1, 0), RETRY_MAX_SECONDS)
+        seconds: float = min(RETRY_BASE_SECONDS * 2 ** max(receives - 1, 0), RETRY_MAX_SECONDS)
         self._client.change_message_visibility(
             QueueUrl=self.queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
         )

@@ -57,8 +57,10 @@ def main() -> None:
                 tenancy.create_api_key(conn, org.id, user.id)
             _, key = tenancy.create_api_key(conn, org.id, user.id)
         digest = hash_api_key(key)
-        now = {"new": lambda c: tenancy.authenticate(c, key),
-               "old": lambda c: c.execute(OLD, {"key_hash": digest}).fetchone()}  # fmt: skip
+        now = {
+            "new": lambda c: tenancy.authenticate(c, key),
+            "old": lambda c: c.execute(OLD, {"key_hash": digest}).fetchone(),
+        }
         figures: dict[str, list[float]] = {"new": [], "old": []}
         for _ in range(5):  # interleaved rounds
             for name, call in now.items():

@@ -48,32 +48,70 @@ PRICES = {
 }
 # Billed only for what is used (requests, storage, ingestion): nothing while idle.
 BY_USE = {
-    "AWS::ApiGatewayV2::Api", "AWS::Lambda::Function", "AWS::Lambda::Url", "AWS::SQS::Queue",
-    "AWS::StepFunctions::StateMachine", "AWS::Logs::LogGroup", "AWS::EC2::FlowLog",
-    "AWS::SNS::Topic", "AWS::RDS::DBCluster", "AWS::Lambda::LayerVersion", "AWS::S3::Bucket",
+    "AWS::ApiGatewayV2::Api",
+    "AWS::Lambda::Function",
+    "AWS::Lambda::Url",
+    "AWS::SQS::Queue",
+    "AWS::StepFunctions::StateMachine",
+    "AWS::Logs::LogGroup",
+    "AWS::EC2::FlowLog",
+    "AWS::SNS::Topic",
+    "AWS::RDS::DBCluster",
+    "AWS::Lambda::LayerVersion",
+    "AWS::S3::Bucket",
     "AWS::Scheduler::ScheduleGroup",  # its schedules: by invocations, 14 million a month free
-}  # fmt: skip
+}
 # No charge of their own.
 FREE = {
-    "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Route", "AWS::ApiGatewayV2::Stage",
-    "AWS::CloudFormation::CustomResource", "AWS::EC2::InternetGateway", "AWS::EC2::Route",
-    "AWS::EC2::RouteTable", "AWS::EC2::SecurityGroup", "AWS::EC2::SecurityGroupIngress",
-    "AWS::EC2::Subnet", "AWS::EC2::SubnetRouteTableAssociation", "AWS::EC2::VPC",
-    "AWS::EC2::VPCGatewayAttachment", "AWS::ECS::Cluster", "AWS::Events::Rule",
-    "AWS::IAM::Policy", "AWS::IAM::Role", "AWS::Lambda::Alias",
-    "AWS::Lambda::EventSourceMapping", "AWS::Lambda::Permission", "AWS::Lambda::Version",
-    "AWS::Logs::MetricFilter", "AWS::RDS::DBProxyTargetGroup", "AWS::RDS::DBSubnetGroup",
-    "AWS::SNS::TopicPolicy", "AWS::SQS::QueuePolicy", "AWS::SecretsManager::ResourcePolicy",
-    "AWS::SecretsManager::RotationSchedule", "AWS::SecretsManager::SecretTargetAttachment",
-    "AWS::ServiceDiscovery::Service", "AWS::ECS::TaskDefinition", "Custom::VpcRestrictDefaultSG",
-    "AWS::IAM::InstanceProfile", "AWS::S3::BucketPolicy", "Custom::S3AutoDeleteObjects",
-}  # fmt: skip
+    "AWS::ApiGatewayV2::Integration",
+    "AWS::ApiGatewayV2::Route",
+    "AWS::ApiGatewayV2::Stage",
+    "AWS::CloudFormation::CustomResource",
+    "AWS::EC2::InternetGateway",
+    "AWS::EC2::Route",
+    "AWS::EC2::RouteTable",
+    "AWS::EC2::SecurityGroup",
+    "AWS::EC2::SecurityGroupIngress",
+    "AWS::EC2::Subnet",
+    "AWS::EC2::SubnetRouteTableAssociation",
+    "AWS::EC2::VPC",
+    "AWS::EC2::VPCGatewayAttachment",
+    "AWS::ECS::Cluster",
+    "AWS::Events::Rule",
+    "AWS::IAM::Policy",
+    "AWS::IAM::Role",
+    "AWS::Lambda::Alias",
+    "AWS::Lambda::EventSourceMapping",
+    "AWS::Lambda::Permission",
+    "AWS::Lambda::Version",
+    "AWS::Logs::MetricFilter",
+    "AWS::RDS::DBProxyTargetGroup",
+    "AWS::RDS::DBSubnetGroup",
+    "AWS::SNS::TopicPolicy",
+    "AWS::SQS::QueuePolicy",
+    "AWS::SecretsManager::ResourcePolicy",
+    "AWS::SecretsManager::RotationSchedule",
+    "AWS::SecretsManager::SecretTargetAttachment",
+    "AWS::ServiceDiscovery::Service",
+    "AWS::ECS::TaskDefinition",
+    "Custom::VpcRestrictDefaultSG",
+    "AWS::IAM::InstanceProfile",
+    "AWS::S3::BucketPolicy",
+    "Custom::S3AutoDeleteObjects",
+}
 # Priced below, by the idle floor.
 PRICED = {
-    "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::RDS::DBInstance", "AWS::RDS::DBProxy",
-    "AWS::SecretsManager::Secret", "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard",
-    "AWS::ServiceDiscovery::PrivateDnsNamespace", "AWS::ECS::Service", "AWS::EC2::Instance",
-}  # fmt: skip
+    "AWS::EC2::NatGateway",
+    "AWS::EC2::EIP",
+    "AWS::RDS::DBInstance",
+    "AWS::RDS::DBProxy",
+    "AWS::SecretsManager::Secret",
+    "AWS::CloudWatch::Alarm",
+    "AWS::CloudWatch::Dashboard",
+    "AWS::ServiceDiscovery::PrivateDnsNamespace",
+    "AWS::ECS::Service",
+    "AWS::EC2::Instance",
+}
 # Aurora pauses an instance this long after its last connection closed (SecondsUntilAutoPause),
 # and a function's idle session closes after CAIRN_DB_IDLE_SESSION_SECONDS: each wake-up of a
 # paused cluster keeps it running, at its 0.5 ACU floor, for about their sum.
@@ -97,9 +135,12 @@ def _of(template: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 
 def _function(template: dict[str, Any], key: str) -> dict[str, Any]:
-    (found,) = [r["Properties"] for name, r in template["Resources"].items()
-                if r["Type"] == "AWS::Lambda::Function"
-                and re.fullmatch(f"Functions{key}[0-9A-F]{{8}}", name)]  # fmt: skip
+    (found,) = [
+        r["Properties"]
+        for name, r in template["Resources"].items()
+        if r["Type"] == "AWS::Lambda::Function"
+        and re.fullmatch(f"Functions{key}[0-9A-F]{{8}}", name)
+    ]
     return found
 
 
@@ -107,21 +148,36 @@ def idle_floor(template: dict[str, Any]) -> list[Line]:
     """What the stack costs a month with nothing happening, part by part."""
     p, lines = PRICES, []
     if nats := len(_of(template, "AWS::EC2::NatGateway")):
-        lines.append(Line("NAT gateways", f"{nats} x ${p['nat_hour']}/h x {HOURS} h",
-                          nats * p["nat_hour"] * HOURS))  # fmt: skip
+        lines.append(
+            Line(
+                "NAT gateways",
+                f"{nats} x ${p['nat_hour']}/h x {HOURS} h",
+                nats * p["nat_hour"] * HOURS,
+            )
+        )
     nat_instances = _of(template, "AWS::EC2::Instance")
     for instance in nat_instances:
         kind = instance["InstanceType"]
-        lines.append(Line(f"NAT instance ({kind})", f"${p[f'{kind}_hour']}/h x {HOURS} h",
-                          p[f"{kind}_hour"] * HOURS))  # fmt: skip
+        lines.append(
+            Line(
+                f"NAT instance ({kind})",
+                f"${p[f'{kind}_hour']}/h x {HOURS} h",
+                p[f"{kind}_hour"] * HOURS,
+            )
+        )
         gb = sum(d["Ebs"]["VolumeSize"] for d in instance.get("BlockDeviceMappings", []))
-        lines.append(Line("its root volume (gp3)", f"{gb} GB x ${p['gp3_gb_month']}",
-                          gb * p["gp3_gb_month"]))  # fmt: skip
+        lines.append(
+            Line("its root volume (gp3)", f"{gb} GB x ${p['gp3_gb_month']}", gb * p["gp3_gb_month"])
+        )
     # An instance in a public subnet has a public address as a NAT gateway's Elastic IP is.
     if ips := len(_of(template, "AWS::EC2::EIP")) + len(nat_instances):
-        lines.append(Line("public IPv4 addresses (the NATs')",
-                          f"{ips} x ${p['ipv4_hour']}/h x {HOURS} h",
-                          ips * p["ipv4_hour"] * HOURS))  # fmt: skip
+        lines.append(
+            Line(
+                "public IPv4 addresses (the NATs')",
+                f"{ips} x ${p['ipv4_hour']}/h x {HOURS} h",
+                ips * p["ipv4_hour"] * HOURS,
+            )
+        )
     (cluster,) = _of(template, "AWS::RDS::DBCluster")
     scaling = cluster["ServerlessV2ScalingConfiguration"]
     low, instances = float(scaling["MinCapacity"]), len(_of(template, "AWS::RDS::DBInstance"))
@@ -132,35 +188,69 @@ def idle_floor(template: dict[str, Any]) -> list[Line]:
     if held == 0:
         lines.append(_woken(template, instances, int(scaling["SecondsUntilAutoPause"])))
     else:
-        lines.append(Line("Aurora Serverless v2", f"{instances} instances x {held:g} ACU x "
-                          f"${p['acu_hour']}/ACU-h x {HOURS} h"
-                          + (" (a proxy keeps it from pausing)" if proxied and low == 0 else ""),
-                          instances * held * p["acu_hour"] * HOURS))  # fmt: skip
+        lines.append(
+            Line(
+                "Aurora Serverless v2",
+                f"{instances} instances x {held:g} ACU x "
+                f"${p['acu_hour']}/ACU-h x {HOURS} h"
+                + (" (a proxy keeps it from pausing)" if proxied and low == 0 else ""),
+                instances * held * p["acu_hour"] * HOURS,
+            )
+        )
     if proxied:
         acus = max(p["proxy_min_acus"], held * instances)
-        lines.append(Line("RDS Proxy", f"at least {acus:g} ACUs x ${p['proxy_acu_hour']}/ACU-h"
-                          f" x {HOURS} h", acus * p["proxy_acu_hour"] * HOURS))  # fmt: skip
+        lines.append(
+            Line(
+                "RDS Proxy",
+                f"at least {acus:g} ACUs x ${p['proxy_acu_hour']}/ACU-h x {HOURS} h",
+                acus * p["proxy_acu_hour"] * HOURS,
+            )
+        )
     secrets = len(_of(template, "AWS::SecretsManager::Secret"))
-    lines.append(Line("Secrets Manager", f"{secrets} secrets x ${p['secret_month']}",
-                      secrets * p["secret_month"]))  # fmt: skip
-    metrics = sum(sum(1 for m in a["Metrics"] if "MetricStat" in m) if "Metrics" in a else 1
-                  for a in _of(template, "AWS::CloudWatch::Alarm"))  # fmt: skip
+    lines.append(
+        Line(
+            "Secrets Manager",
+            f"{secrets} secrets x ${p['secret_month']}",
+            secrets * p["secret_month"],
+        )
+    )
+    metrics = sum(
+        sum(1 for m in a["Metrics"] if "MetricStat" in m) if "Metrics" in a else 1
+        for a in _of(template, "AWS::CloudWatch::Alarm")
+    )
     boards = len(_of(template, "AWS::CloudWatch::Dashboard"))
     watching = metrics * p["alarm_metric_month"] + boards * p["dashboard_month"]
-    lines.append(Line("CloudWatch alarms and dashboards",
-                      f"{metrics} alarm metrics x ${p['alarm_metric_month']} + {boards} x "
-                      f"${p['dashboard_month']}", watching))  # fmt: skip
+    lines.append(
+        Line(
+            "CloudWatch alarms and dashboards",
+            f"{metrics} alarm metrics x ${p['alarm_metric_month']} + {boards} x "
+            f"${p['dashboard_month']}",
+            watching,
+        )
+    )
     for service in _of(template, "AWS::ECS::Service"):
         (task,) = _of(template, "AWS::ECS::TaskDefinition")
-        count, cpu, gb = service.get("DesiredCount", 1), int(task["Cpu"]) / 1024, int(
-            task["Memory"]) / 1024  # fmt: skip
+        count, cpu, gb = (
+            service.get("DesiredCount", 1),
+            int(task["Cpu"]) / 1024,
+            int(task["Memory"]) / 1024,
+        )
         hourly = cpu * p["fargate_vcpu_hour"] + gb * p["fargate_gb_hour"]
-        lines.append(Line("the tools' egress proxy (Fargate, ARM)",
-                          f"{count} tasks x ({cpu:g} vCPU + {gb:g} GB) x {HOURS} h",
-                          count * hourly * HOURS))  # fmt: skip
+        lines.append(
+            Line(
+                "the tools' egress proxy (Fargate, ARM)",
+                f"{count} tasks x ({cpu:g} vCPU + {gb:g} GB) x {HOURS} h",
+                count * hourly * HOURS,
+            )
+        )
     if zones := len(_of(template, "AWS::ServiceDiscovery::PrivateDnsNamespace")):
-        lines.append(Line("its private DNS zone", f"{zones} x ${p['hosted_zone_month']}",
-                          zones * p["hosted_zone_month"]))  # fmt: skip
+        lines.append(
+            Line(
+                "its private DNS zone",
+                f"{zones} x ${p['hosted_zone_month']}",
+                zones * p["hosted_zone_month"],
+            )
+        )
     lines.extend(_sweeper(template))
     lines.extend(_snapstart(template))
     return lines
@@ -168,14 +258,19 @@ def idle_floor(template: dict[str, Any]) -> list[Line]:
 
 def _woken(template: dict[str, Any], instances: int, pause_after: int) -> Line:
     """A cluster that pauses costs nothing asleep; the sweeper wakes it on its schedule."""
-    idle = int(_function(template, "sweeper")["Environment"]["Variables"].get(
-        "CAIRN_DB_IDLE_SESSION_SECONDS", 0))  # fmt: skip
+    idle = int(
+        _function(template, "sweeper")["Environment"]["Variables"].get(
+            "CAIRN_DB_IDLE_SESSION_SECONDS", 0
+        )
+    )
     wakes = _sweeps(template)
     awake = pause_after + idle
-    return Line("Aurora Serverless v2, paused but for the sweeper's wake-ups",
-                f"{wakes:,.0f} wakes x ({pause_after} s to pause + {idle} s idle session) x "
-                f"{instances} x 0.5 ACU x ${PRICES['acu_hour']}/ACU-h",
-                wakes * awake / 3600 * instances * 0.5 * PRICES["acu_hour"])  # fmt: skip
+    return Line(
+        "Aurora Serverless v2, paused but for the sweeper's wake-ups",
+        f"{wakes:,.0f} wakes x ({pause_after} s to pause + {idle} s idle session) x "
+        f"{instances} x 0.5 ACU x ${PRICES['acu_hour']}/ACU-h",
+        wakes * awake / 3600 * instances * 0.5 * PRICES["acu_hour"],
+    )
 
 
 def _sweeps(template: dict[str, Any]) -> float:
@@ -192,19 +287,28 @@ def _sweeper(template: dict[str, Any]) -> Iterator[Line]:
     runs = _sweeps(template)
     gb = _function(template, "sweeper").get("MemorySize", 128) / 1024
     # ~0.3 s a sweep with nothing to do (bench: the sweeper's rounds on an idle stack).
-    yield Line("sweeper", f"{runs:,.0f} runs x 0.3 s x {gb:g} GB",
-               runs * 0.3 * gb * PRICES["lambda_gb_second"])  # fmt: skip
+    yield Line(
+        "sweeper",
+        f"{runs:,.0f} runs x 0.3 s x {gb:g} GB",
+        runs * 0.3 * gb * PRICES["lambda_gb_second"],
+    )
 
 
 def _snapstart(template: dict[str, Any]) -> Iterator[Line]:
-    snapped = [f for f in _of(template, "AWS::Lambda::Function")
-               if f.get("SnapStart", {}).get("ApplyOn") == "PublishedVersions"]  # fmt: skip
+    snapped = [
+        f
+        for f in _of(template, "AWS::Lambda::Function")
+        if f.get("SnapStart", {}).get("ApplyOn") == "PublishedVersions"
+    ]
     if snapped:
         gb = sum(f.get("MemorySize", 128) for f in snapped) / 1024
         seconds = HOURS * 3600
-        yield Line("SnapStart cache", f"{len(snapped)} functions' {gb:g} GB x "
-                   f"{seconds:,} s x ${PRICES['snapstart_cache_gb_second']}/GB-s",
-                   gb * seconds * PRICES["snapstart_cache_gb_second"])  # fmt: skip
+        yield Line(
+            "SnapStart cache",
+            f"{len(snapped)} functions' {gb:g} GB x "
+            f"{seconds:,} s x ${PRICES['snapstart_cache_gb_second']}/GB-s",
+            gb * seconds * PRICES["snapstart_cache_gb_second"],
+        )
 
 
 def per_million_steps(template: dict[str, Any], latency: float) -> list[Line]:
@@ -213,27 +317,45 @@ def per_million_steps(template: dict[str, Any], latency: float) -> list[Line]:
     gb = _function(template, "step").get("MemorySize", 1024) / 1024
     step_s = latency + 0.1
     lines = [
-        Line("step function", f"1e6 x {step_s:g} s x {gb:g} GB x ${p['lambda_gb_second']} + "
-             "requests", 1e6 * step_s * gb * p["lambda_gb_second"]
-             + p["lambda_requests_million"]),
-        Line("SQS FIFO", f"3 requests a step x ${p['sqs_fifo_million']}/M",
-             3 * p["sqs_fifo_million"]),
-        Line("Aurora I/O", f"~20 I/Os a step x ${p['aurora_io_million']}/M",
-             20 * p["aurora_io_million"]),
-        Line("message embeddings", "at most a job per step: 0.2 s x 1 GB + 3 SQS requests",
-             1e6 * 0.2 * p["lambda_gb_second"] + 3 * p["sqs_fifo_million"]),
+        Line(
+            "step function",
+            f"1e6 x {step_s:g} s x {gb:g} GB x ${p['lambda_gb_second']} + requests",
+            1e6 * step_s * gb * p["lambda_gb_second"] + p["lambda_requests_million"],
+        ),
+        Line(
+            "SQS FIFO", f"3 requests a step x ${p['sqs_fifo_million']}/M", 3 * p["sqs_fifo_million"]
+        ),
+        Line(
+            "Aurora I/O",
+            f"~20 I/Os a step x ${p['aurora_io_million']}/M",
+            20 * p["aurora_io_million"],
+        ),
+        Line(
+            "message embeddings",
+            "at most a job per step: 0.2 s x 1 GB + 3 SQS requests",
+            1e6 * 0.2 * p["lambda_gb_second"] + 3 * p["sqs_fifo_million"],
+        ),
         Line("CloudWatch Logs", f"~1 KB a step x ${p['logs_gb']}/GB", 1e6 * 1e-6 * p["logs_gb"]),
-    ]  # fmt: skip
+    ]
     (cluster,) = _of(template, "AWS::RDS::DBCluster")
     if float(cluster["ServerlessV2ScalingConfiguration"]["MinCapacity"]) == 0 and not _of(
         template, "AWS::RDS::DBProxy"
     ):  # a cluster that pauses is billed while steps keep it awake (others: in the floor)
-        lines.append(Line("Aurora awake for the steps (at most: one step at a time)",
-                          f"1e6 x {step_s:g} s x 0.5 ACU x ${p['acu_hour']}/ACU-h",
-                          1e6 * step_s / 3600 * 0.5 * p["acu_hour"]))  # fmt: skip
+        lines.append(
+            Line(
+                "Aurora awake for the steps (at most: one step at a time)",
+                f"1e6 x {step_s:g} s x 0.5 ACU x ${p['acu_hour']}/ACU-h",
+                1e6 * step_s / 3600 * 0.5 * p["acu_hour"],
+            )
+        )
     if _of(template, "AWS::EC2::NatGateway"):  # a NAT instance charges no processing
-        lines.append(Line("NAT data to the provider", f"~30 KB a step x ${p['nat_gb']}/GB",
-                          1e6 * 30e-6 * p["nat_gb"]))  # fmt: skip
+        lines.append(
+            Line(
+                "NAT data to the provider",
+                f"~30 KB a step x ${p['nat_gb']}/GB",
+                1e6 * 30e-6 * p["nat_gb"],
+            )
+        )
     return lines
 
 
@@ -252,9 +374,10 @@ def synthesised(context: dict[str, str]) -> dict[str, Any]:
 
 def report(template: dict[str, Any], latency: float) -> str:
     out = []
-    for title, lines in (("Idle floor, per month", idle_floor(template)),
-                         (f"Per million steps, model latency {latency:g} s",
-                          per_million_steps(template, latency))):  # fmt: skip
+    for title, lines in (
+        ("Idle floor, per month", idle_floor(template)),
+        (f"Per million steps, model latency {latency:g} s", per_million_steps(template, latency)),
+    ):
         out.append(f"{title}:\n")
         out.append("| part | arithmetic | $ |\n| --- | --- | --- |")
         out += [f"| {x.part} | {x.arithmetic} | {x.dollars:,.2f} |" for x in lines]
@@ -266,8 +389,13 @@ def report(template: dict[str, Any], latency: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-c", "--context", action="append", default=[],
-                        help="a context flag as name=value, as `cdk -c`")  # fmt: skip
+    parser.add_argument(
+        "-c",
+        "--context",
+        action="append",
+        default=[],
+        help="a context flag as name=value, as `cdk -c`",
+    )
     parser.add_argument("--latency", type=float, default=2.0, help="the model's, in seconds")
     args = parser.parse_args(argv)
     context = dict(c.split("=", 1) for c in args.context)

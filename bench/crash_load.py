@@ -31,19 +31,36 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         outcome = run_scenario(
-            Path(tmp), seed=args.seed, agents=args.agents, sends=args.sends, kills=args.kills,
-            crawlers=args.crawlers, burn_cores=args.burn, end_within=600,
-        )  # fmt: skip
+            Path(tmp),
+            seed=args.seed,
+            agents=args.agents,
+            sends=args.sends,
+            kills=args.kills,
+            crawlers=args.crawlers,
+            burn_cores=args.burn,
+            end_within=600,
+        )
     statuses = Counter(r["status"] for r in outcome.runs.values())
     found = problems(outcome)
-    print(json.dumps({
-        "agents": args.agents, "sends_each": args.sends, "kills": args.kills,
-        "seed": args.seed, "kill_moments_s": outcome.kills,
-        "runs": len(outcome.runs), "accepted": len(outcome.accepted),
-        "not_answered": outcome.refused, "statuses": dict(statuses),
-        "seconds_to_all_ended_after_last_restart": outcome.seconds_to_end,
-        "load_1_5_15": [round(x, 1) for x in outcome.load], "problems": found[:20],
-    }, indent=1))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "agents": args.agents,
+                "sends_each": args.sends,
+                "kills": args.kills,
+                "seed": args.seed,
+                "kill_moments_s": outcome.kills,
+                "runs": len(outcome.runs),
+                "accepted": len(outcome.accepted),
+                "not_answered": outcome.refused,
+                "statuses": dict(statuses),
+                "seconds_to_all_ended_after_last_restart": outcome.seconds_to_end,
+                "load_1_5_15": [round(x, 1) for x in outcome.load],
+                "problems": found[:20],
+            },
+            indent=1,
+        )
+    )
     sys.exit(1 if found else 0)
 
 

@@ -74,13 +74,19 @@ def main() -> int:
         env = {**os.environ, "CAIRN_DATA_DIR": data, "CAIRN_PORT": str(port)}
         env.pop("DATABASE_URL", None)
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "cairn.local.stepfunctions"], env=env, cwd=ROOT,
-                       check=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "cairn.local.stepfunctions"], env=env, cwd=ROOT, check=True
+        )
         built = time.perf_counter() - started
         # Its own session, so the embedded server it starts is in its tree and stops with it.
-        stack = subprocess.Popen([sys.executable, "-m", "cairn.local"], env=env, cwd=ROOT,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True)  # fmt: skip
+        stack = subprocess.Popen(
+            [sys.executable, "-m", "cairn.local"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             while True:
                 try:
@@ -106,8 +112,10 @@ def main() -> int:
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"make dev on a fresh data directory (load {load})")
     print(f"healthy after {healthy:.1f} s (the workflow build step: {built:.1f} s of it)")
-    print(f"process tree: {len(pids)} processes, RSS {rss / 1024:.0f} MB summed, "
-          f"PSS {pss / 1024:.0f} MB; Node.js processes: {len(node)}")  # fmt: skip
+    print(
+        f"process tree: {len(pids)} processes, RSS {rss / 1024:.0f} MB summed, "
+        f"PSS {pss / 1024:.0f} MB; Node.js processes: {len(node)}"
+    )
     print(f"idle CPU, the stack and its PostgreSQL: {idle:.1f} ms per second")
     return 0
 

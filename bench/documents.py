@@ -74,8 +74,10 @@ def corpus_pdf(pages: int, rng: random.Random) -> bytes:
     made.set_font("helvetica", size=9)
     for page in range(pages):
         made.add_page()
-        sentences = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 16))).capitalize()
-                     + "." for _ in range(30)]  # fmt: skip
+        sentences = [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 16))).capitalize() + "."
+            for _ in range(30)
+        ]
         made.multi_cell(0, 4, f"Section {page + 1}. " + " ".join(sentences))
     return bytes(made.output())
 
@@ -93,23 +95,37 @@ def main() -> int:
     rng = random.Random(7)
     started = time.perf_counter()
     body = corpus_pdf(args.pages, rng)
-    print(f"pdf: {args.pages} pages, {len(body) / 1e6:.2f} MB, made in "
-          f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+    print(
+        f"pdf: {args.pages} pages, {len(body) / 1e6:.2f} MB, made in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        dsn, server = (os.environ["DATABASE_URL"], None) if os.environ.get("DATABASE_URL") else (
-            start_embedded(Path(tmp) / "pgdata", cleanup="delete"))  # fmt: skip
+        dsn, server = (
+            (os.environ["DATABASE_URL"], None)
+            if os.environ.get("DATABASE_URL")
+            else (start_embedded(Path(tmp) / "pgdata", cleanup="delete"))
+        )
         apply_migrations(dsn)
         db = Database(dsn, max_size=4)
         rt = build_runtime(Settings(data_dir=Path(tmp) / "data"), db=db)
         with db.transaction() as conn:
             org = tenancy.create_organization(conn, Organization(name="bench")).id
         folder = folder_service.create(rt, org, FolderCreate(name="corpus"))
-        print(f"embedding: {folder.embedding_config.handle} "
-              f"({folder.embedding_config.embedding_chunk_size} tokens a chunk)")  # fmt: skip
+        print(
+            f"embedding: {folder.embedding_config.handle} "
+            f"({folder.embedding_config.embedding_chunk_size} tokens a chunk)"
+        )
         upload_at = time.perf_counter()
-        made = file_service.upload(rt, org, folder.id, body, filename="corpus.pdf",
-                                   content_type="application/pdf", duplicate_handling="error",
-                                   name=None).file  # fmt: skip
+        made = file_service.upload(
+            rt,
+            org,
+            folder.id,
+            body,
+            filename="corpus.pdf",
+            content_type="application/pdf",
+            duplicate_handling="error",
+            name=None,
+        ).file
         answered = time.perf_counter() - upload_at
         parsed_at = None
         while True:
@@ -123,15 +139,24 @@ def main() -> int:
             time.sleep(0.05)
         searchable = time.perf_counter() - upload_at
         assert state.processing_status == "completed", state.error_message
-        print(f"upload answered in {answered * 1000:.0f} ms; searchable after {searchable:.1f} s"
-              f" (parsed and chunked by {parsed_at or 0:.1f} s; {state.total_chunks} chunks, "
-              f"{state.total_chunks / max(searchable - (parsed_at or 0), 1e-9):.0f} "
-              "chunks/s embedded)")  # fmt: skip
+        print(
+            f"upload answered in {answered * 1000:.0f} ms; searchable after {searchable:.1f} s"
+            f" (parsed and chunked by {parsed_at or 0:.1f} s; {state.total_chunks} chunks, "
+            f"{state.total_chunks / max(searchable - (parsed_at or 0), 1e-9):.0f} "
+            "chunks/s embedded)"
+        )
 
         embedder = rt.engine.embedder_for(folder.embedding_config)
         view = folder_views(db, org, folder.id, made.id)
-        work = FileWork(db, org, view, max_files_open=5, context_window=32000, now=utc_now(),
-                        embedder_for=lambda _: embedder)  # fmt: skip
+        work = FileWork(
+            db,
+            org,
+            view,
+            max_files_open=5,
+            context_window=32000,
+            now=utc_now(),
+            embedder_for=lambda _: embedder,
+        )
         queries = [" ".join(rng.choice(WORDS) for _ in range(4)) for _ in range(args.queries)]
         semantic, bare, grep = [], [], []
         vectors = embedder.embed(queries)
@@ -145,14 +170,22 @@ def main() -> int:
             bare.append((time.perf_counter() - at) * 1000)
         for query in queries[:20]:
             at = time.perf_counter()
-            work.grep_files(query.split()[0] + " " + query.split()[1], include=None,
-                            context_lines=1, offset=None)  # fmt: skip
+            work.grep_files(
+                query.split()[0] + " " + query.split()[1],
+                include=None,
+                context_lines=1,
+                offset=None,
+            )
             grep.append((time.perf_counter() - at) * 1000)
-        for name, values in (("semantic_search_files (query embedded)", semantic),
-                             ("file passage search (vector given)", bare),
-                             ("grep_files (whole corpus)", grep)):  # fmt: skip
-            print(f"{name}: p50 {statistics.median(values):.1f} ms, p99 "
-                  f"{pct(values, 0.99):.1f} ms ({len(values)} queries)")  # fmt: skip
+        for name, values in (
+            ("semantic_search_files (query embedded)", semantic),
+            ("file passage search (vector given)", bare),
+            ("grep_files (whole corpus)", grep),
+        ):
+            print(
+                f"{name}: p50 {statistics.median(values):.1f} ms, p99 "
+                f"{pct(values, 0.99):.1f} ms ({len(values)} queries)"
+            )
         print(f"load: {os.getloadavg()[0]:.2f} (1 min), cpus: {os.cpu_count()}")
         db.close()
         if server is not None:
@@ -167,8 +200,14 @@ def folder_views(db: Database, org: str, folder_id: str, file_id: str) -> list: 
     with db.connection() as conn:
         file = files.get(conn, org, file_id)
     assert file is not None
-    view = FileAgent(agent_id="bench", file_id=file.id, folder_id=folder_id, organization_id=org,
-                     file_name=file.file_name, file_type=file.file_type)  # fmt: skip
+    view = FileAgent(
+        agent_id="bench",
+        file_id=file.id,
+        folder_id=folder_id,
+        organization_id=org,
+        file_name=file.file_name,
+        file_type=file.file_type,
+    )
     return [AgentFolder(id=folder_id, name="corpus", files=[view])]
 
 

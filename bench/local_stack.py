@@ -32,8 +32,11 @@ sys.path.insert(0, str(ROOT))
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply  # noqa: E402
 
 LLM = {"model": "gpt-bench", "model_endpoint_type": "openai", "context_window": 128_000}
-EMBEDDING = {"embedding_model": "cairn-hash", "embedding_endpoint_type": "hash",
-             "embedding_dim": 384}  # fmt: skip
+EMBEDDING = {
+    "embedding_model": "cairn-hash",
+    "embedding_endpoint_type": "hash",
+    "embedding_dim": 384,
+}
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -123,11 +126,24 @@ def start_stack(
     data: str, dsn: str, port: int, fake: FakeLLM, log: IO[str]
 ) -> subprocess.Popen[str]:
     """`python -m cairn.local` as `make dev` runs it, on `fake`, once it listens."""
-    env = {**os.environ, "CAIRN_DATA_DIR": data, "CAIRN_PORT": str(port),
-           "CAIRN_API_KEY": "sk-cairn-bench", "OPENAI_API_KEY": "k", "DATABASE_URL": dsn,
-           "OPENAI_BASE_URL": f"{fake.base_url}/v1", "CAIRN_LLM_MAX_RETRIES": "0"}  # fmt: skip
-    stack = subprocess.Popen([sys.executable, "-m", "cairn.local"], env=env, cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=log, text=True)  # fmt: skip
+    env = {
+        **os.environ,
+        "CAIRN_DATA_DIR": data,
+        "CAIRN_PORT": str(port),
+        "CAIRN_API_KEY": "sk-cairn-bench",
+        "OPENAI_API_KEY": "k",
+        "DATABASE_URL": dsn,
+        "OPENAI_BASE_URL": f"{fake.base_url}/v1",
+        "CAIRN_LLM_MAX_RETRIES": "0",
+    }
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "cairn.local"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
     assert stack.stdout is not None
     for line in stack.stdout:
         if "listening on" in line:
@@ -151,8 +167,9 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=200, help="messages to send")
     parser.add_argument("--agents", type=int, default=10, help="round-robin over this many")
     parser.add_argument("--sql", action="store_true", help="list the statements run most")
-    parser.add_argument("--clients", type=int, default=1,
-                        help="clients sending at once (each waits for its answer)")  # fmt: skip
+    parser.add_argument(
+        "--clients", type=int, default=1, help="clients sending at once (each waits for its answer)"
+    )
     args = parser.parse_args()
     port = free_port()
     arrivals: list[tuple[float, int]] = []  # (when, user messages in its context) per request
@@ -175,11 +192,15 @@ def main() -> int:
         stack = start_stack(data, dsn, port, fake, log)
         try:
             headers = {"Authorization": "Bearer sk-cairn-bench"}
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
-                              timeout=60) as c:  # fmt: skip
-                agents = [c.post("/v1/agents/", json={"llm_config": LLM,
-                                                      "embedding_config": EMBEDDING}).json()["id"]
-                          for _ in range(args.agents)]  # fmt: skip
+            with httpx.Client(
+                base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60
+            ) as c:
+                agents = [
+                    c.post(
+                        "/v1/agents/", json={"llm_config": LLM, "embedding_config": EMBEDDING}
+                    ).json()["id"]
+                    for _ in range(args.agents)
+                ]
                 for agent in agents:  # warm up
                     c.post(f"/v1/agents/{agent}/messages", json={"input": "warm up"})
                 time.sleep(2)  # the warm-up's queued embedding jobs
@@ -190,12 +211,15 @@ def main() -> int:
                 started_all = time.perf_counter()
 
                 def client(k: int) -> None:
-                    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
-                                      timeout=60) as mine:  # fmt: skip
+                    with httpx.Client(
+                        base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60
+                    ) as mine:
                         for n in range(k, args.n, args.clients):
                             started = time.perf_counter()
-                            r = mine.post(f"/v1/agents/{agents[n % len(agents)]}/messages",
-                                          json={"input": f"message {n}"})  # fmt: skip
+                            r = mine.post(
+                                f"/v1/agents/{agents[n % len(agents)]}/messages",
+                                json={"input": f"message {n}"},
+                            )
                             latencies.append((time.perf_counter() - started) * 1000)
                             assert r.status_code == 200, r.text
 
@@ -207,8 +231,10 @@ def main() -> int:
                 wall = time.perf_counter() - started_all
                 time.sleep(2)  # let the queued embedding jobs of the last messages run
                 cpu = (cpu_seconds(*roots) - cpu_before) * 1000 / args.n
-                top, nested = (after - before for after, before in
-                               zip(statements(dsn), sql_before, strict=True))  # fmt: skip
+                top, nested = (
+                    after - before
+                    for after, before in zip(statements(dsn), sql_before, strict=True)
+                )
                 turns = list(arrivals)
                 middle = bodies[len(bodies) - args.n + args.n // 2]  # the measured turns' median
                 floors = floor(fake, dsn, body=middle, n=min(args.n, 100))
@@ -229,26 +255,36 @@ def main() -> int:
             database.cleanup()
     ordered = sorted(latencies)
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"make dev's processes, {args.n} messages over {args.agents} agents from "
-          f"{args.clients} clients at once (load {load})")  # fmt: skip
-    print(f"latency per message: p50 {statistics.median(ordered):.1f} ms, "
-          f"p99 {ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]:.1f} ms")  # fmt: skip
+    print(
+        f"make dev's processes, {args.n} messages over {args.agents} agents from "
+        f"{args.clients} clients at once (load {load})"
+    )
+    print(
+        f"latency per message: p50 {statistics.median(ordered):.1f} ms, "
+        f"p99 {ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]:.1f} ms"
+    )
     print(f"throughput: {args.n / wall:.1f} messages/s")
     p50 = statistics.median(ordered)
-    print(f"the floor (one SDK call to the same fake model with the median turn's request, then "
-          f"one fsync'd commit): p50 {statistics.median(floors):.1f} ms; a message's p50 is "
-          f"{p50 / statistics.median(floors):.2f}x it")  # fmt: skip
+    print(
+        f"the floor (one SDK call to the same fake model with the median turn's request, then "
+        f"one fsync'd commit): p50 {statistics.median(floors):.1f} ms; a message's p50 is "
+        f"{p50 / statistics.median(floors):.2f}x it"
+    )
     arrivals = turns
     if args.agents == 1 and len(arrivals) > 1:
         # One agent: its turns run one after another, so the gap between two model calls is
         # the previous turn's checkpoint and the next one's start (the fake answers at once).
         gaps = sorted((b[0] - a[0]) * 1000 for a, b in itertools.pairwise(arrivals))
-        print(f"model call to the next turn's model call: p50 {statistics.median(gaps):.1f} ms, "
-              f"p99 {gaps[min(len(gaps) - 1, int(0.99 * len(gaps)))]:.1f} ms")  # fmt: skip
+        print(
+            f"model call to the next turn's model call: p50 {statistics.median(gaps):.1f} ms, "
+            f"p99 {gaps[min(len(gaps) - 1, int(0.99 * len(gaps)))]:.1f} ms"
+        )
         grows = all(b[1] == a[1] + 1 for a, b in itertools.pairwise(arrivals))
         print(f"every model request carries the whole conversation: {'yes' if grows else 'NO'}")
-    print(f"SQL per message (every process, the embedding jobs too): {top / args.n:.1f} "
-          f"statements, and {nested / args.n:.1f} inside them (key checks, triggers)")  # fmt: skip
+    print(
+        f"SQL per message (every process, the embedding jobs too): {top / args.n:.1f} "
+        f"statements, and {nested / args.n:.1f} inside them (key checks, triggers)"
+    )
     print(
         f"CPU per message, the stack and its PostgreSQL: {cpu:.1f} ms "
         "(includes the 2 s of queued work after the last message)"

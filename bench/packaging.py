@@ -79,8 +79,13 @@ def import_ms(
     env["PYDANTIC_DISABLE_PLUGINS"] = "__all__"  # as the functions' environment sets it
     times, own, sdk = [], [], False
     for _ in range(runs):
-        done = subprocess.run([python, "-X", "importtime", "-c", code], env=env,
-                              capture_output=True, text=True, check=True)  # fmt: skip
+        done = subprocess.run(
+            [python, "-X", "importtime", "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         line = next(x for x in done.stderr.splitlines() if re.search(r"\|\s+handler$", x))
         times.append(int(line.split("|")[1]) / 1000)
         own.append(own_ms(done.stderr))
@@ -108,13 +113,15 @@ def main() -> int:
         print(f"\ncold import ({Path(python).name}, median of {args.runs}, .pyc shipped)")
         print("handler      import   Cairn's modules   libraries")
         for function in HANDLERS:
-            ms, own, sdk = import_ms(python, [host / "python", cairn / "python"], function,
-                                     args.runs)  # fmt: skip
+            ms, own, sdk = import_ms(
+                python, [host / "python", cairn / "python"], function, args.runs
+            )
             note = "  (loads a provider SDK)" if sdk else ""
             print(f"{function:<10} {ms:>6.0f} ms {own:>14.0f} ms {ms - own:>8.0f} ms{note}")
         plain = Path(tmp) / "plain"
-        shutil.copytree(RUNTIME_SOURCE / "python", plain,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+        shutil.copytree(
+            RUNTIME_SOURCE / "python", plain, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
         ms, _, _ = import_ms(python, [host / "python", plain], "api", args.runs)
         print(f"api, cairn without .pyc: {ms:.0f} ms")
     return 0

@@ -86,15 +86,15 @@ def main() -> int:
         FakeLLM() as fake,
         open(Path(data) / "stack.log", "w") as log,
     ):
-        reply = Reply(text=TEXT, usage=(1, 1), delay=args.model_delay,
-                      chunk_delay=args.piece_delay)  # fmt: skip
+        reply = Reply(text=TEXT, usage=(1, 1), delay=args.model_delay, chunk_delay=args.piece_delay)
         fake.when(lambda r: True, reply)
         stack = start_stack(data, port, fake, log)
         model = openai.OpenAI(api_key="k", base_url=f"{fake.base_url}/v1", max_retries=0)
         try:
             headers = {"Authorization": "Bearer sk-cairn-bench"}
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers,
-                              timeout=60) as c:  # fmt: skip
+            with httpx.Client(
+                base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60
+            ) as c:
                 agent = c.post(
                     "/v1/agents/", json={"llm_config": LLM, "embedding_config": EMBEDDING}
                 ).json()["id"]
@@ -118,9 +118,11 @@ def main() -> int:
         finally:
             stop_stack(stack)
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"make dev's processes, {args.n} rounds; model: first byte after "
-          f"{args.model_delay * 1000:.0f} ms, a piece every {args.piece_delay * 1000:.0f} ms "
-          f"(load {load})")  # fmt: skip
+    print(
+        f"make dev's processes, {args.n} rounds; model: first byte after "
+        f"{args.model_delay * 1000:.0f} ms, a piece every {args.piece_delay * 1000:.0f} ms "
+        f"(load {load})"
+    )
     labels = {
         "model": "model's own first token (SDK direct)",
         "tokens": "Cairn first token (stream_tokens)",

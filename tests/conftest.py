@@ -25,9 +25,17 @@ from cairn.store.migrate import apply_migrations
 # Keys that would let a test call a real model or service: taken out of the environment
 # before anything reads it (Settings.from_env, the SDKs' own defaults); `provider_keys`
 # gives them back to a test that means to use them.
-PROVIDER_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                 "GEMINI_API_KEY", "GEMINI_BASE_URL", "GOOGLE_API_KEY", "EXA_API_KEY",
-                 "CAIRN_PROVIDER_SECRET_ARN")  # fmt: skip
+PROVIDER_KEYS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_API_KEY",
+    "GEMINI_BASE_URL",
+    "GOOGLE_API_KEY",
+    "EXA_API_KEY",
+    "CAIRN_PROVIDER_SECRET_ARN",
+)
 _TAKEN = {name: os.environ.pop(name) for name in PROVIDER_KEYS if name in os.environ}
 
 

@@ -22,8 +22,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("action") == "fire_schedule":  # EventBridge Scheduler: one occurrence
         occurrence = datetime.fromisoformat(str(event["occurrence"]).replace("Z", "+00:00"))
         fired = fire_one(runtime(), event["organization_id"], event["schedule_id"], occurrence)
-        logger.info("schedule fired", extra={"schedule_id": event["schedule_id"],
-                                             "started": fired})  # fmt: skip
+        logger.info("schedule fired", extra={"schedule_id": event["schedule_id"], "started": fired})
         return {"started": fired}
     done = sweep_once(runtime())
     logger.info("sweep done", extra=done)

@@ -16,8 +16,16 @@ from cairn_infra.egress import EgressProxy
 from cairn_infra.workers import WorkQueue
 
 # Who may send to and answer the workflows: every function that publishes the outbox.
-PUBLISHERS = ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper",
-              "files")  # fmt: skip
+PUBLISHERS = (
+    "api",
+    "stream",
+    "step",
+    "step-dead-letter",
+    "approval",
+    "sleeptime",
+    "sweeper",
+    "files",
+)
 # Who touches files' originals: the API stores and deletes them, the files function reads.
 DOCUMENT_WRITERS = ("api", "stream")
 # The ones that run steps, and so custom tools and model calls.
@@ -65,51 +73,72 @@ def grant_access(
         by[key].add_to_role_policy(
             iam.PolicyStatement(
                 # Task tokens carry no ARN: IAM scopes the answers to state machines too.
-                actions=["states:StartExecution", "states:SendTaskSuccess",
-                         "states:SendTaskFailure"],
+                actions=[
+                    "states:StartExecution",
+                    "states:SendTaskSuccess",
+                    "states:SendTaskFailure",
+                ],
                 resources=workflows,
             )
-        )  # fmt: skip
+        )
     # Scheduled messages: the API (and the steps, for agents' own) make and delete the
     # EventBridge schedules of their group, passing its role.
     group, role = schedules
-    group_schedules = stack.format_arn(service="scheduler", resource="schedule",
-                                       resource_name=f"{group}/*")  # fmt: skip
+    group_schedules = stack.format_arn(
+        service="scheduler", resource="schedule", resource_name=f"{group}/*"
+    )
     for key in STEPPING:
-        by[key].add_to_role_policy(iam.PolicyStatement(
-            actions=["scheduler:CreateSchedule", "scheduler:DeleteSchedule"],
-            resources=[group_schedules]))  # fmt: skip
+        by[key].add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["scheduler:CreateSchedule", "scheduler:DeleteSchedule"],
+                resources=[group_schedules],
+            )
+        )
         role.grant_pass_role(by[key].grant_principal)
     # Exact actions on the bucket's objects (grant_put and its kin add wildcard actions).
     objects = [documents.arn_for_objects("*")]
     for key in DOCUMENT_WRITERS:
-        by[key].add_to_role_policy(iam.PolicyStatement(
-            actions=["s3:PutObject", "s3:DeleteObject"], resources=objects))  # fmt: skip
-    by["files"].add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"],
-                                                       resources=objects))  # fmt: skip
+        by[key].add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:PutObject", "s3:DeleteObject"], resources=objects)
+        )
+    by["files"].add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=objects))
     # Organizations' own provider keys: the API functions keep them (create, rotate,
     # delete, read to list models); steps read them. Only secrets under the prefix.
-    own_keys = stack.format_arn(service="secretsmanager", resource="secret",
-                                resource_name=f"{stack.stack_name}/providers/*",
-                                arn_format=ArnFormat.COLON_RESOURCE_NAME)  # fmt: skip
-    keeping = ["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
-               "secretsmanager:DeleteSecret", "secretsmanager:TagResource"]  # fmt: skip
+    own_keys = stack.format_arn(
+        service="secretsmanager",
+        resource="secret",
+        resource_name=f"{stack.stack_name}/providers/*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    keeping = [
+        "secretsmanager:CreateSecret",
+        "secretsmanager:PutSecretValue",
+        "secretsmanager:DeleteSecret",
+        "secretsmanager:TagResource",
+    ]
     for key in (*STEPPING, "files"):  # files: an organization's own embedding key
         reading = ["secretsmanager:GetSecretValue"]
         allowed = reading + (keeping if key in ("api", "stream") else [])
         by[key].add_to_role_policy(iam.PolicyStatement(actions=allowed, resources=[own_keys]))
     if bedrock_models:  # the files function embeds a folder's chunks
-        by["files"].add_to_role_policy(iam.PolicyStatement(
-            actions=["bedrock:InvokeModel"],
-            resources=[arn for model in bedrock_models for arn in bedrock_arns(model)],
-        ))  # fmt: skip
+        by["files"].add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"],
+                resources=[arn for model in bedrock_models for arn in bedrock_arns(model)],
+            )
+        )
     # A Letta import (cairn-admin, in the migrate function) puts away the keys of the
     # providers it brings over; it reads or deletes none.
-    by["migrate"].add_to_role_policy(iam.PolicyStatement(
-        actions=["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
-                 "secretsmanager:TagResource"],
-        resources=[own_keys],
-    ))  # fmt: skip
+    by["migrate"].add_to_role_policy(
+        iam.PolicyStatement(
+            actions=[
+                "secretsmanager:CreateSecret",
+                "secretsmanager:PutSecretValue",
+                "secretsmanager:TagResource",
+            ],
+            resources=[own_keys],
+        )
+    )
     # Agents' secrets: sealed and shown by the API, opened for tool calls by the steps,
     # sealed by an import (the migrate function's cairn-admin).
     for key in (*STEPPING, "migrate"):
@@ -117,9 +146,11 @@ def grant_access(
     for key in STEPPING:
         by["sandbox"].grant_invoke(by[key])
         if bedrock_models:  # the models on Bedrock, with no key to keep
-            by[key].add_to_role_policy(iam.PolicyStatement(
-                actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-                resources=[arn for model in bedrock_models for arn in bedrock_arns(model)],
-            ))  # fmt: skip
+            by[key].add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                    resources=[arn for model in bedrock_models for arn in bedrock_arns(model)],
+                )
+            )
         if egress is not None:  # and sign their passes
             egress.key.grant_read(by[key])

@@ -100,8 +100,9 @@ class Database(Construct):
         # The functions' own role (migration 0009: rows, not schema); the proxy logs in with
         # this secret, the functions with IAM tokens, and only the migrate function reads it
         # (to set the role's password).
-        self.app_secret = rds.DatabaseSecret(self, "AppUser", username=APP_USER,
-                                             master_secret=self.secret)  # fmt: skip
+        self.app_secret = rds.DatabaseSecret(
+            self, "AppUser", username=APP_USER, master_secret=self.secret
+        )
         self.proxy = self.cluster.add_proxy(
             "Proxy",
             iam_auth=True,

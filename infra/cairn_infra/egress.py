@@ -76,16 +76,23 @@ class EgressProxy(Construct):
         sandbox = sandbox_security_group.node.default_child
         sandbox.add_property_override(  # type: ignore[union-attr]
             "SecurityGroupEgress",
-            [{
-                "IpProtocol": "tcp", "FromPort": PORT, "ToPort": PORT,
-                "DestinationSecurityGroupId": self.security_group.security_group_id,
-                "Description": "the egress proxy, and nothing else",
-            }],
-        )  # fmt: skip
+            [
+                {
+                    "IpProtocol": "tcp",
+                    "FromPort": PORT,
+                    "ToPort": PORT,
+                    "DestinationSecurityGroupId": self.security_group.security_group_id,
+                    "Description": "the egress proxy, and nothing else",
+                }
+            ],
+        )
         namespace = servicediscovery.PrivateDnsNamespace(
-            self, "Namespace", vpc=vpc, name="cairn.internal",
+            self,
+            "Namespace",
+            vpc=vpc,
+            name="cairn.internal",
             description="Cairn's internal names (the egress proxy)",
-        )  # fmt: skip
+        )
         cluster = ecs.Cluster(
             self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
         )

@@ -51,8 +51,9 @@ class Alarms(Construct):
         notify = actions.SnsAction(self.topic)
         minute, five = Duration.minutes(1), Duration.minutes(5)
 
-        def alarm(name: str, metric: cw.IMetric, threshold: float, periods: int = 1,
-                  **kw: object) -> cw.Alarm:  # fmt: skip
+        def alarm(
+            name: str, metric: cw.IMetric, threshold: float, periods: int = 1, **kw: object
+        ) -> cw.Alarm:
             made = cw.Alarm(
                 self,
                 name,
@@ -91,8 +92,12 @@ class Alarms(Construct):
                     periods=3,
                 )
         for kind, machine in w.state_machines.items():
-            alarm(f"{kind}ExecutionsFailed", machine.metric_failed(period=five), 1,
-                  alarm_description=f"A {kind} workflow ended in failure.")  # fmt: skip
+            alarm(
+                f"{kind}ExecutionsFailed",
+                machine.metric_failed(period=five),
+                1,
+                alarm_description=f"A {kind} workflow ended in failure.",
+            )
             alarm(f"{kind}ExecutionsTimedOut", machine.metric_timed_out(period=five), 1)
         alarm(
             "DatabaseCapacity",
@@ -151,27 +156,41 @@ class Alarms(Construct):
         rows = [
             [
                 ("Steps per minute", [step.metric_invocations(period=minute)]),
-                ("Step duration (ms)", [step.metric_duration(period=minute, statistic=p)
-                                        for p in ("p50", "p99")]),
-                ("Oldest queued step (s)",
-                 [w.steps.metric_approximate_age_of_oldest_message(period=minute)]),
+                (
+                    "Step duration (ms)",
+                    [step.metric_duration(period=minute, statistic=p) for p in ("p50", "p99")],
+                ),
+                (
+                    "Oldest queued step (s)",
+                    [w.steps.metric_approximate_age_of_oldest_message(period=minute)],
+                ),
             ],
             [
-                ("Dead-lettered steps",
-                 [w.dead_letters.metric_approximate_number_of_messages_visible(period=minute)]),
+                (
+                    "Dead-lettered steps",
+                    [w.dead_letters.metric_approximate_number_of_messages_visible(period=minute)],
+                ),
                 ("Runs failed by the provider", [llm_errors]),
-                ("Approval waits started and answered",
-                 [approval.metric("ExecutionsStarted", period=five),
-                  approval.metric_succeeded(period=five)]),
+                (
+                    "Approval waits started and answered",
+                    [
+                        approval.metric("ExecutionsStarted", period=five),
+                        approval.metric_succeeded(period=five),
+                    ],
+                ),
             ],
             [
                 connection_graph,
-                ("Aurora capacity (ACU)",
-                 [w.cluster.metric_serverless_database_capacity(period=minute)]),
-                ("API errors and throttles",
-                 [api.metric_errors(period=minute), api.metric_throttles(period=minute)]),
+                (
+                    "Aurora capacity (ACU)",
+                    [w.cluster.metric_serverless_database_capacity(period=minute)],
+                ),
+                (
+                    "API errors and throttles",
+                    [api.metric_errors(period=minute), api.metric_throttles(period=minute)],
+                ),
             ],
-        ]  # fmt: skip
+        ]
         cw.Dashboard(
             self,
             "Dashboard",

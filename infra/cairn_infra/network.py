@@ -58,11 +58,14 @@ class Network(Construct):
                     # construct takes no block devices: set on the resource).
                     cfn = instance.node.default_child
                     assert isinstance(cfn, ec2.CfnInstance)
-                    cfn.block_device_mappings = [ec2.CfnInstance.BlockDeviceMappingProperty(
-                        device_name="/dev/xvda",  # Amazon Linux 2023's root
-                        ebs=ec2.CfnInstance.EbsProperty(encrypted=True, volume_type="gp3",
-                                                        volume_size=8),
-                    )]  # fmt: skip
+                    cfn.block_device_mappings = [
+                        ec2.CfnInstance.BlockDeviceMappingProperty(
+                            device_name="/dev/xvda",  # Amazon Linux 2023's root
+                            ebs=ec2.CfnInstance.EbsProperty(
+                                encrypted=True, volume_type="gp3", volume_size=8
+                            ),
+                        )
+                    ]
         self.vpc.add_flow_log("FlowLogs")
         self.functions_sg = ec2.SecurityGroup(
             self, "Functions", vpc=self.vpc, description="Cairn Lambda functions"

@@ -66,12 +66,28 @@ def build_dependency_layer(
     site = output_dir / "python"
     # --no-compile: this interpreter is not the runtime's; compileall below is.
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--no-compile", "--target", str(site), "--platform", platform, "--implementation", "cp",
-         "--python-version", PYTHON_VERSION, "--only-binary=:all:", "--upgrade",
-         *runtime_requirements()],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "--target",
+            str(site),
+            "--platform",
+            platform,
+            "--implementation",
+            "cp",
+            "--python-version",
+            PYTHON_VERSION,
+            "--only-binary=:all:",
+            "--upgrade",
+            *runtime_requirements(),
+        ],
         check=True,
-    )  # fmt: skip
+    )
     compile_for_runtime(site)
     fetch_rds_ca(output_dir / RDS_CA_PATH, rds_ca_url)
 
@@ -113,10 +129,19 @@ def compile_for_runtime(site: Path) -> None:
         return
     # unchecked-hash: the layer's files carry the zip's timestamps, not the sources' ones.
     subprocess.run(
-        [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
-         "unchecked-hash", str(site)],
+        [
+            python,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "unchecked-hash",
+            str(site),
+        ],
         check=True,
-    )  # fmt: skip
+    )
 
 
 @jsii.implements(ILocalBundling)

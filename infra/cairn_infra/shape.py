@@ -108,8 +108,9 @@ class Shape:
             return None if found is None else int(found)
 
         models = tuple(m.strip() for m in (text("bedrock_models") or "").split(",") if m.strip())
-        origins = tuple(o.strip().rstrip("/") for o in (text("cors_origins") or "").split(",")
-                        if o.strip())  # fmt: skip
+        origins = tuple(
+            o.strip().rstrip("/") for o in (text("cors_origins") or "").split(",") if o.strip()
+        )
         if bad := [o for o in origins if not o.startswith(("https://", "http://"))]:
             raise ValueError(f"cors_origins: origins are http(s)://host[:port], not {bad[0]!r}")
         size = (text("size") or "production").lower()
@@ -129,10 +130,10 @@ class Shape:
             step_concurrency=whole("step_concurrency", MIN_MAPPING, MAX_MAPPING)
             or STEP_CONCURRENCY,
             fifo_high_throughput=flag("fifo_high_throughput"),
-            approval_timeout_hours=number("approval_timeout_hours", 1 / 60, 24 * 365,
-                                          whole=False) or 168,
+            approval_timeout_hours=number("approval_timeout_hours", 1 / 60, 24 * 365, whole=False)
+            or 168,
             cors_origins=origins,
-        )  # fmt: skip
+        )
         if shape.min_acu > shape.db_max_acu:
             raise ValueError(
                 f"db_min_acu: {shape.min_acu:g} is above db_max_acu {shape.db_max_acu:g}"

@@ -47,10 +47,16 @@ class CairnStack(Stack):
         retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
         network = Network(self, "Network", dev=dev, small=shape.small)
         database = Database(
-            self, "Database", vpc=network.vpc, clients=network.functions_sg, dev=dev,
-            min_capacity=shape.min_acu, max_capacity=shape.db_max_acu, proxy=not shape.small,
+            self,
+            "Database",
+            vpc=network.vpc,
+            clients=network.functions_sg,
+            dev=dev,
+            min_capacity=shape.min_acu,
+            max_capacity=shape.db_max_acu,
+            proxy=not shape.small,
             reader=not (dev or shape.small),
-        )  # fmt: skip
+        )
         providers = secretsmanager.Secret(
             self,
             "ProviderKeys",
@@ -72,32 +78,48 @@ class CairnStack(Stack):
             removal_policy=removal,
         )
         queue = WorkQueue(
-            self, "StepQueue", queue_id="Steps", consumer_timeout=SPECS["step"].timeout,
+            self,
+            "StepQueue",
+            queue_id="Steps",
+            consumer_timeout=SPECS["step"].timeout,
             dead_letter_timeout=SPECS["step-dead-letter"].timeout,
-            concurrency=shape.step_concurrency, removal=removal,
+            concurrency=shape.step_concurrency,
+            removal=removal,
             high_throughput=shape.fifo_high_throughput,
-        )  # fmt: skip
+        )
         embed_queue = WorkQueue(
-            self, "EmbedQueue", queue_id="Embeddings", consumer_timeout=SPECS["step"].timeout,
+            self,
+            "EmbedQueue",
+            queue_id="Embeddings",
+            consumer_timeout=SPECS["step"].timeout,
             dead_letter_timeout=SPECS["step-dead-letter"].timeout,
-            concurrency=shape.embed_concurrency, removal=removal,
+            concurrency=shape.embed_concurrency,
+            removal=removal,
             high_throughput=shape.fifo_high_throughput,
-        )  # fmt: skip
+        )
         documents = Documents(self, "Documents", removal=removal, dev=dev)
         files_queue = WorkQueue(
-            self, "FilesQueue", queue_id="Files", consumer_timeout=SPECS["files"].timeout,
+            self,
+            "FilesQueue",
+            queue_id="Files",
+            consumer_timeout=SPECS["files"].timeout,
             dead_letter_timeout=SPECS["step-dead-letter"].timeout,
-            concurrency=shape.files_concurrency, removal=removal,
+            concurrency=shape.files_concurrency,
+            removal=removal,
             high_throughput=shape.fifo_high_throughput,
-        )  # fmt: skip
+        )
         # State machine ARNs by name: the functions name them and they name the functions,
         # so neither can refer to the other's resource without a cycle.
         names = {kind: f"{self.stack_name}-{kind}" for kind in ("approval", "sleeptime")}
         arns = {
-            kind: self.format_arn(service="states", resource="stateMachine", resource_name=name,
-                                  arn_format=ArnFormat.COLON_RESOURCE_NAME)
+            kind: self.format_arn(
+                service="states",
+                resource="stateMachine",
+                resource_name=name,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
             for kind, name in names.items()
-        }  # fmt: skip
+        }
         environment = {
             # Through the proxy (or to the cluster) with IAM tokens, as the application role
             # (no secret read).
@@ -139,17 +161,24 @@ class CairnStack(Stack):
             }
         # Scheduled messages fire on time through EventBridge Scheduler, which invokes the
         # sweeper (by name: the functions' environment names it) with this role.
-        schedule_group = scheduler.CfnScheduleGroup(self, "ScheduleGroup",
-                                                    name=f"{self.stack_name}-messages")  # fmt: skip
-        sweeper_arn = self.format_arn(service="lambda", resource="function",
-                                      resource_name=f"{self.stack_name}-sweeper",
-                                      arn_format=ArnFormat.COLON_RESOURCE_NAME)  # fmt: skip
+        schedule_group = scheduler.CfnScheduleGroup(
+            self, "ScheduleGroup", name=f"{self.stack_name}-messages"
+        )
+        sweeper_arn = self.format_arn(
+            service="lambda",
+            resource="function",
+            resource_name=f"{self.stack_name}-sweeper",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         schedule_role = iam.Role(
-            self, "ScheduleRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+            self,
+            "ScheduleRole",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
             description="EventBridge Scheduler invokes the sweeper for scheduled messages",
-        )  # fmt: skip
-        schedule_role.add_to_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"],
-                                                        resources=[sweeper_arn]))  # fmt: skip
+        )
+        schedule_role.add_to_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[sweeper_arn])
+        )
         environment |= {
             "CAIRN_SCHEDULER_GROUP": schedule_group.ref,
             "CAIRN_SCHEDULER_TARGET_ARN": sweeper_arn,
@@ -160,41 +189,68 @@ class CairnStack(Stack):
         egress = None
         if shape.tool_network:  # tools reach their organization's allowed hosts (docs/tools.md)
             egress = EgressProxy(
-                self, "Egress", vpc=network.vpc, sandbox_security_group=network.sandbox_sg,
-                dev=dev, log_retention=retention, removal=removal,
-            )  # fmt: skip
+                self,
+                "Egress",
+                vpc=network.vpc,
+                sandbox_security_group=network.sandbox_sg,
+                dev=dev,
+                log_retention=retention,
+                removal=removal,
+            )
             environment["CAIRN_TOOL_EGRESS_PROXY"] = egress.address
             environment["CAIRN_TOOL_EGRESS_SECRET_ARN"] = egress.key.secret_arn
         layers = Layers(self, "Layers", skip_bundling=skip_bundling)
         fns = Functions(
-            self, "Functions", layers=layers, vpc=network.vpc,
+            self,
+            "Functions",
+            layers=layers,
+            vpc=network.vpc,
             sandbox_name=environment["CAIRN_SANDBOX_FUNCTION"],
-            security_group=network.functions_sg, sandbox_security_group=network.sandbox_sg,
-            environment=environment, log_retention=retention, removal=removal,
+            security_group=network.functions_sg,
+            sandbox_security_group=network.sandbox_sg,
+            environment=environment,
+            log_retention=retention,
+            removal=removal,
             # SnapStart's cache is billed while a version exists (about $8 a month for two
             # functions): a small stack takes the slower cold start instead.
-            snap_start=not shape.small, sweeper_name=f"{self.stack_name}-sweeper",
-        )  # fmt: skip
+            snap_start=not shape.small,
+            sweeper_name=f"{self.stack_name}-sweeper",
+        )
         by = fns.by_name
         grant_access(
-            self, by, database=database, providers=providers, sealing=sealing,
-            queues=(queue, embed_queue, files_queue), documents=documents.bucket,
-            workflows=list(arns.values()), bedrock_arns=self.bedrock_arns,
-            bedrock_models=shape.bedrock_models, egress=egress,
+            self,
+            by,
+            database=database,
+            providers=providers,
+            sealing=sealing,
+            queues=(queue, embed_queue, files_queue),
+            documents=documents.bucket,
+            workflows=list(arns.values()),
+            bedrock_arns=self.bedrock_arns,
+            bedrock_models=shape.bedrock_models,
+            egress=egress,
             schedules=(schedule_group.ref, schedule_role),
-        )  # fmt: skip
+        )
 
         timings = timings or WorkflowTimings(
             approval_timeout=round(shape.approval_timeout_hours * 3600)
         )
         approval = ApprovalWorkflow(
-            self, "Approval", handler=by["approval"], timings=timings, logs_retention=retention,
+            self,
+            "Approval",
+            handler=by["approval"],
+            timings=timings,
+            logs_retention=retention,
             state_machine_name=names["approval"],
-        )  # fmt: skip
+        )
         sleeptime = SleeptimeWorkflow(
-            self, "Sleeptime", handler=by["sleeptime"], timings=timings, logs_retention=retention,
+            self,
+            "Sleeptime",
+            handler=by["sleeptime"],
+            timings=timings,
+            logs_retention=retention,
             state_machine_name=names["sleeptime"],
-        )  # fmt: skip
+        )
         self.state_machines = {
             "approval": approval.state_machine,
             "sleeptime": sleeptime.state_machine,
@@ -214,11 +270,18 @@ class CairnStack(Stack):
         migrate_on_deploy(self, by, database)
 
         api = Api(
-            self, "HttpApi", api_name=f"{self.stack_name}-api", handler=fns.entry["api"],
-            api=by["api"], stream=by["stream"], rate_limit=shape.api_rate_limit,
-            api_concurrency=shape.api_concurrency, stream_concurrency=shape.stream_concurrency,
-            retention=retention, removal=removal,
-        )  # fmt: skip
+            self,
+            "HttpApi",
+            api_name=f"{self.stack_name}-api",
+            handler=fns.entry["api"],
+            api=by["api"],
+            stream=by["stream"],
+            rate_limit=shape.api_rate_limit,
+            api_concurrency=shape.api_concurrency,
+            stream_concurrency=shape.stream_concurrency,
+            retention=retention,
+            removal=removal,
+        )
         self.http_api = api.http_api
         CfnOutput(self, "ApiUrl", value=api.url)
         CfnOutput(self, "StreamUrl", value=api.stream_url)
@@ -229,11 +292,20 @@ class CairnStack(Stack):
             description='Invoke with {"action": "create_tenant"} for a first API key',
         )
         CfnOutput(self, "ProviderKeysSecret", value=providers.secret_arn)
-        alarms = Alarms(self, "Alarms", watched=Watched(
-            functions=by, step_logs=by["step"].log_group, steps=queue.queue,
-            dead_letters=queue.dead_letters, state_machines=self.state_machines,
-            cluster=database.cluster, proxy=database.proxy, max_capacity=shape.db_max_acu,
-        ))  # fmt: skip
+        alarms = Alarms(
+            self,
+            "Alarms",
+            watched=Watched(
+                functions=by,
+                step_logs=by["step"].log_group,
+                steps=queue.queue,
+                dead_letters=queue.dead_letters,
+                state_machines=self.state_machines,
+                cluster=database.cluster,
+                proxy=database.proxy,
+                max_capacity=shape.db_max_acu,
+            ),
+        )
         CfnOutput(self, "AlarmTopic", value=alarms.topic.topic_arn)
         self.shape = shape
         self.bedrock_models = shape.bedrock_models
@@ -252,10 +324,18 @@ class CairnStack(Stack):
         its foundation model in whichever region the profile routes the call to."""
         geo, _, base = model.partition(".")
         if geo not in INFERENCE_GEOS or not base:
-            return [self.format_arn(service="bedrock", account="", resource="foundation-model",
-                                    resource_name=model)]  # fmt: skip
+            return [
+                self.format_arn(
+                    service="bedrock", account="", resource="foundation-model", resource_name=model
+                )
+            ]
         return [
             self.format_arn(service="bedrock", resource="inference-profile", resource_name=model),
-            self.format_arn(service="bedrock", region="*", account="",
-                            resource="foundation-model", resource_name=base),
-        ]  # fmt: skip
+            self.format_arn(
+                service="bedrock",
+                region="*",
+                account="",
+                resource="foundation-model",
+                resource_name=base,
+            ),
+        ]

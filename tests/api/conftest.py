@@ -73,8 +73,9 @@ def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
         finally:
             server.shutdown()
             server.server_close()
-            for queue in {id(q): q for q in (rt.queue.steps, rt.queue.embeddings,
-                                              rt.queue.files)}.values():  # fmt: skip
+            for queue in {
+                id(q): q for q in (rt.queue.steps, rt.queue.embeddings, rt.queue.files)
+            }.values():
                 if isinstance(queue, InlineStepQueue):
                     queue.close()
             use_runtime(None)

@@ -19,8 +19,7 @@ LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 3
 def exported_agent(client: Letta) -> tuple[str, str]:
     folder = client.folders.create(name="kb", description="manuals", instructions="read me")
     guide = client.folders.files.upload(folder.id, file=("guide.md", MARKDOWN.encode(), None))
-    report = client.folders.files.upload(folder.id, file=("report.pdf", pdf("Trail north."),
-                                                           None))  # fmt: skip
+    report = client.folders.files.upload(folder.id, file=("report.pdf", pdf("Trail north."), None))
     for made in (guide, report):
         assert settled(client, folder.id, made.id).processing_status == "completed"
     agent = client.agents.create(name="reader", llm_config=LLM)  # type: ignore[arg-type]
@@ -41,8 +40,9 @@ def test_an_agent_file_carries_folders_files_and_views_as_letta_writes_them(
     by_name = {f["file_name"]: f for f in data["files"]}
     assert set(by_name) == {"kb/guide.md", "kb/report.pdf"}
     assert by_name["kb/report.pdf"]["content"].strip() == "Trail north."
-    assert all(re.fullmatch(r"file-\d+", f["id"]) and f["source_id"] == "source-0"
-               for f in data["files"])  # fmt: skip
+    assert all(
+        re.fullmatch(r"file-\d+", f["id"]) and f["source_id"] == "source-0" for f in data["files"]
+    )
     (agent,) = data["agents"]
     assert agent["source_ids"] == ["source-0"]
     views = {v["file_name"]: v for v in agent["files_agents"]}
@@ -63,7 +63,8 @@ def test_an_imported_agent_gets_its_folders_files_and_views_back(stack: Stack) -
         done = settled(theirs, folder.id, file.id)
         assert done.processing_status == "completed" and done.chunks_embedded
     assert {"open_files", "grep_files", "semantic_search_files"} <= {
-        t.name for t in theirs.agents.tools.list(new_id)}  # fmt: skip
+        t.name for t in theirs.agents.tools.list(new_id)
+    }
     views = {f.file_name: f for f in theirs.agents.files.list(new_id)}
     assert views["kb/guide.md"].is_open and not views["kb/report.pdf"].is_open
     again = client.agents.import_file(file=("reader.af", text.encode())).agent_ids

@@ -42,12 +42,15 @@ def test_letta_exports_import_with_their_memory_tools_rules_and_window(
         agent = client.agents.retrieve(agent_id, include=EVERYTHING)
         assert agent.name == entry["name"] + "_copy" and agent.agent_type == entry["agent_type"]
         assert agent.system == entry["system"] and sorted(agent.tags) == sorted(entry["tags"])
-        wanted = {(blocks_by_id[b]["label"], blocks_by_id[b]["value"], blocks_by_id[b]["limit"])
-                  for b in entry["block_ids"]}  # fmt: skip
+        wanted = {
+            (blocks_by_id[b]["label"], blocks_by_id[b]["value"], blocks_by_id[b]["limit"])
+            for b in entry["block_ids"]
+        }
         assert {(b.label, b.value, b.limit) for b in agent.memory.blocks} == wanted
         tools_by_id = {t["id"]: t for t in file["tools"]}
         assert sorted(t.name for t in agent.tools) == sorted(
-            tools_by_id[t]["name"] for t in entry["tool_ids"])  # fmt: skip
+            tools_by_id[t]["name"] for t in entry["tool_ids"]
+        )
         rules = {(r.type, r.tool_name) for r in agent.tool_rules or ()}
         assert rules == {(r["type"], r["tool_name"]) for r in entry["tool_rules"] or ()}
         # The context window in the file's order, the system message first.
@@ -70,8 +73,9 @@ def test_letta_exports_import_with_their_memory_tools_rules_and_window(
 def test_an_imported_custom_tool_runs_in_the_sandbox(stack: Stack) -> None:
     client = stack.client()
     (agent_b,) = upload(client, (FIXTURES / "agent-B.af").read_bytes())
-    ran = client.agents.tools.run("word_stats", agent_id=agent_b,
-                                  args={"text": "a b c", "uppercase": False})  # fmt: skip
+    ran = client.agents.tools.run(
+        "word_stats", agent_id=agent_b, args={"text": "a b c", "uppercase": False}
+    )
     assert ran.status == "success" and "words=3" in str(ran.func_return)
 
 
@@ -89,11 +93,15 @@ def test_cairns_export_has_the_shape_of_letta_s_and_imports_into_the_same_next_r
 ) -> None:
     client = stack.client()
     agent = client.agents.create(
-        name="exported", llm_config=LLM, agent_type="memgpt_v2_agent",  # type: ignore[arg-type]
-        memory_blocks=[{"label": "human", "value": "Ada, likes tea"},
-                       {"label": "persona", "value": "Sam", "limit": 3000}],
+        name="exported",
+        llm_config=LLM,
+        agent_type="memgpt_v2_agent",  # type: ignore[arg-type]
+        memory_blocks=[
+            {"label": "human", "value": "Ada, likes tea"},
+            {"label": "persona", "value": "Sam", "limit": 3000},
+        ],
         tags=["af"],
-    )  # fmt: skip
+    )
     stack.fake.reply("", ("send_message", {"message": "Hello Ada."}))
     client.agents.messages.create(agent.id, input="hi there")
     text = client.agents.export_file(agent.id)
@@ -170,8 +178,10 @@ def test_bad_files_are_refused_and_nothing_is_created(stack: Stack) -> None:
     assert len(list(client.agents.list())) == before
     assert [b.label for b in client.blocks.list(label="preferences")] == []
     with pytest.raises(BadRequestError):
-        client.agents.export_file(client.agents.create(llm_config=LLM).id,  # type: ignore[arg-type]
-                                  use_legacy_format=True)  # fmt: skip
+        client.agents.export_file(
+            client.agents.create(llm_config=LLM).id,  # type: ignore[arg-type]
+            use_legacy_format=True,
+        )
 
 
 def test_an_agent_file_with_no_messages_imports_an_agent_that_answers(stack: Stack) -> None:

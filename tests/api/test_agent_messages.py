@@ -36,9 +36,12 @@ TOOLS = [
 
 def make(client: Letta, name: str, tags: list[str] | None = None) -> Any:
     return client.agents.create(
-        name=name, llm_config=LLM, tools=TOOLS, tags=tags or [],  # type: ignore[arg-type]
+        name=name,
+        llm_config=LLM,
+        tools=TOOLS,
+        tags=tags or [],  # type: ignore[arg-type]
         memory_blocks=[{"label": "persona", "value": f"I am {name}."}],
-    )  # fmt: skip
+    )
 
 
 def speaks(name: str) -> Any:
@@ -67,8 +70,9 @@ def test_a_sender_waits_for_the_other_agent_s_reply(stack: Stack) -> None:
     assert returned.status == "success"  # type: ignore[attr-defined]
     # Letta's answer is Python's text of {agent_id, response}.
     assert ast.literal_eval(returned.tool_return) == {  # type: ignore[attr-defined]
-        "agent_id": bob.id, "response": ["It is noon."],
-    }  # fmt: skip
+        "agent_id": bob.id,
+        "response": ["It is noon."],
+    }
     told = stack.fake.requests[1]
     assert speaks("bob")(told) and told.last_text() == (
         f"[Incoming message from agent with ID '{ada.id}' - to reply to this message, make "
@@ -117,8 +121,9 @@ def test_agents_matching_tags_each_answer_in_turn(stack: Stack) -> None:
     make(client, "dan", ["ops"])  # lacks "team"
     stack.fake.when(speaks("bob"), Reply(text="Bob here."))
     stack.fake.when(speaks("cy"), Reply(text="Cy here."))
-    stack.fake.reply("", call(TOOLS[2], message="Roll call", match_all=["team"],
-                              match_some=["ops", "dev"]))  # fmt: skip
+    stack.fake.reply(
+        "", call(TOOLS[2], message="Roll call", match_all=["team"], match_some=["ops", "dev"])
+    )
     stack.fake.when(speaks("ada"), Reply(text="Everyone answered."))
     returned = tool_return(client.agents.messages.create(ada.id, input="roll call"))
     answers = ast.literal_eval(returned.tool_return)  # type: ignore[attr-defined]
@@ -155,8 +160,12 @@ def ada_pings_bob(stack: Stack, tool: str, answer: str) -> tuple[Any, StartedRun
     stack.fake.when(speaks("bob"), Reply(text=answer))
     stack.fake.reply("", call(tool, message="ping", other_agent_id=bob.id))
     stack.fake.when(speaks("ada"), Reply(text="Done."))
-    hello = Message(organization_id=stack.org_id, agent_id=ada.id, role="user",
-                    content=[TextContent(text="ping bob")])  # fmt: skip
+    hello = Message(
+        organization_id=stack.org_id,
+        agent_id=ada.id,
+        role="user",
+        content=[TextContent(text="ping bob")],
+    )
     return bob, lifecycle.start_run(stack.runtime.db, stack.org_id, ada.id, [hello], RunOptions())
 
 
@@ -172,8 +181,9 @@ def test_an_async_send_is_delivered_once_whatever_dies(stack: Stack, point: str)
     again = rt.engine.step(stack.org_id, started.run.id, 0)
     assert again.status == ("committed" if point == "before_commit" else "already_done")
     with rt.db.connection() as conn:
-        rows = [c for c in outbox.claim_unsent(conn, older_than_seconds=0)
-                if c.kind == "agent_message"]  # fmt: skip
+        rows = [
+            c for c in outbox.claim_unsent(conn, older_than_seconds=0) if c.kind == "agent_message"
+        ]
     assert len(rows) == 1  # written once, by the checkpoint that committed
     sweep(rt.db, rt.queue, older_than_seconds=0)  # what a crash left unsent goes out
     for _ in range(2):

@@ -55,8 +55,9 @@ def test_an_agents_secrets_are_its_tools_environment_and_sealed_at_rest(
     assert seen["API_TOKEN"] == "tok-123456" and seen["REGION"] == "eu-west-1"
     assert "CAIRN_TOOL_CALL_ID" in seen  # the sandbox's own variables stay
     with db.connection() as conn:
-        rows = conn.execute("SELECT key, value_sealed FROM agent_secrets WHERE agent_id = %s",
-                            (agent.id,)).fetchall()  # fmt: skip
+        rows = conn.execute(
+            "SELECT key, value_sealed FROM agent_secrets WHERE agent_id = %s", (agent.id,)
+        ).fetchall()
     assert {r["key"] for r in rows} == {"API_TOKEN", "REGION"}
     assert all(b"tok-123456" not in bytes(r["value_sealed"]) for r in rows)
 
@@ -126,7 +127,11 @@ def test_an_agent_file_carries_the_names_and_the_import_gives_the_values(stack: 
         file=("agent.af", raw), secrets=json.dumps({"TOKEN": "t-2", "EXTRA": "ignored"})
     ).agent_ids
     assert shown(client.agents.retrieve(filled, include=["agent.secrets"])) == {
-        "MODE": "", "TOKEN": "t-2"}  # fmt: skip
+        "MODE": "",
+        "TOKEN": "t-2",
+    }
     (bare,) = client.agents.import_file(file=("agent.af", raw)).agent_ids
     assert shown(client.agents.retrieve(bare, include=["agent.secrets"])) == {
-        "MODE": "", "TOKEN": ""}  # fmt: skip
+        "MODE": "",
+        "TOKEN": "",
+    }

@@ -62,8 +62,10 @@ def test_only_a_hash_and_a_short_prefix_are_stored_whatever_the_length(stack: St
     with db.transaction() as conn:
         user = tenancy.first_user(conn, stack.org_id)
         assert user is not None
-        made = [tenancy.create_api_key(conn, stack.org_id, user.id, key=k)[1]
-                for k in ("short-key-12", "abcd", "x" * 200)]  # fmt: skip
+        made = [
+            tenancy.create_api_key(conn, stack.org_id, user.id, key=k)[1]
+            for k in ("short-key-12", "abcd", "x" * 200)
+        ]
         made.append(tenancy.create_api_key(conn, stack.org_id, user.id)[1])
     with db.connection() as conn:
         stored = conn.execute("SELECT * FROM api_keys").fetchall()

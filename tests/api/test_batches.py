@@ -32,10 +32,12 @@ def test_a_batch_runs_each_agent_on_its_message_and_pages_what_they_said(stack: 
     ada, bob = agents(client, 2)
     stack.fake.when(lambda r: "to ada" in r.last_text(), Reply(text="hello ada"))
     stack.fake.when(lambda r: "to bob" in r.last_text(), Reply(text="hello bob"))
-    batch = client.batches.create(requests=[
-        {"agent_id": ada, "messages": [{"role": "user", "content": "to ada"}]},
-        {"agent_id": bob, "input": "to bob"},
-    ])  # fmt: skip
+    batch = client.batches.create(
+        requests=[
+            {"agent_id": ada, "messages": [{"role": "user", "content": "to ada"}]},
+            {"agent_id": bob, "input": "to bob"},
+        ]
+    )
     assert batch.id.startswith("job-") and batch.job_type == "batch"
     assert settled(client, batch.id) == "completed"
     assert client.batches.retrieve(batch.id).completed_at is not None
@@ -58,8 +60,9 @@ def test_a_batch_with_a_bad_request_starts_nothing(stack: Stack) -> None:
     client = stack.client()
     (ada,) = agents(client, 1)
     with pytest.raises(NotFoundError, match=MISSING_AGENT):
-        client.batches.create(requests=[{"agent_id": ada, "input": "hi"},
-                                        {"agent_id": MISSING_AGENT, "input": "hi"}])  # fmt: skip
+        client.batches.create(
+            requests=[{"agent_id": ada, "input": "hi"}, {"agent_id": MISSING_AGENT, "input": "hi"}]
+        )
     with pytest.raises(UnprocessableEntityError, match="messages"):
         client.batches.create(requests=[{"agent_id": ada, "input": "hi"}, {"agent_id": ada}])
     with pytest.raises(UnprocessableEntityError, match="requests"):
@@ -75,8 +78,9 @@ def test_cancelling_a_batch_cancels_its_runs_still_going(stack: Stack) -> None:
     for _ in range(3):
         stack.fake.reply("slow", delay=1.0)
     first = client.batches.create(requests=[{"agent_id": ada, "input": "one"}])
-    second = client.batches.create(requests=[{"agent_id": bob, "input": "two"},
-                                             {"agent_id": cy, "input": "three"}])  # fmt: skip
+    second = client.batches.create(
+        requests=[{"agent_id": bob, "input": "two"}, {"agent_id": cy, "input": "three"}]
+    )
     running = list(client.batches.list(limit=1))  # two pages through the SDK's pager
     assert {b.id for b in running} == {first.id, second.id}
     client.batches.cancel(second.id)

@@ -25,8 +25,9 @@ def door(stack: Stack) -> openai.OpenAI:
 
 def agent_of(stack: Stack) -> str:
     made = stack.client().agents.create(
-        llm_config=LLM, memory_blocks=[{"label": "human", "value": "Unknown."}],  # type: ignore[arg-type]
-    )  # fmt: skip
+        llm_config=LLM,
+        memory_blocks=[{"label": "human", "value": "Unknown."}],  # type: ignore[arg-type]
+    )
     return made.id
 
 
@@ -34,12 +35,15 @@ def test_an_agent_answers_as_a_model_and_its_memory_edit_persists(stack: Stack) 
     agent = agent_of(stack)
     stack.fake.reply("", call("memory_insert", label="human", new_str="Name: Ada"))
     stack.fake.reply("Nice to meet you, Ada.")
-    answer = door(stack).chat.completions.create(model=agent, messages=[
-        {"role": "system", "content": "ignored: the agent keeps its own"},
-        {"role": "user", "content": "earlier turn, already in the agent's memory"},
-        {"role": "assistant", "content": "..."},
-        {"role": "user", "content": "I am Ada."},
-    ])  # fmt: skip
+    answer = door(stack).chat.completions.create(
+        model=agent,
+        messages=[
+            {"role": "system", "content": "ignored: the agent keeps its own"},
+            {"role": "user", "content": "earlier turn, already in the agent's memory"},
+            {"role": "assistant", "content": "..."},
+            {"role": "user", "content": "I am Ada."},
+        ],
+    )
     assert answer.choices[0].message.content == "Nice to meet you, Ada."
     assert answer.choices[0].finish_reason == "stop" and answer.model == "gpt-test"
     assert answer.id.startswith("chatcmpl-run-") and answer.usage and answer.usage.total_tokens
@@ -71,10 +75,14 @@ def test_what_letta_refuses_is_refused_with_its_words(stack: Stack) -> None:
         client.chat.completions.create(model=agent, messages=[{"role": "system", "content": "x"}])
     assert "No user message found" in str(refused.value.body)
     with pytest.raises(openai.NotFoundError):
-        client.chat.completions.create(model="agent-00000000-0000-4000-8000-000000000000",
-                                       messages=[{"role": "user", "content": "x"}])  # fmt: skip
-    nobody = httpx.post(f"{stack.url}/v1/chat/completions", json={"model": agent, "messages": [
-        {"role": "user", "content": "x"}]})  # fmt: skip
+        client.chat.completions.create(
+            model="agent-00000000-0000-4000-8000-000000000000",
+            messages=[{"role": "user", "content": "x"}],
+        )
+    nobody = httpx.post(
+        f"{stack.url}/v1/chat/completions",
+        json={"model": agent, "messages": [{"role": "user", "content": "x"}]},
+    )
     assert nobody.status_code == 401  # the API key is required here too
 
 
@@ -92,9 +100,18 @@ def test_openai_content_parts_reach_the_agent_in_order_images_included(
     data = base64.b64encode(PNG).decode()
     for url in (f"data:image/png;base64,{data}", f"{site}/pixel.png"):
         stack.fake.reply("A single pixel.")
-        answer = door(stack).chat.completions.create(model=agent, messages=[{"role": "user",
-            "content": [{"type": "text", "text": "What is this?"},
-                        {"type": "image_url", "image_url": {"url": url}}]}])  # type: ignore[list-item]  # fmt: skip
+        answer = door(stack).chat.completions.create(
+            model=agent,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is this?"},
+                        {"type": "image_url", "image_url": {"url": url}},
+                    ],
+                }
+            ],
+        )  # type: ignore[list-item]
         assert answer.choices[0].message.content == "A single pixel."
         assert test_images.sent_image(stack) == PNG
         assert stack.fake.requests[-1].last_text().endswith("What is this?")
@@ -110,20 +127,27 @@ def test_openai_content_parts_reach_the_agent_in_order_images_included(
         ([{"type": "input_audio", "input_audio": {}}], "messages[0].content[0]"),
         (["just text"], "messages[0].content[0]"),
         ([{"type": "image_url", "image_url": {}}], "messages[0].content[0].image_url.url"),
-        ([{"type": "image_url", "image_url": {"url": "ftp://x/y.png"}}],
-         "messages[0].content[0].image_url.url"),
-        ([{"type": "image_url", "image_url": {"url": "data:text/html;base64,PHA+"}}],
-         "messages[0].content[0].image_url.url"),
+        (
+            [{"type": "image_url", "image_url": {"url": "ftp://x/y.png"}}],
+            "messages[0].content[0].image_url.url",
+        ),
+        (
+            [{"type": "image_url", "image_url": {"url": "data:text/html;base64,PHA+"}}],
+            "messages[0].content[0].image_url.url",
+        ),
         ("x" * 2_000_001, "messages[0].content"),
     ],
-)  # fmt: skip
+)
 def test_content_openai_does_not_define_is_a_400_naming_the_part(
     stack: Stack, content: object, field: str
 ) -> None:
     agent = agent_of(stack)
-    sent = httpx.post(f"{stack.url}/v1/chat/completions", headers={"Authorization":
-        f"Bearer {stack.key}"}, json={"model": agent, "messages": [{"role": "user",
-        "content": content}]}, timeout=30)  # fmt: skip
+    sent = httpx.post(
+        f"{stack.url}/v1/chat/completions",
+        headers={"Authorization": f"Bearer {stack.key}"},
+        json={"model": agent, "messages": [{"role": "user", "content": content}]},
+        timeout=30,
+    )
     assert sent.status_code == 400, sent.text
     assert sent.json()["detail"].startswith(f"{field}:"), sent.text
     assert stack.fake.requests == []
@@ -133,13 +157,21 @@ def test_content_openai_does_not_define_is_a_400_naming_the_part(
 def test_include_usage_ends_the_stream_with_a_usage_chunk(stack: Stack) -> None:
     agent = agent_of(stack)
     stack.fake.reply("Counted.")
-    chunks = list(door(stack).chat.completions.create(
-        model=agent, messages=[{"role": "user", "content": "Count me."}], stream=True,
-        stream_options={"include_usage": True}))  # fmt: skip
+    chunks = list(
+        door(stack).chat.completions.create(
+            model=agent,
+            messages=[{"role": "user", "content": "Count me."}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
     last = chunks[-1]
     assert last.choices == [] and last.usage is not None and last.usage.total_tokens > 0
     assert last.usage.total_tokens == last.usage.prompt_tokens + last.usage.completion_tokens
     assert chunks[-2].choices[0].finish_reason == "stop"
-    without = list(door(stack).chat.completions.create(
-        model=agent, messages=[{"role": "user", "content": "Again."}], stream=True))  # fmt: skip
+    without = list(
+        door(stack).chat.completions.create(
+            model=agent, messages=[{"role": "user", "content": "Again."}], stream=True
+        )
+    )
     assert all(c.usage is None for c in without)

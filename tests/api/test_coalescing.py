@@ -20,8 +20,9 @@ LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 3
 
 
 def api(stack: Stack) -> httpx.Client:
-    return httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"},
-                        timeout=60)  # fmt: skip
+    return httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=60
+    )
 
 
 def user_texts(request: Recorded) -> list[str]:
@@ -55,8 +56,7 @@ def test_five_sends_in_200_ms_make_one_turn_that_answers_every_caller(stack: Sta
 
     def send(n: int) -> None:
         with api(stack) as client:
-            answers[n] = client.post(f"/v1/agents/{agent_id}/messages",
-                                     json={"input": f"part {n}"})  # fmt: skip
+            answers[n] = client.post(f"/v1/agents/{agent_id}/messages", json={"input": f"part {n}"})
 
     threads = [threading.Thread(target=send, args=(n,)) for n in range(5)]
     for n, thread in enumerate(threads):
@@ -71,8 +71,11 @@ def test_five_sends_in_200_ms_make_one_turn_that_answers_every_caller(stack: Sta
     run_ids = {m["run_id"] for a in answers.values() for m in a.json()["messages"]}
     assert len(run_ids) == 1 and all(a.status_code == 200 for a in answers.values())
     for answer in answers.values():  # every caller gets the turn's reply, its inputs left out
-        assert [m["content"] for m in answer.json()["messages"]
-                if m["message_type"] == "assistant_message"] == ["all 5 read"]  # fmt: skip
+        assert [
+            m["content"]
+            for m in answer.json()["messages"]
+            if m["message_type"] == "assistant_message"
+        ] == ["all 5 read"]
     [run_id] = run_ids
     kinds = [m["message_type"] for m in http.get(f"/v1/runs/{run_id}/messages").json()]
     assert kinds == ["user_message"] * 5 + ["assistant_message"]
@@ -94,20 +97,23 @@ def test_sends_while_the_previous_turn_runs_join_the_queued_turn(stack: Stack) -
     stack.fake.when(lambda r: True, answer)
     first = http.post(f"/v1/agents/{agent_id}/messages/async", json={"input": "slow one"}).json()
     assert busy.wait(30)
-    queued = [http.post(f"/v1/agents/{agent_id}/messages/async", json={"input": f"then {n}"})
-              for n in range(3)]  # fmt: skip
+    queued = [
+        http.post(f"/v1/agents/{agent_id}/messages/async", json={"input": f"then {n}"})
+        for n in range(3)
+    ]
     assert len({q.json()["id"] for q in queued}) == 1 and queued[0].json()["id"] != first["id"]
-    streamed = http.post(f"/v1/agents/{agent_id}/messages/stream",
-                         json={"input": "and a stream"})  # fmt: skip
+    streamed = http.post(f"/v1/agents/{agent_id}/messages/stream", json={"input": "and a stream"})
     assert streamed.status_code == 200
-    events = [json.loads(line[6:]) for line in streamed.text.splitlines()
-              if line.startswith("data: {")]  # fmt: skip
+    events = [
+        json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")
+    ]
     assert [e["content"] for e in events if e.get("message_type") == "assistant_message"] == [
         "caught up on 4"
     ]
     assert {e["run_id"] for e in events if "run_id" in e} == {queued[0].json()["id"]}
-    wait_until(lambda: http.get(f"/v1/runs/{queued[0].json()['id']}").json()["status"]
-               == "completed")  # fmt: skip
+    wait_until(
+        lambda: http.get(f"/v1/runs/{queued[0].json()['id']}").json()["status"] == "completed"
+    )
     calls = calls_for(stack, agent_id)
     assert len(calls) == 2
     expected = ["then 0", "then 1", "then 2", "and a stream"]
@@ -119,15 +125,20 @@ def test_without_the_setting_each_send_is_its_own_turn(stack: Stack) -> None:
     http = api(stack)
     agent_id = agent_with(http)
     stack.fake.when(lambda r: True, lambda r: Reply(text="one by one"))
-    sent = [http.post(f"/v1/agents/{agent_id}/messages/async", json={"input": f"m{n}"}).json()
-            for n in range(3)]  # fmt: skip
+    sent = [
+        http.post(f"/v1/agents/{agent_id}/messages/async", json={"input": f"m{n}"}).json()
+        for n in range(3)
+    ]
     assert len({s["id"] for s in sent}) == 3
-    wait_until(lambda: all(http.get(f"/v1/runs/{s['id']}").json()["status"] == "completed"
-                           for s in sent))  # fmt: skip
+    wait_until(
+        lambda: all(http.get(f"/v1/runs/{s['id']}").json()["status"] == "completed" for s in sent)
+    )
     assert [len(user_texts(c)) for c in calls_for(stack, agent_id)] == [1, 1, 1]
     with stack.runtime.db.connection() as conn:
-        assert all("coalesce_until" not in runs.get_run(conn, stack.org_id, s["id"])
-                   .request_config for s in sent)  # type: ignore[union-attr]  # fmt: skip
+        assert all(
+            "coalesce_until" not in runs.get_run(conn, stack.org_id, s["id"]).request_config
+            for s in sent
+        )  # type: ignore[union-attr]
 
 
 def test_a_bad_window_is_refused_naming_the_setting(stack: Stack) -> None:

@@ -121,10 +121,14 @@ def test_a_slow_request_holds_its_environment_only(stack: Stack) -> None:
         client = stack.client()
         agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
         picture = [{"type": "image", "source": {"type": "url", "url": f"{crawl.url}/x.png"}}]
-        slow = threading.Thread(target=lambda: httpx.post(
-            f"{stack.url}/v1/agents/{agent.id}/messages", timeout=60,
-            headers={"Authorization": f"Bearer {stack.key}"},
-            json={"messages": [{"role": "user", "content": picture}]}))  # fmt: skip
+        slow = threading.Thread(
+            target=lambda: httpx.post(
+                f"{stack.url}/v1/agents/{agent.id}/messages",
+                timeout=60,
+                headers={"Authorization": f"Bearer {stack.key}"},
+                json={"messages": [{"role": "user", "content": picture}]},
+            )
+        )
         slow.start()
         other = stack_other_org_client(stack)
         for _ in range(3):

@@ -16,8 +16,11 @@ def test_the_console_is_served_without_a_key_under_a_strict_policy(stack: Stack)
     assert "script-src 'self'" in policy and "default-src 'none'" in policy
     assert "frame-ancestors 'none'" in policy and "unsafe-inline" not in policy
     assert page.headers["x-content-type-options"] == "nosniff"
-    for name, kind in (("app.js", "text/javascript"), ("api.js", "text/javascript"),
-                       ("console.css", "text/css")):  # fmt: skip
+    for name, kind in (
+        ("app.js", "text/javascript"),
+        ("api.js", "text/javascript"),
+        ("console.css", "text/css"),
+    ):
         served = httpx.get(f"{stack.url}/console/{name}")
         assert served.status_code == 200 and served.headers["content-type"].startswith(kind)
 

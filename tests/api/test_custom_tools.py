@@ -215,6 +215,8 @@ def test_a_supplied_schema_without_required_or_properties_runs(stack: Stack) -> 
     stack.fake.reply("done")
     ret = tool_return(client.agents.messages.create(agent.id, input="ping"))
     assert ret.status == "success" and ret.tool_return == "pong"  # type: ignore[attr-defined]
-    sent = {t["function"]["name"]: t["function"]["parameters"]
-            for t in stack.fake.requests[0].body["tools"]}  # fmt: skip
+    sent = {
+        t["function"]["name"]: t["function"]["parameters"]
+        for t in stack.fake.requests[0].body["tools"]
+    }
     assert sent["ping"]["properties"] == {} and sent["ping"]["required"] == []

@@ -17,12 +17,14 @@ from tests.fakes.llm_server import call
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 PAGES = {
-    "/article": ("text/html; charset=utf-8",
-                 b"<html><head><title>T</title><script>evil()</script></head><body>"
-                 b"<h1>Cairns</h1><p>Stacked <b>stones</b> mark a trail.</p></body></html>"),
+    "/article": (
+        "text/html; charset=utf-8",
+        b"<html><head><title>T</title><script>evil()</script></head><body>"
+        b"<h1>Cairns</h1><p>Stacked <b>stones</b> mark a trail.</p></body></html>",
+    ),
     "/long": ("text/plain", b"x" * 100_000),
     "/image": ("image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100),
-}  # fmt: skip
+}
 
 
 @pytest.fixture

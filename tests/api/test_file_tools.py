@@ -22,9 +22,12 @@ NOTES = "Trail notes\nThe north trail floods in spring.\nBring water.\n"
 def folder_with_files(client: Letta, *names: str) -> tuple[Any, dict[str, Any]]:
     folder = client.folders.create(name="kb")
     bodies = {"guide.txt": GUIDE, "notes.txt": NOTES}
-    made = {n: client.folders.files.upload(folder.id, file=(n, (bodies.get(n) or f"{n}\n").encode(),
-                                                            "text/plain"))
-            for n in names}  # fmt: skip
+    made = {
+        n: client.folders.files.upload(
+            folder.id, file=(n, (bodies.get(n) or f"{n}\n").encode(), "text/plain")
+        )
+        for n in names
+    }
     for file in made.values():
         assert settled(client, folder.id, file.id).processing_status == "completed"
     return folder, made
@@ -94,8 +97,9 @@ def test_a_file_not_attached_or_out_of_range_is_an_error_the_model_reads(stack: 
     folder, _ = folder_with_files(client, "notes.txt")
     agent = agent_with(client, folder.id)
     stack.fake.reply("", call("open_files", file_requests=[{"file_name": "kb/nope.txt"}]))
-    stack.fake.reply("", call("open_files", file_requests=[{"file_name": "kb/notes.txt",
-                                                             "offset": 99}]))  # fmt: skip
+    stack.fake.reply(
+        "", call("open_files", file_requests=[{"file_name": "kb/notes.txt", "offset": 99}])
+    )
     stack.fake.reply("ok")
     response = client.agents.messages.create(agent.id, input="open")
     returns = [m for m in response.messages if m.message_type == "tool_return_message"]
@@ -123,8 +127,9 @@ def test_grep_files_pages_matches_with_context(stack: Stack) -> None:
     assert "=== kb/guide.txt:2 ===\n  1: Step 1: add stone 1 to the cairn.\n> 2: Step 2" in (
         first.tool_return
     )
-    assert first.tool_return.endswith('To see more matches, call: grep_files(pattern="stone", '
-                                      "offset=20)")  # fmt: skip
+    assert first.tool_return.endswith(
+        'To see more matches, call: grep_files(pattern="stone", offset=20)'
+    )
     assert "(showing matches 21-30 of 30)" in second.tool_return
     assert second.tool_return.endswith("No more matches to show.")
     assert "=== kb/notes.txt:2 ===" in third.tool_return and "> 2: The north trail floods" in (

@@ -74,8 +74,10 @@ def test_files_of_every_kind_are_parsed_chunked_and_embedded(stack: Stack) -> No
         ("page.html", b"<html><body><h1>Trail</h1><p>Go north.</p></body></html>", "text/html"),
         ("report.pdf", pdf("The northern trail is marked.", "Cairns need care."), None),
     ]
-    made = {name: client.folders.files.upload(folder.id, file=(name, body, kind))
-            for name, body, kind in uploads}  # fmt: skip
+    made = {
+        name: client.folders.files.upload(folder.id, file=(name, body, kind))
+        for name, body, kind in uploads
+    }
     assert made["guide.md"].file_name == "manuals/guide.md"
     assert made["report.pdf"].file_type == "application/pdf"
     assert made["tool.py"].file_type == "text/x-python"
@@ -84,11 +86,13 @@ def test_files_of_every_kind_are_parsed_chunked_and_embedded(stack: Stack) -> No
         assert done.processing_status == "completed", (name, done.error_message)
         assert done.total_chunks and done.chunks_embedded == done.total_chunks
     http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"})
-    pdf_file = http.get(f"/v1/sources/{folder.id}/files/{made['report.pdf'].id}",
-                        params={"include_content": True}).json()  # fmt: skip
+    pdf_file = http.get(
+        f"/v1/sources/{folder.id}/files/{made['report.pdf'].id}", params={"include_content": True}
+    ).json()
     assert "northern trail" in pdf_file["content"] and "Cairns need care" in pdf_file["content"]
-    html = http.get(f"/v1/sources/{folder.id}/files/{made['page.html'].id}",
-                    params={"include_content": True}).json()  # fmt: skip
+    html = http.get(
+        f"/v1/sources/{folder.id}/files/{made['page.html'].id}", params={"include_content": True}
+    ).json()
     assert "<h1>Trail</h1>" in html["content"]  # as Letta: HTML is kept as its source
     passages = passages_of(stack, folder.id, page=3)
     total = sum(f.total_chunks or 0 for f in client.folders.files.list(folder.id))
@@ -106,18 +110,24 @@ def test_duplicates_are_handled_as_letta_handles_them(stack: Stack) -> None:
     suffixed = client.folders.files.upload(folder.id, file=("a.txt", b"two", "text/plain"))
     assert (first.file_name, suffixed.file_name) == ("kb/a.txt", "kb/a_(1).txt")
     http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"})
-    skipped = http.post(f"/v1/folders/{folder.id}/upload", params={"duplicate_handling": "skip"},
-                        files={"file": ("a.txt", b"three", "text/plain")})  # fmt: skip
+    skipped = http.post(
+        f"/v1/folders/{folder.id}/upload",
+        params={"duplicate_handling": "skip"},
+        files={"file": ("a.txt", b"three", "text/plain")},
+    )
     assert skipped.headers["X-Upload-Result"] == "skipped" and skipped.json()["id"] == first.id
     with pytest.raises(BadRequestError, match="already exists in folder 'kb'"):
-        client.folders.files.upload(folder.id, file=("a.txt", b"four", "text/plain"),
-                                    duplicate_handling="error")  # fmt: skip
-    replaced = client.folders.files.upload(folder.id, file=("a.txt", b"five", "text/plain"),
-                                           duplicate_handling="replace")  # fmt: skip
+        client.folders.files.upload(
+            folder.id, file=("a.txt", b"four", "text/plain"), duplicate_handling="error"
+        )
+    replaced = client.folders.files.upload(
+        folder.id, file=("a.txt", b"five", "text/plain"), duplicate_handling="replace"
+    )
     names = sorted(f.file_name for f in client.folders.files.list(folder.id))
     assert names == ["kb/a.txt"] and replaced.id not in (first.id, suffixed.id)
-    renamed = client.folders.files.upload(folder.id, file=("b.txt", b"six", "text/plain"),
-                                          name="custom.md")  # fmt: skip
+    renamed = client.folders.files.upload(
+        folder.id, file=("b.txt", b"six", "text/plain"), name="custom.md"
+    )
     assert renamed.file_name == "kb/custom.md" and renamed.original_file_name == "custom.md"
     settled(client, folder.id, replaced.id)
     assert len(documents_of(stack)) == 2  # the replaced ones' originals are gone
@@ -154,8 +164,9 @@ def test_a_name_too_long_to_store_is_a_400_and_a_replace_deletes_nothing(stack: 
     http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"})
     for folder_name, file_name in (("kb", "n" * 251 + ".txt"), ("f" * 200, "notes.txt" * 7)):
         folder = client.folders.create(name=folder_name)
-        sent = http.post(f"/v1/folders/{folder.id}/upload",
-                         files={"file": (file_name, b"text", "text/plain")})  # fmt: skip
+        sent = http.post(
+            f"/v1/folders/{folder.id}/upload", files={"file": (file_name, b"text", "text/plain")}
+        )
         assert sent.status_code == 400 and sent.json()["detail"].startswith("file: "), sent.text
         assert "at most 255" in sent.text and client.folders.files.list(folder.id).items == []
     folder = client.folders.create(name="d" * 200)
@@ -168,9 +179,11 @@ def test_a_name_too_long_to_store_is_a_400_and_a_replace_deletes_nothing(stack: 
         f"/v1/folders/{folder.id}/upload", files={"file": (long_name, b"3", "text/plain")}
     )
     assert again.status_code == 400 and "at most 255" in again.text
-    replaced = http.post(f"/v1/folders/{folder.id}/upload",
-                         params={"duplicate_handling": "replace"},
-                         files={"file": (long_name, b"four", "text/plain")})  # fmt: skip
+    replaced = http.post(
+        f"/v1/folders/{folder.id}/upload",
+        params={"duplicate_handling": "replace"},
+        files={"file": (long_name, b"four", "text/plain")},
+    )
     assert replaced.status_code == 200, replaced.text
     names = sorted(f.id for f in client.folders.files.list(folder.id))
     assert kept.id in names and first.id not in names and len(names) == 2
@@ -185,8 +198,9 @@ def test_a_file_that_cannot_be_read_ends_in_error_with_the_reason(stack: Stack) 
     made = client.folders.files.upload(folder.id, file=("scan.pdf", bytes(blank.output()), None))
     done = settled(client, folder.id, made.id)
     assert done.processing_status == "error" and "no text layer" in (done.error_message or "")
-    latin = client.folders.files.upload(folder.id, file=("old.txt", "café".encode("latin-1"),
-                                                         "text/plain"))  # fmt: skip
+    latin = client.folders.files.upload(
+        folder.id, file=("old.txt", "café".encode("latin-1"), "text/plain")
+    )
     failed = settled(client, folder.id, latin.id)
     assert failed.processing_status == "error" and "not UTF-8" in (failed.error_message or "")
     assert passages_of(stack, folder.id) == []

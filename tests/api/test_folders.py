@@ -16,9 +16,15 @@ LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 3
 
 def test_a_folder_is_made_listed_changed_and_deleted(stack: Stack) -> None:
     client = stack.client()
-    made = [client.folders.create(name=f"docs-{n}", description="manuals",
-                                  embedding="openai/text-embedding-3-small",
-                                  embedding_chunk_size=512) for n in range(5)]  # fmt: skip
+    made = [
+        client.folders.create(
+            name=f"docs-{n}",
+            description="manuals",
+            embedding="openai/text-embedding-3-small",
+            embedding_chunk_size=512,
+        )
+        for n in range(5)
+    ]
     first = made[0]
     assert first.id.startswith("source-") and first.embedding_config.embedding_chunk_size == 512
     assert first.embedding_config.embedding_model == "text-embedding-3-small"
@@ -28,8 +34,10 @@ def test_a_folder_is_made_listed_changed_and_deleted(stack: Stack) -> None:
     assert client.folders.retrieve(first.id).description == "manuals"
     changed = client.folders.update(first.id, name="handbook", instructions="read me first")
     assert (changed.name, changed.instructions, changed.description) == (
-        "handbook", "read me first", "manuals",
-    )  # fmt: skip
+        "handbook",
+        "read me first",
+        "manuals",
+    )
     http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"})
     assert http.get("/v1/folders/count").json() == 5
     assert http.get("/v1/folders/name/handbook").json() == first.id

@@ -75,8 +75,9 @@ def test_a_group_is_tuned_shares_blocks_and_is_deleted_without_its_agents(stack:
     )
     assert (changed.agent_ids, changed.description, changed.max_turns) == ([cy, ada], "new", 5)
     with pytest.raises(UnprocessableEntityError, match="cannot change"):
-        client.groups.update(group.id, manager_config={"manager_type": "sleeptime",
-                                                       "manager_agent_id": ada})  # fmt: skip
+        client.groups.update(
+            group.id, manager_config={"manager_type": "sleeptime", "manager_agent_id": ada}
+        )
 
     # letta-client 1.5.0 has no method for these two routes of Letta's OpenAPI.
     block = client.blocks.create(label="plan", value="v")
@@ -104,17 +105,26 @@ def test_bad_groups_are_refused_naming_what_is_wrong_and_nothing_is_stored(stack
     with pytest.raises(UnprocessableEntityError, match="twice"):
         client.groups.create(agent_ids=[ada, ada], description="")
     with pytest.raises(UnprocessableEntityError, match="manager_agent_id"):
-        client.groups.create(agent_ids=[ada], description="",
-                             manager_config={"manager_type": "dynamic"})  # type: ignore[typeddict-item]  # fmt: skip
+        client.groups.create(
+            agent_ids=[ada], description="", manager_config={"manager_type": "dynamic"}
+        )  # type: ignore[typeddict-item]
     with pytest.raises(UnprocessableEntityError, match="min_message_buffer_length"):
-        client.groups.create(agent_ids=[ada], description="", manager_config={
-            "manager_type": "voice_sleeptime", "manager_agent_id": ada,
-            "max_message_buffer_length": 10})  # fmt: skip
+        client.groups.create(
+            agent_ids=[ada],
+            description="",
+            manager_config={
+                "manager_type": "voice_sleeptime",
+                "manager_agent_id": ada,
+                "max_message_buffer_length": 10,
+            },
+        )
     assert client.get("/v1/groups/count", cast_to=int) == 0  # no SDK method for it
 
-    supervised = client.groups.create(agent_ids=[ada], description="",
-                                      manager_config={"manager_type": "supervisor",
-                                                      "manager_agent_id": ada})  # fmt: skip
+    supervised = client.groups.create(
+        agent_ids=[ada],
+        description="",
+        manager_config={"manager_type": "supervisor", "manager_agent_id": ada},
+    )
     with pytest.raises(UnprocessableEntityError, match="supervisor"):
         client.groups.messages.create(supervised.id, messages=[{"role": "user", "content": "hi"}])
     empty = client.groups.create(agent_ids=[], description="")
@@ -143,8 +153,9 @@ def test_reset_removes_the_groups_messages_from_history_and_context(stack: Stack
             kept = message_rows.get_many(conn, stack.org_id, agent.message_ids)
             assert len(kept) == len(agent.message_ids)  # no id left pointing at nothing
             assert all(m.group_id is None for m in kept)
-            count = conn.execute("SELECT count(*) AS n FROM messages WHERE agent_id = %s",
-                                 (agent_id,)).fetchone()  # fmt: skip
+            count = conn.execute(
+                "SELECT count(*) AS n FROM messages WHERE agent_id = %s", (agent_id,)
+            ).fetchone()
             assert message_rows.count_for_agent(conn, stack.org_id, agent_id) == count["n"]
     history = [getattr(m, "content", "") for m in client.agents.messages.list(ada)]
     assert "a private word" in history and "go" not in history
@@ -160,14 +171,16 @@ def test_a_group_message_is_edited_and_one_outside_the_group_is_not_found(stack:
     stack.fake.reply("first draft")
     reply = client.groups.messages.create(group.id, messages=[{"role": "user", "content": "hi"}])
     said = next(m for m in reply.messages if m.message_type == "assistant_message")
-    edited = client.groups.messages.update(said.id, group_id=group.id, content="final",
-                                           message_type="assistant_message")  # fmt: skip
+    edited = client.groups.messages.update(
+        said.id, group_id=group.id, content="final", message_type="assistant_message"
+    )
     assert edited.content == "final"  # type: ignore[union-attr]
     stack.fake.reply("elsewhere")
     other = client.agents.messages.create(outsider, input="x").messages[0]
     with pytest.raises(NotFoundError):
-        client.groups.messages.update(other.id, group_id=group.id, content="no",
-                                      message_type="user_message")  # fmt: skip
+        client.groups.messages.update(
+            other.id, group_id=group.id, content="no", message_type="user_message"
+        )
 
 
 def test_a_chain_goes_on_in_the_background_past_the_callers_budget(stack: Stack) -> None:
@@ -187,8 +200,11 @@ def test_a_chain_goes_on_in_the_background_past_the_callers_budget(stack: Stack)
     assert answer.status_code == 202  # the run under way, to poll
 
     def said() -> list[str]:
-        return [m.content for m in client.groups.messages.list(group.id, order="asc", limit=50)
-                if m.message_type == "assistant_message"]  # fmt: skip
+        return [
+            m.content
+            for m in client.groups.messages.list(group.id, order="asc", limit=50)
+            if m.message_type == "assistant_message"
+        ]
 
     def handed_on() -> list[bool]:
         with stack.runtime.db.connection() as conn:

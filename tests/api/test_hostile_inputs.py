@@ -125,10 +125,14 @@ def test_nothing_half_written_by_rejected_text(target: tuple[Stack, dict[str, st
     stack, auth = target
     before = httpx.get(f"{stack.url}/v1/agents/", headers=auth).json()
     for text in ("a\u0000b", "\ud800"):
-        body = json.dumps({"llm_config": LLM, "name": "x", "memory_blocks": [
-            {"label": "human", "value": text}]})  # fmt: skip
-        made = httpx.post(f"{stack.url}/v1/agents/", content=body, headers={
-            **auth, "content-type": "application/json"})  # fmt: skip
+        body = json.dumps(
+            {"llm_config": LLM, "name": "x", "memory_blocks": [{"label": "human", "value": text}]}
+        )
+        made = httpx.post(
+            f"{stack.url}/v1/agents/",
+            content=body,
+            headers={**auth, "content-type": "application/json"},
+        )
         assert made.status_code == 422, made.text
     assert httpx.get(f"{stack.url}/v1/agents/", headers=auth).json() == before
     blocks = httpx.get(f"{stack.url}/v1/blocks/", headers=auth, params={"label": "human"}).json()
@@ -149,8 +153,11 @@ def test_another_organizations_things_cannot_be_deleted_or_seen(
         block = client.post("/v1/blocks/", json={"label": "b", "value": "v"}, headers=theirs)
         tool = client.post("/v1/tools/", json={"source_code": SOURCE}, headers=theirs)
         assert block.status_code == 200 and tool.status_code == 200, tool.text
-        paths = [f"/v1/agents/{agent['id']}", f"/v1/blocks/{block.json()['id']}",
-                 f"/v1/tools/{tool.json()['id']}"]  # fmt: skip
+        paths = [
+            f"/v1/agents/{agent['id']}",
+            f"/v1/blocks/{block.json()['id']}",
+            f"/v1/tools/{tool.json()['id']}",
+        ]
         for path in paths:
             assert client.delete(path, headers=auth).status_code == 404, path
             assert client.get(path, headers=auth).status_code == 404, path
@@ -191,6 +198,10 @@ def test_a_body_of_a_type_no_route_takes_is_415_on_every_writing_route(
     # JSON still goes through, with or without its Content-Type (as FastAPI reads it).
     for kind in ("application/json", "application/json; charset=utf-8", None):
         sent = {"Authorization": f"Bearer {stack.key}", **({"Content-Type": kind} if kind else {})}
-        made = httpx.post(f"{stack.url}/v1/blocks/", headers=sent, timeout=30,
-                          content=json.dumps({"label": "l", "value": "v"}).encode())  # fmt: skip
+        made = httpx.post(
+            f"{stack.url}/v1/blocks/",
+            headers=sent,
+            timeout=30,
+            content=json.dumps({"label": "l", "value": "v"}).encode(),
+        )
         assert made.status_code == 200, (kind, made.text)

@@ -98,8 +98,9 @@ def test_block_over_its_limit_is_400_or_422_as_in_letta(stack: Stack) -> None:
             f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human", json={"limit": 0}
         )
         assert shrink.status_code == 422  # under the schema's minimum, before any check
-        client.patch(f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human",
-                     json={"value": "ABC"})  # fmt: skip
+        client.patch(
+            f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human", json={"value": "ABC"}
+        )
         shrink = client.patch(
             f"/v1/agents/{agent.json()['id']}/core-memory/blocks/human", json={"limit": 2}
         )
@@ -186,8 +187,10 @@ def test_a_later_step_whose_provider_keeps_failing_ends_with_llm_api_error(
 def test_an_answer_with_no_choices_is_a_provider_error_retried_then_reported(
     stack: Stack,
 ) -> None:
-    empty = Reply(raw_body='{"id": "x", "object": "chat.completion", "choices": []}',
-                  raw_content_type="application/json")  # fmt: skip
+    empty = Reply(
+        raw_body='{"id": "x", "object": "chat.completion", "choices": []}',
+        raw_content_type="application/json",
+    )
     with http(stack) as client:
         agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
         stack.fake.when(lambda _: True, empty)

@@ -23,10 +23,15 @@ def test_an_identitys_life_through_the_sdk(stack: Stack) -> None:
     client = stack.client()
     ada_agent, bob_agent = agent(client, "ada-agent"), agent(client, "bob-agent")
     made = client.identities.create(
-        identifier_key="user-ada", name="Ada", identity_type="user", agent_ids=[ada_agent],
-        properties=[{"key": "plan", "value": "pro", "type": "string"},
-                    {"key": "seats", "value": 3, "type": "number"}],
-    )  # fmt: skip
+        identifier_key="user-ada",
+        name="Ada",
+        identity_type="user",
+        agent_ids=[ada_agent],
+        properties=[
+            {"key": "plan", "value": "pro", "type": "string"},
+            {"key": "seats", "value": 3, "type": "number"},
+        ],
+    )
     assert made.id.startswith("identity-") and made.agent_ids == [ada_agent]
     assert {p.key: p.value for p in made.properties} == {"plan": "pro", "seats": 3}
     with pytest.raises(ConflictError):  # one identity per key
@@ -34,20 +39,28 @@ def test_an_identitys_life_through_the_sdk(stack: Stack) -> None:
 
     # PATCH adds links and merges properties by key (Letta's rule).
     changed = client.identities.update(
-        made.id, name="Ada L.", agent_ids=[bob_agent],
+        made.id,
+        name="Ada L.",
+        agent_ids=[bob_agent],
         properties=[{"key": "plan", "value": "team", "type": "string"}],
-    )  # fmt: skip
+    )
     assert changed.name == "Ada L." and sorted(changed.agent_ids) == sorted([ada_agent, bob_agent])
     assert {p.key: p.value for p in changed.properties} == {"plan": "team", "seats": 3}
     # PUT .../properties replaces them all.
-    client.identities.properties.upsert(made.id, body=[{"key": "vip", "value": True,
-                                                        "type": "boolean"}])  # fmt: skip
+    client.identities.properties.upsert(
+        made.id, body=[{"key": "vip", "value": True, "type": "boolean"}]
+    )
     assert [(p.key, p.value) for p in client.identities.retrieve(made.id).properties] == [
         ("vip", True)
     ]
     # PUT /identities/ by key: the existing one, its properties and agents replaced.
-    again = client.identities.upsert(identifier_key="user-ada", name="Ada", identity_type="user",
-                                     agent_ids=[bob_agent], properties=[])  # fmt: skip
+    again = client.identities.upsert(
+        identifier_key="user-ada",
+        name="Ada",
+        identity_type="user",
+        agent_ids=[bob_agent],
+        properties=[],
+    )
     assert again.id == made.id and again.agent_ids == [bob_agent] and again.properties == []
     fresh = client.identities.upsert(identifier_key="org-acme", name="Acme", identity_type="org")
     assert fresh.id != made.id
@@ -65,8 +78,10 @@ def test_an_identitys_life_through_the_sdk(stack: Stack) -> None:
     assert [a.id for a in client.identities.agents.list(made.id)] == [bob_agent]
     block = client.blocks.create(label="account", value="Ada's account")
     # letta-client 1.5 has no blocks.identities: as Letta's older clients send it.
-    attached = httpx.patch(f"{stack.url}/v1/blocks/{block.id}/identities/attach/{made.id}",
-                           headers={"Authorization": f"Bearer {stack.key}"})  # fmt: skip
+    attached = httpx.patch(
+        f"{stack.url}/v1/blocks/{block.id}/identities/attach/{made.id}",
+        headers={"Authorization": f"Bearer {stack.key}"},
+    )
     assert attached.status_code == 200 and attached.json()["id"] == block.id
     assert [b.id for b in client.identities.blocks.list(made.id)] == [block.id]
     client.blocks.create(label="other", value="not hers")
@@ -111,8 +126,9 @@ def test_identities_are_the_organizations_own_and_bad_links_write_nothing(stack:
     with pytest.raises(NotFoundError):  # our agent on their identity
         client.agents.identities.attach(their_identity.id, agent_id=mine)
     with pytest.raises(NotFoundError):  # their identity, our agent: one missing link, nothing made
-        theirs.identities.create(identifier_key="k2", name="T2", identity_type="user",
-                                 agent_ids=[mine])  # fmt: skip
+        theirs.identities.create(
+            identifier_key="k2", name="T2", identity_type="user", agent_ids=[mine]
+        )
     assert [i.identifier_key for i in theirs.identities.list()] == ["k"]
     assert list(client.identities.list()) == []
     headers = {"Authorization": f"Bearer {stack.key}"}
@@ -120,9 +136,16 @@ def test_identities_are_the_organizations_own_and_bad_links_write_nothing(stack:
         ({"identifier_key": "x", "name": "X", "identity_type": "robot"}, "identity_type"),
         ({"identifier_key": "", "name": "X", "identity_type": "user"}, "identifier_key"),
         ({"identifier_key": "x", "name": "X", "identity_type": "user", "extra": 1}, "extra"),
-        ({"identifier_key": "x", "name": "X", "identity_type": "user",
-          "properties": [{"key": "k", "value": 1, "type": "colour"}]}, "type"),
-    ):  # fmt: skip
+        (
+            {
+                "identifier_key": "x",
+                "name": "X",
+                "identity_type": "user",
+                "properties": [{"key": "k", "value": 1, "type": "colour"}],
+            },
+            "type",
+        ),
+    ):
         answer = httpx.post(f"{stack.url}/v1/identities/", json=body, headers=headers)
         assert answer.status_code == 422 and says in answer.text, answer.text
     bad_id = httpx.get(f"{stack.url}/v1/identities/identity-nope", headers=headers)
@@ -147,14 +170,25 @@ def test_a_page_of_agents_reads_its_relations_in_the_same_statements_however_lon
     def statements(n: int) -> int:
         tag = f"page-of-{n}"
         for i in range(n):
-            agent(client, f"{tag}-{i}", tags=[tag], identity_ids=[person.id],
-                  memory_blocks=[{"label": "human", "value": "P"}])  # fmt: skip
+            agent(
+                client,
+                f"{tag}-{i}",
+                tags=[tag],
+                identity_ids=[person.id],
+                memory_blocks=[{"label": "human", "value": "P"}],
+            )
         counter = RoundTrips(threading.current_thread()).install()
         try:
             views = agent_service.list_agents(
-                stack.runtime, stack.org_id, AgentFilter(tags=[tag]), after=None, before=None,
-                limit=50, order="asc", relations=True,
-            )  # fmt: skip
+                stack.runtime,
+                stack.org_id,
+                AgentFilter(tags=[tag]),
+                after=None,
+                before=None,
+                limit=50,
+                order="asc",
+                relations=True,
+            )
         finally:
             counter.uninstall()
         assert len(views) == n and all(v.blocks and v.tools and v.identities for v in views)

@@ -19,12 +19,15 @@ from tests.fakes.llm_server import Reply
 from tests.integration.test_images import PNG
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
-SERVED = {"/pixel.png": ("image/png", PNG), "/page": ("text/html", b"<p>no</p>"),
-          "/huge.png": ("image/png", b"\x89PNG" + b"\x00" * (MAX_IMAGE_BYTES + 10)),
-          # An HTML page served as an image; a picture served with no useful type.
-          "/fake.png": ("image/png", b"<html><body>not a picture</body></html>"),
-          "/untyped": ("image/jpeg", PNG),
-          "/big.png": ("image/png", PNG + bytes(2 * 1024 * 1024))}  # fmt: skip
+SERVED = {
+    "/pixel.png": ("image/png", PNG),
+    "/page": ("text/html", b"<p>no</p>"),
+    "/huge.png": ("image/png", b"\x89PNG" + b"\x00" * (MAX_IMAGE_BYTES + 10)),
+    # An HTML page served as an image; a picture served with no useful type.
+    "/fake.png": ("image/png", b"<html><body>not a picture</body></html>"),
+    "/untyped": ("image/jpeg", PNG),
+    "/big.png": ("image/png", PNG + bytes(2 * 1024 * 1024)),
+}
 
 
 @pytest.fixture
@@ -50,8 +53,15 @@ def site() -> Iterator[str]:
 
 
 def picture(source: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": [{"type": "text", "text": "What is this?"},
-                                         {"type": "image", "source": source}]}]  # fmt: skip
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image", "source": source},
+            ],
+        }
+    ]
 
 
 def sent_image(stack: Stack) -> bytes:
@@ -66,12 +76,19 @@ def test_a_base64_image_reaches_the_model_and_is_listed_as_letta_lists_it(stack:
     agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
     stack.fake.reply("A single pixel.")
     data = base64.b64encode(PNG).decode()
-    response = client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
-        {"type": "base64", "media_type": "image/png", "data": data}))  # fmt: skip
+    response = client.agents.messages.create(
+        agent.id,
+        messages=picture(  # type: ignore[arg-type]
+            {"type": "base64", "media_type": "image/png", "data": data}
+        ),
+    )
     assert response.messages[-1].content == "A single pixel."
     assert sent_image(stack) == PNG
-    (said,) = [m for m in client.agents.messages.list(agent.id) if m.message_type == "user_message"
-               and isinstance(m.content, list)]  # fmt: skip
+    (said,) = [
+        m
+        for m in client.agents.messages.list(agent.id)
+        if m.message_type == "user_message" and isinstance(m.content, list)
+    ]
     kinds = [part.type for part in said.content]  # type: ignore[union-attr]
     assert kinds == ["text", "image"] and said.content[1].source.data == data  # type: ignore[union-attr, index]
 
@@ -80,13 +97,21 @@ def test_an_image_url_is_fetched_once_and_kept(stack: Stack, site: str) -> None:
     client = stack.client()
     agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
     stack.fake.reply("A pixel from the web.")
-    client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
-        {"type": "url", "url": f"{site}/pixel.png"}))  # fmt: skip
+    client.agents.messages.create(
+        agent.id,
+        messages=picture(  # type: ignore[arg-type]
+            {"type": "url", "url": f"{site}/pixel.png"}
+        ),
+    )
     assert sent_image(stack) == PNG
     stack.fake.reply("Still the pixel.")  # the next turn sends the same bytes from the store
     client.agents.messages.create(agent.id, input="and again?")
-    earlier = [p for m in stack.fake.requests[-1].body["messages"]
-               if isinstance(m["content"], list) for p in m["content"]]  # fmt: skip
+    earlier = [
+        p
+        for m in stack.fake.requests[-1].body["messages"]
+        if isinstance(m["content"], list)
+        for p in m["content"]
+    ]
     url = next(p for p in earlier if p["type"] == "image_url")["image_url"]["url"]
     assert base64.b64decode(url.split(",")[1]) == PNG
 
@@ -119,9 +144,12 @@ def test_what_is_not_a_reachable_image_is_a_400_naming_it(
     client = stack.client()
     agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
     filled = {k: v.replace("{site}", site) for k, v in source.items()}
-    answer = httpx.post(f"{stack.url}/v1/agents/{agent.id}/messages",
-                        headers={"Authorization": f"Bearer {stack.key}"},
-                        json={"messages": picture(filled)}, timeout=30)  # fmt: skip
+    answer = httpx.post(
+        f"{stack.url}/v1/agents/{agent.id}/messages",
+        headers={"Authorization": f"Bearer {stack.key}"},
+        json={"messages": picture(filled)},
+        timeout=30,
+    )
     assert answer.status_code == 400 and says in answer.text, answer.text
     assert stack.fake.requests == []  # no model call, no run
     assert list(client.runs.list(agent_ids=[agent.id])) == []
@@ -138,8 +166,12 @@ def test_a_model_without_vision_gets_each_image_described_once(db: Any) -> None:
         stack.fake.reply("A red pixel on white.")  # the vision model
         stack.fake.reply("It is a pixel.")  # the agent's
         data = base64.b64encode(PNG).decode()
-        client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
-            {"type": "base64", "media_type": "image/png", "data": data}))  # fmt: skip
+        client.agents.messages.create(
+            agent.id,
+            messages=picture(  # type: ignore[arg-type]
+                {"type": "base64", "media_type": "image/png", "data": data}
+            ),
+        )
         vision, agent_call = stack.fake.requests
         assert vision.body["model"] == "gpt-vision" and "image_url" in str(vision.body)
         assert agent_call.body["model"] == "gpt-text"
@@ -147,12 +179,18 @@ def test_a_model_without_vision_gets_each_image_described_once(db: Any) -> None:
         assert "[Image: A red pixel on white.]" in str(agent_call.body["messages"])
         stack.fake.reply("Still a pixel.")
         client.agents.messages.create(agent.id, input="and now?")
-        assert [r.body["model"] for r in stack.fake.requests] == ["gpt-vision", "gpt-text",
-                                                                   "gpt-text"]  # fmt: skip
+        assert [r.body["model"] for r in stack.fake.requests] == [
+            "gpt-vision",
+            "gpt-text",
+            "gpt-text",
+        ]
         assert "[Image: A red pixel on white.]" in str(stack.fake.requests[-1].body["messages"])
         # The message keeps its image: a vision model given this agent would see it.
-        said = [m for m in client.agents.messages.list(agent.id)
-                if m.message_type == "user_message" and isinstance(m.content, list)]  # fmt: skip
+        said = [
+            m
+            for m in client.agents.messages.list(agent.id)
+            if m.message_type == "user_message" and isinstance(m.content, list)
+        ]
         assert said and said[0].content[1].type == "image"  # type: ignore[union-attr, index]
 
 
@@ -164,8 +202,12 @@ def test_without_a_vision_model_the_image_is_named_not_sent(db: Any) -> None:
         agent = client.agents.create(llm_config={**LLM, "model": "gpt-text"})  # type: ignore[arg-type]
         stack.fake.reply("I cannot see it.")
         data = base64.b64encode(PNG).decode()
-        client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
-            {"type": "base64", "media_type": "image/png", "data": data}))  # fmt: skip
+        client.agents.messages.create(
+            agent.id,
+            messages=picture(  # type: ignore[arg-type]
+                {"type": "base64", "media_type": "image/png", "data": data}
+            ),
+        )
         (only,) = stack.fake.requests
         sent = only.body["messages"]
         assert not any(isinstance(m["content"], list) for m in sent)  # text only, no image part
@@ -182,15 +224,22 @@ def test_an_image_survives_compaction_as_its_description(db: Any) -> None:
         agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
         stack.fake.reply("Seen.")  # a vision model: the agent's own gets the image
         data = base64.b64encode(PNG).decode()
-        client.agents.messages.create(agent.id, messages=picture(  # type: ignore[arg-type]
-            {"type": "base64", "media_type": "image/png", "data": data}))  # fmt: skip
+        client.agents.messages.create(
+            agent.id,
+            messages=picture(  # type: ignore[arg-type]
+                {"type": "base64", "media_type": "image/png", "data": data}
+            ),
+        )
         for n in range(3):
             stack.fake.reply(f"answer {n}")
             client.agents.messages.create(agent.id, input=f"question {n}")
         stack.fake.reply("A map of the northern trail.")  # the vision model, for the summary
         stack.fake.reply("Ada showed a map of the northern trail.")  # the summariser
-        done = httpx.post(f"{stack.url}/v1/agents/{agent.id}/summarize", timeout=30,
-                          headers={"Authorization": f"Bearer {stack.key}"})  # fmt: skip
+        done = httpx.post(
+            f"{stack.url}/v1/agents/{agent.id}/summarize",
+            timeout=30,
+            headers={"Authorization": f"Bearer {stack.key}"},
+        )
         assert done.status_code == 204, done.text
         vision, summariser = stack.fake.requests[-2:]
         assert vision.body["model"] == "gpt-vision"
@@ -198,8 +247,10 @@ def test_an_image_survives_compaction_as_its_description(db: Any) -> None:
 
 
 def sent_parts(stack: Stack) -> list[Any]:
-    return [p["text"] if p["type"] == "text" else p["image_url"]["url"][:22]
-            for p in stack.fake.requests[-1].body["messages"][-1]["content"]]  # fmt: skip
+    return [
+        p["text"] if p["type"] == "text" else p["image_url"]["url"][:22]
+        for p in stack.fake.requests[-1].body["messages"][-1]["content"]
+    ]
 
 
 def test_parts_keep_their_order_and_an_images_type_is_what_its_bytes_say(
@@ -211,11 +262,23 @@ def test_parts_keep_their_order_and_an_images_type_is_what_its_bytes_say(
     agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
     stack.fake.reply("Two pictures.")
     data = base64.b64encode(PNG).decode()
-    client.agents.messages.create(agent.id, messages=[{"role": "user", "content": [  # type: ignore[arg-type]
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
-        {"type": "text", "text": "REPLY after"},
-        {"type": "image", "source": {"type": "url", "url": f"{site}/untyped"}},
-        {"type": "text", "text": "tail"}]}])  # fmt: skip
+    client.agents.messages.create(
+        agent.id,
+        messages=[
+            {
+                "role": "user",
+                "content": [  # type: ignore[arg-type]
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": data},
+                    },
+                    {"type": "text", "text": "REPLY after"},
+                    {"type": "image", "source": {"type": "url", "url": f"{site}/untyped"}},
+                    {"type": "text", "text": "tail"},
+                ],
+            }
+        ],
+    )
     png = "data:image/png;base64,"
     assert sent_parts(stack) == [png, "REPLY after", png, "tail"]
     said = next(
@@ -233,9 +296,12 @@ def test_a_message_has_at_most_ten_images_and_3_5_mib_of_them(stack: Stack, site
 
     def send(*paths: str) -> httpx.Response:
         parts = [{"type": "image", "source": {"type": "url", "url": f"{site}{p}"}} for p in paths]
-        return httpx.post(f"{stack.url}/v1/agents/{agent.id}/messages",
-                          headers={"Authorization": f"Bearer {stack.key}"}, timeout=60,
-                          json={"messages": [{"role": "user", "content": parts}]})  # fmt: skip
+        return httpx.post(
+            f"{stack.url}/v1/agents/{agent.id}/messages",
+            headers={"Authorization": f"Bearer {stack.key}"},
+            timeout=60,
+            json={"messages": [{"role": "user", "content": parts}]},
+        )
 
     many = send(*["/pixel.png"] * 11)
     assert many.status_code == 400 and "11 images, over the limit of 10" in many.text
@@ -254,10 +320,22 @@ def test_an_image_counts_in_the_context_estimate() -> None:
     from cairn.engine.prompt import IMAGE_TOKENS, estimate_tokens
 
     org, agent = new_id("org"), new_id("agent")
-    text = Message(organization_id=org, agent_id=agent, role="user",
-                   content=[TextContent(text="x" * 400)])  # fmt: skip
-    pictured = text.model_copy(update={"content": [*text.content, *[ImageContent(source={
-        "type": "base64", "media_type": "image/png", "data": "AAAA"})] * 3]})  # fmt: skip
+    text = Message(
+        organization_id=org, agent_id=agent, role="user", content=[TextContent(text="x" * 400)]
+    )
+    pictured = text.model_copy(
+        update={
+            "content": [
+                *text.content,
+                *[
+                    ImageContent(
+                        source={"type": "base64", "media_type": "image/png", "data": "AAAA"}
+                    )
+                ]
+                * 3,
+            ]
+        }
+    )
     assert estimate_tokens([pictured]) - estimate_tokens([text]) == 3 * IMAGE_TOKENS
 
 
@@ -273,15 +351,33 @@ def test_a_page_of_messages_with_images_stays_within_lambdas_response_and_pages_
     # turn compacts first, so every call of it, turn or summary, gets an answer.
     stack.fake.when(lambda r: True, lambda r: Reply(text="Seen."))
     for n in range(3):
-        sent = httpx.post(f"{stack.url}/v1/agents/{agent.id}/messages", timeout=60,
-                          headers={"Authorization": f"Bearer {stack.key}"},
-                          json={"messages": [{"role": "user", "content": [
-                              {"type": "text", "text": f"picture {n}"},
-                              {"type": "image", "source": {"type": "base64",
-                               "media_type": "image/png", "data": big}}]}]})  # fmt: skip
+        sent = httpx.post(
+            f"{stack.url}/v1/agents/{agent.id}/messages",
+            timeout=60,
+            headers={"Authorization": f"Bearer {stack.key}"},
+            json={
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": f"picture {n}"},
+                            {
+                                "type": "image",
+                                "source": {
+                                    "type": "base64",
+                                    "media_type": "image/png",
+                                    "data": big,
+                                },
+                            },
+                        ],
+                    }
+                ]
+            },
+        )
         assert sent.status_code == 200, sent.text[:300]
-    http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"},
-                        timeout=60)  # fmt: skip
+    http = httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=60
+    )
 
     def pictured(page: list[dict[str, Any]]) -> list[str]:
         said = [m["content"] for m in page if m["message_type"] == "user_message"]

@@ -111,12 +111,16 @@ def test_tool_return_is_the_tools_own_string_for_approved_and_client_side_calls(
             {
                 "type": "approval",
                 "approvals": [
-                    {"type": "tool", "tool_call_id": call_id, "tool_return": "ran on device",
-                     "status": "success"}
+                    {
+                        "type": "tool",
+                        "tool_call_id": call_id,
+                        "tool_return": "ran on device",
+                        "status": "success",
+                    }
                 ],
             }
         ],  # type: ignore[list-item]
-    )  # fmt: skip
+    )
     ret = next(m for m in done.messages if m.message_type == "tool_return_message")
     assert ret.tool_return == "ran on device"  # type: ignore[union-attr]
     listed = [
@@ -396,9 +400,15 @@ def test_an_approval_with_nothing_pending_is_letta_s_400(stack: Stack) -> None:
     client = stack.client()
     agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
     with pytest.raises(BadRequestError) as err:
-        client.agents.messages.create(agent.id, messages=[{  # type: ignore[list-item]
-            "type": "approval", "approvals": [
-                {"type": "approval", "tool_call_id": "call-x", "approve": True}]}])  # fmt: skip
+        client.agents.messages.create(
+            agent.id,
+            messages=[
+                {  # type: ignore[list-item]
+                    "type": "approval",
+                    "approvals": [{"type": "approval", "tool_call_id": "call-x", "approve": True}],
+                }
+            ],
+        )
     assert "No tool call is currently awaiting approval" in str(err.value.body)
 
 
@@ -409,9 +419,13 @@ def test_model_settings_are_the_models_and_change_what_is_sent(stack: Stack) -> 
     agent = client.agents.create(model="openai/gpt-fake-mini")
     settings = agent.api_model_settings.model_dump()  # type: ignore[union-attr]
     assert settings == {
-        "max_output_tokens": 16384, "parallel_tool_calls": False, "provider_type": "openai",
-        "temperature": 0.7, "reasoning": {"reasoning_effort": "minimal"},
-        "response_format": None}  # fmt: skip
+        "max_output_tokens": 16384,
+        "parallel_tool_calls": False,
+        "provider_type": "openai",
+        "temperature": 0.7,
+        "reasoning": {"reasoning_effort": "minimal"},
+        "response_format": None,
+    }
     assert agent.llm_config.max_tokens == 16384
     renamed = client.agents.update(agent.id, name="kept")
     assert renamed.api_model_settings.model_dump() == settings  # type: ignore[union-attr]
@@ -436,10 +450,15 @@ def test_model_settings_are_the_models_and_change_what_is_sent(stack: Stack) -> 
 
     claude = client.agents.create(model="anthropic/claude-sonnet-4-5")
     assert claude.api_model_settings.model_dump() == {  # type: ignore[union-attr]
-        "max_output_tokens": 16384, "parallel_tool_calls": False,
-        "provider_type": "anthropic", "temperature": 0.7,
+        "max_output_tokens": 16384,
+        "parallel_tool_calls": False,
+        "provider_type": "anthropic",
+        "temperature": 0.7,
         "thinking": {"type": "disabled", "budget_tokens": 1024},
-        "response_format": None, "verbosity": None, "effort": None}  # fmt: skip
+        "response_format": None,
+        "verbosity": None,
+        "effort": None,
+    }
     thinking = client.agents.update(
         claude.id,
         model_settings={  # type: ignore[arg-type]
@@ -495,8 +514,11 @@ def test_a_sleeptime_agent_with_sleeptime_and_a_persona_is_created(stack: Stack)
     """Letta answers 200; the helper shares the agent's memory_persona instead of a second."""
     client = stack.client()
     agent = client.agents.create(
-        llm_config=LLM, agent_type="sleeptime_agent", enable_sleeptime=True,  # type: ignore[arg-type]
-        memory_blocks=[{"label": "memory_persona", "value": "I keep notes."}])  # fmt: skip
+        llm_config=LLM,
+        agent_type="sleeptime_agent",
+        enable_sleeptime=True,  # type: ignore[arg-type]
+        memory_blocks=[{"label": "memory_persona", "value": "I keep notes."}],
+    )
     group = client.agents.retrieve(agent.id).multi_agent_group
     assert group is not None
     (helper_id,) = group.agent_ids

@@ -59,15 +59,22 @@ def test_an_imported_agent_on_its_organizations_own_provider_calls_with_that_key
     restored = letta_url.__wrapped__(pg_dsn)  # type: ignore[attr-defined]
     copy = next(restored)
     add_providers(copy)
-    byok = {"provider_name": "team-openai", "provider_category": "byok",
-            "handle": "team-openai/gpt-4o-mini",
-            "model_endpoint": f"{stack.fake.base_url}/v1"}  # fmt: skip
+    byok = {
+        "provider_name": "team-openai",
+        "provider_category": "byok",
+        "handle": "team-openai/gpt-4o-mini",
+        "model_endpoint": f"{stack.fake.base_url}/v1",
+    }
     with psycopg.connect(copy, autocommit=True) as conn:
-        conn.execute("UPDATE agents SET llm_config = (llm_config::jsonb || %s::jsonb)::json "
-                     "WHERE id = %s", (json.dumps(byok), IDS["A"]))  # fmt: skip
+        conn.execute(
+            "UPDATE agents SET llm_config = (llm_config::jsonb || %s::jsonb)::json WHERE id = %s",
+            (json.dumps(byok), IDS["A"]),
+        )
         # The call goes to the provider's own URL (the config must agree with it).
-        conn.execute("UPDATE providers SET base_url = %s WHERE name = 'team-openai'",
-                     (byok["model_endpoint"],))  # fmt: skip
+        conn.execute(
+            "UPDATE providers SET base_url = %s WHERE name = 'team-openai'",
+            (byok["model_endpoint"],),
+        )
     import_letta(
         stack.runtime.db,
         copy,
@@ -81,8 +88,12 @@ def test_an_imported_agent_on_its_organizations_own_provider_calls_with_that_key
         _, key = tenancy.create_api_key(conn, ORG, user.id, name="after import")
     client = Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
     listed = httpx.get(f"{stack.url}/v1/providers/", headers={"Authorization": f"Bearer {key}"})
-    assert {p["name"] for p in listed.json()} == {"team-openai", "team-claude", "old-groq",
-                                                  "team-bedrock"}  # fmt: skip
+    assert {p["name"] for p in listed.json()} == {
+        "team-openai",
+        "team-claude",
+        "old-groq",
+        "team-bedrock",
+    }
 
     stack.fake.reply("On your own key.")
     reply = client.agents.messages.create(IDS["A"], input="Which key?")

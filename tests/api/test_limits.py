@@ -81,7 +81,8 @@ def test_an_unknown_method_on_a_known_path_is_405_json(stack: Stack) -> None:
 def test_an_oversized_import_is_413_with_nothing_stored(stack: Stack) -> None:
     auth = {"Authorization": f"Bearer {stack.key}"}
     big = b'{"agents": [], "padding": "' + b"z" * (30 * 1024 * 1024) + b'"}'
-    sent = httpx.post(f"{stack.url}/v1/agents/import", files={"file": ("big.af", big)},
-                      headers=auth, timeout=120)  # fmt: skip
+    sent = httpx.post(
+        f"{stack.url}/v1/agents/import", files={"file": ("big.af", big)}, headers=auth, timeout=120
+    )
     assert sent.status_code == 413 and str(MAX_REQUEST_BYTES) in sent.json()["detail"]
     assert httpx.get(f"{stack.url}/v1/agents/", headers=auth).json() == []

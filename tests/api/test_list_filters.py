@@ -33,8 +33,9 @@ def test_agents_count_takes_the_lists_filters_and_both_filter_by_last_stop_reaso
     )
     assert count(last_stop_reason="end_turn") == 1 and count(last_stop_reason="error") == 0
     assert [a.name for a in client.agents.list(last_stop_reason="end_turn")] == ["beta"]
-    odd = httpx.get(f"{stack.url}/v1/agents/count", params={"last_stop_reason": "x"},
-                    headers=headers)  # fmt: skip
+    odd = httpx.get(
+        f"{stack.url}/v1/agents/count", params={"last_stop_reason": "x"}, headers=headers
+    )
     assert odd.status_code == 422 and "last_stop_reason" in odd.text
 
 
@@ -42,8 +43,9 @@ def test_blocks_are_searched_by_label_value_description_name_and_attachments(
     stack: Stack,
 ) -> None:
     client = stack.client()
-    shared = client.blocks.create(label="team_notes", value="Launch on Monday",
-                                  description="What the team agreed")  # fmt: skip
+    shared = client.blocks.create(
+        label="team_notes", value="Launch on Monday", description="What the team agreed"
+    )
     alone = client.blocks.create(label="scratch", value="nothing here")
     for n in range(2):
         client.agents.create(name=f"a{n}", llm_config=LLM, block_ids=[shared.id])  # type: ignore[arg-type]
@@ -76,9 +78,16 @@ def test_tags_by_name_both_ways_and_before(stack: Stack) -> None:
 def test_models_by_category_name_and_type(stack: Stack) -> None:
     client = stack.client()
     headers = {"Authorization": f"Bearer {stack.key}"}
-    made = httpx.post(f"{stack.url}/v1/providers/", headers=headers, json={
-        "name": "team", "provider_type": "openai", "api_key": "sk-team-000000",
-        "base_url": f"{stack.fake.base_url}/v1"})  # fmt: skip
+    made = httpx.post(
+        f"{stack.url}/v1/providers/",
+        headers=headers,
+        json={
+            "name": "team",
+            "provider_type": "openai",
+            "api_key": "sk-team-000000",
+            "base_url": f"{stack.fake.base_url}/v1",
+        },
+    )
     assert made.status_code == 200
     everything = {m.handle for m in client.models.list()}
     assert {"openai/gpt-fake-mini", "anthropic/gpt-fake-mini", "team/gpt-fake-mini"} <= everything

@@ -36,8 +36,13 @@ def ok(answer: httpx.Response) -> Any:
 
 
 def body(fake: McpFake, token: str = TOKEN) -> dict[str, Any]:
-    return {"server_name": "calc", "type": "streamable_http", "server_url": fake.url,
-            "auth_header": "Authorization", "auth_token": f"Bearer {token}"}  # fmt: skip
+    return {
+        "server_name": "calc",
+        "type": "streamable_http",
+        "server_url": fake.url,
+        "auth_header": "Authorization",
+        "auth_token": f"Bearer {token}",
+    }
 
 
 def test_a_server_added_by_name_registers_its_tools_one_by_one(stack: Stack, fake: McpFake) -> None:

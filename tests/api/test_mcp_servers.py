@@ -28,8 +28,12 @@ def fake() -> Iterator[McpFake]:
 
 
 def config(fake: McpFake, token: str = TOKEN) -> dict[str, Any]:
-    return {"mcp_server_type": "streamable_http", "server_url": fake.url,
-            "auth_header": "Authorization", "auth_token": f"Bearer {token}"}  # fmt: skip
+    return {
+        "mcp_server_type": "streamable_http",
+        "server_url": fake.url,
+        "auth_header": "Authorization",
+        "auth_token": f"Bearer {token}",
+    }
 
 
 def test_a_server_is_added_with_its_tools_and_its_token_never_shown(
@@ -184,8 +188,10 @@ def test_a_tool_with_no_arguments_or_only_optional_ones_runs_in_a_step(
         stack.fake.reply("done")
         ret = tool_return(client.agents.messages.create(agent.id, input=f"{name} please"))
         assert ret.status == "success" and ret.tool_return == said, ret  # type: ignore[attr-defined]
-    sent = {t["function"]["name"]: t["function"]["parameters"]
-            for t in stack.fake.requests[-1].body["tools"]}  # fmt: skip
+    sent = {
+        t["function"]["name"]: t["function"]["parameters"]
+        for t in stack.fake.requests[-1].body["tools"]
+    }
     assert sent["ping"]["required"] == [] and sent["greet"]["required"] == []
     assert sent["ping"]["type"] == "object"
     assert fake.calls == [("ping", {}), ("greet", {"name": "world"})]

@@ -84,8 +84,12 @@ def call(stack: Stack, method: str, path: str, **kwargs: Any) -> httpx.Response:
 
 
 def agent_body(endpoint_type: str, endpoint: str, **extra: Any) -> dict[str, Any]:
-    llm = {"model": "m", "model_endpoint_type": endpoint_type, "model_endpoint": endpoint,
-           "context_window": 32000}  # fmt: skip
+    llm = {
+        "model": "m",
+        "model_endpoint_type": endpoint_type,
+        "model_endpoint": endpoint,
+        "context_window": 32000,
+    }
     return {"name": "mallory", "llm_config": llm, **extra}
 
 
@@ -100,8 +104,11 @@ def test_an_agent_naming_another_endpoint_for_the_servers_key_is_refused(
     # Update: an agent of the server's provider moved to the tenant's server.
     good = call(closed, "POST", "/agents/", json={"name": "a", "model": "openai/gpt-test"})
     assert good.status_code == 200, good.text
-    moved = {**good.json()["llm_config"], "model_endpoint_type": kind,
-             "model_endpoint": capture.url}  # fmt: skip
+    moved = {
+        **good.json()["llm_config"],
+        "model_endpoint_type": kind,
+        "model_endpoint": capture.url,
+    }
     changed = call(closed, "PATCH", f"/agents/{good.json()['id']}", json={"llm_config": moved})
     assert changed.status_code == 400 and "llm_config.model_endpoint" in changed.text
     kept = call(closed, "GET", f"/agents/{good.json()['id']}").json()
@@ -120,8 +127,12 @@ def test_an_agent_naming_another_endpoint_for_the_servers_key_is_refused(
 def test_an_embedding_endpoint_of_the_tenants_is_refused_for_the_servers_key(
     closed: Stack, capture: Capture, kind: str, model: str, dim: int
 ) -> None:
-    embedding = {"embedding_model": model, "embedding_endpoint_type": kind,
-                 "embedding_endpoint": capture.url, "embedding_dim": dim}  # fmt: skip
+    embedding = {
+        "embedding_model": model,
+        "embedding_endpoint_type": kind,
+        "embedding_endpoint": capture.url,
+        "embedding_dim": dim,
+    }
     body = {"name": "e", "model": "openai/gpt-test", "embedding_config": embedding}
     made = call(closed, "POST", "/agents/", json=body)
     assert made.status_code == 400 and "embedding_config.embedding_endpoint" in made.text
@@ -140,19 +151,28 @@ def test_an_imported_agent_file_is_rehomed_to_this_servers_endpoint(
     llm = file["agents"][0]["llm_config"]
     llm.update(model_endpoint_type=kind, model_endpoint=capture.url)
     file["agents"][0]["embedding_config"]["embedding_endpoint"] = capture.url
-    sent = call(closed, "POST", "/agents/import",
-                files={"file": ("a.af", json.dumps(file).encode())})  # fmt: skip
+    sent = call(
+        closed, "POST", "/agents/import", files={"file": ("a.af", json.dumps(file).encode())}
+    )
     assert sent.status_code == 200, sent.text
     (agent_id,) = sent.json()["agent_ids"]
     agent = call(closed, "GET", f"/agents/{agent_id}").json()
-    home = {"openai": f"{closed.fake.base_url}/v1", "anthropic": closed.fake.base_url,
-            "google_ai": "https://generativelanguage.googleapis.com", "bedrock": None}  # fmt: skip
+    home = {
+        "openai": f"{closed.fake.base_url}/v1",
+        "anthropic": closed.fake.base_url,
+        "google_ai": "https://generativelanguage.googleapis.com",
+        "bedrock": None,
+    }
     assert agent["llm_config"]["model_endpoint"] == home[kind]
     assert agent["embedding_config"]["embedding_endpoint"] != capture.url
     if kind in ("openai", "anthropic"):
         closed.fake.reply("Hello from this server.")
-        answer = call(closed, "POST", f"/agents/{agent_id}/messages",
-                      json={"messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+        answer = call(
+            closed,
+            "POST",
+            f"/agents/{agent_id}/messages",
+            json={"messages": [{"role": "user", "content": "hi"}]},
+        )
         assert answer.status_code == 200 and "Hello from this server." in answer.text
     assert capture.seen == []
 
@@ -161,10 +181,10 @@ def test_an_imported_agent_of_a_keyless_server_inside_is_refused_whole(
     closed: Stack, capture: Capture
 ) -> None:
     file = json.loads((FIXTURES / "agent-A.af").read_text())
-    file["agents"][0]["llm_config"].update(model_endpoint_type="ollama",
-                                           model_endpoint=capture.url)  # fmt: skip
-    sent = call(closed, "POST", "/agents/import",
-                files={"file": ("a.af", json.dumps(file).encode())})  # fmt: skip
+    file["agents"][0]["llm_config"].update(model_endpoint_type="ollama", model_endpoint=capture.url)
+    sent = call(
+        closed, "POST", "/agents/import", files={"file": ("a.af", json.dumps(file).encode())}
+    )
     assert sent.status_code == 400 and "llm_config.model_endpoint" in sent.text, sent.text
     assert call(closed, "GET", "/agents/").json() == []
     assert call(closed, "GET", "/blocks/").json() == []
@@ -179,12 +199,18 @@ def test_an_agent_stored_before_the_rule_sends_nothing_to_its_endpoint(
     with db.transaction() as conn:  # as an older Cairn stored it
         agent = agent_rows.get(conn, closed.org_id, good["id"])
         assert isinstance(agent, Agent)
-        config = LLMConfig.model_validate({**agent.llm_config.model_dump(),
-                                           "model_endpoint": capture.url})  # fmt: skip
-        agent_rows.update(conn, agent.model_copy(update={"llm_config": config}),
-                          expected_version=agent.version)  # fmt: skip
-    sent = call(closed, "POST", f"/agents/{good['id']}/messages",
-                json={"messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+        config = LLMConfig.model_validate(
+            {**agent.llm_config.model_dump(), "model_endpoint": capture.url}
+        )
+        agent_rows.update(
+            conn, agent.model_copy(update={"llm_config": config}), expected_version=agent.version
+        )
+    sent = call(
+        closed,
+        "POST",
+        f"/agents/{good['id']}/messages",
+        json={"messages": [{"role": "user", "content": "hi"}]},
+    )
     assert sent.status_code in (200, 400, 500, 502), sent.text
     runs = call(closed, "GET", "/runs/", params={"agent_id": good["id"]}).json()
     assert [r["status"] for r in runs] == ["failed"]
@@ -195,8 +221,11 @@ def test_an_agent_stored_before_the_rule_sends_nothing_to_its_endpoint(
 def test_provider_urls_inside_the_servers_network_are_not_fetched(
     closed: Stack, capture: Capture, where: str
 ) -> None:
-    url = {"capture": capture.url, "metadata": "http://169.254.169.254/latest",
-           "localhost": capture.url.replace("127.0.0.1", "localhost")}[where]  # fmt: skip
+    url = {
+        "capture": capture.url,
+        "metadata": "http://169.254.169.254/latest",
+        "localhost": capture.url.replace("127.0.0.1", "localhost"),
+    }[where]
     own = {"name": "mine", "provider_type": "openai", "api_key": "sk-own", "base_url": url}
     for method, path in (("POST", "/providers/check"), ("POST", "/providers/")):
         answer = call(closed, method, path, json=own)
@@ -237,15 +266,23 @@ def test_an_organizations_own_provider_is_called_through_the_policy_with_its_own
 ) -> None:
     """Each SDK's guarded client (httpx2 for OpenAI's and Anthropic's, httpx for Google's)
     reaches an address the operator opened, carrying the organization's key only."""
-    own = {"name": f"mine-{kind}", "provider_type": kind, "api_key": "own-key-123",
-           "base_url": stack.fake.base_url + path}  # fmt: skip
+    own = {
+        "name": f"mine-{kind}",
+        "provider_type": kind,
+        "api_key": "own-key-123",
+        "base_url": stack.fake.base_url + path,
+    }
     made = call(stack, "POST", "/providers/", json=own)
     assert made.status_code == 200, made.text
     agent = call(stack, "POST", "/agents/", json={"name": "o", "model": f"mine-{kind}/{model}"})
     assert agent.status_code == 200, agent.text
     stack.fake.reply("Hello with your own key.")
-    sent = call(stack, "POST", f"/agents/{agent.json()['id']}/messages",
-                json={"messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+    sent = call(
+        stack,
+        "POST",
+        f"/agents/{agent.json()['id']}/messages",
+        json={"messages": [{"role": "user", "content": "hi"}]},
+    )
     assert sent.status_code == 200 and "Hello with your own key." in sent.text, sent.text
     seen = json.dumps(stack.fake.requests[-1].headers)
     assert "own-key-123" in seen and "sk-test" not in seen and "ant-test" not in seen

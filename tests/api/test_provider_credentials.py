@@ -56,8 +56,12 @@ def call(stack: Stack, method: str, path: str, **kwargs: Any) -> httpx.Response:
 
 
 def provider(stack: Stack, kind: str, url: str) -> dict[str, Any]:
-    body: dict[str, Any] = {"name": f"mine-{kind}", "provider_type": kind,
-                            "api_key": "own-key-0001", "base_url": url}  # fmt: skip
+    body: dict[str, Any] = {
+        "name": f"mine-{kind}",
+        "provider_type": kind,
+        "api_key": "own-key-0001",
+        "base_url": url,
+    }
     if kind == "bedrock":
         body |= {"access_key": "AKIAOWNKEY", "region": "us-east-1"}
     made = call(stack, "POST", "/providers/", json=body)
@@ -66,9 +70,15 @@ def provider(stack: Stack, kind: str, url: str) -> dict[str, Any]:
 
 
 def config(named: str, own: str, url: str, **extra: Any) -> dict[str, Any]:
-    return {"model": "m", "model_endpoint_type": named, "model_endpoint": url,
-            "provider_name": f"mine-{own}", "provider_category": "byok",
-            "context_window": 32000, **extra}  # fmt: skip
+    return {
+        "model": "m",
+        "model_endpoint_type": named,
+        "model_endpoint": url,
+        "provider_name": f"mine-{own}",
+        "provider_category": "byok",
+        "context_window": 32000,
+        **extra,
+    }
 
 
 def assert_nothing_reached(stack: Stack, capture: Capture, before: int) -> None:
@@ -113,8 +123,9 @@ def test_an_agent_stored_so_earlier_fails_its_runs_without_a_request(
         agent = agent_rows.get(conn, keyed.org_id, good["id"])
         assert isinstance(agent, Agent)
         bad = LLMConfig.model_validate(config(named, own, capture.url))
-        agent_rows.update(conn, agent.model_copy(update={"llm_config": bad}),
-                          expected_version=agent.version)  # fmt: skip
+        agent_rows.update(
+            conn, agent.model_copy(update={"llm_config": bad}), expected_version=agent.version
+        )
     before = len(keyed.fake.requests)
     letta = call(keyed, "POST", f"/agents/{good['id']}/messages", json=SEND)
     door = call(keyed, "POST", "/chat/completions", json={"model": good["id"], **SEND})
@@ -136,14 +147,18 @@ def test_every_other_disagreement_is_refused_naming_its_field(
         "llm_config.provider_name": config("openai", "gone", capture.url + "/v1"),
         # The organization's provider under the server's category.
         "llm_config.provider_category, llm_config.provider_name": config(
-            "openai", "openai", capture.url + "/v1", provider_category="base"),
+            "openai", "openai", capture.url + "/v1", provider_category="base"
+        ),
         "llm_config.provider_category": config(
-            "openai", "openai", capture.url + "/v1", provider_category="premium"),
-    }  # fmt: skip
+            "openai", "openai", capture.url + "/v1", provider_category="premium"
+        ),
+    }
     for field, bad in cases.items():
         made = call(keyed, "POST", "/agents/", json={"name": "m", "llm_config": bad})
         assert made.status_code == 400 and made.json()["detail"].startswith(f"{field}:"), (
-            field, made.text)  # fmt: skip
+            field,
+            made.text,
+        )
     assert call(keyed, "GET", "/agents/").json() == []
     assert capture.seen == []
 
@@ -155,8 +170,9 @@ def test_an_agreeing_provider_carries_its_own_key_only(
     """The same provider named under its own type: its key reaches its URL, no server key
     with it (the capture server answers nothing a model would, so the run fails after)."""
     provider(keyed, own, capture.url)
-    made = call(keyed, "POST", "/agents/", json={"name": "o", "llm_config": config(
-        own, own, capture.url)})  # fmt: skip
+    made = call(
+        keyed, "POST", "/agents/", json={"name": "o", "llm_config": config(own, own, capture.url)}
+    )
     assert made.status_code == 200, made.text
     call(keyed, "POST", f"/agents/{made.json()['id']}/messages", json=SEND)
     seen = json.dumps([headers for _, _, headers in capture.seen])

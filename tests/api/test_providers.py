@@ -27,8 +27,13 @@ def sent_key(stack: Stack) -> str:
 
 
 def create(http: httpx.Client, stack: Stack, **extra: Any) -> dict[str, Any]:
-    body = {"name": "team-openai", "provider_type": "openai", "api_key": KEY,
-            "base_url": f"{stack.fake.base_url}/v1", **extra}  # fmt: skip
+    body = {
+        "name": "team-openai",
+        "provider_type": "openai",
+        "api_key": KEY,
+        "base_url": f"{stack.fake.base_url}/v1",
+        **extra,
+    }
     answer = http.post("/providers/", json=body)
     assert answer.status_code == 200, answer.text
     return answer.json()
@@ -55,8 +60,9 @@ def test_the_key_is_sealed_in_the_database(stack: Stack) -> None:
     with api(stack) as http:
         made = create(http, stack)
     with stack.runtime.db.connection() as conn:
-        row = conn.execute("SELECT key_ref, key_sealed, key_hint FROM providers WHERE id = %s",
-                           (made["id"],)).fetchone()  # fmt: skip
+        row = conn.execute(
+            "SELECT key_ref, key_sealed, key_hint FROM providers WHERE id = %s", (made["id"],)
+        ).fetchone()
     assert row["key_ref"] is None and row["key_hint"] == "7731"
     assert KEY.encode() not in bytes(row["key_sealed"]) and len(row["key_sealed"]) > len(KEY)
 
@@ -100,8 +106,11 @@ def test_model_lists_are_asked_of_every_provider_at_once_and_kept(
         stack.fake.listings.clear()
         stack.fake.list_barrier = threading.Barrier(3, timeout=5)
         handles = [m["handle"] for m in http.get("/models/").json()]
-        assert {"openai/gpt-fake-mini", "anthropic/gpt-fake-mini",
-                "team-openai/gpt-fake-mini"} <= set(handles)  # fmt: skip
+        assert {
+            "openai/gpt-fake-mini",
+            "anthropic/gpt-fake-mini",
+            "team-openai/gpt-fake-mini",
+        } <= set(handles)
         assert len(stack.fake.listings) == 3 and KEY in " ".join(stack.fake.listings)
         stack.fake.list_barrier = None
         assert [m["handle"] for m in http.get("/models/").json()] == handles
@@ -138,13 +147,16 @@ def test_another_organization_sees_nothing_of_it(stack: Stack) -> None:
         assert "Provider team-openai is not supported" in refused.text
 
 
-@pytest.mark.parametrize(("body", "status", "says"), [
-    ({"name": "openai", "provider_type": "openai", "api_key": "k"}, 400, "server's own"),
-    ({"name": "a/b", "provider_type": "openai", "api_key": "k"}, 422, "name"),
-    ({"name": "x", "provider_type": "nonsense", "api_key": "k"}, 422, "provider_type"),
-    ({"name": "x", "provider_type": "openai"}, 422, "api_key"),
-    ({"name": "x", "provider_type": "openai", "api_key": "k", "extra": 1}, 422, "extra"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        ({"name": "openai", "provider_type": "openai", "api_key": "k"}, 400, "server's own"),
+        ({"name": "a/b", "provider_type": "openai", "api_key": "k"}, 422, "name"),
+        ({"name": "x", "provider_type": "nonsense", "api_key": "k"}, 422, "provider_type"),
+        ({"name": "x", "provider_type": "openai"}, 422, "api_key"),
+        ({"name": "x", "provider_type": "openai", "api_key": "k", "extra": 1}, 422, "extra"),
+    ],
+)
 def test_bad_providers_are_refused_naming_the_fault(
     stack: Stack, body: dict[str, Any], status: int, says: str
 ) -> None:
@@ -157,8 +169,10 @@ def test_bad_providers_are_refused_naming_the_fault(
 def test_a_second_provider_of_one_name_is_a_conflict(stack: Stack) -> None:
     with api(stack) as http:
         create(http, stack)
-        again = http.post("/providers/", json={"name": "team-openai", "provider_type": "openai",
-                                                "api_key": "sk-other"})  # fmt: skip
+        again = http.post(
+            "/providers/",
+            json={"name": "team-openai", "provider_type": "openai", "api_key": "sk-other"},
+        )
         assert again.status_code == 409 and "team-openai" in again.text
         assert len(http.get("/providers/").json()) == 1
 
@@ -166,8 +180,9 @@ def test_a_second_provider_of_one_name_is_a_conflict(stack: Stack) -> None:
 def test_check_a_key_before_and_after_storing_it(stack: Stack) -> None:
     base = f"{stack.fake.base_url}/v1"
     with api(stack) as http:
-        good = http.post("/providers/check", json={"provider_type": "openai", "api_key": KEY,
-                                                    "base_url": base})  # fmt: skip
+        good = http.post(
+            "/providers/check", json={"provider_type": "openai", "api_key": KEY, "base_url": base}
+        )
         assert good.status_code == 200
         assert good.json() == {"message": "Valid api key for provider_type=openai"}
         rejected = {"provider_type": "openai", "api_key": "sk-rejected", "base_url": base}
@@ -184,14 +199,23 @@ def test_a_bedrock_provider_lists_checks_and_signs_with_the_organizations_own_ke
     region. Its models are its inference profiles (ListInferenceProfiles), named by the
     ARN's last dotted part as Letta names them; its agents' Converse calls are signed with
     that key, in that region, not with the function's role (here: other credentials)."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "AKIASERVERROLE"), ("AWS_SECRET_ACCESS_KEY", "x"),
-                        ("AWS_DEFAULT_REGION", "us-east-1")):  # fmt: skip
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "AKIASERVERROLE"),
+        ("AWS_SECRET_ACCESS_KEY", "x"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
         monkeypatch.setenv(name, value)
-    own = {"name": "team-bedrock", "provider_type": "bedrock", "api_key": "team-secret-9f3e",
-           "access_key": "AKIATEAMBEDROCK", "region": "us-west-2",
-           "base_url": stack.fake.base_url}  # fmt: skip
+    own = {
+        "name": "team-bedrock",
+        "provider_type": "bedrock",
+        "api_key": "team-secret-9f3e",
+        "access_key": "AKIATEAMBEDROCK",
+        "region": "us-west-2",
+        "base_url": stack.fake.base_url,
+    }
     arn = "arn:aws:bedrock:us-west-2:123456789012:inference-profile/" + (
-        "us.anthropic.claude-sonnet-4-20250514-v1:0")  # fmt: skip
+        "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    )
     with api(stack) as http:
         missing = http.post("/providers/", json={**own, "region": None})
         assert missing.status_code == 400 and "region" in missing.text
@@ -209,8 +233,11 @@ def test_a_bedrock_provider_lists_checks_and_signs_with_the_organizations_own_ke
         unknown = http.post("/agents/", json={"model": "team-bedrock/claude-none-v1:0"})
         assert unknown.status_code == 400 and "inference profiles" in unknown.text
     signed = [s for s in stack.fake.listings if "AWS4-HMAC-SHA256" in s]
-    assert signed and all("Credential=AKIATEAMBEDROCK/" in s and "/us-west-2/bedrock/" in s
-                          for s in signed if "REJECTED" not in s)  # fmt: skip
+    assert signed and all(
+        "Credential=AKIATEAMBEDROCK/" in s and "/us-west-2/bedrock/" in s
+        for s in signed
+        if "REJECTED" not in s
+    )
 
     client = stack.client()
     agent = client.agents.create(model="team-bedrock/claude-sonnet-4-20250514-v1:0")

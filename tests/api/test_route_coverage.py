@@ -20,25 +20,47 @@ from cairn.api.openapi import letta_document, shape
 ROOT = Path(__file__).resolve().parents[2]
 LETTA = letta_document()  # Letta 0.16.1's own document, trimmed to these resources
 SCOPE = (
-    "/v1/agents", "/v1/blocks", "/v1/tools", "/v1/runs", "/v1/steps", "/v1/groups",
-    "/v1/passages", "/v1/archives", "/v1/tags", "/v1/models", "/v1/health", "/v1/messages",
-    "/v1/providers", "/v1/identities", "/v1/sandbox-config", "/v1/mcp-servers", "/v1/folders",
-    "/v1/sources", "/v1/chat",
-)  # fmt: skip
+    "/v1/agents",
+    "/v1/blocks",
+    "/v1/tools",
+    "/v1/runs",
+    "/v1/steps",
+    "/v1/groups",
+    "/v1/passages",
+    "/v1/archives",
+    "/v1/tags",
+    "/v1/models",
+    "/v1/health",
+    "/v1/messages",
+    "/v1/providers",
+    "/v1/identities",
+    "/v1/sandbox-config",
+    "/v1/mcp-servers",
+    "/v1/folders",
+    "/v1/sources",
+    "/v1/chat",
+)
 METHODS = ("get", "post", "put", "patch", "delete")
 # Cairn's own addition, documented in docs/memory.md ("History capture").
 CAIRN_ONLY = {
-    ("POST", "/v1/agents/{}/messages/capture"), ("GET", "/openapi.json"),
+    ("POST", "/v1/agents/{}/messages/capture"),
+    ("GET", "/openapi.json"),
     # Scheduled messages (docs/api.md, "Scheduled messages"): Letta 0.16.1 has none.
-    ("POST", "/v1/agents/{}/schedules"), ("GET", "/v1/agents/{}/schedules"),
-    ("GET", "/v1/agents/{}/schedules/{}"), ("DELETE", "/v1/agents/{}/schedules/{}"),
+    ("POST", "/v1/agents/{}/schedules"),
+    ("GET", "/v1/agents/{}/schedules"),
+    ("GET", "/v1/agents/{}/schedules/{}"),
+    ("DELETE", "/v1/agents/{}/schedules/{}"),
     # Telegram bots (docs/telegram.md): Letta 0.16.1 has none.
-    ("POST", "/v1/telegram/bots"), ("GET", "/v1/telegram/bots"),
-    ("GET", "/v1/telegram/bots/{}"), ("DELETE", "/v1/telegram/bots/{}"),
+    ("POST", "/v1/telegram/bots"),
+    ("GET", "/v1/telegram/bots"),
+    ("GET", "/v1/telegram/bots/{}"),
+    ("DELETE", "/v1/telegram/bots/{}"),
     ("POST", "/v1/telegram/webhook/{}"),
     # The console's page and files (docs/console.md).
-    ("GET", "/console"), ("GET", "/console/"), ("GET", "/console/{}"),
-}  # fmt: skip
+    ("GET", "/console"),
+    ("GET", "/console/"),
+    ("GET", "/console/{}"),
+}
 
 
 def _operations(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -53,9 +75,13 @@ def _operations(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 @pytest.fixture(scope="module")
 def ours() -> dict[str, Any]:
     app = build_app()
-    event = {"version": "2.0", "rawPath": "/openapi.json", "rawQueryString": "", "headers": {},
-             "requestContext": {"http": {"method": "GET", "path": "/openapi.json"},
-                                "stage": "$default"}}  # fmt: skip
+    event = {
+        "version": "2.0",
+        "rawPath": "/openapi.json",
+        "rawQueryString": "",
+        "headers": {},
+        "requestContext": {"http": {"method": "GET", "path": "/openapi.json"}, "stage": "$default"},
+    }
     return json.loads(app.resolve(event, None)["body"])
 
 

@@ -34,8 +34,12 @@ def test_one_config_of_each_kind_made_replaced_listed_and_deleted(stack: Stack) 
     with http(stack) as client:
         local = ok(client.post("/sandbox-config/", json={"config": {"sandbox_dir": "/srv/t"}}))
         assert local["type"] == "local" and local["id"].startswith("sandbox-")
-        assert local["config"] == {"sandbox_dir": "/srv/t", "use_venv": False,
-                                   "venv_name": "venv", "pip_requirements": []}  # fmt: skip
+        assert local["config"] == {
+            "sandbox_dir": "/srv/t",
+            "use_venv": False,
+            "venv_name": "venv",
+            "pip_requirements": [],
+        }
         again = ok(client.post("/sandbox-config/local", json={"use_venv": True}))
         assert again["id"] == local["id"] and again["config"]["use_venv"] is True
         assert again["config"].get("sandbox_dir") is None  # replaced, as Letta replaces it
@@ -72,21 +76,34 @@ def test_variables_are_sealed_kept_per_name_and_renamed_in_place(
             client.post(variables, json={"key": "API_KEY", "value": "v-1", "description": "d"})
         )
         assert made["id"].startswith("sandbox-env-") and made["value"] == "v-1"
-        same = ok(client.post(f"/sandbox-config/{config}/environment-variable",
-                              json={"key": "API_KEY", "value": "v-2"}))  # fmt: skip
+        same = ok(
+            client.post(
+                f"/sandbox-config/{config}/environment-variable",
+                json={"key": "API_KEY", "value": "v-2"},
+            )
+        )
         assert same["id"] == made["id"] and same["value"] == "v-2" and same["description"] == "d"
-        other = ok(client.post(f"/sandbox-config/{config}/environment-variable",
-                               json={"key": "OTHER", "value": "o"}))  # fmt: skip
+        other = ok(
+            client.post(
+                f"/sandbox-config/{config}/environment-variable",
+                json={"key": "OTHER", "value": "o"},
+            )
+        )
         listed = ok(client.get(f"/sandbox-config/{config}/environment-variable"))
         assert {v["key"]: v["value"] for v in listed} == {"API_KEY": "v-2", "OTHER": "o"}
-        renamed = ok(client.patch(f"/sandbox-config/environment-variable/{made['id']}",
-                                  json={"key": "NEW_KEY"}))  # fmt: skip
+        renamed = ok(
+            client.patch(
+                f"/sandbox-config/environment-variable/{made['id']}", json={"key": "NEW_KEY"}
+            )
+        )
         assert renamed["key"] == "NEW_KEY" and renamed["value"] == "v-2"
-        clash = client.patch(f"/sandbox-config/environment-variable/{other['id']}",
-                             json={"key": "NEW_KEY"})  # fmt: skip
+        clash = client.patch(
+            f"/sandbox-config/environment-variable/{other['id']}", json={"key": "NEW_KEY"}
+        )
         assert clash.status_code == 400 and "already" in clash.text
-        bad = client.post(f"/sandbox-config/{config}/environment-variable",
-                          json={"key": "9LIVES", "value": "x"})  # fmt: skip
+        bad = client.post(
+            f"/sandbox-config/{config}/environment-variable", json={"key": "9LIVES", "value": "x"}
+        )
         assert bad.status_code == 422
         missing = "sandbox-00000000-0000-4000-8000-000000000000"
         assert client.get(f"/sandbox-config/{missing}/environment-variable").status_code == 404
@@ -105,10 +122,17 @@ def test_the_local_configs_variables_are_every_tool_calls_environment_beneath_th
     with http(stack) as client:
         local = ok(client.post("/sandbox-config/local/default"))["id"]
         e2b = ok(client.post("/sandbox-config/e2b/default"))["id"]
-        for config, key, value in ((local, "SHARED", "from-org"), (local, "ORG_ONLY", "o"),
-                                   (e2b, "E2B_ONLY", "never-here")):  # fmt: skip
-            ok(client.post(f"/sandbox-config/{config}/environment-variable",
-                           json={"key": key, "value": value}))  # fmt: skip
+        for config, key, value in (
+            (local, "SHARED", "from-org"),
+            (local, "ORG_ONLY", "o"),
+            (e2b, "E2B_ONLY", "never-here"),
+        ):
+            ok(
+                client.post(
+                    f"/sandbox-config/{config}/environment-variable",
+                    json={"key": key, "value": value},
+                )
+            )
     sdk = stack.client()
     snoop = sdk.tools.create(source_code=SNOOPS)
     agent = sdk.agents.create(llm_config=LLM, tool_ids=[snoop.id], secrets={"SHARED": "agent"})  # type: ignore[arg-type]
@@ -127,12 +151,19 @@ def test_another_organization_sees_and_changes_none_of_them(stack: Stack, db: Da
         _, key = tenancy.create_api_key(conn, org.id, user.id, name="t")
     with http(stack) as mine, http(stack, key) as theirs:
         config = ok(mine.post("/sandbox-config/local/default"))["id"]
-        var = ok(mine.post(f"/sandbox-config/{config}/environment-variable",
-                           json={"key": "MINE", "value": "m"}))  # fmt: skip
+        var = ok(
+            mine.post(
+                f"/sandbox-config/{config}/environment-variable", json={"key": "MINE", "value": "m"}
+            )
+        )
         assert ok(theirs.get("/sandbox-config/")) == []
         assert theirs.get(f"/sandbox-config/{config}/environment-variable").status_code == 404
-        assert theirs.patch(f"/sandbox-config/environment-variable/{var['id']}",
-                            json={"value": "x"}).status_code == 404  # fmt: skip
+        assert (
+            theirs.patch(
+                f"/sandbox-config/environment-variable/{var['id']}", json={"value": "x"}
+            ).status_code
+            == 404
+        )
         assert theirs.delete(f"/sandbox-config/{config}").status_code == 404
         own = ok(theirs.post("/sandbox-config/local/default"))
         assert own["id"] != config  # one local config each

@@ -25,8 +25,9 @@ LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 3
 
 
 def api(stack: Stack) -> httpx.Client:
-    return httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"},
-                        timeout=30)  # fmt: skip
+    return httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=30
+    )
 
 
 def scheduled_runs(stack: Stack, agent_id: str) -> list[Any]:
@@ -60,9 +61,14 @@ def test_a_recurring_message_moves_on_and_a_repeated_delivery_starts_nothing(
 ) -> None:
     client, http = stack.client(), api(stack)
     agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
-    made = http.post(f"/v1/agents/{agent.id}/schedules", json={
-        "messages": [{"role": "user", "content": "Daily check-in."}], "cron": "30 8 * * 1-5",
-        "timezone": "Europe/Lisbon"}).json()  # fmt: skip
+    made = http.post(
+        f"/v1/agents/{agent.id}/schedules",
+        json={
+            "messages": [{"role": "user", "content": "Daily check-in."}],
+            "cron": "30 8 * * 1-5",
+            "timezone": "Europe/Lisbon",
+        },
+    ).json()
     first = datetime.fromisoformat(made["next_run_at"])
     local = first.astimezone(__import__("zoneinfo").ZoneInfo("Europe/Lisbon"))
     assert (local.hour, local.minute) == (8, 30) and local.weekday() < 5
@@ -90,8 +96,9 @@ def test_a_recurring_message_moves_on_and_a_repeated_delivery_starts_nothing(
         ({"input": "x" * 10_001, "cron": "* * * * *"}, "message: 10001 characters"),
     ],
 )
-def test_bad_schedules_are_400s_naming_the_field(stack: Stack, body: dict[str, Any], says: str
-                                                  ) -> None:  # fmt: skip
+def test_bad_schedules_are_400s_naming_the_field(
+    stack: Stack, body: dict[str, Any], says: str
+) -> None:
     agent = stack.client().agents.create(llm_config=LLM)  # type: ignore[arg-type]
     answer = api(stack).post(f"/v1/agents/{agent.id}/schedules", json=body)
     assert answer.status_code == 400 and says in answer.text, answer.text
@@ -105,11 +112,13 @@ def test_an_agent_has_at_most_its_cap_of_schedules_by_the_api_or_its_tool(stack:
     agent = client.agents.create(llm_config=LLM, tools=["schedule_message"])  # type: ignore[arg-type]
     http = api(stack)
     for n in range(50):
-        made = http.post(f"/v1/agents/{agent.id}/schedules", json={"input": f"m{n}",
-                         "cron": "0 9 * * *"})  # fmt: skip
+        made = http.post(
+            f"/v1/agents/{agent.id}/schedules", json={"input": f"m{n}", "cron": "0 9 * * *"}
+        )
         assert made.status_code in (200, 201), made.text
-    refused = http.post(f"/v1/agents/{agent.id}/schedules",
-                        json={"input": "one more", "cron": "0 9 * * *"})  # fmt: skip
+    refused = http.post(
+        f"/v1/agents/{agent.id}/schedules", json={"input": "one more", "cron": "0 9 * * *"}
+    )
     assert refused.status_code == 400 and "CAIRN_AGENT_MAX_SCHEDULES" in refused.text
     assert refused.json()["detail"].startswith("schedule: the agent has 50")
     at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
@@ -140,10 +149,12 @@ def test_a_round_fires_at_most_its_share_of_one_organizations_due_schedules(
         when = (at + timedelta(seconds=n)).isoformat()
         made = http.post(f"/v1/agents/{busy.id}/schedules", json={"input": f"m{n}", "run_at": when})
         assert made.status_code in (200, 201), made.text
-    other = httpx.post(f"{stack.url}/v1/agents/{quiet.id}/schedules", timeout=30,
-                       headers={"Authorization": f"Bearer {theirs.api_key}"},
-                       json={"input": "q", "run_at": (at + timedelta(seconds=40)).isoformat()},
-                       )  # fmt: skip
+    other = httpx.post(
+        f"{stack.url}/v1/agents/{quiet.id}/schedules",
+        timeout=30,
+        headers={"Authorization": f"Bearer {theirs.api_key}"},
+        json={"input": "q", "run_at": (at + timedelta(seconds=40)).isoformat()},
+    )
     assert other.status_code in (200, 201), other.text
     later = at + timedelta(minutes=1)
     assert fire_due(stack.runtime, now=later) == 21
@@ -165,13 +176,21 @@ def theirs_org(stack: Stack, agent_id: str) -> str:
 
 def test_another_organization_cannot_schedule_or_see_them(stack: Stack) -> None:
     agent = stack.client().agents.create(llm_config=LLM)  # type: ignore[arg-type]
-    made = api(stack).post(f"/v1/agents/{agent.id}/schedules",
-                           json={"input": "x", "cron": "0 9 * * *"}).json()  # fmt: skip
+    made = (
+        api(stack)
+        .post(f"/v1/agents/{agent.id}/schedules", json={"input": "x", "cron": "0 9 * * *"})
+        .json()
+    )
     theirs = stack_other_org_client(stack)
-    other = httpx.Client(base_url=stack.url, timeout=30,
-                         headers={"Authorization": f"Bearer {theirs.api_key}"})  # fmt: skip
-    assert other.post(f"/v1/agents/{agent.id}/schedules",
-                      json={"input": "x", "cron": "0 9 * * *"}).status_code == 404  # fmt: skip
+    other = httpx.Client(
+        base_url=stack.url, timeout=30, headers={"Authorization": f"Bearer {theirs.api_key}"}
+    )
+    assert (
+        other.post(
+            f"/v1/agents/{agent.id}/schedules", json={"input": "x", "cron": "0 9 * * *"}
+        ).status_code
+        == 404
+    )
     assert other.get(f"/v1/agents/{agent.id}/schedules/{made['id']}").status_code == 404
     assert other.delete(f"/v1/agents/{agent.id}/schedules/{made['id']}").status_code == 404
 
@@ -180,8 +199,9 @@ def test_an_agent_schedules_a_message_to_itself_once_per_call(stack: Stack) -> N
     client = stack.client()
     agent = client.agents.create(llm_config=LLM, tools=["schedule_message"])  # type: ignore[arg-type]
     at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
-    stack.fake.reply("", call("schedule_message", message="Ask Ada how the hike went.",
-                              run_at=at.isoformat()))  # fmt: skip
+    stack.fake.reply(
+        "", call("schedule_message", message="Ask Ada how the hike went.", run_at=at.isoformat())
+    )
     stack.fake.reply("I will ask tomorrow.")
     response = client.agents.messages.create(agent.id, input="I hike tomorrow.")
     returned = next(m for m in response.messages if m.message_type == "tool_return_message")
@@ -194,9 +214,12 @@ def test_an_agent_schedules_a_message_to_itself_once_per_call(stack: Stack) -> N
 
 def test_eventbridge_scheduler_gets_each_schedule_in_its_own_terms() -> None:
     def schedule(**fields: Any) -> Schedule:
-        return Schedule(organization_id="org-00000000-0000-4000-8000-000000000000",
-                        agent_id="agent-00000000-0000-4000-8000-000000000000",
-                        messages=[{"role": "user", "content": "x"}], **fields)  # fmt: skip
+        return Schedule(
+            organization_id="org-00000000-0000-4000-8000-000000000000",
+            agent_id="agent-00000000-0000-4000-8000-000000000000",
+            messages=[{"role": "user", "content": "x"}],
+            **fields,
+        )
 
     once = schedule(kind="once", run_at=datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC))
     weekdays = schedule(kind="cron", cron="30 8 * * 1-5", timezone="Europe/Lisbon")
@@ -208,8 +231,12 @@ def test_eventbridge_scheduler_gets_each_schedule_in_its_own_terms() -> None:
     with mock_aws():
         client = boto3.client("scheduler", region_name="us-east-1")
         client.create_schedule_group(Name="cairn")
-        target = EventBridgeScheduler("cairn", "arn:aws:lambda:us-east-1:123456789012:function:s",
-                                      "arn:aws:iam::123456789012:role/r", client)  # fmt: skip
+        target = EventBridgeScheduler(
+            "cairn",
+            "arn:aws:lambda:us-east-1:123456789012:function:s",
+            "arn:aws:iam::123456789012:role/r",
+            client,
+        )
         assert target.put(weekdays) and target.put(once)
         made = client.get_schedule(Name=weekdays.id, GroupName="cairn")
         assert made["ScheduleExpression"] == "cron(30 8 ? * MON-FRI *)"

@@ -29,9 +29,23 @@ from tests.fakes.llm_server import call
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 RESOURCES = (
-    "agents", "blocks", "tools", "runs", "steps", "groups", "passages", "archives", "tags",
-    "messages", "batches", "models", "health", "identities", "mcp_servers", "folders",
-)  # fmt: skip
+    "agents",
+    "blocks",
+    "tools",
+    "runs",
+    "steps",
+    "groups",
+    "passages",
+    "archives",
+    "tags",
+    "messages",
+    "batches",
+    "models",
+    "health",
+    "identities",
+    "mcp_servers",
+    "folders",
+)
 API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 # Method -> why Cairn does not serve it. Mirrored in docs/api.md ("Not served").
@@ -116,8 +130,10 @@ _SUCCESS = {
 def held_to_letta_shapes(response: httpx.Response) -> None:
     """Each success answer checked against the schema Letta 0.16.1 declares for it."""
     request = response.request
-    key = (request.method, shape(re.sub(r"/v1/(\w+)/[^/]+-[0-9a-f-]{36}", r"/v1/\1/{}",
-                                           request.url.path)))  # fmt: skip
+    key = (
+        request.method,
+        shape(re.sub(r"/v1/(\w+)/[^/]+-[0-9a-f-]{36}", r"/v1/\1/{}", request.url.path)),
+    )
     key = (key[0], re.sub(r"/(?:[a-z]+-[0-9a-f-]{36}|[^/{}]+(?=/run$))", "/{}", key[1]))
     # Letta declares its export a JSON string; the server sends the file's object (the
     # fixtures hold its exact bytes): the real answer wins, checked in test_agent_files.
@@ -311,8 +327,13 @@ def test_blocks_groups_archives_and_models(stack: Stack, client: Letta) -> None:
     ]
     groups = walk_pages(client.groups.list(limit=1))
     assert len(groups) == 2 and client.groups.retrieve(groups[0].id).id == groups[0].id
-    client.groups.update(groups[0].id, manager_config={"manager_type": "sleeptime",  # type: ignore[arg-type]
-                                                       "sleeptime_agent_frequency": 3})  # fmt: skip
+    client.groups.update(
+        groups[0].id,
+        manager_config={
+            "manager_type": "sleeptime",  # type: ignore[arg-type]
+            "sleeptime_agent_frequency": 3,
+        },
+    )
     assert [g.id for g in client.agents.groups.list(primaries[0].id)] in (
         [groups[0].id],
         [groups[1].id],
@@ -352,8 +373,9 @@ def test_multi_agent_groups(stack: Stack, client: Letta) -> None:
     assert said == ["Ada again.", "Bob again."]
     said = walk_pages(client.groups.messages.list(group.id, limit=2, order="asc"))
     first = next(m for m in said if m.message_type == "assistant_message")
-    client.groups.messages.update(first.id, group_id=group.id, content="Ada, edited.",
-                                  message_type="assistant_message")  # fmt: skip
+    client.groups.messages.update(
+        first.id, group_id=group.id, content="Ada, edited.", message_type="assistant_message"
+    )
     client.groups.messages.reset(group.id)
     assert list(client.groups.messages.list(group.id)) == []
     client.groups.delete(group.id)
@@ -391,8 +413,10 @@ def test_a_background_run_is_streamed_again(stack: Stack, client: Letta) -> None
 def test_identities(stack: Stack, client: Letta) -> None:
     agents = [client.agents.create(llm_config=LLM).id for _ in range(3)]  # type: ignore[arg-type]
     blocks = [client.blocks.create(label=f"b{n}", value="v").id for n in range(3)]
-    made = [client.identities.create(identifier_key=f"user-{n}", name=f"U{n}",
-                                     identity_type="user") for n in range(3)]  # fmt: skip
+    made = [
+        client.identities.create(identifier_key=f"user-{n}", name=f"U{n}", identity_type="user")
+        for n in range(3)
+    ]
     assert len(walk_pages(client.identities.list(limit=2))) == 3
     ada = made[0]
     client.identities.update(ada.id, agent_ids=agents[:2], block_ids=blocks)
@@ -400,8 +424,9 @@ def test_identities(stack: Stack, client: Letta) -> None:
     assert len(walk_pages(client.identities.agents.list(ada.id, limit=2))) == 3
     assert len(walk_pages(client.identities.blocks.list(ada.id, limit=2))) == 3
     client.agents.identities.detach(ada.id, agent_id=agents[2])
-    client.identities.properties.upsert(ada.id, body=[{"key": "k", "value": {"a": 1},
-                                                       "type": "json"}])  # fmt: skip
+    client.identities.properties.upsert(
+        ada.id, body=[{"key": "k", "value": {"a": 1}, "type": "json"}]
+    )
     kept = client.identities.upsert(identifier_key="user-0", name="Ada", identity_type="user")
     assert kept.id == ada.id and client.identities.retrieve(ada.id).name == "Ada"
     client.identities.delete(made[1].id)
@@ -448,8 +473,10 @@ def test_folders(stack: Stack, client: Letta) -> None:
     assert sorted(client.folders.agents.list(made[0].id)) == sorted(agents)
     assert len(walk_pages(client.agents.folders.list(agents[0], limit=1))) == 2
     client.agents.folders.detach(made[1].id, agent_id=agents[0])
-    uploaded = [client.folders.files.upload(made[0].id, file=(f"n{n}.txt", b"note", "text/plain"))
-                for n in range(3)]  # fmt: skip
+    uploaded = [
+        client.folders.files.upload(made[0].id, file=(f"n{n}.txt", b"note", "text/plain"))
+        for n in range(3)
+    ]
     assert len(walk_pages(client.folders.files.list(made[0].id, limit=2))) == 3
     for _ in range(1200):  # the files' jobs, on the queue
         statuses = {f.processing_status for f in client.folders.files.list(made[0].id)}
@@ -481,7 +508,9 @@ def test_the_context_overview_is_letta_s_shape(client: Letta, stack: Stack) -> N
     ContextWindowOverview and its Message list (both forbid others); it sent the agent's
     archive id and each message's organization and sequence."""
     agent = client.agents.create(llm_config=LLM)  # type: ignore[arg-type]
-    answer = httpx.get(f"{stack.url}/v1/agents/{agent.id}/context",
-                       headers={"Authorization": f"Bearer {stack.key}"})  # fmt: skip
+    answer = httpx.get(
+        f"{stack.url}/v1/agents/{agent.id}/context",
+        headers={"Authorization": f"Bearer {stack.key}"},
+    )
     assert answer.status_code == 200 and answer.json()["messages"]
     held_to_letta_shapes(answer)  # the fixture's teardown fails on any violation

@@ -41,8 +41,11 @@ def test_health_and_other_agents_answer_while_an_embedding_takes_long(stack: Sta
 
     stack.runtime.engine._embedder_for = embedder_for  # the engine's injection point
     answers: list[httpx.Response] = []
-    slow = threading.Thread(target=lambda: answers.append(http.post(
-        f"/v1/agents/{agent['id']}/archival-memory", json={"text": "tea at five"})))  # fmt: skip
+    slow = threading.Thread(
+        target=lambda: answers.append(
+            http.post(f"/v1/agents/{agent['id']}/archival-memory", json={"text": "tea at five"})
+        )
+    )
     slow.start()
     try:
         assert gated.entered.wait(30), answers

@@ -68,8 +68,13 @@ def test_each_step_is_sent_when_it_commits_not_when_the_turn_ends(stack: Stack) 
     for event in client.agents.messages.stream(agent.id, input="tea?"):
         seen.append((time.monotonic() - started, event.message_type))
     kinds = [k for _, k in seen]
-    assert kinds == ["tool_call_message", "tool_return_message", "assistant_message",
-                     "stop_reason", "usage_statistics"]  # fmt: skip
+    assert kinds == [
+        "tool_call_message",
+        "tool_return_message",
+        "assistant_message",
+        "stop_reason",
+        "usage_statistics",
+    ]
     # The first step's call and return came before the second step's model answered.
     assert seen[1][0] < 1.0 and seen[-1][0] >= 1.5
 
@@ -106,8 +111,9 @@ def test_anthropic_tool_call_arguments_stream_and_add_up_to_the_stored_call(
 ) -> None:
     client = stack.client()
     agent = client.agents.create(llm_config=CLAUDE)  # type: ignore[arg-type]
-    stack.fake.reply("", call("archival_memory_search", query="green tea from Uji"),
-                     reasoning="Look it up.")  # fmt: skip
+    stack.fake.reply(
+        "", call("archival_memory_search", query="green tea from Uji"), reasoning="Look it up."
+    )
     stack.fake.reply("Found it.")
     got = events(raw_stream(stack, agent.id, {"input": "tea?", "stream_tokens": True}))
     calls = [e for e in got if e["message_type"] == "tool_call_message"]
@@ -174,12 +180,17 @@ def test_approvals_stream_as_in_letta(stack: Stack) -> None:
     assert asked[-2]["stop_reason"] == "requires_approval"
     call_id = requests[0]["tool_call"]["tool_call_id"]
     stack.fake.reply("Noted.")
-    answer = {"messages": [{"type": "approval", "approvals": [
-        {"type": "approval", "tool_call_id": call_id, "approve": True}]}]}  # fmt: skip
+    answer = {
+        "messages": [
+            {
+                "type": "approval",
+                "approvals": [{"type": "approval", "tool_call_id": call_id, "approve": True}],
+            }
+        ]
+    }
     after = events(raw_stream(stack, agent.id, answer))
     kinds = [e["message_type"] for e in after]
-    assert kinds == ["tool_return_message", "assistant_message", "stop_reason",
-                     "usage_statistics"]  # fmt: skip
+    assert kinds == ["tool_return_message", "assistant_message", "stop_reason", "usage_statistics"]
     assert after[0]["status"] == "success" and after[-2]["stop_reason"] == "end_turn"
 
 

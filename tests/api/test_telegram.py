@@ -45,15 +45,19 @@ def stack(db: Database, telegram: FakeTelegram) -> Iterator[Stack]:
 
 
 def api(stack: Stack) -> httpx.Client:
-    return httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"},
-                        timeout=60)  # fmt: skip
+    return httpx.Client(
+        base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=60
+    )
 
 
 def connect(stack: Stack, mode: str = "agent_per_chat", **agent: Any) -> tuple[str, str]:
     """A template agent and a bot connected to it; returns (agent id, bot id)."""
     http = api(stack)
-    body = {"llm_config": LLM, "memory_blocks": [{"label": "persona", "value": "A trail guide."}],
-            **agent}  # fmt: skip
+    body = {
+        "llm_config": LLM,
+        "memory_blocks": [{"label": "persona", "value": "A trail guide."}],
+        **agent,
+    }
     agent_id = http.post("/v1/agents/", json=body).json()["id"]
     made = http.post(
         "/v1/telegram/bots",
@@ -84,8 +88,10 @@ def test_connecting_a_bot_sets_its_webhook_and_never_shows_its_token(
     assert row is not None and TOKEN.encode() not in bytes(row["token_sealed"])
     assert secret not in json.dumps(row, default=str)
     other = stack_other_org_client(stack)  # another organization sees nothing of it
-    theirs = httpx.get(f"{stack.url}/v1/telegram/bots/{bot_id}",
-                       headers={"Authorization": f"Bearer {other.api_key}"})  # fmt: skip
+    theirs = httpx.get(
+        f"{stack.url}/v1/telegram/bots/{bot_id}",
+        headers={"Authorization": f"Bearer {other.api_key}"},
+    )
     assert theirs.status_code == 404
     assert http.delete(f"/v1/telegram/bots/{bot_id}").status_code == 204
     assert telegram.webhook == {} and http.get("/v1/telegram/bots").json() == []
@@ -97,13 +103,18 @@ def test_a_token_telegram_refuses_is_a_400_and_nothing_is_kept(
     http = api(stack)
     agent_id = http.post("/v1/agents/", json={"llm_config": LLM}).json()["id"]
     wrong = "7000000002:AAzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
-    made = http.post("/v1/telegram/bots", json={"agent_id": agent_id, "token": wrong,
-                                                "webhook_base_url": stack.url})  # fmt: skip
+    made = http.post(
+        "/v1/telegram/bots",
+        json={"agent_id": agent_id, "token": wrong, "webhook_base_url": stack.url},
+    )
     assert made.status_code == 400 and "token" in made.text and "Unauthorized" in made.text
-    telegram.failures["setWebhook"] = [(400, "Bad Request: bad webhook: HTTPS url must be "
-                                             "provided for webhook")]  # fmt: skip
-    refused = http.post("/v1/telegram/bots", json={"agent_id": agent_id, "token": TOKEN,
-                                                   "webhook_base_url": stack.url})  # fmt: skip
+    telegram.failures["setWebhook"] = [
+        (400, "Bad Request: bad webhook: HTTPS url must be provided for webhook")
+    ]
+    refused = http.post(
+        "/v1/telegram/bots",
+        json={"agent_id": agent_id, "token": TOKEN, "webhook_base_url": stack.url},
+    )
     assert refused.status_code == 400 and "HTTPS url" in refused.text
     malformed = http.post(
         "/v1/telegram/bots",
@@ -168,9 +179,12 @@ def test_in_a_group_the_bot_answers_only_when_addressed(
     chatter = telegram.deliver(group_message("anyone seen the map?"))
     assert chatter.json()["done"] == "ignored: not addressed to the bot"
     handle = f"@{BOT_USERNAME}"
-    mention = group_message(f"{handle} where is the map?", user_id=43, first_name="Bo",
-                            entities=[{"type": "mention", "offset": 0,
-                                       "length": len(handle)}])  # fmt: skip
+    mention = group_message(
+        f"{handle} where is the map?",
+        user_id=43,
+        first_name="Bo",
+        entities=[{"type": "mention", "offset": 0, "length": len(handle)}],
+    )
     assert telegram.deliver(mention).json()["done"].startswith("started")
     wait_until(lambda: len(telegram.sent()) == 1)
     reply_to_bot = group_message(
@@ -193,10 +207,14 @@ def test_a_photo_reaches_the_model_as_an_image(stack: Stack, telegram: FakeTeleg
     connect(stack)
     telegram.files["photo-big"] = PNG
     stack.fake.reply("A fine ridge.")
-    photo = private_message("", photo=[
-        {"file_id": "photo-small", "width": 90, "height": 60, "file_size": 10},
-        {"file_id": "photo-big", "width": 1280, "height": 853, "file_size": len(PNG)},
-    ], caption="Our view")  # fmt: skip
+    photo = private_message(
+        "",
+        photo=[
+            {"file_id": "photo-small", "width": 90, "height": 60, "file_size": 10},
+            {"file_id": "photo-big", "width": 1280, "height": 853, "file_size": len(PNG)},
+        ],
+        caption="Our view",
+    )
     photo.pop("text")
     assert telegram.deliver(photo).json()["done"].startswith("started")
     wait_until(lambda: len(telegram.sent()) == 1)
@@ -226,8 +244,9 @@ def test_a_photo_too_large_to_read_is_said_not_dropped(
     assert "too large to read" in user_texts(stack.fake.requests[0])[-1]
     assert [c for c in telegram.calls if c.method == "getFile"] == []
     telegram.files["sticker-1"] = b"<html>not a picture</html>"
-    sticker = private_message("", sticker={"file_id": "sticker-1", "is_animated": False,
-                                           "is_video": False})  # fmt: skip
+    sticker = private_message(
+        "", sticker={"file_id": "sticker-1", "is_animated": False, "is_video": False}
+    )
     sticker.pop("text")
     sticker["message_id"] += 1
     answer = telegram.deliver(sticker, update_id=99)

@@ -71,9 +71,13 @@ def test_a_tool_made_from_an_args_schema_takes_its_parameters_from_it(stack: Sta
     params = schema["parameters"]
     assert params["required"] == ["data", "quantity_change"]
     assert params["properties"]["quantity_change"] == {
-        "type": "integer", "description": "By how much the stock moves."}  # fmt: skip
+        "type": "integer",
+        "description": "By how much the stock moves.",
+    }
     assert params["properties"]["warehouse"] == {
-        "type": "string", "description": "Where, if not the main one."}  # fmt: skip
+        "type": "string",
+        "description": "Where, if not the main one.",
+    }
     data = params["properties"]["data"]
     # The nested models are written out where their $ref was.
     assert data["type"] == "object" and data["description"] == "The entry to record."
@@ -90,14 +94,18 @@ def test_a_tool_made_from_an_args_schema_takes_its_parameters_from_it(stack: Sta
     assert item["properties"]["note"] == {"type": "string", "description": "Anything else."}
     assert tool.args_json_schema == InventoryChange.model_json_schema()
     # Changing only the args schema writes the schema again from it.
-    again = client.tools.update(tool.id, args_json_schema={
-        "properties": {"n": {"type": "integer"}}, "required": ["n"]})  # fmt: skip
+    again = client.tools.update(
+        tool.id, args_json_schema={"properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    )
     assert again.json_schema == {
-        "name": "manage_inventory", "description": "The manage_inventory tool",
-        "parameters": {"type": "object", "properties": {"n": {"type": "integer",
-                                                              "description": ""}},
-                       "required": ["n"]},
-    }  # fmt: skip
+        "name": "manage_inventory",
+        "description": "The manage_inventory tool",
+        "parameters": {
+            "type": "object",
+            "properties": {"n": {"type": "integer", "description": ""}},
+            "required": ["n"],
+        },
+    }
 
 
 @pytest.mark.parametrize(
@@ -105,11 +113,16 @@ def test_a_tool_made_from_an_args_schema_takes_its_parameters_from_it(stack: Sta
     [
         ({"properties": {"x": {"$ref": "#/$defs/Nope"}}}, "names nothing under `$defs`"),
         ({"properties": {"x": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}}, "union"),
-        ({"properties": {"x": {"$ref": "#/$defs/L"}},
-          "$defs": {"L": {"properties": {"next": {"$ref": "#/$defs/L"}}}}}, "contains itself"),
+        (
+            {
+                "properties": {"x": {"$ref": "#/$defs/L"}},
+                "$defs": {"L": {"properties": {"next": {"$ref": "#/$defs/L"}}}},
+            },
+            "contains itself",
+        ),
         ({"properties": "x"}, "needs `properties`"),
     ],
-)  # fmt: skip
+)
 def test_an_args_schema_it_cannot_use_is_a_400_naming_the_field(
     stack: Stack, args_schema: dict[str, Any], named: str
 ) -> None:
@@ -152,15 +165,19 @@ def test_an_agents_repeated_tool_rules_are_kept_once(stack: Stack) -> None:
     rules: list[dict[str, Any]] = [
         {"type": "exit_loop", "tool_name": "send_message"},
         {"type": "exit_loop", "tool_name": "send_message", "prompt_template": "another"},
-        {"type": "max_count_per_step", "tool_name": "archival_memory_search",
-         "max_count_limit": 2},
-        {"type": "max_count_per_step", "tool_name": "archival_memory_search",
-         "max_count_limit": 3},
-        {"type": "constrain_child_tools", "tool_name": "conversation_search",
-         "children": ["send_message", "archival_memory_search"]},
-        {"type": "constrain_child_tools", "tool_name": "conversation_search",
-         "children": ["archival_memory_search", "send_message"]},
-    ]  # fmt: skip
+        {"type": "max_count_per_step", "tool_name": "archival_memory_search", "max_count_limit": 2},
+        {"type": "max_count_per_step", "tool_name": "archival_memory_search", "max_count_limit": 3},
+        {
+            "type": "constrain_child_tools",
+            "tool_name": "conversation_search",
+            "children": ["send_message", "archival_memory_search"],
+        },
+        {
+            "type": "constrain_child_tools",
+            "tool_name": "conversation_search",
+            "children": ["archival_memory_search", "send_message"],
+        },
+    ]
     agent = client.agents.create(llm_config=LLM, tool_rules=rules)  # type: ignore[arg-type]
     kept = [
         (r.type, r.tool_name, getattr(r, "max_count_limit", None)) for r in agent.tool_rules or []

@@ -23,9 +23,10 @@ TRANSCRIPT = """Store what matters from these lines.
 
 def agent(client: Letta) -> Any:
     return client.agents.create(
-        llm_config=LLM, tools=TOOLS,  # type: ignore[arg-type]
+        llm_config=LLM,
+        tools=TOOLS,  # type: ignore[arg-type]
         memory_blocks=[{"label": "human", "value": "Unknown user."}],
-    )  # fmt: skip
+    )
 
 
 def test_rethink_rewrites_the_user_block_and_finish_ends_the_turn(stack: Stack) -> None:
@@ -75,9 +76,15 @@ def test_stored_chunks_are_the_numbered_lines_and_search_finds_them(stack: Stack
 def test_a_chunk_outside_the_transcript_is_an_error_the_model_reads(stack: Stack) -> None:
     client = stack.client()
     a = agent(client)
-    stack.fake.reply("", call("store_memories", chunks=[
-        {"start_index": 7, "end_index": 9, "context": "nothing there"},
-    ]))  # fmt: skip
+    stack.fake.reply(
+        "",
+        call(
+            "store_memories",
+            chunks=[
+                {"start_index": 7, "end_index": 9, "context": "nothing there"},
+            ],
+        ),
+    )
     stack.fake.reply("oops")
     failed = tool_return(client.agents.messages.create(a.id, input=TRANSCRIPT))
     assert failed.status == "error"  # type: ignore[attr-defined]

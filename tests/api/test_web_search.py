@@ -29,11 +29,23 @@ def exa() -> Iterator[tuple[str, list[dict[str, Any]]]]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append({"path": self.path, "key": self.headers.get("x-api-key"), "body": body})
-            answer = {"requestId": "r1", "resolvedSearchType": "neural", "results": [{
-                "id": "https://stones.example/cairns", "url": "https://stones.example/cairns",
-                "title": "Cairns", "author": "Ada", "publishedDate": "2026-01-02",
-                "text": "Full text.", "highlights": ["Stacked stones mark trails."],
-                "highlightScores": [0.9], "summary": "About cairns."}]}  # fmt: skip
+            answer = {
+                "requestId": "r1",
+                "resolvedSearchType": "neural",
+                "results": [
+                    {
+                        "id": "https://stones.example/cairns",
+                        "url": "https://stones.example/cairns",
+                        "title": "Cairns",
+                        "author": "Ada",
+                        "publishedDate": "2026-01-02",
+                        "text": "Full text.",
+                        "highlights": ["Stacked stones mark trails."],
+                        "highlightScores": [0.9],
+                        "summary": "About cairns.",
+                    }
+                ],
+            }
             data = json.dumps(answer).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -56,8 +68,9 @@ def exa() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 def searched(stack: Stack, **agent: Any) -> Any:
     client = stack.client()
     made = client.agents.create(llm_config=LLM, tools=["web_search"], **agent)  # type: ignore[arg-type]
-    stack.fake.reply("", call("web_search", query="cairns", num_results=3,
-                              include_domains=["stones.example"]))  # fmt: skip
+    stack.fake.reply(
+        "", call("web_search", query="cairns", num_results=3, include_domains=["stones.example"])
+    )
     stack.fake.reply("found")
     return tool_return(client.agents.messages.create(made.id, input="search"))
 
@@ -71,14 +84,21 @@ def test_the_agents_key_is_used_and_the_answer_is_letta_s(
     assert ret.status == "success"
     shown = ast.literal_eval(ret.tool_return)
     assert shown["query"] == "cairns"
-    assert shown["results"] == [{"title": "Cairns", "url": "https://stones.example/cairns",
-                                 "published_date": "2026-01-02", "author": "Ada",
-                                 "highlights": ["Stacked stones mark trails."],
-                                 "summary": "About cairns."}]  # fmt: skip
+    assert shown["results"] == [
+        {
+            "title": "Cairns",
+            "url": "https://stones.example/cairns",
+            "published_date": "2026-01-02",
+            "author": "Ada",
+            "highlights": ["Stacked stones mark trails."],
+            "summary": "About cairns.",
+        }
+    ]
     (request,) = seen
     assert request["path"] == "/search" and request["key"] == "agent-key"
     assert request["body"]["numResults"] == 3 and request["body"]["includeDomains"] == [
-        "stones.example"]  # fmt: skip
+        "stones.example"
+    ]
 
 
 def test_the_servers_key_serves_agents_without_one_and_none_is_a_clear_error(

@@ -31,8 +31,11 @@ from tests.e2e.test_local_stack import free_port, wait_for_health
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 
 KEY = "sk-cairn-crash-load"
-EMBEDDING = {"embedding_endpoint_type": "hugging-face", "embedding_model": "cairn-hash",
-             "embedding_dim": 384}  # fmt: skip
+EMBEDDING = {
+    "embedding_endpoint_type": "hugging-face",
+    "embedding_model": "cairn-hash",
+    "embedding_dim": 384,
+}
 TERMINAL = ("completed", "failed", "cancelled")
 
 
@@ -61,10 +64,13 @@ def answers(request: Recorded) -> Reply:
         if message["role"] != "user":
             break
         told.insert(0, str(message["content"]))
-    facts = [t.split("remember ")[-1].split('"')[0].split("'")[0] for t in told
-             if "remember " in t]  # fmt: skip
-    return Reply(tool_calls=[call("memory_insert", label="human", new_str="\n".join(facts)),
-                             call("conversation_search", query=facts[-1])])  # fmt: skip
+    facts = [t.split("remember ")[-1].split('"')[0].split("'")[0] for t in told if "remember " in t]
+    return Reply(
+        tool_calls=[
+            call("memory_insert", label="human", new_str="\n".join(facts)),
+            call("conversation_search", query=facts[-1]),
+        ]
+    )
 
 
 class Process:
@@ -78,9 +84,14 @@ class Process:
 
     def start(self) -> str:
         env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-        env.update(CAIRN_DATA_DIR=str(self.data_dir), CAIRN_PORT=str(self.port),
-                   CAIRN_API_KEY=KEY, OPENAI_API_KEY="sk-test", CAIRN_LLM_MAX_RETRIES="0",
-                   OPENAI_BASE_URL=f"{self.fake.base_url}/v1")  # fmt: skip
+        env.update(
+            CAIRN_DATA_DIR=str(self.data_dir),
+            CAIRN_PORT=str(self.port),
+            CAIRN_API_KEY=KEY,
+            OPENAI_API_KEY="sk-test",
+            CAIRN_LLM_MAX_RETRIES="0",
+            OPENAI_BASE_URL=f"{self.fake.base_url}/v1",
+        )
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "cairn.local"], env=env, stdout=out, stderr=out
@@ -107,15 +118,31 @@ class Process:
 
 
 def run_scenario(
-    folder: Path, *, seed: int, agents: int, sends: int, kills: int, crawlers: int = 2,
-    burn_cores: int = 1, end_within: float = 120.0, coalescers: int = 0, burst: int = 3,
-) -> Outcome:  # fmt: skip
+    folder: Path,
+    *,
+    seed: int,
+    agents: int,
+    sends: int,
+    kills: int,
+    crawlers: int = 2,
+    burn_cores: int = 1,
+    end_within: float = 120.0,
+    coalescers: int = 0,
+    burst: int = 3,
+) -> Outcome:
     rng = random.Random(seed)
     outcome = Outcome()
     headers = {"Authorization": f"Bearer {KEY}"}
-    burners = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 900\n"
-                                 "while time.time() < end: pass"])
-               for _ in range(burn_cores)]  # fmt: skip
+    burners = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import time\nend = time.time() + 900\nwhile time.time() < end: pass",
+            ]
+        )
+        for _ in range(burn_cores)
+    ]
     with FakeLLM() as fake:
         fake.when(lambda _: True, answers)
         stack = Process(folder / "cairn", fake)
@@ -124,8 +151,10 @@ def run_scenario(
             http = httpx.Client(base_url=url, headers=headers, timeout=60)
             senders = [_agent(http, f"Sender{i}") for i in range(agents)]
             slow = [_agent(http, f"Crawler{i}") for i in range(crawlers)]
-            joiners = [_agent(http, f"Coalescer{i}", {"cairn_coalesce_seconds": 1.0})
-                       for i in range(coalescers)]  # fmt: skip
+            joiners = [
+                _agent(http, f"Coalescer{i}", {"cairn_coalesce_seconds": 1.0})
+                for i in range(coalescers)
+            ]
             outcome.facts_of = {a: [] for a in [*senders, *joiners]}
             lock = threading.Lock()
             plan = [(a, n) for n in range(sends) for a in senders]
@@ -133,12 +162,16 @@ def run_scenario(
             for round_no, batch in enumerate(rounds):
                 # A burst to each coalescing agent, sent together: most of it joins one turn.
                 batch = batch + [(a, round_no * burst + k) for a in joiners for k in range(burst)]
-                threads = [threading.Thread(target=_send, args=(url, headers, a, n, i % 3 == 0,
-                                                                 outcome, lock))
-                           for i, (a, n) in enumerate(batch)]  # fmt: skip
-                threads += [threading.Thread(target=_send, args=(url, headers, a, -1, False,
-                                                                 outcome, lock))
-                            for a in slow]  # fmt: skip
+                threads = [
+                    threading.Thread(
+                        target=_send, args=(url, headers, a, n, i % 3 == 0, outcome, lock)
+                    )
+                    for i, (a, n) in enumerate(batch)
+                ]
+                threads += [
+                    threading.Thread(target=_send, args=(url, headers, a, -1, False, outcome, lock))
+                    for a in slow
+                ]
                 started = time.monotonic()
                 for thread in threads:
                     thread.start()
@@ -178,16 +211,27 @@ def run_scenario(
 
 
 def _agent(http: httpx.Client, name: str, metadata: dict[str, Any] | None = None) -> str:
-    body = {"name": name, "model": "openai/gpt-test", "embedding_config": EMBEDDING,
-            "memory_blocks": [{"label": "human", "value": name, "limit": 20000}],
-            "metadata": metadata or {}}  # fmt: skip
+    body = {
+        "name": name,
+        "model": "openai/gpt-test",
+        "embedding_config": EMBEDDING,
+        "memory_blocks": [{"label": "human", "value": name, "limit": 20000}],
+        "metadata": metadata or {},
+    }
     made = http.post("/v1/agents/", json=body)
     made.raise_for_status()
     return str(made.json()["id"])
 
 
-def _send(url: str, headers: dict[str, str], agent_id: str, n: int, sync: bool,
-          outcome: Outcome, lock: threading.Lock) -> None:  # fmt: skip
+def _send(
+    url: str,
+    headers: dict[str, str],
+    agent_id: str,
+    n: int,
+    sync: bool,
+    outcome: Outcome,
+    lock: threading.Lock,
+) -> None:
     fact = f"fact-{agent_id[-6:]}-{n}" if n >= 0 else ""
     text = f"remember {fact}" if fact else "CRAWL along"
     path = f"/v1/agents/{agent_id}/messages" + ("" if sync else "/async")
@@ -200,8 +244,11 @@ def _send(url: str, headers: dict[str, str], agent_id: str, n: int, sync: bool,
         with lock:
             outcome.refused += 1
         return
-    body = answer.json() if answer.headers.get("content-type", "").startswith("application/json") \
-        else {}  # fmt: skip
+    body = (
+        answer.json()
+        if answer.headers.get("content-type", "").startswith("application/json")
+        else {}
+    )
     # 202: the run; 200: Letta's response, whose messages name their run.
     run_id = body.get("id") or next(
         (m.get("run_id") for m in body.get("messages") or () if m.get("run_id")), None
@@ -264,11 +311,15 @@ def problems(outcome: Outcome) -> list[str]:
             and outcome.runs.get(r, {}).get("agent_id") == agent_id
             and outcome.runs[r]["status"] == "completed"
         ]
-        found += [f"{fact} (its run completed) is not in memory" for fact in answered
-                  if lines.count(fact) != 1]  # fmt: skip
+        found += [
+            f"{fact} (its run completed) is not in memory"
+            for fact in answered
+            if lines.count(fact) != 1
+        ]
         facts = [line for line in lines if line.startswith("fact-")]
-        messages = sum(told(outcome.kinds.get(r["id"])) for r in theirs
-                       if r["status"] == "completed")  # fmt: skip
+        messages = sum(
+            told(outcome.kinds.get(r["id"])) for r in theirs if r["status"] == "completed"
+        )
         if len(facts) != messages:
             found.append(f"{agent_id}: {len(facts)} facts in memory, {messages} told in turns")
     return found

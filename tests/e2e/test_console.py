@@ -49,12 +49,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeL
         fake.when(lambda _: True, answer)
         port = free_port()
         env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-        env.update(CAIRN_DATA_DIR=str(folder / "data"), CAIRN_PORT=str(port), CAIRN_API_KEY=KEY,
-                   OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"{fake.base_url}/v1",
-                   CAIRN_LLM_MAX_RETRIES="0", CAIRN_PROVIDER_TRACES="true")  # fmt: skip
+        env.update(
+            CAIRN_DATA_DIR=str(folder / "data"),
+            CAIRN_PORT=str(port),
+            CAIRN_API_KEY=KEY,
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=f"{fake.base_url}/v1",
+            CAIRN_LLM_MAX_RETRIES="0",
+            CAIRN_PROVIDER_TRACES="true",
+        )
         with open(folder / "stack.log", "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "cairn.local"], env=env,
-                                    stdout=log, stderr=log)  # fmt: skip
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "cairn.local"], env=env, stdout=log, stderr=log
+            )
         try:
             wait_for_health(port, proc, timeout=180)  # type: ignore[arg-type]
             yield f"http://127.0.0.1:{port}", fake
@@ -74,8 +81,13 @@ def browser() -> Iterator[Any]:
     assert CHROMIUM and DRIVER, "make test installs Debian's chromium and chromium-driver"
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                 "--window-size=1280,1000", "--disable-gpu"):  # fmt: skip
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+        "--disable-gpu",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(DRIVER))
     driver.set_page_load_timeout(60)
@@ -115,8 +127,11 @@ def accessible(driver: Any, page: str) -> None:
     axe = Axe(driver)
     axe.inject()
     found = axe.run()
-    bad = [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
-           for v in found["violations"] if v["impact"] in ("serious", "critical")]  # fmt: skip
+    bad = [
+        (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
+        for v in found["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
     assert bad == [], f"{page}: {bad}"
 
 
@@ -128,16 +143,26 @@ def labelled(driver: Any, label: str) -> Any:
     """The form control a visible label names (as a person finds it)."""
     for_id = driver.execute_script(
         "return [...document.querySelectorAll('label')].find(l => l.textContent.trim() === "
-        "arguments[0])?.htmlFor", label)  # fmt: skip
+        "arguments[0])?.htmlFor",
+        label,
+    )
     assert for_id, f"no label {label!r}"
     return driver.find_element("id", for_id)
 
 
 def button(driver: Any, text: str) -> Any:
     """The button a person would press: shown, enabled, by its words."""
-    return until(driver, lambda d: next((b for b in d.find_elements("tag name", "button")
-                                         if b.text.strip() == text and b.is_displayed()
-                                         and b.is_enabled()), None))  # fmt: skip
+    return until(
+        driver,
+        lambda d: next(
+            (
+                b
+                for b in d.find_elements("tag name", "button")
+                if b.text.strip() == text and b.is_displayed() and b.is_enabled()
+            ),
+            None,
+        ),
+    )
 
 
 def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_path: Path) -> None:
@@ -168,13 +193,18 @@ def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_pa
 
     # Search by name and tag, and delete from the list (after a confirmation).
     http = api(url)
-    http.post("/v1/agents/", json={"name": "Old scout", "model": "openai/gpt-test",
-                                   "tags": ["retired"]})  # fmt: skip
+    http.post(
+        "/v1/agents/", json={"name": "Old scout", "model": "openai/gpt-test", "tags": ["retired"]}
+    )
     d.refresh()
     page_is(d, "agents")
     labelled(d, "Tag").send_keys("retired" + Keys.ENTER)
-    until(d, lambda d: [a.text for a in d.find_elements("css selector", "main table a")]
-          == ["Old scout"])  # fmt: skip
+    until(
+        d,
+        lambda d: (
+            [a.text for a in d.find_elements("css selector", "main table a")] == ["Old scout"]
+        ),
+    )
     button(d, "Delete").click()
     d.switch_to.alert.accept()
     until(d, lambda d: "No agents match." in d.page_source)
@@ -203,8 +233,9 @@ def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_pa
     until(d, lambda d: "Saved" in d.page_source)
     block = http.get(f"/v1/agents/{agent_id}/core-memory/blocks/persona").json()
     assert block["value"] == "I guide hikers on the north ridge."
-    http.patch(f"/v1/agents/{agent_id}/core-memory/blocks/persona",
-               json={"value": "Edited elsewhere."})  # fmt: skip
+    http.patch(
+        f"/v1/agents/{agent_id}/core-memory/blocks/persona", json={"value": "Edited elsewhere."}
+    )
     persona.send_keys(" Mine.")
     button(d, "Save persona").click()
     conflict = until(
@@ -230,8 +261,13 @@ def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_pa
     d.refresh()
     page_is(d, "agent")
     labelled(d, "Search passages").send_keys("water" + Keys.ENTER)
-    until(d, lambda d: "Water at the second cairn." in by_css(d, "[aria-labelledby=archival]").text
-          and "Camp below" not in by_css(d, "[aria-labelledby=archival]").text)  # fmt: skip
+    until(
+        d,
+        lambda d: (
+            "Water at the second cairn." in by_css(d, "[aria-labelledby=archival]").text
+            and "Camp below" not in by_css(d, "[aria-labelledby=archival]").text
+        ),
+    )
 
     # Chat: the answer streams in, piece by piece.
     d.get(f"{url}/console#/agents/{agent_id}/chat")
@@ -247,7 +283,8 @@ def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_pa
     def grown(d: Any) -> bool:
         shown = d.execute_script(
             "return [...document.querySelectorAll('li.assistant_message .content')].map(e => "
-            "e.textContent).pop() || ''")  # fmt: skip
+            "e.textContent).pop() || ''"
+        )
         if shown and (not seen or seen[-1] != shown):
             seen.append(shown)
         return shown == "".join(STREAMED)
@@ -261,8 +298,9 @@ def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_pa
     assert d.find_elements("css selector", "li.user_message img.attached")
 
     # An approval: the agent's call waits; Approve runs it and the turn goes on.
-    http.patch(f"/v1/agents/{agent_id}/tools/approval/memory_insert",
-               params={"requires_approval": True})  # fmt: skip
+    http.patch(
+        f"/v1/agents/{agent_id}/tools/approval/memory_insert", params={"requires_approval": True}
+    )
     labelled(d, "Message").send_keys("please file this")
     button(d, "Send").click()
     approve = button(d, "Approve memory_insert")
@@ -295,14 +333,24 @@ def test_an_agent_of_1000_messages_renders_quickly(
     http = api(url)
     # Its messages are not embedded: 1,000 embeddings on the local model would share the
     # two cores with the pages being timed.
-    body = {"name": "Long talk", "model": "openai/gpt-test", "context_window_limit": 1_000_000,
-            "metadata": {"cairn_message_embeddings": False}}  # fmt: skip
+    body = {
+        "name": "Long talk",
+        "model": "openai/gpt-test",
+        "context_window_limit": 1_000_000,
+        "metadata": {"cairn_message_embeddings": False},
+    }
     agent = http.post("/v1/agents/", json=body).json()
-    said = [{"role": "user" if n % 2 == 0 else "assistant",
-             "content": f"Message {n}: the ridge, the trail and the weather again."}
-            for n in range(1000)]  # fmt: skip
-    captured = http.post(f"/v1/agents/{agent['id']}/messages/capture",
-                         json={"messages": said, "add_to_context": True})  # fmt: skip
+    said = [
+        {
+            "role": "user" if n % 2 == 0 else "assistant",
+            "content": f"Message {n}: the ridge, the trail and the weather again.",
+        }
+        for n in range(1000)
+    ]
+    captured = http.post(
+        f"/v1/agents/{agent['id']}/messages/capture",
+        json={"messages": said, "add_to_context": True},
+    )
     assert captured.status_code == 200, captured.text
     d = browser
     d.get(f"{url}/console")

@@ -28,10 +28,19 @@ from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 KEY = "sk-cairn-crash"
 # Every point a step passes (cairn.faults); a crash at each must lose and repeat nothing.
 # The hash embedder: loading a real one on every restart would cost seconds each time.
-EMBEDDING = {"embedding_endpoint_type": "hugging-face", "embedding_model": "cairn-hash",
-             "embedding_dim": 384}  # fmt: skip
-STEP_POINTS = ["before_llm", "after_journal", "between_tools", "before_commit", "inside_commit",
-               "after_commit"]  # fmt: skip
+EMBEDDING = {
+    "embedding_endpoint_type": "hugging-face",
+    "embedding_model": "cairn-hash",
+    "embedding_dim": 384,
+}
+STEP_POINTS = [
+    "before_llm",
+    "after_journal",
+    "between_tools",
+    "before_commit",
+    "inside_commit",
+    "after_commit",
+]
 
 # Two parallel calls are one tool call message and one tool return message, as in Letta.
 ONE_TURN = ["user_message", "tool_call_message", "tool_return_message", "assistant_message"]
@@ -44,9 +53,13 @@ class Stack:
         self.outputs: list[str] = []
 
     def start(self, crash_at: str | None = None) -> Letta:
-        env = {"CAIRN_API_KEY": KEY, "OPENAI_API_KEY": "sk-test",
-               "OPENAI_BASE_URL": f"{self.fake.base_url}/v1", "CAIRN_LLM_MAX_RETRIES": "0",
-               "CAIRN_SLEEPTIME_RUN_TIMEOUT_SECONDS": "20"}  # fmt: skip
+        env = {
+            "CAIRN_API_KEY": KEY,
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": f"{self.fake.base_url}/v1",
+            "CAIRN_LLM_MAX_RETRIES": "0",
+            "CAIRN_SLEEPTIME_RUN_TIMEOUT_SECONDS": "20",
+        }
         if crash_at:
             env["CAIRN_LOCAL_CRASH_AT"] = crash_at
         self.proc = start(self.data_dir, self.port, **env)
@@ -59,8 +72,9 @@ class Stack:
         )
         self._reader.start()
         wait_for_health(self.port, self.proc)
-        return Letta(base_url=f"http://127.0.0.1:{self.port}", api_key=KEY, max_retries=0,
-                     timeout=60)  # fmt: skip
+        return Letta(
+            base_url=f"http://127.0.0.1:{self.port}", api_key=KEY, max_retries=0, timeout=60
+        )
 
     def killed(self, timeout: float = 60) -> str:
         """Wait for the armed crash (or SIGKILL now if none is armed); returns the output."""
@@ -142,8 +156,11 @@ def eventually(probe: Callable[[], Any], timeout: float = 60) -> Any:
 
 
 def ended(client: Letta, run_id: str) -> Any:
-    return eventually(lambda: (r := client.runs.retrieve(run_id)).status in
-                      ("completed", "failed", "cancelled") and r)  # fmt: skip
+    return eventually(
+        lambda: (
+            (r := client.runs.retrieve(run_id)).status in ("completed", "failed", "cancelled") and r
+        )
+    )
 
 
 def kinds(client: Letta, run_id: str) -> list[str]:
@@ -189,9 +206,21 @@ def test_every_run_ends_with_every_effect_once_whatever_the_kill(stack: Stack) -
     request = next(m for m in asked.messages if m.message_type == "approval_request_message")
     stack.kill()  # while the approval waits: its workflow dies with the process
     client = stack.start(crash_at="inside_commit")
-    answer = client.agents.messages.create_async(gated.id, messages=[{  # type: ignore[list-item]
-        "type": "approval", "approvals": [{"type": "approval", "approve": True,
-                                           "tool_call_id": request.tool_call.tool_call_id}]}])  # type: ignore[union-attr]  # fmt: skip
+    answer = client.agents.messages.create_async(
+        gated.id,
+        messages=[
+            {  # type: ignore[list-item]
+                "type": "approval",
+                "approvals": [
+                    {
+                        "type": "approval",
+                        "approve": True,
+                        "tool_call_id": request.tool_call.tool_call_id,
+                    }
+                ],
+            }
+        ],
+    )  # type: ignore[union-attr]
     assert "crashing at inside_commit" in stack.killed()
     assert "'workflows': 1" in stack.outputs[-1]  # the approval wait was started again
     client = stack.start()
@@ -226,8 +255,11 @@ def test_a_stream_killed_midway_ends_its_run_after_the_restart(stack: Stack) -> 
 
     client = stack.start()
     agent = new_agent(client, "Ada")
-    stack.fake.reply("", call("memory_insert", label="human", new_str="likes tea"),
-                     call("conversation_search", query="tea"))  # fmt: skip
+    stack.fake.reply(
+        "",
+        call("memory_insert", label="human", new_str="likes tea"),
+        call("conversation_search", query="tea"),
+    )
     stack.fake.reply("Saved.", delay=30)  # the model still thinking when the stack dies
     url = f"http://127.0.0.1:{stack.port}/v1/agents/{agent.id}/messages/stream"
     seen: list[dict[str, Any]] = []
@@ -238,7 +270,7 @@ def test_a_stream_killed_midway_ends_its_run_after_the_restart(stack: Stack) -> 
             url,
             headers={"Authorization": f"Bearer {KEY}"},
             json={"input": "remember likes tea"},
-        ) as answer,  # fmt: skip
+        ) as answer,
     ):
         for line in answer.iter_lines():
             if line.startswith("data: {"):
@@ -261,8 +293,13 @@ def test_a_file_job_killed_with_the_stack_finishes_after_the_restart(stack: Stac
     from where it stopped: every chunk embedded once, the file completed."""
     lines = "\n".join(f"line {n:03d} of the trail notes" for n in range(300)).encode()
     client = stack.start()
-    folder = client.folders.create(name="kb", embedding_config=EMBEDDING | {  # type: ignore[arg-type]
-        "embedding_chunk_size": 5})  # fmt: skip
+    folder = client.folders.create(
+        name="kb",
+        embedding_config=EMBEDDING
+        | {  # type: ignore[arg-type]
+            "embedding_chunk_size": 5
+        },
+    )
     stack.kill()
     totals: list[int] = []
     for n, point in enumerate(("file_parsed", "file_batch:2")):
@@ -289,5 +326,11 @@ def test_a_file_job_killed_with_the_stack_finishes_after_the_restart(stack: Stac
 
 
 def completed(client: Letta, folder_id: str, file_id: str) -> Any:
-    return next((f for f in client.folders.files.list(folder_id)
-                 if f.id == file_id and f.processing_status == "completed"), None)  # fmt: skip
+    return next(
+        (
+            f
+            for f in client.folders.files.list(folder_id)
+            if f.id == file_id and f.processing_status == "completed"
+        ),
+        None,
+    )

@@ -143,16 +143,26 @@ def test_a_scheduled_message_arrives_through_the_local_stacks_sweeper(tmp_path: 
     port = free_port()
     with FakeLLM() as fake:
         fake.reply("Good morning, Ada.")
-        proc = start(tmp_path / "cairn", port, CAIRN_API_KEY="sk-cairn-e2e",
-                     OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=f"{fake.base_url}/v1")  # fmt: skip
+        proc = start(
+            tmp_path / "cairn",
+            port,
+            CAIRN_API_KEY="sk-cairn-e2e",
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=f"{fake.base_url}/v1",
+        )
         try:
             wait_for_health(port, proc)
-            http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
-                                headers={"Authorization": "Bearer sk-cairn-e2e"})  # fmt: skip
+            http = httpx.Client(
+                base_url=f"http://127.0.0.1:{port}",
+                timeout=60,
+                headers={"Authorization": "Bearer sk-cairn-e2e"},
+            )
             agent = http.post("/v1/agents/", json={"model": "openai/gpt-test"}).json()
             at = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
-            made = http.post(f"/v1/agents/{agent['id']}/schedules",
-                             json={"input": "Say good morning.", "run_at": at})  # fmt: skip
+            made = http.post(
+                f"/v1/agents/{agent['id']}/schedules",
+                json={"input": "Say good morning.", "run_at": at},
+            )
             assert made.status_code == 200, made.text
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:

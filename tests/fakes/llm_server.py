@@ -57,8 +57,9 @@ class Recorded:
         """The text of the last message, whatever the wire format."""
         if self.provider == "gemini":
             parts = self.body["contents"][-1]["parts"]
-            return "".join(p.get("text", "") or json.dumps(p.get("functionResponse", ""))
-                           for p in parts)  # fmt: skip
+            return "".join(
+                p.get("text", "") or json.dumps(p.get("functionResponse", "")) for p in parts
+            )
         content = self.body["messages"][-1]["content"]
         if isinstance(content, str):
             return content
@@ -82,8 +83,11 @@ class Recorded:
         if self.provider == "bedrock":
             return [t["toolSpec"]["name"] for t in (self.body.get("toolConfig") or {})["tools"]]
         if self.provider == "gemini":
-            return [f["name"] for t in self.body.get("tools") or ()
-                    for f in t.get("functionDeclarations") or ()]  # fmt: skip
+            return [
+                f["name"]
+                for t in self.body.get("tools") or ()
+                for f in t.get("functionDeclarations") or ()
+            ]
         tools = self.body.get("tools") or []
         return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
 
@@ -248,10 +252,16 @@ def anthropic_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[st
         "usage": {
             "input_tokens": prompt,
             "output_tokens": completion,
-            **({"cache_read_input_tokens": reply.cache[0],
-                "cache_creation_input_tokens": reply.cache[1]} if reply.cache else {}),
+            **(
+                {
+                    "cache_read_input_tokens": reply.cache[0],
+                    "cache_creation_input_tokens": reply.cache[1],
+                }
+                if reply.cache
+                else {}
+            ),
         },
-    }  # fmt: skip
+    }
 
 
 def gemini_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
@@ -268,14 +278,18 @@ def gemini_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str, 
             first["thoughtSignature"] = reply.signature
     thoughts = len(reply.reasoning or "") // 4
     return {
-        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                        "index": 0}],
-        "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": completion,
-                          "thoughtsTokenCount": thoughts,
-                          "totalTokenCount": prompt + completion + thoughts},
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": completion,
+            "thoughtsTokenCount": thoughts,
+            "totalTokenCount": prompt + completion + thoughts,
+        },
         "modelVersion": "gemini-fake-001",
         "responseId": fake.next_id("gm"),
-    }  # fmt: skip
+    }
 
 
 def gemini_stream(full: dict[str, Any], size: int = 4) -> Iterator[dict[str, Any]]:
@@ -288,14 +302,23 @@ def gemini_stream(full: dict[str, Any], size: int = 4) -> Iterator[dict[str, Any
                 one = {**part, "text": piece}
                 if n and "thoughtSignature" in one:
                     del one["thoughtSignature"]
-                yield head | {"candidates": [{"content": {"role": "model", "parts": [one]},
-                                              "index": 0}]}  # fmt: skip
+                yield head | {
+                    "candidates": [{"content": {"role": "model", "parts": [one]}, "index": 0}]
+                }
         else:
-            yield head | {"candidates": [{"content": {"role": "model", "parts": [part]},
-                                          "index": 0}]}  # fmt: skip
-    yield head | {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
-                                  "finishReason": "STOP", "index": 0}],
-                  "usageMetadata": full["usageMetadata"]}  # fmt: skip
+            yield head | {
+                "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}]
+            }
+    yield head | {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": ""}]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": full["usageMetadata"],
+    }
 
 
 def gemini_embeddings(body: dict[str, Any]) -> dict[str, Any]:
@@ -315,20 +338,32 @@ def bedrock_body(fake: FakeLLM, body: dict[str, Any], reply: Reply) -> dict[str,
     prompt, completion = _estimate(body, reply)
     content: list[dict[str, Any]] = []
     if reply.reasoning:
-        content.append({"reasoningContent": {"reasoningText": {
-            "text": reply.reasoning, "signature": f"sig-{len(reply.reasoning)}"}}})  # fmt: skip
+        content.append(
+            {
+                "reasoningContent": {
+                    "reasoningText": {
+                        "text": reply.reasoning,
+                        "signature": f"sig-{len(reply.reasoning)}",
+                    }
+                }
+            }
+        )
     if reply.text:
         content.append({"text": reply.text})
     for name, args in reply.tool_calls:
-        content.append({"toolUse": {"toolUseId": fake.next_id("tooluse_"), "name": name,
-                                    "input": args}})  # fmt: skip
+        content.append(
+            {"toolUse": {"toolUseId": fake.next_id("tooluse_"), "name": name, "input": args}}
+        )
     return {
         "output": {"message": {"role": "assistant", "content": content}},
         "stopReason": "tool_use" if reply.tool_calls else "end_turn",
-        "usage": {"inputTokens": prompt, "outputTokens": completion,
-                  "totalTokens": prompt + completion},
+        "usage": {
+            "inputTokens": prompt,
+            "outputTokens": completion,
+            "totalTokens": prompt + completion,
+        },
         "metrics": {"latencyMs": 1},
-    }  # fmt: skip
+    }
 
 
 def eventstream_frame(event_type: str, payload: dict[str, Any]) -> bytes:
@@ -338,8 +373,11 @@ def eventstream_frame(event_type: str, payload: dict[str, Any]) -> bytes:
     import zlib
 
     headers = b""
-    for name, value in ((":event-type", event_type), (":content-type", "application/json"),
-                        (":message-type", "event")):  # fmt: skip
+    for name, value in (
+        (":event-type", event_type),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    ):
         raw = value.encode()
         headers += bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(raw)) + raw
     body = json.dumps(payload).encode()
@@ -357,11 +395,18 @@ def bedrock_stream(full: dict[str, Any], size: int = 4) -> Iterator[tuple[str, d
     for i, block in enumerate(full["output"]["message"]["content"]):
         if "toolUse" in block:
             use = block["toolUse"]
-            yield "contentBlockStart", {"contentBlockIndex": i, "start": {"toolUse": {
-                "toolUseId": use["toolUseId"], "name": use["name"]}}}  # fmt: skip
+            yield (
+                "contentBlockStart",
+                {
+                    "contentBlockIndex": i,
+                    "start": {"toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}},
+                },
+            )
             for piece in pieces(json.dumps(use["input"]), size):
-                yield "contentBlockDelta", {"contentBlockIndex": i,
-                                            "delta": {"toolUse": {"input": piece}}}  # fmt: skip
+                yield (
+                    "contentBlockDelta",
+                    {"contentBlockIndex": i, "delta": {"toolUse": {"input": piece}}},
+                )
         elif "text" in block:
             for piece in pieces(block["text"], size):
                 yield "contentBlockDelta", {"contentBlockIndex": i, "delta": {"text": piece}}
@@ -370,17 +415,26 @@ def bedrock_stream(full: dict[str, Any], size: int = 4) -> Iterator[tuple[str, d
             for piece in pieces(said["text"], size):
                 thought = {"reasoningContent": {"text": piece}}
                 yield "contentBlockDelta", {"contentBlockIndex": i, "delta": thought}
-            yield "contentBlockDelta", {"contentBlockIndex": i, "delta": {
-                "reasoningContent": {"signature": said["signature"]}}}  # fmt: skip
+            yield (
+                "contentBlockDelta",
+                {
+                    "contentBlockIndex": i,
+                    "delta": {"reasoningContent": {"signature": said["signature"]}},
+                },
+            )
         yield "contentBlockStop", {"contentBlockIndex": i}
     yield "messageStop", {"stopReason": full["stopReason"]}
     yield "metadata", {"usage": full["usage"], "metrics": full["metrics"]}
 
 
 # Bedrock's error codes by status, as botocore reads them from `x-amzn-ErrorType`.
-BEDROCK_ERRORS = {400: "ValidationException", 403: "AccessDeniedException",
-                  429: "ThrottlingException", 500: "InternalServerException",
-                  503: "ServiceUnavailableException"}  # fmt: skip
+BEDROCK_ERRORS = {
+    400: "ValidationException",
+    403: "AccessDeniedException",
+    429: "ThrottlingException",
+    500: "InternalServerException",
+    503: "ServiceUnavailableException",
+}
 
 
 def bedrock_embeddings(body: dict[str, Any]) -> dict[str, Any]:
@@ -456,18 +510,21 @@ def anthropic_stream(full: dict[str, Any], size: int = 4) -> Iterator[tuple[str,
             {"type": "content_block_start", "index": i, "content_block": empty},
         )
         deltas = {
-            "text": [{"type": "text_delta", "text": p}
-                     for p in pieces(block.get("text", ""), size)],
+            "text": [
+                {"type": "text_delta", "text": p} for p in pieces(block.get("text", ""), size)
+            ],
             "thinking": [
-                *({"type": "thinking_delta", "thinking": p}
-                  for p in pieces(block.get("thinking", ""), size)),
+                *(
+                    {"type": "thinking_delta", "thinking": p}
+                    for p in pieces(block.get("thinking", ""), size)
+                ),
                 {"type": "signature_delta", "signature": block.get("signature")},
             ],
             "tool_use": [
                 {"type": "input_json_delta", "partial_json": p}
                 for p in pieces(json.dumps(block.get("input")), size)
             ],
-        }[kind]  # fmt: skip
+        }[kind]
         for delta in deltas:
             yield "content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": i}
@@ -502,13 +559,23 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:  # noqa: C901
                     error = {"x-amzn-ErrorType": "UnrecognizedClientException:http://internal"}
                     self._send_json(403, {"message": "The security token is invalid"}, error)
                     return
-                self._send_json(200, {"inferenceProfileSummaries": [
-                    {"inferenceProfileArn": f"arn:aws:bedrock:us-west-2:123456789012:"
-                     f"inference-profile/{profile}", "inferenceProfileId": profile,
-                     "inferenceProfileName": profile, "status": "ACTIVE",
-                     "type": "SYSTEM_DEFINED", "models": []}
-                    for profile in fake.bedrock_profiles
-                ]})  # fmt: skip
+                self._send_json(
+                    200,
+                    {
+                        "inferenceProfileSummaries": [
+                            {
+                                "inferenceProfileArn": f"arn:aws:bedrock:us-west-2:123456789012:"
+                                f"inference-profile/{profile}",
+                                "inferenceProfileId": profile,
+                                "inferenceProfileName": profile,
+                                "status": "ACTIVE",
+                                "type": "SYSTEM_DEFINED",
+                                "models": [],
+                            }
+                            for profile in fake.bedrock_profiles
+                        ]
+                    },
+                )
                 return
             if "rejected" in keys:  # a key the provider does not know
                 self._send_json(
@@ -531,13 +598,24 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:  # noqa: C901
                     self._send_json(500, {"error": {"message": "asked one after another"}})
                     return
             if self.headers.get("x-goog-api-key"):  # Gemini's SDK asks /v1/models too
-                self._send_json(200, {"models": [
-                    {"name": "models/gemini-fake-flash", "displayName": "Gemini Fake Flash",
-                     "inputTokenLimit": 1048576,
-                     "supportedGenerationMethods": ["generateContent", "countTokens"]},
-                    {"name": "models/gemini-embedding-001", "inputTokenLimit": 2048,
-                     "supportedGenerationMethods": ["embedContent"]},
-                ]})  # fmt: skip
+                self._send_json(
+                    200,
+                    {
+                        "models": [
+                            {
+                                "name": "models/gemini-fake-flash",
+                                "displayName": "Gemini Fake Flash",
+                                "inputTokenLimit": 1048576,
+                                "supportedGenerationMethods": ["generateContent", "countTokens"],
+                            },
+                            {
+                                "name": "models/gemini-embedding-001",
+                                "inputTokenLimit": 2048,
+                                "supportedGenerationMethods": ["embedContent"],
+                            },
+                        ]
+                    },
+                )
             elif self.path.rstrip("/").endswith("/models"):
                 models = [
                     {
@@ -585,10 +663,15 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:  # noqa: C901
                 self._send_json(200, gemini_embeddings(body))
                 return
             path = self.path.split("?")[0].rstrip("/")
-            provider = ("anthropic" if path.endswith("/messages")
-                        else "bedrock" if path.endswith(("/converse", "/converse-stream"))
-                        else "gemini" if "GenerateContent" in path or ":generateContent" in path
-                        else "openai")  # fmt: skip
+            provider = (
+                "anthropic"
+                if path.endswith("/messages")
+                else "bedrock"
+                if path.endswith(("/converse", "/converse-stream"))
+                else "gemini"
+                if "GenerateContent" in path or ":generateContent" in path
+                else "openai"
+            )
             recorded = Recorded(provider, self.path, body, dict(self.headers.items()))
             reply = fake._answer(recorded)
             if reply.gate is not None and not reply.gate.wait(30):
@@ -601,8 +684,11 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:  # noqa: C901
                 self._send_json(reply.status, {"message": reply.error or "error"}, error_type)
                 return
             if reply.status >= 400 and provider == "gemini":
-                status = {429: "RESOURCE_EXHAUSTED", 403: "PERMISSION_DENIED",
-                          400: "INVALID_ARGUMENT"}.get(reply.status, "INTERNAL")  # fmt: skip
+                status = {
+                    429: "RESOURCE_EXHAUSTED",
+                    403: "PERMISSION_DENIED",
+                    400: "INVALID_ARGUMENT",
+                }.get(reply.status, "INTERNAL")
                 self._send_json(
                     reply.status,
                     {
@@ -627,8 +713,11 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:  # noqa: C901
                 self.end_headers()
                 self.wfile.write(data)
                 return
-            maker = {"anthropic": anthropic_body, "bedrock": bedrock_body,
-                     "gemini": gemini_body}.get(provider, openai_body)  # fmt: skip
+            maker = {
+                "anthropic": anthropic_body,
+                "bedrock": bedrock_body,
+                "gemini": gemini_body,
+            }.get(provider, openai_body)
             full = maker(fake, body, reply)
             if path.endswith("/converse-stream"):
                 self._eventstream(full, reply)
@@ -674,11 +763,15 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:  # noqa: C901
                 for event, data in anthropic_stream(full, reply.piece_chars):
                     events.append(f"event: {event}\ndata: {json.dumps(data)}\n\n")
             elif provider == "gemini":
-                events += [f"data: {json.dumps(chunk)}\r\n\r\n"
-                           for chunk in gemini_stream(full, reply.piece_chars)]  # fmt: skip
+                events += [
+                    f"data: {json.dumps(chunk)}\r\n\r\n"
+                    for chunk in gemini_stream(full, reply.piece_chars)
+                ]
             else:
-                events += [f"data: {json.dumps(chunk)}\n\n"
-                           for chunk in openai_stream(full, reply.piece_chars)]  # fmt: skip
+                events += [
+                    f"data: {json.dumps(chunk)}\n\n"
+                    for chunk in openai_stream(full, reply.piece_chars)
+                ]
                 events.append("data: [DONE]\n\n")
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")

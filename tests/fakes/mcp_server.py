@@ -67,8 +67,9 @@ def mcp_server(token: str | None = None, transport: str = "streamable_http") -> 
                 return
         await inner(scope, receive, send)
 
-    runner = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="on"))  # fmt: skip
+    runner = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -47,15 +47,19 @@ class FakeTelegram:
                 body = json.loads(raw) if raw else {}
                 parts = self.path.strip("/").split("/")
                 if len(parts) != 2 or parts[0] != f"bot{TOKEN}":
-                    return self._answer(401, {"ok": False, "error_code": 401,
-                                              "description": "Unauthorized"})  # fmt: skip
+                    return self._answer(
+                        401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+                    )
                 status, answer = fake._handle(parts[1], body)
                 self._answer(status, answer)
 
             def do_GET(self) -> None:
                 prefix = f"/file/bot{TOKEN}/"
-                data = fake.files.get(self.path[len(prefix):]) if self.path.startswith(
-                    prefix) else None  # fmt: skip
+                data = (
+                    fake.files.get(self.path[len(prefix) :])
+                    if self.path.startswith(prefix)
+                    else None
+                )
                 if data is None:
                     self.send_response(404)
                     self.end_headers()
@@ -122,8 +126,12 @@ class FakeTelegram:
                     "error_code": 400,
                     "description": "Bad Request: message text is empty or too long",
                 }
-            sent = {"message_id": next(self._ids), "chat": {"id": body.get("chat_id")},
-                    "from": {"id": BOT_ID, "is_bot": True}, "text": text}  # fmt: skip
+            sent = {
+                "message_id": next(self._ids),
+                "chat": {"id": body.get("chat_id")},
+                "from": {"id": BOT_ID, "is_bot": True},
+                "text": text,
+            }
             return 200, {"ok": True, "result": sent}
         if method == "getFile":
             file_id = str(body.get("file_id"))
@@ -147,11 +155,14 @@ class FakeTelegram:
         with self._lock:
             return [c.body for c in self.calls if c.method == method]
 
-    def deliver(self, message: dict[str, Any], *, secret: str | None = None,
-                update_id: int | None = None) -> httpx.Response:  # fmt: skip
+    def deliver(
+        self, message: dict[str, Any], *, secret: str | None = None, update_id: int | None = None
+    ) -> httpx.Response:
         """Post an update to the webhook as Telegram does (its secret token unless told)."""
-        update = {"update_id": update_id if update_id is not None else next(self._updates),
-                  "message": message}  # fmt: skip
+        update = {
+            "update_id": update_id if update_id is not None else next(self._updates),
+            "message": message,
+        }
         token = self.webhook.get("secret_token") if secret is None else secret
         return httpx.post(
             str(self.webhook["url"]),
@@ -161,18 +172,35 @@ class FakeTelegram:
         )
 
 
-def private_message(text: str, *, user_id: int = 42, first_name: str = "Ada",
-                    message_id: int = 1, **extra: Any) -> dict[str, Any]:  # fmt: skip
+def private_message(
+    text: str, *, user_id: int = 42, first_name: str = "Ada", message_id: int = 1, **extra: Any
+) -> dict[str, Any]:
     user = {"id": user_id, "is_bot": False, "first_name": first_name, "username": first_name}
-    return {"message_id": message_id, "date": 1764160000, "from": user,
-            "chat": {"id": user_id, "type": "private", "first_name": first_name},
-            "text": text, **extra}  # fmt: skip
+    return {
+        "message_id": message_id,
+        "date": 1764160000,
+        "from": user,
+        "chat": {"id": user_id, "type": "private", "first_name": first_name},
+        "text": text,
+        **extra,
+    }
 
 
-def group_message(text: str, *, chat_id: int = -100123, user_id: int = 42,
-                  first_name: str = "Ada", message_id: int = 1,
-                  **extra: Any) -> dict[str, Any]:  # fmt: skip
+def group_message(
+    text: str,
+    *,
+    chat_id: int = -100123,
+    user_id: int = 42,
+    first_name: str = "Ada",
+    message_id: int = 1,
+    **extra: Any,
+) -> dict[str, Any]:
     user = {"id": user_id, "is_bot": False, "first_name": first_name, "username": first_name}
-    return {"message_id": message_id, "date": 1764160000, "from": user,
-            "chat": {"id": chat_id, "type": "supergroup", "title": "Trail crew"},
-            "text": text, **extra}  # fmt: skip
+    return {
+        "message_id": message_id,
+        "date": 1764160000,
+        "from": user,
+        "chat": {"id": chat_id, "type": "supergroup", "title": "Trail crew"},
+        "text": text,
+        **extra,
+    }

@@ -26,11 +26,15 @@ def cost_model() -> ModuleType:
 
 
 COST = cost_model()
-SHAPES = {"production": {}, "dev": {"dev": "true"}, "tool_network": {"tool_network": "true"},
-          "dev+tool_network": {"dev": "true", "tool_network": "true"},
-          "small": {"size": "small"},
-          "small+tool_network": {"size": "small", "tool_network": "true"},
-          "small+sweep_minutes=15": {"size": "small", "sweep_minutes": "15"}}  # fmt: skip
+SHAPES = {
+    "production": {},
+    "dev": {"dev": "true"},
+    "tool_network": {"tool_network": "true"},
+    "dev+tool_network": {"dev": "true", "tool_network": "true"},
+    "small": {"size": "small"},
+    "small+tool_network": {"size": "small", "tool_network": "true"},
+    "small+sweep_minutes=15": {"size": "small", "sweep_minutes": "15"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +51,19 @@ def test_every_resource_type_of_every_shape_is_priced_billed_by_use_or_free(
 
 
 def test_the_floor_is_read_from_the_template(templates: dict[str, dict[str, Any]]) -> None:
-    floor = {n: {line.part: line.dollars for line in COST.idle_floor(t)}
-             for n, t in templates.items()}  # fmt: skip
+    floor = {
+        n: {line.part: line.dollars for line in COST.idle_floor(t)} for n, t in templates.items()
+    }
     prod, dev = floor["production"], floor["dev"]
     # Two NAT gateways and their addresses in production, one in dev; a reader in production.
     assert prod["NAT gateways"] == 2 * dev["NAT gateways"]
     assert prod["Aurora Serverless v2"] == 2 * dev["Aurora Serverless v2"]
     assert sum(dev.values()) < sum(prod.values())
     tools = floor["tool_network"]
-    assert set(tools) - set(prod) == {"the tools' egress proxy (Fargate, ARM)",
-                                      "its private DNS zone"}  # fmt: skip
+    assert set(tools) - set(prod) == {
+        "the tools' egress proxy (Fargate, ARM)",
+        "its private DNS zone",
+    }
     assert tools["Secrets Manager"] > prod["Secrets Manager"]  # the passes' signing key
     report = COST.report(templates["production"], 2.0)
     assert "| **total** |" in report and "Not priced" not in report
@@ -65,9 +72,10 @@ def test_the_floor_is_read_from_the_template(templates: dict[str, dict[str, Any]
 def test_a_million_steps_cost_more_with_a_slower_model(
     templates: dict[str, dict[str, Any]],
 ) -> None:
-    fast, slow = (sum(line.dollars for line in COST.per_million_steps(templates["production"],
-                                                                     latency))
-                  for latency in (1.0, 3.0))  # fmt: skip
+    fast, slow = (
+        sum(line.dollars for line in COST.per_million_steps(templates["production"], latency))
+        for latency in (1.0, 3.0)
+    )
     # Each second of model latency is a GB-second of the 1 GB step function a step.
     assert slow - fast == pytest.approx(2 * 1e6 * COST.PRICES["lambda_gb_second"])
 
@@ -75,8 +83,9 @@ def test_a_million_steps_cost_more_with_a_slower_model(
 def test_the_small_shape_idles_for_pocket_money(templates: dict[str, dict[str, Any]]) -> None:
     """No proxy, no NAT gateway, a cluster that pauses: under $25 a month left alone, and
     what it pays for waking is the sweeper's schedule read from the template."""
-    floor = {n: {line.part: line.dollars for line in COST.idle_floor(t)}
-             for n, t in templates.items()}  # fmt: skip
+    floor = {
+        n: {line.part: line.dollars for line in COST.idle_floor(t)} for n, t in templates.items()
+    }
     small = floor["small"]
     assert sum(small.values()) <= 25
     assert "RDS Proxy" not in small and "NAT gateways" not in small

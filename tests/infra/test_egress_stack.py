@@ -51,9 +51,10 @@ def test_the_proxy_runs_the_shipped_source_with_its_key_from_a_secret(
     (service,) = resources(template, "AWS::ECS::Service").values()
     config = service["Properties"]["NetworkConfiguration"]["AwsvpcConfiguration"]
     private = {
-        name for name, sub in resources(template, "AWS::EC2::Subnet").items()
+        name
+        for name, sub in resources(template, "AWS::EC2::Subnet").items()
         if {"Key": "aws-cdk:subnet-type", "Value": "Private"} in sub["Properties"]["Tags"]
-    }  # fmt: skip
+    }
     assert config["AssignPublicIp"] == "DISABLED"
     assert {s["Ref"] for s in config["Subnets"]} <= private
     assert service["Properties"]["DesiredCount"] == 2
@@ -65,21 +66,33 @@ def test_the_sandbox_reaches_the_proxy_and_nothing_else(template: dict[str, Any]
     groups = resources(template, "AWS::EC2::SecurityGroup")
     sandbox_sg = groups[sandbox_group["Fn::GetAtt"][0]]["Properties"]
     (proxy_id,) = [k for k in groups if k.startswith("EgressProxy")]
-    assert sandbox_sg["SecurityGroupEgress"] == [{
-        "IpProtocol": "tcp", "FromPort": PORT, "ToPort": PORT,
-        "DestinationSecurityGroupId": {"Fn::GetAtt": [proxy_id, "GroupId"]},
-        "Description": "the egress proxy, and nothing else",
-    }]  # fmt: skip
+    assert sandbox_sg["SecurityGroupEgress"] == [
+        {
+            "IpProtocol": "tcp",
+            "FromPort": PORT,
+            "ToPort": PORT,
+            "DestinationSecurityGroupId": {"Fn::GetAtt": [proxy_id, "GroupId"]},
+            "Description": "the egress proxy, and nothing else",
+        }
+    ]
     # Inline on the group: a separate egress resource would leave EC2's allow-all default.
     assert resources(template, "AWS::EC2::SecurityGroupEgress") == {}
     rules = resources(template, "AWS::EC2::SecurityGroupIngress").values()
-    ingress = [r["Properties"] for r in rules
-               if r["Properties"]["GroupId"] == {"Fn::GetAtt": [proxy_id, "GroupId"]}]  # fmt: skip
-    assert ingress == [{
-        "IpProtocol": "tcp", "FromPort": PORT, "ToPort": PORT, "Description":
-        "tool calls through the proxy", "GroupId": {"Fn::GetAtt": [proxy_id, "GroupId"]},
-        "SourceSecurityGroupId": sandbox_group,
-    }]  # fmt: skip
+    ingress = [
+        r["Properties"]
+        for r in rules
+        if r["Properties"]["GroupId"] == {"Fn::GetAtt": [proxy_id, "GroupId"]}
+    ]
+    assert ingress == [
+        {
+            "IpProtocol": "tcp",
+            "FromPort": PORT,
+            "ToPort": PORT,
+            "Description": "tool calls through the proxy",
+            "GroupId": {"Fn::GetAtt": [proxy_id, "GroupId"]},
+            "SourceSecurityGroupId": sandbox_group,
+        }
+    ]
     assert "SecurityGroupIngress" not in groups[proxy_id]["Properties"]
 
 
@@ -90,8 +103,10 @@ def test_only_the_callers_that_sign_passes_read_the_key(template: dict[str, Any]
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if {"Ref": key} in as_list(statement["Resource"]):  # minimised policies merge
                 readers.update(r["Ref"] for r in policy["Properties"]["Roles"])
-    roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
-             for name in ("api", "step", "sandbox", "sweeper")}  # fmt: skip
+    roles = {
+        name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
+        for name in ("api", "step", "sandbox", "sweeper")
+    }
     assert roles["api"] in readers and roles["step"] in readers
     assert roles["sandbox"] not in readers and roles["sweeper"] not in readers
     for name in ("api", "step"):
@@ -106,8 +121,13 @@ def test_the_containers_command_runs_alone_on_a_clean_python(template: dict[str,
     """What the container runs, as it runs it: `python -I -c <source>`, nothing of Cairn."""
     (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
     command = task["Properties"]["ContainerDefinitions"][0]["Command"]
-    missing = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True,
-                             env={"PATH": "/usr/bin:/bin"}, timeout=30)  # fmt: skip
+    missing = subprocess.run(
+        [sys.executable, *command[1:]],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=30,
+    )
     assert missing.returncode == 2 and "CAIRN_EGRESS_KEY" in missing.stderr
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -33,12 +33,16 @@ def certificate(name: str, *, ca: bool) -> bytes:
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
     made = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
-        .public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
-    )  # fmt: skip
+    )
     return made.public_bytes(serialization.Encoding.PEM)
 
 
@@ -118,12 +122,25 @@ def test_every_function_imports_as_shipped_on_a_clean_python_312(
     build_runtime_layer(tmp_path / "runtime")
     url, files = trust_store
     files["/rds.pem"] = certificate("RDS Root", ca=True)
-    build_dependency_layer(tmp_path / "deps", platform=f"manylinux2014_{machine}",
-                           rds_ca_url=f"{url}/rds.pem")  # fmt: skip
+    build_dependency_layer(
+        tmp_path / "deps", platform=f"manylinux2014_{machine}", rds_ca_url=f"{url}/rds.pem"
+    )
     assert (tmp_path / "deps" / RDS_CA_PATH).read_bytes() == files["/rds.pem"]
     provided = tmp_path / "lambda-runtime"  # the runtime's own boto3
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "--target", str(provided), "boto3"], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--target",
+            str(provided),
+            "boto3",
+        ],
+        check=True,
+    )
     probe = (
         "import importlib.util, json, sys\n"
         "spec = importlib.util.spec_from_file_location('handler', sys.argv[1])\n"
@@ -144,16 +161,31 @@ def test_every_function_imports_as_shipped_on_a_clean_python_312(
         asset = ROOT / "functions" / spec.name
         module, attribute = spec.handler.split(".")
         # The layers the template gives this function, in its order.
-        layers = [next(str(path) for prefix, path in built.items() if ref["Ref"].startswith(prefix))
-                  for ref in function(template, key)["Properties"].get("Layers", [])]  # fmt: skip
+        layers = [
+            next(str(path) for prefix, path in built.items() if ref["Ref"].startswith(prefix))
+            for ref in function(template, key)["Properties"].get("Layers", [])
+        ]
         paths = [str(asset), *layers, str(provided)]
         done = subprocess.run(
-            [python, "-I", "-c", f"import sys; sys.path[:0] = {paths!r}\n" + probe,
-             str(asset / f"{module}.py"), attribute],
-            capture_output=True, text=True, cwd=tmp_path, timeout=120,
-            env={"PATH": "/usr/bin:/bin", "AWS_REGION": "us-east-1",
-                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": key},
-        )  # fmt: skip
+            [
+                python,
+                "-I",
+                "-c",
+                f"import sys; sys.path[:0] = {paths!r}\n" + probe,
+                str(asset / f"{module}.py"),
+                attribute,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "AWS_REGION": "us-east-1",
+                "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_LAMBDA_FUNCTION_NAME": key,
+            },
+        )
         assert done.returncode == 0, f"{key}: {done.stderr[-2000:]}"
         found = json.loads(done.stdout.strip().splitlines()[-1])
         assert found["callable"], key
@@ -176,9 +208,14 @@ def test_a_change_to_a_layer_alone_publishes_new_function_versions(tmp_path: Pat
         app = cdk.App(context=project_context())
         stack = cdk.Stack(app, "S")
         layer = lambda_.LayerVersion(stack, "L", code=lambda_.Code.from_asset(str(folder)))
-        fn = lambda_.Function(stack, "F", runtime=lambda_.Runtime.PYTHON_3_12,
-                              handler="h.handler", code=lambda_.Code.from_inline("x = 1"),
-                              layers=[layer])  # fmt: skip
+        fn = lambda_.Function(
+            stack,
+            "F",
+            runtime=lambda_.Runtime.PYTHON_3_12,
+            handler="h.handler",
+            code=lambda_.Code.from_inline("x = 1"),
+            layers=[layer],
+        )
         return stack.resolve(fn.current_version.node.default_child.logical_id)  # type: ignore[union-attr]
 
     assert version_id("one") != version_id("two")

@@ -36,8 +36,13 @@ STAR_ONLY = {
 
 def synth(**context: Any) -> tuple[CairnStack, Template]:
     app = cdk.App(context={**project_context(), "skip_bundling": "true", **context})
-    stack = CairnStack(app, context.get("stack_name", "Cairn"), skip_bundling=True,
-                       timings=TIMINGS, shape=Shape.from_context(context.get))  # fmt: skip
+    stack = CairnStack(
+        app,
+        context.get("stack_name", "Cairn"),
+        skip_bundling=True,
+        timings=TIMINGS,
+        shape=Shape.from_context(context.get),
+    )
     return stack, Template.from_stack(stack)
 
 
@@ -78,12 +83,18 @@ SHAPES = {
     "dev+tool_network": {"dev": "true", "tool_network": "true"},
     "stream_concurrency": {"stream_concurrency": "20"},
     "bedrock_models": {"bedrock_models": "anthropic.claude-x-v1:0,us.anthropic.claude-y-v1:0"},
-    "dev+everything": {"dev": "true", "tool_network": "true", "stream_concurrency": "5",
-                       "bedrock_models": "us.anthropic.claude-y-v1:0", "sweep_minutes": "5",
-                       "api_rate_limit": "20", "stack_name": "CairnDev"},
+    "dev+everything": {
+        "dev": "true",
+        "tool_network": "true",
+        "stream_concurrency": "5",
+        "bedrock_models": "us.anthropic.claude-y-v1:0",
+        "sweep_minutes": "5",
+        "api_rate_limit": "20",
+        "stack_name": "CairnDev",
+    },
     "small": {"size": "small"},
     "small+dev+tool_network": {"size": "small", "dev": "true", "tool_network": "true"},
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("context", SHAPES.values(), ids=SHAPES.keys())
@@ -107,8 +118,10 @@ def test_deletion_protection_is_off_only_in_the_dev_shape() -> None:
 
 def test_network_two_azs_isolated_database_subnets(template: dict[str, Any]) -> None:
     subnets = resources(template, "AWS::EC2::Subnet").values()
-    kinds = [next(t["Value"] for t in s["Properties"]["Tags"] if t["Key"] == "aws-cdk:subnet-type")
-             for s in subnets]  # fmt: skip
+    kinds = [
+        next(t["Value"] for t in s["Properties"]["Tags"] if t["Key"] == "aws-cdk:subnet-type")
+        for s in subnets
+    ]
     assert sorted(kinds) == ["Isolated"] * 2 + ["Private"] * 2 + ["Public"] * 2
     assert len(resources(template, "AWS::EC2::NatGateway")) == 2
     assert resources(template, "AWS::EC2::FlowLog")
@@ -118,13 +131,23 @@ def test_aurora_serverless_v2_with_pgvector_proxy_and_secret(
     prod: tuple[CairnStack, Template], template: dict[str, Any]
 ) -> None:
     t = prod[1]
-    t.has_resource("AWS::RDS::DBCluster", {
-        "Properties": Match.object_like({
-            "Engine": "aurora-postgresql", "EngineVersion": Match.string_like_regexp(r"^17\."),
-            "StorageEncrypted": True, "DeletionProtection": True,
-            "ServerlessV2ScalingConfiguration": Match.object_like({"MinCapacity": 0.5}),
-            "DBSubnetGroupName": Match.any_value()}),
-        "DeletionPolicy": "Snapshot", "UpdateReplacePolicy": "Snapshot"})  # fmt: skip
+    t.has_resource(
+        "AWS::RDS::DBCluster",
+        {
+            "Properties": Match.object_like(
+                {
+                    "Engine": "aurora-postgresql",
+                    "EngineVersion": Match.string_like_regexp(r"^17\."),
+                    "StorageEncrypted": True,
+                    "DeletionProtection": True,
+                    "ServerlessV2ScalingConfiguration": Match.object_like({"MinCapacity": 0.5}),
+                    "DBSubnetGroupName": Match.any_value(),
+                }
+            ),
+            "DeletionPolicy": "Snapshot",
+            "UpdateReplacePolicy": "Snapshot",
+        },
+    )
     assert len(resources(template, "AWS::RDS::DBInstance")) == 2  # writer + reader in AZ 2
     t.has_resource_properties(
         "AWS::RDS::DBProxy", {"RequireTLS": True, "EngineFamily": "POSTGRESQL"}
@@ -144,21 +167,32 @@ def test_migrations_run_on_deploy_through_the_migrate_function(template: dict[st
 
 def test_functions_layers_and_snapstart(template: dict[str, Any]) -> None:
     assert len(resources(template, "AWS::Lambda::LayerVersion")) == 2
-    for key in ("api", "stream", "step", "step-dead-letter", "approval", "sleeptime", "sweeper",
-                "migrate"):  # fmt: skip
+    for key in (
+        "api",
+        "stream",
+        "step",
+        "step-dead-letter",
+        "approval",
+        "sleeptime",
+        "sweeper",
+        "migrate",
+    ):
         props = function(template, key)["Properties"]
         assert props["Runtime"] == "python3.12" and props["Architectures"] == ["arm64"]
         assert len(props["Layers"]) == 2 and "VpcConfig" in props
         env = props["Environment"]["Variables"]
         assert "CAIRN_DB_SECRET_ARN" not in env and env["CAIRN_DB_IAM_USER"] in (
-            "cairn_app", "cairn_admin")  # fmt: skip
+            "cairn_app",
+            "cairn_admin",
+        )
         assert env["PYDANTIC_DISABLE_PLUGINS"] == "__all__"  # no entry-point scan on a cold start
     for key in ("api", "step"):
         assert function(template, key)["Properties"]["SnapStart"] == {
             "ApplyOn": "PublishedVersions"
         }
     assert function(template, "step-dead-letter")["Properties"]["Handler"] == (
-        "handler.dead_letter_handler")  # fmt: skip
+        "handler.dead_letter_handler"
+    )
 
 
 def test_the_sandbox_has_no_network_no_secrets_and_a_short_timeout(
@@ -168,16 +202,22 @@ def test_the_sandbox_has_no_network_no_secrets_and_a_short_timeout(
     # No way out: isolated subnets (no NAT route) and a security group without rules.
     subnets = props["VpcConfig"]["SubnetIds"]
     isolated = {
-        name for name, sub in resources(template, "AWS::EC2::Subnet").items()
+        name
+        for name, sub in resources(template, "AWS::EC2::Subnet").items()
         if {"Key": "aws-cdk:subnet-type", "Value": "Isolated"} in sub["Properties"]["Tags"]
-    }  # fmt: skip
+    }
     assert subnets and {s["Ref"] for s in subnets} <= isolated
     (group,) = props["VpcConfig"]["SecurityGroupIds"]
     sg = resources(template, "AWS::EC2::SecurityGroup")[group["Fn::GetAtt"][0]]["Properties"]
     assert sg["SecurityGroupEgress"] == [  # CDK's rule that matches no traffic
-        {"CidrIp": "255.255.255.255/32", "Description": "Disallow all traffic",
-         "FromPort": 252, "IpProtocol": "icmp", "ToPort": 86}
-    ]  # fmt: skip
+        {
+            "CidrIp": "255.255.255.255/32",
+            "Description": "Disallow all traffic",
+            "FromPort": 252,
+            "IpProtocol": "icmp",
+            "ToPort": 86,
+        }
+    ]
     assert "SecurityGroupIngress" not in sg
     ingress = resources(template, "AWS::EC2::SecurityGroupIngress").values()
     assert not any(r["Properties"].get("SourceSecurityGroupId") == group for r in ingress)
@@ -185,17 +225,21 @@ def test_the_sandbox_has_no_network_no_secrets_and_a_short_timeout(
     assert props["Timeout"] <= 15
     assert not any(k.startswith("CAIRN_DB") for k in props["Environment"]["Variables"])
     role = props["Role"]["Fn::GetAtt"][0]
-    policies = [p for p in resources(template, "AWS::IAM::Policy").values()
-                if {"Ref": role} in p["Properties"]["Roles"]]  # fmt: skip
+    policies = [
+        p
+        for p in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": role} in p["Properties"]["Roles"]
+    ]
     statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
     actions = {a for s in statements for a in as_list(s["Action"])}
+    # X-Ray, and the VPC's network interfaces (from the managed policy or inline).
     assert actions <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"} | {
         "ec2:CreateNetworkInterface",
         "ec2:DescribeNetworkInterfaces",
         "ec2:DeleteNetworkInterface",
         "ec2:AssignPrivateIpAddresses",
         "ec2:UnassignPrivateIpAddresses",
-    }  # fmt: skip  (the VPC's network interfaces, from the managed policy or inline)
+    }
 
 
 def test_iam_has_no_wildcards_on_data_resources(template: dict[str, Any]) -> None:
@@ -216,22 +260,31 @@ def test_files_originals_in_a_private_bucket_and_jobs_on_their_own_queue(
     buckets = resources(template, "AWS::S3::Bucket")
     originals_id = logical_id(template, "AWS::S3::Bucket", "DocumentsOriginals")
     originals = buckets[originals_id]["Properties"]
-    assert originals["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
-        "ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"  # fmt: skip
+    assert (
+        originals["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
+            "ServerSideEncryptionByDefault"
+        ]["SSEAlgorithm"]
+        == "AES256"
+    )
     assert originals["PublicAccessBlockConfiguration"] == {
-        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True,
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
         "RestrictPublicBuckets": True,
-    }  # fmt: skip
+    }
     assert originals["VersioningConfiguration"] == {"Status": "Enabled"}
     (rule,) = originals["LifecycleConfiguration"]["Rules"]
     assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] == 30
     assert originals["LoggingConfiguration"]["DestinationBucketName"] == {
-        "Ref": logical_id(template, "AWS::S3::Bucket", "DocumentsAccessLogs")}  # fmt: skip
+        "Ref": logical_id(template, "AWS::S3::Bucket", "DocumentsAccessLogs")
+    }
     policies = resources(template, "AWS::S3::BucketPolicy").values()
     tls_only = [p for p in policies if p["Properties"]["Bucket"] == {"Ref": originals_id}]
-    assert any(st["Effect"] == "Deny" and st["Condition"] == {"Bool": {
-        "aws:SecureTransport": "false"}} for p in tls_only
-        for st in p["Properties"]["PolicyDocument"]["Statement"])  # fmt: skip
+    assert any(
+        st["Effect"] == "Deny" and st["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for p in tls_only
+        for st in p["Properties"]["PolicyDocument"]["Statement"]
+    )
     files_fn = function(template, "files")
     variables = files_fn["Properties"]["Environment"]["Variables"]
     assert variables["CAIRN_DOCUMENTS_BUCKET"] == {"Ref": originals_id}
@@ -244,8 +297,9 @@ def test_files_originals_in_a_private_bucket_and_jobs_on_their_own_queue(
         for m in mappings
         if m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0] == files_queue
     ]
-    assert files_mapping["FunctionName"] == {"Ref": logical_id(
-        template, "AWS::Lambda::Function", "Functionsfiles")}  # fmt: skip
+    assert files_mapping["FunctionName"] == {
+        "Ref": logical_id(template, "AWS::Lambda::Function", "Functionsfiles")
+    }
     object_actions: dict[str, set[str]] = {}
     for policy in resources(template, "AWS::IAM::Policy").values():
         for st in policy["Properties"]["PolicyDocument"]["Statement"]:
@@ -253,9 +307,10 @@ def test_files_originals_in_a_private_bucket_and_jobs_on_their_own_queue(
                 role = policy["Properties"]["Roles"][0]["Ref"]
                 object_actions.setdefault(role, set()).update(as_list(st["Action"]))
     assert sorted(object_actions.values(), key=len) == [
-        {"s3:GetObject"}, {"s3:PutObject", "s3:DeleteObject"},
+        {"s3:GetObject"},
         {"s3:PutObject", "s3:DeleteObject"},
-    ]  # the files function reads; api and stream write and delete; no one else  # fmt: skip
+        {"s3:PutObject", "s3:DeleteObject"},
+    ]  # the files function reads; api and stream write and delete; no one else
 
 
 def test_fifo_queue_dlq_partial_failures_and_alarm(template: dict[str, Any]) -> None:
@@ -264,39 +319,51 @@ def test_fifo_queue_dlq_partial_failures_and_alarm(template: dict[str, Any]) -> 
     dlq_id = logical_id(template, "AWS::SQS::Queue", "StepQueueDeadLetters")
     assert steps["FifoQueue"] is True and queues[dlq_id]["Properties"]["FifoQueue"] is True
     assert steps["RedrivePolicy"] == {
-        "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}, "maxReceiveCount": 5}  # fmt: skip
+        "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
+        "maxReceiveCount": 5,
+    }
     mappings = list(resources(template, "AWS::Lambda::EventSourceMapping").values())
     assert len(mappings) == 6  # steps, embedding jobs, files' jobs, and their dead letters
-    assert all(m["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-               for m in mappings)  # fmt: skip
+    assert all(
+        m["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings
+    )
     # Embedding jobs: a queue of their own (never in an agent's step group, where its next
     # turn would wait behind them), run by the step function with its own ceiling.
     embeds_id = logical_id(template, "AWS::SQS::Queue", "EmbedQueueEmbeddings")
     embed_dlq_id = logical_id(template, "AWS::SQS::Queue", "EmbedQueueDeadLetters")
     embeds = queues[embeds_id]["Properties"]
     assert embeds["FifoQueue"] is True and queues[embed_dlq_id]["Properties"]["FifoQueue"]
-    assert embeds["RedrivePolicy"]["deadLetterTargetArn"] == {
-        "Fn::GetAtt": [embed_dlq_id, "Arn"]}  # fmt: skip
-    by_queue = {m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: m["Properties"]
-                for m in mappings}  # fmt: skip
+    assert embeds["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": [embed_dlq_id, "Arn"]}
+    by_queue = {
+        m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: m["Properties"] for m in mappings
+    }
     embed_mapping = by_queue[embeds_id]
     step_mapping = by_queue[logical_id(template, "AWS::SQS::Queue", "StepQueueSteps")]
     assert embed_mapping["FunctionName"] == step_mapping["FunctionName"]
-    assert embed_mapping["ScalingConfig"]["MaximumConcurrency"] < step_mapping["ScalingConfig"][
-        "MaximumConcurrency"]  # fmt: skip
+    assert (
+        embed_mapping["ScalingConfig"]["MaximumConcurrency"]
+        < step_mapping["ScalingConfig"]["MaximumConcurrency"]
+    )
     functions = resources(template, "AWS::Lambda::Function").values()
-    publishing = [f for f in functions
-                  if "CAIRN_STEP_QUEUE_URL" in f["Properties"].get("Environment", {}).get(
-                      "Variables", {})]  # fmt: skip
+    publishing = [
+        f
+        for f in functions
+        if "CAIRN_STEP_QUEUE_URL" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
     assert publishing and all(
         f["Properties"]["Environment"]["Variables"]["CAIRN_EMBED_QUEUE_URL"] == {"Ref": embeds_id}
-        for f in publishing)  # fmt: skip
+        for f in publishing
+    )
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
-    dlq_alarms = [a for a in alarms if a["Properties"].get("MetricName") ==
-                  "ApproximateNumberOfMessagesVisible"]  # fmt: skip
+    dlq_alarms = [
+        a
+        for a in alarms
+        if a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"
+    ]
     (dlq_alarm,) = dlq_alarms
     assert dlq_alarm["Properties"]["Dimensions"][0]["Value"] == {
-        "Fn::GetAtt": [dlq_id, "QueueName"]}  # fmt: skip
+        "Fn::GetAtt": [dlq_id, "QueueName"]
+    }
     assert dlq_alarm["Properties"]["AlarmActions"]
 
 
@@ -314,13 +381,18 @@ def test_alarms_cover_errors_throttles_p99_and_database_capacity(template: dict[
     # Quiet at normal load: the API's slow tail is measured against its 29 s cut, not the
     # 25 s a sync send may wait by design, and every tail must hold for 15 minutes.
     api = function(template, "api")["Properties"]["Timeout"] * 1000
-    tails = {a["AlarmName"] if "AlarmName" in a else json.dumps(a["Dimensions"]): a
-             for a in alarms if a.get("ExtendedStatistic") == "p99"}  # fmt: skip
+    tails = {
+        a["AlarmName"] if "AlarmName" in a else json.dumps(a["Dimensions"]): a
+        for a in alarms
+        if a.get("ExtendedStatistic") == "p99"
+    }
     api_tail = [a for a in tails.values() if "FunctionsapiEF" in json.dumps(a["Dimensions"])]
     assert len(api_tail) == 1 and api_tail[0]["Threshold"] > 25_000 + 0.1 * (api - 25_000)
     assert all(a["EvaluationPeriods"] == 3 for a in tails.values())
-    assert all(g["Properties"].get("RetentionInDays") for g in
-               resources(template, "AWS::Logs::LogGroup").values())  # fmt: skip
+    assert all(
+        g["Properties"].get("RetentionInDays")
+        for g in resources(template, "AWS::Logs::LogGroup").values()
+    )
 
 
 def test_http_api_sweeper_schedule_and_provider_secret(prod: tuple[CairnStack, Template]) -> None:
@@ -358,10 +430,13 @@ def test_streams_go_through_a_function_url_in_response_stream_mode(
     stream_role = props["Role"]["Fn::GetAtt"][0]
 
     def actions(role: str) -> set[str]:
-        return {action for policy in resources(template, "AWS::IAM::Policy").values()
-                if {"Ref": role} in policy["Properties"]["Roles"]
-                for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-                for action in as_list(statement["Action"])}  # fmt: skip
+        return {
+            action
+            for policy in resources(template, "AWS::IAM::Policy").values()
+            if {"Ref": role} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            for action in as_list(statement["Action"])
+        }
 
     assert actions(stream_role) == actions(api_role) and "lambda:InvokeFunction" in actions(
         stream_role
@@ -374,18 +449,24 @@ def test_stream_concurrency_caps_the_stream_function_and_nothing_else(
     template: dict[str, Any],
 ) -> None:
     assert "ReservedConcurrentExecutions" not in function(template, "stream")["Properties"]
-    app = cdk.App(context={**project_context(), "skip_bundling": "true",
-                           "stream_concurrency": "20"})  # fmt: skip
+    app = cdk.App(
+        context={**project_context(), "skip_bundling": "true", "stream_concurrency": "20"}
+    )
     stack = build_app(app)
     app.synth()  # cdk-nag's checks pass with it
     capped = cdk.assertions.Template.from_stack(stack).to_json()
-    reserved = {name: fn["Properties"]["ReservedConcurrentExecutions"]
-                for name, fn in resources(capped, "AWS::Lambda::Function").items()
-                if "ReservedConcurrentExecutions" in fn["Properties"]}  # fmt: skip
+    reserved = {
+        name: fn["Properties"]["ReservedConcurrentExecutions"]
+        for name, fn in resources(capped, "AWS::Lambda::Function").items()
+        if "ReservedConcurrentExecutions" in fn["Properties"]
+    }
     assert reserved == {logical_id(capped, "AWS::Lambda::Function", "Functionsstream"): 20}
     with pytest.raises(ValueError, match="stream_concurrency"):
-        build_app(cdk.App(context={**project_context(), "skip_bundling": "true",
-                                   "stream_concurrency": "0"}))  # fmt: skip
+        build_app(
+            cdk.App(
+                context={**project_context(), "skip_bundling": "true", "stream_concurrency": "0"}
+            )
+        )
 
 
 def test_the_deployed_state_machines_are_the_ones_the_workflow_tests_run(
@@ -394,10 +475,12 @@ def test_the_deployed_state_machines_are_the_ones_the_workflow_tests_run(
     refs = {}
     for key in ("approval", "sleeptime"):
         refs[f"{logical_id(template, 'AWS::Lambda::Function', f'Functions{key}')}.Arn"] = (
-            function_arn(key))  # fmt: skip
+            function_arn(key)
+        )
     deployed = state_machine_definitions(template, refs)
-    executed = definitions(approval_timeout_seconds=3, sleeptime_run_timeout_seconds=30,
-                           retry_seconds=1)  # fmt: skip
+    executed = definitions(
+        approval_timeout_seconds=3, sleeptime_run_timeout_seconds=30, retry_seconds=1
+    )
     by_kind = {k: json.loads(v) for k, v in deployed.items()}
     approval = next(v for k, v in by_kind.items() if k.startswith("Approval"))
     sleeptime = next(v for k, v in by_kind.items() if k.startswith("Sleeptime"))
@@ -415,23 +498,42 @@ def test_the_deployed_state_machines_are_the_ones_the_workflow_tests_run(
 
 def test_dev_flag_relaxes_protection_only() -> None:
     _, t = synth(dev="true")
-    t.has_resource("AWS::RDS::DBCluster", {
-        "Properties": Match.object_like({"DeletionProtection": False}),
-        "DeletionPolicy": "Delete"})  # fmt: skip
+    t.has_resource(
+        "AWS::RDS::DBCluster",
+        {
+            "Properties": Match.object_like({"DeletionProtection": False}),
+            "DeletionPolicy": "Delete",
+        },
+    )
     t.resource_count_is("AWS::EC2::NatGateway", 1)
     t.resource_count_is("AWS::RDS::DBInstance", 1)
     # Sweeps far enough apart that the idle database pauses (after 5 minutes) between them.
     t.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(30 minutes)"})
-    t.has_resource_properties("AWS::RDS::DBCluster", Match.object_like(
-        {"ServerlessV2ScalingConfiguration": Match.object_like({"MinCapacity": 0})}))  # fmt: skip
+    t.has_resource_properties(
+        "AWS::RDS::DBCluster",
+        Match.object_like(
+            {"ServerlessV2ScalingConfiguration": Match.object_like({"MinCapacity": 0})}
+        ),
+    )
 
 
 # Properties naming something that must be unique in an account and region.
 UNIQUE_NAMES = {
-    "FunctionName", "StateMachineName", "DBProxyName", "QueueName", "LogGroupName",
-    "RoleName", "ClusterName", "TopicName", "DBClusterIdentifier", "DBInstanceIdentifier",
-    "DashboardName", "AlarmName", "ServiceName", "Family",
-}  # fmt: skip
+    "FunctionName",
+    "StateMachineName",
+    "DBProxyName",
+    "QueueName",
+    "LogGroupName",
+    "RoleName",
+    "ClusterName",
+    "TopicName",
+    "DBClusterIdentifier",
+    "DBInstanceIdentifier",
+    "DashboardName",
+    "AlarmName",
+    "ServiceName",
+    "Family",
+}
 
 
 def _unique_names(template: dict[str, Any]) -> dict[str, str]:
@@ -469,12 +571,18 @@ def test_every_queue_outlasts_its_consumer_and_steps_come_one_at_a_time(
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     step = [m["Properties"] for m in mappings if "DeadLetters" not in str(m["Properties"])]
     assert sorted((m["BatchSize"], m["ScalingConfig"]["MaximumConcurrency"]) for m in step) == [
-        (1, 4), (1, 5), (1, 50)]  # files' jobs, embedding jobs, steps  # fmt: skip
+        (1, 4),
+        (1, 5),
+        (1, 50),
+    ]  # files' jobs, embedding jobs, steps
 
 
 def test_migrations_wait_for_the_database_behind_the_proxy(template: dict[str, Any]) -> None:
-    (migrations,) = [r for r in resources(template, "AWS::CloudFormation::CustomResource").values()
-                     if "migrations" in r["Properties"]]  # fmt: skip
+    (migrations,) = [
+        r
+        for r in resources(template, "AWS::CloudFormation::CustomResource").values()
+        if "migrations" in r["Properties"]
+    ]
     after = set(migrations.get("DependsOn", []))
     for kind in ("AWS::RDS::DBInstance", "AWS::RDS::DBProxyTargetGroup", "AWS::RDS::DBCluster"):
         assert set(resources(template, kind)) <= after, kind
@@ -496,11 +604,17 @@ def test_the_approval_wait_survives_a_failing_handler_but_not_its_own_outcomes(
     lose the timeout-deny); a cancel is never retried and the timeout goes to the deny."""
     template = prod[1].to_json()
     refs = {name: function_arn(name) for name in ("approval", "sleeptime")}
-    machines = state_machine_definitions(template, {
-        logical_id(template, "AWS::Lambda::Function", f"Functions{name}"): arn
-        for name, arn in refs.items()} | {
-        f"{logical_id(template, 'AWS::Lambda::Function', f'Functions{name}')}.Arn": arn
-        for name, arn in refs.items()})  # fmt: skip
+    machines = state_machine_definitions(
+        template,
+        {
+            logical_id(template, "AWS::Lambda::Function", f"Functions{name}"): arn
+            for name, arn in refs.items()
+        }
+        | {
+            f"{logical_id(template, 'AWS::Lambda::Function', f'Functions{name}')}.Arn": arn
+            for name, arn in refs.items()
+        },
+    )
     (asl,) = [a for a in map(json.loads, machines.values()) if "WaitForAnswer" in a["States"]]
     wait = asl["States"]["WaitForAnswer"]
     assert wait["Retry"][0] == {"ErrorEquals": ["Cancelled"], "MaxAttempts": 0}
@@ -519,9 +633,16 @@ def test_the_api_stage_is_throttled(template: dict[str, Any]) -> None:
 def test_a_dashboard_shows_what_an_operator_watches(template: dict[str, Any]) -> None:
     (board,) = resources(template, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(board["Properties"]["DashboardBody"])
-    for title in ("Steps per minute", "Step duration", "Oldest queued step", "Dead-lettered",
-                  "Runs failed by the provider", "Approval waits started", "Proxy connections",
-                  "Aurora capacity"):  # fmt: skip
+    for title in (
+        "Steps per minute",
+        "Step duration",
+        "Oldest queued step",
+        "Dead-lettered",
+        "Runs failed by the provider",
+        "Approval waits started",
+        "Proxy connections",
+        "Aurora capacity",
+    ):
         assert title in body, title
     (llm,) = resources(template, "AWS::Logs::MetricFilter").values()
     assert llm["Properties"]["FilterPattern"] == '"failed: llm_api_error"'
@@ -544,8 +665,11 @@ def test_functions_reach_the_database_as_the_app_role_with_iam_and_read_no_db_se
     secrets = resources(template, "AWS::SecretsManager::Secret")
     (admin,) = [k for k in secrets if "DatabaseClusterSecret" in k]
     (app,) = [k for k in secrets if k.startswith("DatabaseAppUser")]
-    attachments = {k for k, r in resources(template, "AWS::SecretsManager::SecretTargetAttachment")
-                   .items() if r["Properties"]["SecretId"] == {"Ref": admin}}  # fmt: skip
+    attachments = {
+        k
+        for k, r in resources(template, "AWS::SecretsManager::SecretTargetAttachment").items()
+        if r["Properties"]["SecretId"] == {"Ref": admin}
+    }
     readers: dict[str, set[str]] = {}
     connects: dict[str, set[str]] = {}
     for policy in resources(template, "AWS::IAM::Policy").values():
@@ -559,8 +683,10 @@ def test_functions_reach_the_database_as_the_app_role_with_iam_and_read_no_db_se
                 for user in ("cairn_app", "cairn_admin"):
                     if f"/{user}" in text:
                         connects.setdefault(user, set()).update(roles)
-    role = {key: function(template, key)["Properties"]["Role"]["Fn::GetAtt"][0]
-            for key in ("api", "step", "sweeper", "migrate", "sandbox")}  # fmt: skip
+    role = {
+        key: function(template, key)["Properties"]["Role"]["Fn::GetAtt"][0]
+        for key in ("api", "step", "sweeper", "migrate", "sandbox")
+    }
     function_roles = set(role.values())
     # No function reads the admin's password (only the proxy and its rotation do).
     assert not any(readers.get(k, set()) & function_roles for k in {admin, *attachments})
@@ -571,8 +697,11 @@ def test_functions_reach_the_database_as_the_app_role_with_iam_and_read_no_db_se
 
 
 def test_the_watchdog_waits_for_the_queues_own_redelivery_first(template: dict[str, Any]) -> None:
-    (steps,) = [q["Properties"] for k, q in resources(template, "AWS::SQS::Queue").items()
-                if k.startswith("StepQueueSteps")]  # fmt: skip
+    (steps,) = [
+        q["Properties"]
+        for k, q in resources(template, "AWS::SQS::Queue").items()
+        if k.startswith("StepQueueSteps")
+    ]
     step = function(template, "step")["Properties"]
     stall = int(step["Environment"]["Variables"]["CAIRN_RUN_STALL_SECONDS"])
     assert stall > steps["VisibilityTimeout"] + step["Timeout"]
@@ -585,15 +714,17 @@ def test_secret_rotation_runs_where_the_cluster_admits_it(template: dict[str, An
     rotation_sg = schedule["Properties"]["HostedRotationLambda"]["VpcSecurityGroupIds"]
     (cluster,) = resources(template, "AWS::RDS::DBCluster").values()
     (cluster_sg,) = cluster["Properties"]["VpcSecurityGroupIds"]
-    admitted = [r["Properties"] for r in resources(template, "AWS::EC2::SecurityGroupIngress")
-                .values() if r["Properties"]["GroupId"] == cluster_sg]  # fmt: skip
+    admitted = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"]["GroupId"] == cluster_sg
+    ]
     assert any(r["SourceSecurityGroupId"] == rotation_sg for r in admitted)
 
 
 def test_bedrock_models_named_in_the_context_are_the_only_ones_the_steps_may_call() -> None:
     models = "anthropic.claude-sonnet-4-20250514-v1:0,amazon.titan-embed-text-v2:0"
-    app = cdk.App(context={**project_context(), "skip_bundling": "true",
-                           "bedrock_models": models})  # fmt: skip
+    app = cdk.App(context={**project_context(), "skip_bundling": "true", "bedrock_models": models})
     stack = build_app(app)
     app.synth()  # cdk-nag's AwsSolutions checks pass with the grants in the stack
     template = cdk.assertions.Template.from_stack(stack).to_json()
@@ -603,9 +734,10 @@ def test_bedrock_models_named_in_the_context_are_the_only_ones_the_steps_may_cal
             if "bedrock:InvokeModel" in as_list(statement["Action"]):
                 for role in policy["Properties"]["Roles"]:
                     callers[role["Ref"]] = as_list(statement["Resource"])
-    roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
-             for name in ("api", "stream", "step", "files", "sandbox", "sweeper",
-                          "migrate")}  # fmt: skip
+    roles = {
+        name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
+        for name in ("api", "stream", "step", "files", "sandbox", "sweeper", "migrate")
+    }
     # The steps call models; the files function embeds folders' chunks.
     assert set(callers) == {roles["api"], roles["stream"], roles["step"], roles["files"]}
     arns = json.dumps(callers[roles["step"]])
@@ -617,17 +749,18 @@ def test_bedrock_models_named_in_the_context_are_the_only_ones_the_steps_may_cal
 
 def test_a_cross_region_inference_profile_is_granted_with_its_model_in_any_region() -> None:
     profile = "us.anthropic.claude-sonnet-4-20250514-v1:0"
-    app = cdk.App(context={**project_context(), "skip_bundling": "true",
-                           "bedrock_models": profile})  # fmt: skip
+    app = cdk.App(context={**project_context(), "skip_bundling": "true", "bedrock_models": profile})
     stack = build_app(app)
     app.synth()  # cdk-nag passes: the any-region model grant is acknowledged for it alone
     template = cdk.assertions.Template.from_stack(stack).to_json()
     step_role = function(template, "step")["Properties"]["Role"]["Fn::GetAtt"][0]
-    arns = [json.dumps(statement["Resource"])
-            for policy in resources(template, "AWS::IAM::Policy").values()
-            if {"Ref": step_role} in policy["Properties"]["Roles"]
-            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-            if "bedrock:InvokeModel" in as_list(statement["Action"])]  # fmt: skip
+    arns = [
+        json.dumps(statement["Resource"])
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": step_role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "bedrock:InvokeModel" in as_list(statement["Action"])
+    ]
     granted = " ".join(arns)
     assert f"inference-profile/{profile}" in granted
     assert ":bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0" in granted
@@ -647,35 +780,61 @@ def test_organizations_own_keys_are_secrets_under_the_stacks_prefix(
             if "secret:Cairn/providers/*" in json.dumps(statement["Resource"]):
                 for role in policy["Properties"]["Roles"]:
                     granted.setdefault(role["Ref"], set()).update(as_list(statement["Action"]))
-    roles = {name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
-             for name in ("api", "stream", "step", "files", "migrate")}  # fmt: skip
+    roles = {
+        name: function(template, name)["Properties"]["Role"]["Fn::GetAtt"][0]
+        for name in ("api", "stream", "step", "files", "migrate")
+    }
     assert set(granted) == set(roles.values())
     assert granted[roles["step"]] == {"secretsmanager:GetSecretValue"}
     assert granted[roles["files"]] == {"secretsmanager:GetSecretValue"}  # embedding keys
-    assert granted[roles["migrate"]] == {"secretsmanager:CreateSecret",
-        "secretsmanager:PutSecretValue", "secretsmanager:TagResource"}  # fmt: skip
-    assert granted[roles["api"]] == granted[roles["stream"]] == {
-        "secretsmanager:GetSecretValue", "secretsmanager:CreateSecret",
-        "secretsmanager:PutSecretValue", "secretsmanager:DeleteSecret",
-        "secretsmanager:TagResource"}  # fmt: skip
+    assert granted[roles["migrate"]] == {
+        "secretsmanager:CreateSecret",
+        "secretsmanager:PutSecretValue",
+        "secretsmanager:TagResource",
+    }
+    assert (
+        granted[roles["api"]]
+        == granted[roles["stream"]]
+        == {
+            "secretsmanager:GetSecretValue",
+            "secretsmanager:CreateSecret",
+            "secretsmanager:PutSecretValue",
+            "secretsmanager:DeleteSecret",
+            "secretsmanager:TagResource",
+        }
+    )
 
 
 def test_the_large_knobs_are_flags_that_reach_the_template() -> None:
     defaults = Shape.from_context({}.get)
     assert (defaults.min_acu, defaults.db_max_acu, defaults.step_concurrency) == (0.5, 8, 50)
-    context = {"db_min_acu": "2", "db_max_acu": "64", "step_concurrency": "400",
-               "fifo_high_throughput": "true", "api_concurrency": "100",
-               "stream_concurrency": "50", "api_rate_limit": "500"}  # fmt: skip
+    context = {
+        "db_min_acu": "2",
+        "db_max_acu": "64",
+        "step_concurrency": "400",
+        "fifo_high_throughput": "true",
+        "api_concurrency": "100",
+        "stream_concurrency": "50",
+        "api_rate_limit": "500",
+    }
     _, t = synth(**context)
     template = t.to_json()
-    t.has_resource_properties("AWS::RDS::DBCluster", {"ServerlessV2ScalingConfiguration": {
-        "MinCapacity": 2, "MaxCapacity": 64}})  # fmt: skip
+    t.has_resource_properties(
+        "AWS::RDS::DBCluster",
+        {"ServerlessV2ScalingConfiguration": {"MinCapacity": 2, "MaxCapacity": 64}},
+    )
     mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
-    concurrency = sorted(m["Properties"]["ScalingConfig"]["MaximumConcurrency"]
-                         for m in mappings if "ScalingConfig" in m["Properties"])  # fmt: skip
+    concurrency = sorted(
+        m["Properties"]["ScalingConfig"]["MaximumConcurrency"]
+        for m in mappings
+        if "ScalingConfig" in m["Properties"]
+    )
     assert concurrency == [4, 5, 400]  # files' jobs, embedding jobs, steps
-    fifo = [q["Properties"] for q in resources(template, "AWS::SQS::Queue").values()
-            if q["Properties"].get("FifoQueue") and "RedrivePolicy" in q["Properties"]]  # fmt: skip
+    fifo = [
+        q["Properties"]
+        for q in resources(template, "AWS::SQS::Queue").values()
+        if q["Properties"].get("FifoQueue") and "RedrivePolicy" in q["Properties"]
+    ]
     assert len(fifo) == 3 and all(  # steps, embedding jobs, files' jobs
         q["FifoThroughputLimit"] == "perMessageGroupId"
         and q["DeduplicationScope"] == "messageGroup"
@@ -691,14 +850,17 @@ def test_the_large_knobs_are_flags_that_reach_the_template() -> None:
     assert (env["CAIRN_STEP_CONCURRENCY"], env["CAIRN_ORG_RESERVE"]) == ("400", "80")
 
 
-@pytest.mark.parametrize(("context", "says"), [
-    ({"db_max_acu": "300"}, "db_max_acu: from 0 to 256"),
-    ({"db_min_acu": "0.3"}, "db_min_acu: 0, or 0.5 to 256 in half units"),
-    ({"db_min_acu": "16", "db_max_acu": "8"}, "db_min_acu: 16 is above db_max_acu 8"),
-    ({"step_concurrency": "1"}, "step_concurrency: from 2 to 1000"),
-    ({"step_concurrency": "many"}, "step_concurrency: a whole number"),
-    ({"fifo_high_throughput": "maybe"}, "fifo_high_throughput: true or false"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("context", "says"),
+    [
+        ({"db_max_acu": "300"}, "db_max_acu: from 0 to 256"),
+        ({"db_min_acu": "0.3"}, "db_min_acu: 0, or 0.5 to 256 in half units"),
+        ({"db_min_acu": "16", "db_max_acu": "8"}, "db_min_acu: 16 is above db_max_acu 8"),
+        ({"step_concurrency": "1"}, "step_concurrency: from 2 to 1000"),
+        ({"step_concurrency": "many"}, "step_concurrency: a whole number"),
+        ({"fifo_high_throughput": "maybe"}, "fifo_high_throughput: true or false"),
+    ],
+)
 def test_a_flag_given_a_value_it_cannot_take_stops_the_synthesis_naming_it(
     context: dict[str, str], says: str
 ) -> None:
@@ -744,9 +906,12 @@ def test_the_small_shape_pauses_its_database_and_has_no_proxy_or_nat_gateway() -
     (sweep,) = resources(template, "AWS::Events::Rule").values()
     assert sweep["Properties"]["ScheduleExpression"] == "rate(1 hour)"
     # The app role may connect to this cluster (its resource id), and nothing broader.
-    connects = [st for policy in resources(template, "AWS::IAM::Policy").values()
-                for st in policy["Properties"]["PolicyDocument"]["Statement"]
-                if "rds-db:connect" in as_list(st["Action"])]  # fmt: skip
+    connects = [
+        st
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "rds-db:connect" in as_list(st["Action"])
+    ]
     assert connects and all(
         "DBClusterResourceId" in json.dumps(st["Resource"])
         and "/cairn_app" in json.dumps(st["Resource"])
@@ -755,8 +920,11 @@ def test_the_small_shape_pauses_its_database_and_has_no_proxy_or_nat_gateway() -
     # The cluster admits the functions directly.
     (cluster_sg,) = cluster["Properties"]["VpcSecurityGroupIds"]
     functions_sg = function(template, "api")["Properties"]["VpcConfig"]["SecurityGroupIds"][0]
-    admitted = [r["Properties"] for r in resources(template, "AWS::EC2::SecurityGroupIngress")
-                .values() if r["Properties"]["GroupId"] == cluster_sg]  # fmt: skip
+    admitted = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"]["GroupId"] == cluster_sg
+    ]
     assert any(r["SourceSecurityGroupId"] == functions_sg for r in admitted)
 
 
@@ -773,17 +941,26 @@ def test_scheduled_messages_fire_through_eventbridge_scheduler(template: dict[st
     role_id = env["CAIRN_SCHEDULER_ROLE_ARN"]["Fn::GetAtt"][0]
     role = resources(template, "AWS::IAM::Role")[role_id]["Properties"]
     assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
-        "Service": "scheduler.amazonaws.com"}  # fmt: skip
-    invokes = [st for p in resources(template, "AWS::IAM::Policy").values()
-               if p["Properties"]["Roles"] == [{"Ref": role_id}]
-               for st in p["Properties"]["PolicyDocument"]["Statement"]]  # fmt: skip
+        "Service": "scheduler.amazonaws.com"
+    }
+    invokes = [
+        st
+        for p in resources(template, "AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == [{"Ref": role_id}]
+        for st in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
     assert [st["Action"] for st in invokes] == ["lambda:InvokeFunction"]
     assert "Cairn-sweeper" in json.dumps(invokes[0]["Resource"])
-    makers = {p["Properties"]["Roles"][0]["Ref"] for p in resources(template, "AWS::IAM::Policy"
-              ).values() for st in p["Properties"]["PolicyDocument"]["Statement"]
-              if "scheduler:CreateSchedule" in as_list(st["Action"])}  # fmt: skip
-    assert makers == {function(template, k)["Properties"]["Role"]["Fn::GetAtt"][0]
-                      for k in ("api", "stream", "step")}  # fmt: skip
+    makers = {
+        p["Properties"]["Roles"][0]["Ref"]
+        for p in resources(template, "AWS::IAM::Policy").values()
+        for st in p["Properties"]["PolicyDocument"]["Statement"]
+        if "scheduler:CreateSchedule" in as_list(st["Action"])
+    }
+    assert makers == {
+        function(template, k)["Properties"]["Role"]["Fn::GetAtt"][0]
+        for k in ("api", "stream", "step")
+    }
 
 
 def test_browser_origins_are_a_flag_the_functions_answer_cors_with() -> None:

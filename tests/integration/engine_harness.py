@@ -95,8 +95,9 @@ def make_agent(
 def on_model(db: Database, agent: Agent, config: LLMConfig) -> Agent:
     """The agent, switched to another model (its llm_config stored)."""
     with db.transaction() as conn:
-        return agents.update(conn, agent.model_copy(update={"llm_config": config}),
-                             expected_version=agent.version)  # fmt: skip
+        return agents.update(
+            conn, agent.model_copy(update={"llm_config": config}), expected_version=agent.version
+        )
 
 
 def user(agent: Agent, text: str) -> Message:

@@ -43,9 +43,13 @@ def test_a_whole_turn_runs_as_the_application_role(
         assert turn.run.status == "completed" and turn.run.stop_reason == "end_turn"
         assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"
         with app.connection() as conn:
-            for statement in ("DROP TABLE agents", "ALTER TABLE agents ADD COLUMN x int",
-                              "CREATE TABLE stray (x int)", "SELECT * FROM schema_migrations",
-                              "TRUNCATE messages"):  # fmt: skip
+            for statement in (
+                "DROP TABLE agents",
+                "ALTER TABLE agents ADD COLUMN x int",
+                "CREATE TABLE stray (x int)",
+                "SELECT * FROM schema_migrations",
+                "TRUNCATE messages",
+            ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
                     conn.execute(statement)
     finally:
@@ -74,8 +78,11 @@ def test_the_migrate_function_gives_the_role_its_secrets_password(
 def test_on_aws_functions_connect_with_an_iam_token_not_a_password(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name, value in (("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"), ("AWS_SECRET_ACCESS_KEY", "s"),
-                        ("AWS_DEFAULT_REGION", "eu-west-1")):  # fmt: skip
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "s"),
+        ("AWS_DEFAULT_REGION", "eu-west-1"),
+    ):
         monkeypatch.setenv(name, value)
     settings = Settings(db_host="cairn.proxy-abc.eu-west-1.rds.amazonaws.com", db_iam_user=APP_ROLE)
     made = database_conninfo(settings)
@@ -112,16 +119,21 @@ def test_without_a_proxy_the_migrate_function_lets_the_role_log_in_with_iam_toke
 def test_to_the_cluster_itself_tls_is_checked_against_the_rds_bundle_and_idle_sessions_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name, value in (("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"), ("AWS_SECRET_ACCESS_KEY", "s"),
-                        ("AWS_DEFAULT_REGION", "eu-west-1")):  # fmt: skip
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "s"),
+        ("AWS_DEFAULT_REGION", "eu-west-1"),
+    ):
         monkeypatch.setenv(name, value)
-    settings = Settings.from_env({
-        "CAIRN_DB_HOST": "cairn.cluster-abc.eu-west-1.rds.amazonaws.com",
-        "CAIRN_DB_IAM_USER": APP_ROLE,
-        "CAIRN_DB_SSLROOTCERT": "/opt/rds-ca/global-bundle.pem",
-        "CAIRN_DB_IDLE_SESSION_SECONDS": "60",
-        "CAIRN_DB_PREPARED_STATEMENTS": "true",
-    })  # fmt: skip
+    settings = Settings.from_env(
+        {
+            "CAIRN_DB_HOST": "cairn.cluster-abc.eu-west-1.rds.amazonaws.com",
+            "CAIRN_DB_IAM_USER": APP_ROLE,
+            "CAIRN_DB_SSLROOTCERT": "/opt/rds-ca/global-bundle.pem",
+            "CAIRN_DB_IDLE_SESSION_SECONDS": "60",
+            "CAIRN_DB_PREPARED_STATEMENTS": "true",
+        }
+    )
     made = database_conninfo(settings)
     assert callable(made)
     params = psycopg.conninfo.conninfo_to_dict(made())

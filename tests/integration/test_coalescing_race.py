@@ -50,8 +50,9 @@ def test_a_send_joining_while_the_claim_waits_for_it_is_in_the_turn(
     time.sleep(0.1)  # past the window: a claim now takes the lease
     outcome: list[StepOutcome] = []
     with db.transaction() as conn:
-        joined = lifecycle.start_run(db, org.id, agent.id, [user(agent, "two")], COALESCING,
-                                     conn=conn)  # fmt: skip
+        joined = lifecycle.start_run(
+            db, org.id, agent.id, [user(agent, "two")], COALESCING, conn=conn
+        )
         assert joined.joined and joined.run.id == first.run.id
         claiming = threading.Thread(
             target=lambda: outcome.append(engine.step(org.id, first.run.id, 0))

@@ -36,8 +36,9 @@ def is_summary_request(r: Recorded) -> bool:
 
 
 def chat(db: Database, org: Organization, fake: FakeLLM, mode: str = "sliding_window"):  # type: ignore[no-untyped-def]
-    agent = make_agent(db, org, context_window=WINDOW,
-                       compaction_settings=CompactionSettings(mode=mode))  # type: ignore[arg-type]  # fmt: skip
+    agent = make_agent(
+        db, org, context_window=WINDOW, compaction_settings=CompactionSettings(mode=mode)
+    )  # type: ignore[arg-type]
     engine = engine_for(db, fake)
     turns = [send(engine, agent, f"search {n}: " + "words about trains " * 150) for n in range(4)]
     return agent, turns

@@ -245,8 +245,9 @@ def test_a_session_the_server_ends_when_idle_is_replaced_unseen(pg_dsn: str) -> 
         assert first is not None
         with psycopg.connect(pg_dsn, autocommit=True) as watcher:
             deadline = time.monotonic() + 30
-            while watcher.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s",
-                                  (first["pid"],)).fetchone():  # fmt: skip
+            while watcher.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (first["pid"],)
+            ).fetchone():
                 assert time.monotonic() < deadline, "the idle session was never ended"
                 time.sleep(0.1)
         with db.connection() as conn:

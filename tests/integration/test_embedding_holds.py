@@ -27,24 +27,36 @@ def fake() -> Iterator[FakeLLM]:
 
 
 def engine(db: Database, fake: FakeLLM, **settings: object) -> Engine:
-    return Engine(db, Settings(openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1",
-                               llm_max_retries=0, llm_timeout_seconds=10,
-                               **settings))  # type: ignore[arg-type]  # fmt: skip
+    return Engine(
+        db,
+        Settings(
+            openai_api_key="sk-test",
+            openai_base_url=f"{fake.base_url}/v1",
+            llm_max_retries=0,
+            llm_timeout_seconds=10,
+            **settings,
+        ),
+    )  # type: ignore[arg-type]
 
 
 def embedded_agent(db: Database, org: Organization, fake: FakeLLM, model: str) -> Agent:
     config = EmbeddingConfig(
-        embedding_model=model, embedding_endpoint_type="openai",
-        embedding_endpoint=f"{fake.base_url}/v1", embedding_dim=64,
-    )  # fmt: skip
+        embedding_model=model,
+        embedding_endpoint_type="openai",
+        embedding_endpoint=f"{fake.base_url}/v1",
+        embedding_dim=64,
+    )
     return make_agent(db, org, embedding_config=config)
 
 
 def come_due(db: Database, agent: Agent) -> None:
     """The hold's wait over (as time passing would make it)."""
     with db.connection() as conn:
-        conn.execute("UPDATE embedding_holds SET next_try_at = now() - interval '1 second' "
-                     "WHERE agent_id = %s AND next_try_at IS NOT NULL", (agent.id,))  # fmt: skip
+        conn.execute(
+            "UPDATE embedding_holds SET next_try_at = now() - interval '1 second' "
+            "WHERE agent_id = %s AND next_try_at IS NOT NULL",
+            (agent.id,),
+        )
 
 
 def test_retry_delays_double_up_to_six_hours_and_are_bounded() -> None:
@@ -96,8 +108,11 @@ def test_a_failing_endpoint_backs_off_stops_and_starts_again_on_a_new_config(
         current = agents.get(conn, org.id, agent.id)
         assert current is not None and current.embedding_config is not None
         config = current.embedding_config.model_copy(update={"embedding_model": "other-model"})
-        agents.update(conn, current.model_copy(update={"embedding_config": config}),
-                      expected_version=current.version)  # fmt: skip
+        agents.update(
+            conn,
+            current.model_copy(update={"embedding_config": config}),
+            expected_version=current.version,
+        )
     assert embed_agent(eng, org.id, agent.id) > 0
     with db.connection() as conn:
         assert embedding_holds.get(conn, org.id, agent.id) is None  # a success ends the hold

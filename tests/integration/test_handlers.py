@@ -117,10 +117,17 @@ def test_migrations_wait_for_a_database_that_is_not_reachable_yet(
             client, _ = listener.accept()
             host = real.get("host") or "localhost"
             upstream = socket.socket(socket.AF_UNIX) if host.startswith("/") else socket.socket()
-            upstream.connect(f"{host}/.s.PGSQL.{real.get('port', 5432)}" if host.startswith("/")
-                             else (host, int(real.get("port", 5432))))  # fmt: skip
-            threading.Thread(target=relay, args=(client, upstream),
-                             kwargs={"until": time.time() + 60}, daemon=True).start()  # fmt: skip
+            upstream.connect(
+                f"{host}/.s.PGSQL.{real.get('port', 5432)}"
+                if host.startswith("/")
+                else (host, int(real.get("port", 5432)))
+            )
+            threading.Thread(
+                target=relay,
+                args=(client, upstream),
+                kwargs={"until": time.time() + 60},
+                daemon=True,
+            ).start()
 
     threading.Thread(target=open_later, daemon=True).start()
     late = psycopg.conninfo.make_conninfo(pg_dsn, host="127.0.0.1", port=str(port))
@@ -143,8 +150,12 @@ def test_a_rotated_database_password_reaches_a_warm_function(
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setattr(secrets, "SECRET_MAX_AGE_SECONDS", 0)  # the minute, elapsed
     real = psycopg.conninfo.conninfo_to_dict(pg_dsn)
-    stored = {"host": real.get("host", "localhost"), "port": int(real.get("port", 5432)),
-              "username": real["user"], "dbname": real["dbname"]}  # fmt: skip
+    stored = {
+        "host": real.get("host", "localhost"),
+        "port": int(real.get("port", 5432)),
+        "username": real["user"],
+        "dbname": real["dbname"],
+    }
     with mock_aws():
         client = boto3.client("secretsmanager")
         old = json.dumps({**stored, "password": "old"})

@@ -56,11 +56,20 @@ def test_an_image_reaches_each_provider_in_its_own_form(
     agent = agent_on(db, org, fake, provider)
     fake.reply("A single pixel.")
     picture = Message(
-        organization_id=agent.organization_id, agent_id=agent.id, role="user",
-        content=[TextContent(text="What is this?"), ImageContent(source={
-            "type": "base64", "media_type": "image/png",
-            "data": base64.b64encode(PNG).decode()})],
-    )  # fmt: skip
+        organization_id=agent.organization_id,
+        agent_id=agent.id,
+        role="user",
+        content=[
+            TextContent(text="What is this?"),
+            ImageContent(
+                source={
+                    "type": "base64",
+                    "media_type": "image/png",
+                    "data": base64.b64encode(PNG).decode(),
+                }
+            ),
+        ],
+    )
     turn = send(engine(db, fake), agent, picture)
     assert turn.run.status == "completed" and turn.new[-1].text == "A single pixel."
     media, body, text = image_of(fake.requests[-1].body, provider)

@@ -40,9 +40,11 @@ def kept_sizes(
     db: Database, org: str, agent_id: str, archive_id: str
 ) -> tuple[int, int, list[str]]:
     with db.connection() as conn:
-        return (messages.count_for_agent(conn, org, agent_id),
-                archives.count_passages(conn, org, archive_id),
-                archives.archive_tags(conn, org, archive_id))  # fmt: skip
+        return (
+            messages.count_for_agent(conn, org, agent_id),
+            archives.count_passages(conn, org, archive_id),
+            archives.archive_tags(conn, org, archive_id),
+        )
 
 
 def archive_of(db: Database, org: Organization, agent_id: str) -> Archive:
@@ -93,8 +95,11 @@ def test_kept_sizes_follow_every_kind_of_write(
         for i in range(50):
             archives.insert_passage(conn, passage(org, archive.id, f"fact {i}", f"t{i % 3}"))
         messages.insert(conn, [user(agent, f"captured {i}") for i in range(20)])
-        habits = [p for p in archives.list_passages(conn, org.id, archive.id, limit=100)
-                  if "habits" in p.tags]  # fmt: skip
+        habits = [
+            p
+            for p in archives.list_passages(conn, org.id, archive.id, limit=100)
+            if "habits" in p.tags
+        ]
         archives.delete_passage(conn, org.id, habits[0].id)
     kept = kept_sizes(db, org.id, agent.id, archive.id)
     assert kept == real_sizes(db, agent.id, archive.id)

@@ -83,8 +83,15 @@ def test_an_agents_secrets_reach_the_tool_through_the_sandbox_function(
     credentials stay out, and the next call, without it, sees nothing."""
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-functions-own")
     sandbox = LambdaSandbox("cairn-sandbox", lambda_client)
-    given = sandbox.run(SandboxRequest(ENV_READER, "read_env", {"name": "API_TOKEN"}, "call_4",
-                                       environment={"API_TOKEN": "tok-9"}))  # fmt: skip
+    given = sandbox.run(
+        SandboxRequest(
+            ENV_READER,
+            "read_env",
+            {"name": "API_TOKEN"},
+            "call_4",
+            environment={"API_TOKEN": "tok-9"},
+        )
+    )
     assert given.success and given.value == "tok-9|-"
     after = sandbox.run(SandboxRequest(ENV_READER, "read_env", {"name": "API_TOKEN"}, "call_5"))
     assert after.success and after.value == "<unset>|-"

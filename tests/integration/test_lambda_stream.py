@@ -210,11 +210,22 @@ def test_the_stream_function_streams_through_the_runtime_api(
             [bootstrap], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         try:
-            created = stand_in.wait(stand_in.invoke(url_event(
-                "POST", "/v1/agents/", key,
-                {"llm_config": {"model": "gpt-fake-mini", "model_endpoint_type": "openai",
-                                "context_window": 32000}},
-            )))  # fmt: skip
+            created = stand_in.wait(
+                stand_in.invoke(
+                    url_event(
+                        "POST",
+                        "/v1/agents/",
+                        key,
+                        {
+                            "llm_config": {
+                                "model": "gpt-fake-mini",
+                                "model_endpoint_type": "openai",
+                                "context_window": 32000,
+                            }
+                        },
+                    )
+                )
+            )
             head, body = created.prelude()
             assert head["statusCode"] == 200, body
             agent_id = json.loads(body)["id"]
@@ -225,10 +236,16 @@ def test_the_stream_function_streams_through_the_runtime_api(
 
             text = "Steeping now; the tea will be ready in three minutes."
             fake.reply(text, chunk_delay=0.1)
-            streamed = stand_in.wait(stand_in.invoke(url_event(
-                "POST", f"/v1/agents/{agent_id}/messages/stream", key,
-                {"input": "tea?", "stream_tokens": True},
-            )))  # fmt: skip
+            streamed = stand_in.wait(
+                stand_in.invoke(
+                    url_event(
+                        "POST",
+                        f"/v1/agents/{agent_id}/messages/stream",
+                        key,
+                        {"input": "tea?", "stream_tokens": True},
+                    )
+                )
+            )
         finally:
             proc.kill()
             output = proc.communicate()[0]
@@ -236,8 +253,9 @@ def test_the_stream_function_streams_through_the_runtime_api(
     assert head["statusCode"] == 200, output
     assert head["headers"]["Content-Type"].startswith("text/event-stream")
     assert not streamed.trailers
-    frames = [json.loads(line[6:]) for line in sse.decode().split("\n\n")
-              if line.startswith("data: {")]  # fmt: skip
+    frames = [
+        json.loads(line[6:]) for line in sse.decode().split("\n\n") if line.startswith("data: {")
+    ]
     assert "".join(f.get("content") or "" for f in frames) == text
     assert sse.endswith(b"data: [DONE]\n\n")
     # The chunks came as the model wrote: the first piece a second before the end.

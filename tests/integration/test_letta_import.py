@@ -193,9 +193,12 @@ def test_an_import_stopped_in_any_phase_finishes_when_run_again(
 
 
 def test_the_command_shows_each_phase_and_ends_with_the_report(
-    db: Database, letta_url: str, pg_dsn: str, monkeypatch: pytest.MonkeyPatch,
+    db: Database,
+    letta_url: str,
+    pg_dsn: str,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     import tomllib
 
     from cairn.local import import_letta as command
@@ -228,8 +231,11 @@ def test_on_aws_the_migrate_function_imports_in_as_many_invocations_as_it_takes(
     handler = load_handler("migrate")
     answers = []
     while not answers or not answers[-1]["finished"]:
-        answers.append(handler({"action": "import_letta", "source": letta_url},
-                               Ending(function_name="migrate")))  # fmt: skip
+        answers.append(
+            handler(
+                {"action": "import_letta", "source": letta_url}, Ending(function_name="migrate")
+            )
+        )
         assert len(answers) < 40
     assert len(answers) > 2 and not answers[0]["finished"]
     whole = cairn_state(db)
@@ -318,25 +324,38 @@ def test_passages_of_another_embedding_model_are_embedded_again_in_one_request(
     with FakeLLM() as fake, psycopg.connect(copy, autocommit=True) as conn:
         # The Letta server's own endpoint: re-embedding goes to this server's instead.
         endpoint = json.dumps("http://127.0.0.1:9/v1")
-        conn.execute("UPDATE archives SET embedding_config = jsonb_set("
-                     "embedding_config::jsonb, '{embedding_endpoint}', %s::jsonb)::json",
-                     (endpoint,))  # fmt: skip
-        older = [r[0] for r in conn.execute(
-            "SELECT id FROM archival_passages ORDER BY id LIMIT 2").fetchall()]  # fmt: skip
+        conn.execute(
+            "UPDATE archives SET embedding_config = jsonb_set("
+            "embedding_config::jsonb, '{embedding_endpoint}', %s::jsonb)::json",
+            (endpoint,),
+        )
+        older = [
+            r[0]
+            for r in conn.execute("SELECT id FROM archival_passages ORDER BY id LIMIT 2").fetchall()
+        ]
         other = json.dumps("text-embedding-ada-002")
-        conn.execute("UPDATE archival_passages SET embedding_config = jsonb_set("
-                     "embedding_config::jsonb, '{embedding_model}', %s::jsonb)::json "
-                     "WHERE id = ANY(%s)", (other, older))  # fmt: skip
+        conn.execute(
+            "UPDATE archival_passages SET embedding_config = jsonb_set("
+            "embedding_config::jsonb, '{embedding_model}', %s::jsonb)::json "
+            "WHERE id = ANY(%s)",
+            (other, older),
+        )
         here = Settings(openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1")
         report = import_letta(db, copy, settings=here)
         assert report.imported["passages embedded again"] == 2
         assert len(fake.embedding_requests) == 1 and len(fake.embedding_requests[0]["input"]) == 2
     with db.connection() as conn:
-        stored = {p.id: p for p in archives.list_passages(
-            conn, ORG, archives.archive_for_agent(conn, ORG, IDS["A"]).id, limit=10)}  # type: ignore[union-attr]  # fmt: skip
-    assert {i for i, p in stored.items()
-            if p.embedding_config and p.embedding_config.embedding_model == "text-embedding-3-small"
-            } == set(stored)  # fmt: skip
+        stored = {
+            p.id: p
+            for p in archives.list_passages(
+                conn, ORG, archives.archive_for_agent(conn, ORG, IDS["A"]).id, limit=10
+            )
+        }  # type: ignore[union-attr]
+    assert {
+        i
+        for i, p in stored.items()
+        if p.embedding_config and p.embedding_config.embedding_model == "text-embedding-3-small"
+    } == set(stored)
     next(restored, None)
 
 
@@ -359,36 +378,45 @@ def test_a_letta_folder_comes_over_with_its_files_chunks_and_views(
         conn.execute(
             "INSERT INTO sources (id, name, embedding_config, description, organization_id, "
             "instructions, vector_db_provider) VALUES (%s, 'manuals', %s, 'how-tos', %s, "
-            "'read first', 'NATIVE')", (source, json.dumps(config), ORG))  # fmt: skip
-        conn.execute("INSERT INTO sources_agents (agent_id, source_id) VALUES (%s, %s)",
-                     (IDS["A"], source))  # fmt: skip
+            "'read first', 'NATIVE')",
+            (source, json.dumps(config), ORG),
+        )
+        conn.execute(
+            "INSERT INTO sources_agents (agent_id, source_id) VALUES (%s, %s)", (IDS["A"], source)
+        )
         conn.execute(
             "INSERT INTO files (id, source_id, file_name, file_type, file_size, organization_id,"
             " processing_status, original_file_name, total_chunks, chunks_embedded) VALUES "
             "(%s, %s, 'manuals/trail.md', 'text/markdown', 40, %s, 'completed', 'trail.md', 2,"
-            " 2)", (file, source, ORG))  # fmt: skip
-        conn.execute("INSERT INTO file_contents (file_id, text, id) VALUES (%s, %s, %s)",
-                     (file, "Go north.\nAdd a stone.", f"file_content-{uuid.uuid4()}"))  # fmt: skip
+            " 2)",
+            (file, source, ORG),
+        )
+        conn.execute(
+            "INSERT INTO file_contents (file_id, text, id) VALUES (%s, %s, %s)",
+            (file, "Go north.\nAdd a stone.", f"file_content-{uuid.uuid4()}"),
+        )
         for n, text in enumerate(["Go north.", "Add a stone."]):
             conn.execute(
                 "INSERT INTO source_passages (id, text, embedding_config, metadata_, embedding, "
                 "organization_id, file_id, source_id, file_name, created_at) VALUES (%s, %s, %s,"
                 " '{}', %s, %s, %s, %s, 'manuals/trail.md', now() + %s * interval '1 second')",
-                (f"passage-{uuid.uuid4()}", text, json.dumps(config), vector, ORG, file,
-                 source, n))  # fmt: skip
+                (f"passage-{uuid.uuid4()}", text, json.dumps(config), vector, ORG, file, source, n),
+            )
         conn.execute(
             "INSERT INTO files_agents (id, file_id, agent_id, is_open, visible_content, "
             "organization_id, file_name, source_id) VALUES (%s, %s, %s, true, '1: Go north.',"
-            " %s, 'manuals/trail.md', %s)", (f"file_agent-{uuid.uuid4()}", file, IDS["A"], ORG,
-                                             source))  # fmt: skip
+            " %s, 'manuals/trail.md', %s)",
+            (f"file_agent-{uuid.uuid4()}", file, IDS["A"], ORG, source),
+        )
     here = Settings(data_dir=tmp_path)
     report = import_letta(db, copy, settings=here)
     assert report.imported["folders"] == 1 and report.imported["file passages"] == 2
     with db.connection() as conn:
         folder = folders.get(conn, ORG, source)
         stored = files.get(conn, ORG, file)
-        chunks = files.list_passages(conn, ORG, source, after=None, before=None, limit=10,
-                                     order="asc")  # fmt: skip
+        chunks = files.list_passages(
+            conn, ORG, source, after=None, before=None, limit=10, order="asc"
+        )
         (attached,) = files.agent_folders(conn, IDS["A"])
         names = {t.name for t in tools.for_agent(conn, ORG, IDS["A"])}
     assert folder is not None and folder.instructions == "read first"

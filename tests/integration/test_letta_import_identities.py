@@ -25,11 +25,15 @@ def test_identities_come_over_with_their_agents_and_blocks(db: Database, pg_dsn:
     with psycopg.connect(copy, autocommit=True) as conn:
         block = conn.execute(
             "SELECT b.id FROM block b JOIN blocks_agents ba ON ba.block_id = b.id "
-            "WHERE ba.agent_id = %s AND b.label = 'human'", (IDS["A"],)).fetchone()[0]  # fmt: skip
+            "WHERE ba.agent_id = %s AND b.label = 'human'",
+            (IDS["A"],),
+        ).fetchone()[0]
         properties = json.dumps([{"key": "plan", "value": "pro", "type": "string"}])
-        for identity_id, key, kind, deleted in ((DANA, "dana@example.com", "user", False),
-                                                (GONE, "gone", "user", True),
-                                                (ODD, "odd", "robot", False)):  # fmt: skip
+        for identity_id, key, kind, deleted in (
+            (DANA, "dana@example.com", "user", False),
+            (GONE, "gone", "user", True),
+            (ODD, "odd", "robot", False),
+        ):
             conn.execute(
                 """INSERT INTO identities (id, identifier_key, name, identity_type,
                        organization_id, is_deleted, properties)

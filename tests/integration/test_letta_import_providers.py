@@ -37,28 +37,99 @@ def letta_encrypt(plaintext: str, master_key: str) -> str:
 
 # (id, name, type, api_key_enc, access_key_enc, legacy api_key, organization, category, deleted)
 ROWS: list[tuple[Any, ...]] = [
-    ("provider-00000000-0000-4000-8000-000000000001", "team-openai", "openai",
-     letta_encrypt("sk-team-openai-1234", LETTA_KEY), None, None, ORG, "byok", False),
+    (
+        "provider-00000000-0000-4000-8000-000000000001",
+        "team-openai",
+        "openai",
+        letta_encrypt("sk-team-openai-1234", LETTA_KEY),
+        None,
+        None,
+        ORG,
+        "byok",
+        False,
+    ),
     # A server without LETTA_ENCRYPTION_KEY keeps the key as it is, in the same column.
-    ("provider-00000000-0000-4000-8000-000000000002", "team-claude", "anthropic",
-     "sk-ant-as-it-is-5678", None, None, ORG, "byok", False),
+    (
+        "provider-00000000-0000-4000-8000-000000000002",
+        "team-claude",
+        "anthropic",
+        "sk-ant-as-it-is-5678",
+        None,
+        None,
+        ORG,
+        "byok",
+        False,
+    ),
     # A row from before the _enc columns: the key in the older plaintext column.
-    ("provider-00000000-0000-4000-8000-000000000003", "old-groq", "groq",
-     None, None, "gsk_older_column_9abc", ORG, "byok", False),
-    ("provider-00000000-0000-4000-8000-000000000004", "team-bedrock", "bedrock",
-     letta_encrypt("bedrock-secret-key-def0", LETTA_KEY),
-     letta_encrypt("AKIAEXAMPLEACCESS", LETTA_KEY), None, ORG, "byok", False),
+    (
+        "provider-00000000-0000-4000-8000-000000000003",
+        "old-groq",
+        "groq",
+        None,
+        None,
+        "gsk_older_column_9abc",
+        ORG,
+        "byok",
+        False,
+    ),
+    (
+        "provider-00000000-0000-4000-8000-000000000004",
+        "team-bedrock",
+        "bedrock",
+        letta_encrypt("bedrock-secret-key-def0", LETTA_KEY),
+        letta_encrypt("AKIAEXAMPLEACCESS", LETTA_KEY),
+        None,
+        ORG,
+        "byok",
+        False,
+    ),
     # Not to come over: deleted (Letta empties its keys), the server's own, a name Cairn's
     # handles use, and a key sealed under another server's key.
-    ("provider-00000000-0000-4000-8000-000000000005", "gone", "openai",
-     None, None, None, ORG, "byok", True),
-    ("provider-00000000-0000-4000-8000-000000000006", "anthropic", "anthropic",
-     "sk-ant-server", None, None, None, "base", False),
-    ("provider-00000000-0000-4000-8000-000000000007", "openai", "openai",
-     "sk-named-like-the-server", None, None, ORG, "byok", False),
-    ("provider-00000000-0000-4000-8000-000000000008", "locked", "openai",
-     letta_encrypt("sk-locked", "another-server's-key"), None, None, ORG, "byok", False),
-]  # fmt: skip
+    (
+        "provider-00000000-0000-4000-8000-000000000005",
+        "gone",
+        "openai",
+        None,
+        None,
+        None,
+        ORG,
+        "byok",
+        True,
+    ),
+    (
+        "provider-00000000-0000-4000-8000-000000000006",
+        "anthropic",
+        "anthropic",
+        "sk-ant-server",
+        None,
+        None,
+        None,
+        "base",
+        False,
+    ),
+    (
+        "provider-00000000-0000-4000-8000-000000000007",
+        "openai",
+        "openai",
+        "sk-named-like-the-server",
+        None,
+        None,
+        ORG,
+        "byok",
+        False,
+    ),
+    (
+        "provider-00000000-0000-4000-8000-000000000008",
+        "locked",
+        "openai",
+        letta_encrypt("sk-locked", "another-server's-key"),
+        None,
+        None,
+        ORG,
+        "byok",
+        False,
+    ),
+]
 IMPORTED = {
     "team-openai": "sk-team-openai-1234",
     "team-claude": "sk-ant-as-it-is-5678",
@@ -115,8 +186,10 @@ def test_byok_providers_come_over_with_their_keys_opened_and_put_in_the_vault(
         assert vault.open(provider)["api_key"] == key and provider.key_hint == key[-4:]
         assert key.encode() not in (provider.key_sealed or b"")  # sealed, not stored plain
     bedrock = found["team-bedrock"]
-    assert vault.open(bedrock) == {"api_key": "bedrock-secret-key-def0",
-                                   "access_key": "AKIAEXAMPLEACCESS"}  # fmt: skip
+    assert vault.open(bedrock) == {
+        "api_key": "bedrock-secret-key-def0",
+        "access_key": "AKIAEXAMPLEACCESS",
+    }
     assert bedrock.region == "us-west-2" and found["old-groq"].provider_type == "groq"
     skipped = "\n".join(report.skipped)
     assert "provider openai (openai): the name is Cairn's own" in skipped
@@ -146,8 +219,9 @@ def test_a_provider_whose_name_is_taken_here_is_left_and_named(
     import_letta(db, letta_with_providers, vault=vault, letta_key=LETTA_KEY)
     with db.transaction() as conn:  # a fresh organization state: another team-openai here
         conn.execute("DELETE FROM providers WHERE name = 'team-openai'")
-        providers.create(conn, Provider(organization_id=ORG, name="team-openai",
-                                        provider_type="openai"))  # fmt: skip
+        providers.create(
+            conn, Provider(organization_id=ORG, name="team-openai", provider_type="openai")
+        )
     report = import_letta(db, letta_with_providers, vault=vault, letta_key=LETTA_KEY)
     assert "provider team-openai (openai): a provider of that name exists" in "\n".join(
         report.skipped
@@ -197,6 +271,8 @@ def test_on_aws_cairn_admin_sends_the_letta_key_and_keys_become_secrets(
         names = {s["Name"] for s in secrets.list_secrets()["SecretList"]}
         found = kept(db)
         assert names == {f"S/providers/{ORG}/{p.id}" for p in found.values()}
-        opened = {n: secrets.get_secret_value(SecretId=p.key_ref)["SecretString"]
-                  for n, p in found.items()}  # fmt: skip
+        opened = {
+            n: secrets.get_secret_value(SecretId=p.key_ref)["SecretString"]
+            for n, p in found.items()
+        }
         assert all(key in opened[name] for name, key in IMPORTED.items())

@@ -52,8 +52,9 @@ def test_agents_secrets_come_over_opened_and_sealed_here(
     report = import_letta(db, letta_with_secrets, letta_key=LETTA_KEY, sealer=sealer)
     with db.connection() as conn:
         found = agent_secrets.opened(conn, sealer, ORG, [AGENT])[AGENT]
-        stored = conn.execute("SELECT value_sealed FROM agent_secrets WHERE agent_id = %s",
-                              (AGENT,)).fetchall()  # fmt: skip
+        stored = conn.execute(
+            "SELECT value_sealed FROM agent_secrets WHERE agent_id = %s", (AGENT,)
+        ).fetchall()
     assert {s.key: s.value for s in found} == {"API_TOKEN": "tok-sealed-1", "REGION": "eu-west-1"}
     assert all(b"tok-sealed-1" not in bytes(r["value_sealed"]) for r in stored)
     skipped = "\n".join(report.skipped)

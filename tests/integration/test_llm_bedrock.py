@@ -24,8 +24,11 @@ MODEL = "anthropic.claude-sonnet-4-20250514-v1:0"
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     # The function's role signs Bedrock calls; here any credentials sign them.
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                        ("AWS_DEFAULT_REGION", "us-east-1")):  # fmt: skip
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
         monkeypatch.setenv(name, value)
     bedrock.install()  # as the runtime does when a process starts
     with FakeLLM() as server:
@@ -40,12 +43,15 @@ def request(fake: FakeLLM, **config: object) -> LLMRequest:
 
 
 def test_tool_calls_reasoning_usage_and_the_converse_request(fake: FakeLLM) -> None:
-    fake.reply("", call("lookup", q="tea"), call("lookup", q="milk"), reasoning="think",
-               usage=(120, 8))  # fmt: skip
+    fake.reply(
+        "", call("lookup", q="tea"), call("lookup", q="milk"), reasoning="think", usage=(120, 8)
+    )
     req = request(fake, enable_reasoner=True, max_reasoning_tokens=2048)
     answer = client_for(req.config, settings(fake)).complete(req)
     assert [json.loads(c.function.arguments) for c in answer.tool_calls] == [
-        {"q": "tea"}, {"q": "milk"}]  # parallel calls  # fmt: skip
+        {"q": "tea"},
+        {"q": "milk"},
+    ]  # parallel calls
     assert answer.reasoning[0].reasoning == "think" and answer.reasoning[0].signature == "sig-5"
     assert answer.finish_reason == "tool_calls"
     assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (120, 8)
@@ -59,8 +65,9 @@ def test_tool_calls_reasoning_usage_and_the_converse_request(fake: FakeLLM) -> N
     assert body["system"] == [{"text": "SYSTEM"}]
     user, assistant, results = body["messages"]
     assert user == {"role": "user", "content": [{"text": "hi"}]}
-    assert assistant["content"][0] == {"reasoningContent": {"reasoningText": {
-        "text": "thought", "signature": "sig-7"}}}  # fmt: skip
+    assert assistant["content"][0] == {
+        "reasoningContent": {"reasoningText": {"text": "thought", "signature": "sig-7"}}
+    }
     assert assistant["content"][2]["toolUse"]["input"] == {"q": "x"}
     result = results["content"][0]["toolResult"]
     assert result["toolUseId"] == "call_1" and len(result["content"][0]["text"]) < 6000
@@ -109,10 +116,13 @@ def test_a_bedrock_agent_runs_a_tool_turn(db: Database, org: Organization, fake:
     assert any("toolResult" in block for m in second for block in m["content"])
 
 
-@pytest.mark.parametrize(("model", "requests"), [
-    ("amazon.titan-embed-text-v2:0", 3),  # one text a request
-    ("cohere.embed-english-v3", 1),  # all three in one
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("model", "requests"),
+    [
+        ("amazon.titan-embed-text-v2:0", 3),  # one text a request
+        ("cohere.embed-english-v3", 1),  # all three in one
+    ],
+)
 def test_bedrock_embeddings(fake: FakeLLM, model: str, requests: int) -> None:
     from cairn.embeddings.providers import embedder_for
     from cairn.llm.catalog import resolve_embedding
@@ -123,8 +133,10 @@ def test_bedrock_embeddings(fake: FakeLLM, model: str, requests: int) -> None:
     vectors = embedder_for(config, settings(fake)).embed(["tea at four", "a bike", "tea"])
     assert len(vectors) == 3 and {len(v) for v in vectors} == {1024}
     assert len(fake.embedding_requests) == requests
-    assert all(model.replace(":", "%3A") in r["path"] or model in r["path"]
-               for r in fake.embedding_requests)  # fmt: skip
+    assert all(
+        model.replace(":", "%3A") in r["path"] or model in r["path"]
+        for r in fake.embedding_requests
+    )
     close = sum(a * b for a, b in zip(vectors[0], vectors[2], strict=True))
     far = sum(a * b for a, b in zip(vectors[0], vectors[1], strict=True))
     assert close > far  # the vectors are the model's, in order
@@ -167,8 +179,12 @@ def test_converse_stream_pieces_add_up_to_the_answer(fake: FakeLLM) -> None:
     reasoning and tool input arrive in pieces and assemble into what `converse` returns."""
     from cairn.llm.types import Delta
 
-    fake.reply("Tea is on its way.", call("lookup", q="green tea"), reasoning="Tea first.",
-               chunk_delay=0.01)  # fmt: skip
+    fake.reply(
+        "Tea is on its way.",
+        call("lookup", q="green tea"),
+        reasoning="Tea first.",
+        chunk_delay=0.01,
+    )
     req = request(fake)
     got: list[Delta] = []
     answer = client_for(req.config, settings(fake)).complete(req, got.append)

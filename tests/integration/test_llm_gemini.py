@@ -30,8 +30,13 @@ def fake() -> Iterator[FakeLLM]:
 
 
 def settings(fake: FakeLLM, **extra: object) -> Settings:
-    values = {"gemini_api_key": "gm-test", "gemini_base_url": fake.base_url,
-              "llm_max_retries": 2, "llm_timeout_seconds": 5, **extra}  # fmt: skip
+    values = {
+        "gemini_api_key": "gm-test",
+        "gemini_base_url": fake.base_url,
+        "llm_max_retries": 2,
+        "llm_timeout_seconds": 5,
+        **extra,
+    }
     return Settings(**values)  # type: ignore[arg-type]
 
 
@@ -41,12 +46,20 @@ def request(fake: FakeLLM, **config: object) -> LLMRequest:
 
 
 def test_system_instruction_user_and_model_turns_and_function_calls(fake: FakeLLM) -> None:
-    fake.reply("", call("lookup", q="tea"), call("lookup", q="milk"), reasoning="think",
-               signature=SIGNATURE, usage=(120, 8))  # fmt: skip
+    fake.reply(
+        "",
+        call("lookup", q="tea"),
+        call("lookup", q="milk"),
+        reasoning="think",
+        signature=SIGNATURE,
+        usage=(120, 8),
+    )
     req = request(fake, enable_reasoner=True, max_reasoning_tokens=2048)
     answer = client_for(req.config, settings(fake)).complete(req)
     assert [json.loads(c.function.arguments) for c in answer.tool_calls] == [
-        {"q": "tea"}, {"q": "milk"}]  # parallel calls  # fmt: skip
+        {"q": "tea"},
+        {"q": "milk"},
+    ]  # parallel calls
     assert len({c.id for c in answer.tool_calls}) == 2  # Gemini gave none: Cairn's own
     assert answer.reasoning[0].reasoning == "think"
     assert answer.reasoning[0].signature is not None
@@ -82,14 +95,23 @@ def test_a_thought_signature_goes_back_as_it_came(fake: FakeLLM) -> None:
     first = client.complete(req)
     from cairn.domain.messages import Message, TextContent, ToolReturn
 
-    said = Message(organization_id=req.messages[0].organization_id,
-                   agent_id=req.messages[0].agent_id, role="assistant",
-                   content=[*first.reasoning], tool_calls=first.tool_calls)  # fmt: skip
+    said = Message(
+        organization_id=req.messages[0].organization_id,
+        agent_id=req.messages[0].agent_id,
+        role="assistant",
+        content=[*first.reasoning],
+        tool_calls=first.tool_calls,
+    )
     call_id = first.tool_calls[0].id
     returned = ToolReturn(tool_call_id=call_id, status="success", func_response="found")
-    result = Message(organization_id=said.organization_id, agent_id=said.agent_id, role="tool",
-                     content=[TextContent(text="found")], tool_call_id=call_id,
-                     tool_returns=[returned])  # fmt: skip
+    result = Message(
+        organization_id=said.organization_id,
+        agent_id=said.agent_id,
+        role="tool",
+        content=[TextContent(text="found")],
+        tool_call_id=call_id,
+        tool_returns=[returned],
+    )
     fake.reply("Tea it is.")
     again = req.model_copy(update={"messages": [*req.messages, said, result]})
     assert client.complete(again).text == "Tea it is."
@@ -107,7 +129,9 @@ def test_a_forced_tool_and_plain_text(fake: FakeLLM) -> None:
     assert answer.text == "plain answer" and answer.finish_reason == "stop"
     assert answer.model == "gemini-fake-001"
     assert fake.requests[0].body["toolConfig"]["functionCallingConfig"] == {
-        "mode": "ANY", "allowedFunctionNames": ["lookup"]}  # fmt: skip
+        "mode": "ANY",
+        "allowedFunctionNames": ["lookup"],
+    }
 
 
 def test_streamed_text_thoughts_and_calls_add_up(fake: FakeLLM) -> None:
@@ -125,12 +149,15 @@ def test_streamed_text_thoughts_and_calls_add_up(fake: FakeLLM) -> None:
     assert answer.usage.total_tokens > 0
 
 
-@pytest.mark.parametrize(("status", "kind", "tries"), [
-    (429, "rate_limit", 3),  # retried by the SDK (llm_max_retries=2), then given up
-    (500, "server", 3),
-    (403, "auth", 1),
-    (400, "bad_request", 1),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("status", "kind", "tries"),
+    [
+        (429, "rate_limit", 3),  # retried by the SDK (llm_max_retries=2), then given up
+        (500, "server", 3),
+        (403, "auth", 1),
+        (400, "bad_request", 1),
+    ],
+)
 def test_errors_are_retried_or_not_and_classified(
     fake: FakeLLM, status: int, kind: str, tries: int
 ) -> None:

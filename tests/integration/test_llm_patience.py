@@ -55,8 +55,10 @@ class Stalling:
         with conn:
             conn.recv(65536)
             if self.mode != "silent":
-                head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                        b"Content-Length: %d\r\n\r\n{" % PROMISED)  # fmt: skip
+                head = (
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n{" % PROMISED
+                )
                 conn.sendall(head)
             while not self._done.wait(0.2):
                 if self.mode == "crawls":
@@ -79,8 +81,12 @@ def stalling(request: pytest.FixtureRequest) -> Iterator[Stalling]:
 
 def ask(kind: str) -> LLMRequest:
     config = LLMConfig(model="m", model_endpoint_type=kind, context_window=32000)
-    said = Message(organization_id=new_id("org"), agent_id=new_id("agent"), role="user",
-                   content=[TextContent(text="hi")])  # fmt: skip
+    said = Message(
+        organization_id=new_id("org"),
+        agent_id=new_id("agent"),
+        role="user",
+        content=[TextContent(text="hi")],
+    )
     return LLMRequest(config=config, messages=[said])
 
 
@@ -89,12 +95,17 @@ def test_a_model_that_hangs_stops_or_crawls_is_cut_at_its_wait(
     stalling: Stalling, kind: str
 ) -> None:
     settings = Settings(
-        openai_api_key="sk-test", openai_base_url=f"{stalling.url}/v1",
-        anthropic_api_key="ant-test", anthropic_base_url=stalling.url,
-        gemini_api_key="gm-test", gemini_base_url=stalling.url,
-        llm_first_byte_seconds=1.0, llm_idle_seconds=1.0, llm_timeout_seconds=3.0,
+        openai_api_key="sk-test",
+        openai_base_url=f"{stalling.url}/v1",
+        anthropic_api_key="ant-test",
+        anthropic_base_url=stalling.url,
+        gemini_api_key="gm-test",
+        gemini_base_url=stalling.url,
+        llm_first_byte_seconds=1.0,
+        llm_idle_seconds=1.0,
+        llm_timeout_seconds=3.0,
         llm_max_retries=0,
-    )  # fmt: skip
+    )
     started = time.monotonic()
     with pytest.raises(LLMError) as failed, deadline.bounded(settings.llm_timeout_seconds):
         client_for(ask(kind).config, settings).complete(ask(kind))
@@ -103,8 +114,11 @@ def test_a_model_that_hangs_stops_or_crawls_is_cut_at_its_wait(
     # Per read, the crawl would run for half an hour; bounded, it ends at the call's end
     # (3 s), a hang or a stop at its wait (1 s). A generous margin for a loaded machine.
     assert took < 30, took
-    why = {"silent": "CAIRN_LLM_FIRST_BYTE_SECONDS", "stops": "CAIRN_LLM_IDLE_SECONDS",
-           "crawls": "CAIRN_LLM_TIMEOUT_SECONDS"}[stalling.mode]  # fmt: skip
+    why = {
+        "silent": "CAIRN_LLM_FIRST_BYTE_SECONDS",
+        "stops": "CAIRN_LLM_IDLE_SECONDS",
+        "crawls": "CAIRN_LLM_TIMEOUT_SECONDS",
+    }[stalling.mode]
     assert why in str(failed.value), failed.value
     # The call's own bound is the model's failure, not the caller's: nothing to hand on.
     assert not isinstance(failed.value, deadline.DeadlineReached)
@@ -131,8 +145,12 @@ def test_a_url_anyone_gave_is_fetched_within_its_time_for_the_whole_transfer() -
     try:
         started = time.monotonic()
         with pytest.raises(outbound.FetchFailed, match=r"did not finish sending within 1\.5 s"):
-            outbound.fetch_bytes(crawl.url + "/slow.png", outbound.networks("127.0.0.0/8"),
-                                 limit=1 << 20, timeout=1.5)  # fmt: skip
+            outbound.fetch_bytes(
+                crawl.url + "/slow.png",
+                outbound.networks("127.0.0.0/8"),
+                limit=1 << 20,
+                timeout=1.5,
+            )
         assert time.monotonic() - started < 15  # per read: over half an hour
     finally:
         crawl.close()

@@ -40,10 +40,15 @@ def fake() -> Iterator[FakeLLM]:
 
 def settings(fake: FakeLLM, **extra: object) -> Settings:
     return Settings(
-        openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1",
-        anthropic_api_key="ant-test", anthropic_base_url=fake.base_url,
-        bedrock_base_url=fake.base_url, llm_max_retries=2, llm_timeout_seconds=5, **extra,  # type: ignore[arg-type]
-    )  # fmt: skip
+        openai_api_key="sk-test",
+        openai_base_url=f"{fake.base_url}/v1",
+        anthropic_api_key="ant-test",
+        anthropic_base_url=fake.base_url,
+        bedrock_base_url=fake.base_url,
+        llm_max_retries=2,
+        llm_timeout_seconds=5,
+        **extra,  # type: ignore[arg-type]
+    )
 
 
 def msg(role: str, text: str = "", **fields: object) -> Message:
@@ -56,21 +61,35 @@ def history() -> list[Message]:
     return [
         msg("system", "SYSTEM"),
         msg("user", "hi"),
-        msg("assistant", tool_calls=[tool_call],
-            content=[ReasoningContent(reasoning="thought", is_native=True, signature="sig-7"),
-                     TextContent(text="let me look")]),
-        msg("tool", tool_call_id="call_1",
-            tool_returns=[ToolReturn(tool_call_id="call_1", status="success",
-                                     func_response="r" * 6000)]),
-    ]  # fmt: skip
+        msg(
+            "assistant",
+            tool_calls=[tool_call],
+            content=[
+                ReasoningContent(reasoning="thought", is_native=True, signature="sig-7"),
+                TextContent(text="let me look"),
+            ],
+        ),
+        msg(
+            "tool",
+            tool_call_id="call_1",
+            tool_returns=[
+                ToolReturn(tool_call_id="call_1", status="success", func_response="r" * 6000)
+            ],
+        ),
+    ]
 
 
 def request(endpoint: str = "openai", **config: object) -> LLMRequest:
     return LLMRequest(
-        config=LLMConfig(model=config.pop("model", "gpt-4.1"), model_endpoint_type=endpoint,  # type: ignore[arg-type]
-                         **config),  # type: ignore[arg-type]
-        messages=history(), tools=[TOOL], tool_choice="required",
-    )  # fmt: skip
+        config=LLMConfig(
+            model=config.pop("model", "gpt-4.1"),
+            model_endpoint_type=endpoint,  # type: ignore[arg-type]
+            **config,
+        ),  # type: ignore[arg-type]
+        messages=history(),
+        tools=[TOOL],
+        tool_choice="required",
+    )
 
 
 def test_openai_tool_calls_and_request_shape(fake: FakeLLM) -> None:
@@ -122,8 +141,12 @@ def test_anthropic_system_blocks_thinking_signature_and_tool_choice(fake: FakeLL
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assistant = body["messages"][1]["content"]
     assert assistant[0] == {"type": "thinking", "thinking": "thought", "signature": "sig-7"}
-    assert assistant[2] == {"type": "tool_use", "id": "call_1", "name": "lookup",
-                            "input": {"q": "x"}}  # fmt: skip
+    assert assistant[2] == {
+        "type": "tool_use",
+        "id": "call_1",
+        "name": "lookup",
+        "input": {"q": "x"},
+    }
     assert body["messages"][2]["content"][0]["type"] == "tool_result"
     assert body["tools"][0]["input_schema"] == TOOL["parameters"]
     assert response.reasoning[0].signature == "sig-13"  # kept for the next request
@@ -138,9 +161,10 @@ def test_anthropic_prompt_caching_marks_the_stable_prefixes_and_counts_what_it_s
     usage = client_for(req.config, settings(fake)).complete(req).usage
     body = fake.requests[0].body
     marked = [
-        ("system", body["system"][-1]), ("tools", body["tools"][-1]),
+        ("system", body["system"][-1]),
+        ("tools", body["tools"][-1]),
         ("history", body["messages"][-1]["content"][-1]),
-    ]  # fmt: skip
+    ]
     assert all(block.get("cache_control") == {"type": "ephemeral"} for _, block in marked)
     assert json.dumps(body).count("cache_control") == 3  # Anthropic allows four marks
     assert (usage.cached_input_tokens, usage.cache_write_tokens) == (9000, 300)
@@ -149,8 +173,9 @@ def test_anthropic_prompt_caching_marks_the_stable_prefixes_and_counts_what_it_s
 
 def test_anthropic_extended_thinking_allows_only_auto_tool_choice(fake: FakeLLM) -> None:
     fake.reply("ok")
-    req = request("anthropic", model="claude-fake-1", enable_reasoner=True,
-                  max_reasoning_tokens=2000)  # fmt: skip
+    req = request(
+        "anthropic", model="claude-fake-1", enable_reasoner=True, max_reasoning_tokens=2000
+    )
     client_for(req.config, settings(fake)).complete(req)
     body = fake.requests[0].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2000}
@@ -165,9 +190,14 @@ def test_server_errors_are_retried_with_backoff(fake: FakeLLM, endpoint: str) ->
     assert len(fake.requests) == 3
 
 
-@pytest.mark.parametrize(("status", "kind", "transient"), [
-    (401, "auth", False), (400, "bad_request", False), (503, "server", True),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("status", "kind", "transient"),
+    [
+        (401, "auth", False),
+        (400, "bad_request", False),
+        (503, "server", True),
+    ],
+)
 def test_errors_are_classified(fake: FakeLLM, status: int, kind: str, transient: bool) -> None:
     fake.fail(status, times=3)
     req = request()
@@ -179,9 +209,12 @@ def test_errors_are_classified(fake: FakeLLM, status: int, kind: str, transient:
 @pytest.mark.parametrize("endpoint", ["openai", "anthropic"])
 @pytest.mark.parametrize(
     ("body", "content_type"),
-    [("<html>bad gateway</html>", "text/html"), ("[1, 2]", "application/json"),
-     ("{not json", "application/json")],
-)  # fmt: skip
+    [
+        ("<html>bad gateway</html>", "text/html"),
+        ("[1, 2]", "application/json"),
+        ("{not json", "application/json"),
+    ],
+)
 def test_an_answer_that_is_no_json_object_is_a_server_error(
     fake: FakeLLM, body: str, content_type: str, endpoint: str
 ) -> None:
@@ -211,8 +244,9 @@ def test_fake_server_streams_when_the_sdk_asks(fake: FakeLLM) -> None:
     chunks = list(oai.chat.completions.create(model="m", messages=question, stream=True))  # type: ignore[arg-type]
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "streamed"
     ant = anthropic.Anthropic(api_key="k", base_url=fake.base_url)
-    with ant.messages.stream(model="m", max_tokens=10,
-                             messages=[{"role": "user", "content": "x"}]) as stream:  # fmt: skip
+    with ant.messages.stream(
+        model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+    ) as stream:
         final = stream.get_final_message()
     assert final.content[0].type == "thinking" and final.content[0].signature == "sig-3"
     assert all(r.body.get("stream") for r in fake.requests)

@@ -107,9 +107,13 @@ def stack(pg_dsn: str) -> Iterator[Stack]:
     saved = dict(os.environ)
     with FakeLLM() as fake:
         # One failed embedding try stops an agent's embeddings (the default is ten).
-        settings = Settings(openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1",
-                            llm_max_retries=0, sync_budget_seconds=20,
-                            embed_max_tries=1)  # fmt: skip
+        settings = Settings(
+            openai_api_key="sk-test",
+            openai_base_url=f"{fake.base_url}/v1",
+            llm_max_retries=0,
+            sync_budget_seconds=20,
+            embed_max_tries=1,
+        )
         workers = start_workers(pg_dsn, settings=settings, sweep_every_seconds=3600)
         server = make_server("127.0.0.1", 0)
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -130,19 +134,27 @@ def stack(pg_dsn: str) -> Iterator[Stack]:
 def client(stack: Stack, db: Database, org: Organization, user: User) -> httpx.Client:
     with db.transaction() as conn:
         _, key = tenancy.create_api_key(conn, org.id, user.id, name="queues")
-    return httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {key}"},
-                        timeout=30)  # fmt: skip
+    return httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
 
 
 def agent_with_embeddings(stack: Stack, http: httpx.Client) -> str:
-    made = http.post("/v1/agents/", json={
-        "llm_config": {"model": "gpt-test", "model_endpoint_type": "openai",
-                       "model_endpoint": f"{stack.fake.base_url}/v1", "context_window": 128000},
-        "embedding_config": {"embedding_model": "text-embedding-3-small",
-                             "embedding_endpoint_type": "openai",
-                             "embedding_endpoint": f"{stack.fake.base_url}/v1",
-                             "embedding_dim": 1536},
-    })  # fmt: skip
+    made = http.post(
+        "/v1/agents/",
+        json={
+            "llm_config": {
+                "model": "gpt-test",
+                "model_endpoint_type": "openai",
+                "model_endpoint": f"{stack.fake.base_url}/v1",
+                "context_window": 128000,
+            },
+            "embedding_config": {
+                "embedding_model": "text-embedding-3-small",
+                "embedding_endpoint_type": "openai",
+                "embedding_endpoint": f"{stack.fake.base_url}/v1",
+                "embedding_dim": 1536,
+            },
+        },
+    )
     assert made.status_code == 200, made.text
     return str(made.json()["id"])
 
@@ -160,7 +172,9 @@ def unembedded(db: Database, agent_id: str) -> int:
     with db.connection() as conn:
         row = conn.execute(
             "SELECT count(*) AS n FROM messages WHERE agent_id = %s"
-            " AND embedding IS NULL AND search_text <> ''", (agent_id,)).fetchone()  # fmt: skip
+            " AND embedding IS NULL AND search_text <> ''",
+            (agent_id,),
+        ).fetchone()
     assert row is not None
     return int(row["n"])
 
@@ -190,8 +204,13 @@ def test_an_embedding_job_that_hangs_holds_no_turn_of_its_agent(
                 stack.fake.reply(f"answer {n}")
             run_ids = [send_async(http, agent, f"then {n}") for n in range(2)]
             for run_id in run_ids:
-                done = eventually(lambda r=run_id: (got := http.get(f"/v1/runs/{r}").json())[
-                    "status"] in ("completed", "failed") and got)  # fmt: skip
+                done = eventually(
+                    lambda r=run_id: (
+                        (got := http.get(f"/v1/runs/{r}").json())["status"]
+                        in ("completed", "failed")
+                        and got
+                    )
+                )
                 assert done["status"] == "completed", done
             waiting = unembedded(db, agent)
             assert stack.fake.embedding_gate.is_set() is False and waiting > 0
@@ -218,14 +237,20 @@ def test_an_embedding_provider_that_fails_holds_no_turn_and_stops_with_a_dead_le
                 assert r.status_code == 200 and r.json()["stop_reason"]["stop_reason"] == "end_turn"
             stack.fake.reply("queued answer")
             run_id = send_async(http, agent, "and one more")
-            done = eventually(lambda: (got := http.get(f"/v1/runs/{run_id}").json())[
-                "status"] in ("completed", "failed") and got)  # fmt: skip
+            done = eventually(
+                lambda: (
+                    (got := http.get(f"/v1/runs/{run_id}").json())["status"]
+                    in ("completed", "failed")
+                    and got
+                )
+            )
             assert done["status"] == "completed"
 
             def dead_letters() -> list[dict[str, Any]]:
                 with db.connection() as conn:
-                    return conn.execute("SELECT * FROM dead_letters WHERE body LIKE %s",
-                                        (f"%{agent}%",)).fetchall()  # fmt: skip
+                    return conn.execute(
+                        "SELECT * FROM dead_letters WHERE body LIKE %s", (f"%{agent}%",)
+                    ).fetchall()
 
             # The job's failure stopped the agent's embeddings, with the reason kept...
             (letter,) = eventually(dead_letters)

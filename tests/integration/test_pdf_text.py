@@ -22,9 +22,12 @@ def raw_pdf(objects: list[bytes]) -> bytes:
         offsets.append(len(out))
         out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
     table = b"".join(b"%010d 00000 n \n" % at for at in offsets)
-    return out + (b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + table +
-                  b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n"
-                  % (len(objects) + 1, len(out)))  # fmt: skip
+    return out + (
+        b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+        + table
+        + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n"
+        % (len(objects) + 1, len(out))
+    )
 
 
 def flate(data: bytes) -> bytes:
@@ -37,12 +40,19 @@ def flate(data: bytes) -> bytes:
 def pages(count: int, content: bytes) -> bytes:
     """`count` pages all drawn from one content stream (object 4)."""
     kids = b" ".join(b"%d 0 R" % (5 + n) for n in range(count))
-    page = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-            b"/Resources << /Font << /F1 3 0 R >> >> >>")  # fmt: skip
-    return raw_pdf([b"<< /Type /Catalog /Pages 2 0 R >>",
-                    b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, count),
-                    b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-                    flate(content), *[page] * count])  # fmt: skip
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 3 0 R >> >> >>"
+    )
+    return raw_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, count),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            flate(content),
+            *[page] * count,
+        ]
+    )
 
 
 def words(n: int) -> bytes:
@@ -78,8 +88,12 @@ def test_a_flate_bomb_is_an_error_of_the_file() -> None:
 def test_a_page_tree_past_pypdfs_limits_is_refused_at_upload() -> None:
     """500,000 references to one page (3 MB): pypdf's LimitReachedError, once a 500."""
     kids = b" ".join([b"3 0 R"] * 500_000)
-    tree = raw_pdf([b"<< /Type /Catalog /Pages 2 0 R >>",
-                    b"<< /Type /Pages /Kids [%s] /Count 500000 >>" % kids,
-                    b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"])  # fmt: skip
+    tree = raw_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [%s] /Count 500000 >>" % kids,
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+        ]
+    )
     with pytest.raises(DocumentError, match="not a readable PDF: LimitReachedError"):
         pdf_pages(tree)

@@ -39,8 +39,11 @@ PROVIDERS = {
 @pytest.fixture(params=list(PROVIDERS))
 def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "bedrock":  # the function's role signs; here any credentials do
-        for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "x"),
-                            ("AWS_DEFAULT_REGION", "us-east-1")):  # fmt: skip
+        for name, value in (
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "x"),
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+        ):
             monkeypatch.setenv(name, value)
         bedrock.install()
     return str(request.param)
@@ -58,10 +61,12 @@ def agent_on(
     model, _ = PROVIDERS[provider]
     agent = make_agent(db, org, **fields)  # type: ignore[arg-type]
     config = LLMConfig(
-        model=model, model_endpoint_type=provider, context_window=agent.llm_config.context_window,
+        model=model,
+        model_endpoint_type=provider,
+        context_window=agent.llm_config.context_window,
         # Bedrock's endpoint is the agent's (the others come from the engine's settings).
         model_endpoint=fake.base_url if provider == "bedrock" else None,
-    )  # fmt: skip
+    )
     return on_model(db, agent, config)
 
 
@@ -92,8 +97,9 @@ def test_parallel_calls_run_in_one_step(
     db: Database, org: Organization, fake: FakeLLM, provider: str
 ) -> None:
     agent = agent_on(db, org, fake, provider)
-    fake.reply("", call("conversation_search", query="tea"),
-               call("archival_memory_search", query="milk"))  # fmt: skip
+    fake.reply(
+        "", call("conversation_search", query="tea"), call("archival_memory_search", query="milk")
+    )
     fake.reply("Both looked up.")
     turn = send(engine(db, fake), agent, "tea and milk?")
     calls = turn.new[1].tool_calls or []
@@ -107,8 +113,9 @@ def test_parallel_calls_run_in_one_step(
 def test_an_approval_holds_the_call_and_its_answer_resumes_the_turn(
     db: Database, org: Organization, fake: FakeLLM, provider: str
 ) -> None:
-    agent = agent_on(db, org, fake, provider,
-                     rules=[RequiresApprovalToolRule(tool_name="core_memory_append")])  # fmt: skip
+    agent = agent_on(
+        db, org, fake, provider, rules=[RequiresApprovalToolRule(tool_name="core_memory_append")]
+    )
     fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
     eng = engine(db, fake)
     asked = send(eng, agent, "remember I like tea")
@@ -116,8 +123,9 @@ def test_an_approval_holds_the_call_and_its_answer_resumes_the_turn(
     (pending,) = asked.new[1].tool_calls or []
     fake.reply("Saved!")
     approve = ApprovalDecision(tool_call_id=pending.id, approve=True)
-    answer = Message(organization_id=org.id, agent_id=agent.id, role="approval",
-                     approvals=[approve])  # fmt: skip
+    answer = Message(
+        organization_id=org.id, agent_id=agent.id, role="approval", approvals=[approve]
+    )
     resumed = send(eng, agent, answer)
     assert resumed.run.stop_reason == "end_turn" and resumed.new[-1].text == "Saved!"
     assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"
@@ -132,8 +140,14 @@ def test_an_overfull_context_is_summarised_by_the_same_provider(
 
     fake.when(summarising, Reply(text="Ada likes tea; asked about trains."))
     fake.when(lambda r: True, Reply(text="ok"))  # usage: the fake counts the request
-    agent = agent_on(db, org, fake, provider, context_window=4096,
-                     compaction_settings=CompactionSettings(mode="sliding_window"))  # fmt: skip
+    agent = agent_on(
+        db,
+        org,
+        fake,
+        provider,
+        context_window=4096,
+        compaction_settings=CompactionSettings(mode="sliding_window"),
+    )
     eng = engine(db, fake)
     for n in range(4):
         send(eng, agent, f"turn {n}: " + "words about trains " * 250)

@@ -82,10 +82,18 @@ def test_a_tool_cannot_read_the_secrets_of_another_call_running_beside_it(
     process it can see, and the scratch and temporary folders: nothing of A's."""
     import threading
 
-    holder = threading.Thread(target=lambda: sandbox.run(SandboxRequest(
-        "def hold() -> str:\n    import time\n    time.sleep(4)\n    return 'held'\n",
-        "hold", {}, "call_a", timeout_seconds=8, environment={"A_TOKEN": "agent-a-only-1234"},
-    )))  # fmt: skip
+    holder = threading.Thread(
+        target=lambda: sandbox.run(
+            SandboxRequest(
+                "def hold() -> str:\n    import time\n    time.sleep(4)\n    return 'held'\n",
+                "hold",
+                {},
+                "call_a",
+                timeout_seconds=8,
+                environment={"A_TOKEN": "agent-a-only-1234"},
+            )
+        )
+    )
     holder.start()
     time.sleep(1.5)  # A is running
     found = value(
@@ -128,11 +136,21 @@ def test_a_calls_secrets_are_on_no_command_line_while_it_runs(
     from cairn.tools.sandbox import JAIL
 
     done: list[SandboxResult] = []
-    holder = threading.Thread(target=lambda: done.append(sandbox.run(SandboxRequest(
-        "def hold() -> str:\n    import os, time\n    time.sleep(3)\n"
-        "    return os.environ['API_TOKEN'][-4:]\n",
-        "hold", {}, "call_a", timeout_seconds=20, environment={"API_TOKEN": "tok-secret-9876"},
-    ))))  # fmt: skip
+    holder = threading.Thread(
+        target=lambda: done.append(
+            sandbox.run(
+                SandboxRequest(
+                    "def hold() -> str:\n    import os, time\n    time.sleep(3)\n"
+                    "    return os.environ['API_TOKEN'][-4:]\n",
+                    "hold",
+                    {},
+                    "call_a",
+                    timeout_seconds=20,
+                    environment={"API_TOKEN": "tok-secret-9876"},
+                )
+            )
+        )
+    )
     holder.start()
     lines: list[str] = []
     deadline = time.monotonic() + 30
@@ -177,8 +195,20 @@ def test_no_file_of_the_host_can_be_read_or_written(
     assert not any(str(v).startswith("opened") for k, v in found.items() if k != "root"), found
     assert sorted(os.listdir(tmp_path)) == ["secret.txt"]
     assert not Path("/usr/planted").exists()
-    assert set(found["root"]) <= {"bin", "dev", "lib", "lib32", "lib64", "libx32", "proc",
-                                  "root", "sbin", "tmp", "usr", "work"}  # fmt: skip
+    assert set(found["root"]) <= {
+        "bin",
+        "dev",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "proc",
+        "root",
+        "sbin",
+        "tmp",
+        "usr",
+        "work",
+    }
 
 
 def test_no_network_and_no_database_socket(sandbox: SubprocessSandbox, db: Database) -> None:
@@ -187,9 +217,13 @@ def test_no_network_and_no_database_socket(sandbox: SubprocessSandbox, db: Datab
     port = listener.getsockname()[1]
     # os.walk, not rglob: other processes make and remove folders in /tmp meanwhile (a
     # CDK synth's cdk.out), and a folder gone mid-scan is no reason to fail.
-    sockets = [os.path.join(root, name) for top in ("/tmp", "/var/run/postgresql")
-               for root, _, names in os.walk(top) for name in names
-               if name.startswith(".s.PGSQL.")]  # fmt: skip
+    sockets = [
+        os.path.join(root, name)
+        for top in ("/tmp", "/var/run/postgresql")
+        for root, _, names in os.walk(top)
+        for name in names
+        if name.startswith(".s.PGSQL.")
+    ]
     found = value(
         run(
             sandbox,

@@ -35,15 +35,22 @@ def fake() -> Iterator[FakeLLM]:
 
 def ask(db: Database, org: Organization, fake: FakeLLM) -> tuple[Engine, Agent, Turn]:
     agent = make_agent(db, org, rules=RULES)
-    fake.reply("", call("core_memory_append", label="human", content="Likes: tea"),
-               call("conversation_search", query="tea"))  # fmt: skip
+    fake.reply(
+        "",
+        call("core_memory_append", label="human", content="Likes: tea"),
+        call("conversation_search", query="tea"),
+    )
     engine = engine_for(db, fake)
     return engine, agent, send(engine, agent, "remember I like tea")
 
 
 def answer(agent: Agent, *decisions: ApprovalDecision) -> Message:
-    return Message(organization_id=agent.organization_id, agent_id=agent.id, role="approval",
-                   approvals=list(decisions))  # fmt: skip
+    return Message(
+        organization_id=agent.organization_id,
+        agent_id=agent.id,
+        role="approval",
+        approvals=list(decisions),
+    )
 
 
 def test_a_call_needing_approval_stops_the_run(
@@ -53,7 +60,9 @@ def test_a_call_needing_approval_stops_the_run(
     assert turn.run.stop_reason == "requires_approval" and turn.run.status == "completed"
     assert turn.roles == ["user", "approval"]
     assert [c.function.name for c in turn.new[1].tool_calls or ()] == [
-        "core_memory_append", "conversation_search"]  # fmt: skip
+        "core_memory_append",
+        "conversation_search",
+    ]
     assert state_of(db, agent)[1]["human"] == "Name: Ada"  # nothing ran
     with pytest.raises(ConflictError, match="waiting for approval"):
         start_run(engine, org.id, agent.id, [user(agent, "hello?")])
@@ -65,8 +74,11 @@ def test_approved_calls_run_and_the_turn_goes_on(
     engine, agent, turn = ask(db, org, fake)
     calls = turn.new[1].tool_calls or []
     fake.reply("Saved!")
-    resumed = send(engine, agent, answer(agent, *[
-        ApprovalDecision(tool_call_id=c.id, approve=True) for c in calls]))  # fmt: skip
+    resumed = send(
+        engine,
+        agent,
+        answer(agent, *[ApprovalDecision(tool_call_id=c.id, approve=True) for c in calls]),
+    )
     assert resumed.run.stop_reason == "end_turn"
     assert resumed.roles == ["approval", "tool", "assistant"]
     assert [r.status for r in resumed.new[1].tool_returns or ()] == ["success", "success"]
@@ -82,9 +94,15 @@ def test_denied_call_returns_the_reason_to_the_model(
     engine, agent, turn = ask(db, org, fake)
     edit, search = turn.new[1].tool_calls or []
     fake.reply("Understood, I won't.")
-    resumed = send(engine, agent, answer(
-        agent, ApprovalDecision(tool_call_id=edit.id, approve=False, reason="not now"),
-        ApprovalDecision(tool_call_id=search.id, approve=True)))  # fmt: skip
+    resumed = send(
+        engine,
+        agent,
+        answer(
+            agent,
+            ApprovalDecision(tool_call_id=edit.id, approve=False, reason="not now"),
+            ApprovalDecision(tool_call_id=search.id, approve=True),
+        ),
+    )
     denied, searched = resumed.new[1].tool_returns or []
     assert denied.status == "error" and "User reason: not now" in (denied.func_response or "")
     assert searched.status == "success"
@@ -98,10 +116,17 @@ def test_client_side_tool_return_is_taken_as_the_result(
     engine, agent, turn = ask(db, org, fake)
     edit, search = turn.new[1].tool_calls or []
     fake.reply("ok")
-    resumed = send(engine, agent, answer(
-        agent, ApprovalDecision(type="tool", tool_call_id=edit.id, tool_return="done on device",
-                                status="success"),
-        ApprovalDecision(tool_call_id=search.id, approve=True)))  # fmt: skip
+    resumed = send(
+        engine,
+        agent,
+        answer(
+            agent,
+            ApprovalDecision(
+                type="tool", tool_call_id=edit.id, tool_return="done on device", status="success"
+            ),
+            ApprovalDecision(tool_call_id=search.id, approve=True),
+        ),
+    )
     client = (resumed.new[1].tool_returns or [])[0]
     assert json.loads(client.func_response or "{}")["message"] == "done on device"
     assert state_of(db, agent)[1]["human"] == "Name: Ada"  # the server did not run it
@@ -112,8 +137,9 @@ def test_missing_decision_fails_the_answering_run(
 ) -> None:
     engine, agent, turn = ask(db, org, fake)
     edit = (turn.new[1].tool_calls or [])[0]
-    resumed = send(engine, agent, answer(agent, ApprovalDecision(tool_call_id=edit.id,
-                                                                 approve=True)))  # fmt: skip
+    resumed = send(
+        engine, agent, answer(agent, ApprovalDecision(tool_call_id=edit.id, approve=True))
+    )
     assert resumed.run.status == "failed" and resumed.run.stop_reason == "invalid_tool_call"
     assert "no decision" in (resumed.run.error or {})["message"]
 

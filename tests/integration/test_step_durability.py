@@ -433,11 +433,21 @@ def test_an_mcp_tool_is_called_once_across_a_retry(
     engine.settings = engine.settings.model_copy(update={"outbound_networks": "127.0.0.0/8"})
     with mcp_server() as server:
         with db.transaction() as conn:
-            kept = mcp_servers.put(conn, engine.sealer, McpServer(
-                organization_id=org.id, server_name="calc", server_type="streamable_http",
-                server_url=server.url))  # fmt: skip
-            schema = {"type": "object", "properties": {"a": {"type": "integer"},
-                      "b": {"type": "integer"}}, "required": ["a", "b"]}  # fmt: skip
+            kept = mcp_servers.put(
+                conn,
+                engine.sealer,
+                McpServer(
+                    organization_id=org.id,
+                    server_name="calc",
+                    server_type="streamable_http",
+                    server_url=server.url,
+                ),
+            )
+            schema = {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            }
             _keep_tools(conn, kept, [McpTool("add", "Add two numbers.", schema)])
         agent = make_agent(db, org, tool_names=["add"])
         fake.reply(

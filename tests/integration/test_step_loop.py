@@ -88,8 +88,16 @@ def test_v2_heartbeats_and_send_message(db: Database, org: Organization, fake: F
     fake.reply("", call("send_message", message="Got it!"))
     turn = send(engine_for(db, fake), agent, "I like tea")
     assert turn.run.stop_reason == "end_turn" and len(fake.requests) == 3
-    assert turn.roles == ["user", "assistant", "tool", "user", "assistant", "user", "assistant",
-                          "tool"]  # fmt: skip
+    assert turn.roles == [
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+    ]
     # base rules put a continue rule on memory tools: Letta's wording for that heartbeat
     assert json.loads(turn.new[3].text)["reason"].endswith("Continuing: continue tool rule.")
     assert "No tool was called" in json.loads(turn.new[5].text)["reason"]
@@ -99,8 +107,13 @@ def test_v2_heartbeats_and_send_message(db: Database, org: Organization, fake: F
     assert "request_heartbeat" in schemas["core_memory_append"]["required"]
     assert "request_heartbeat" not in schemas["send_message"]["properties"]  # terminal
     # a new memgpt_v2_agent's first request carries the startup exchange and login
-    assert [m["role"] for m in first.body["messages"]] == ["system", "assistant", "tool",
-                                                           "user", "user"]  # fmt: skip
+    assert [m["role"] for m in first.body["messages"]] == [
+        "system",
+        "assistant",
+        "tool",
+        "user",
+        "user",
+    ]
 
 
 def test_v2_request_heartbeat_decides_without_rules(
@@ -139,8 +152,7 @@ def test_invalid_calls_become_error_results_and_the_turn_goes_on(
     db: Database, org: Organization, fake: FakeLLM
 ) -> None:
     agent = make_agent(db, org)
-    fake.reply("", call("no_such_tool", x=1), call("core_memory_append", label="nope",
-                                                    content="x"))  # fmt: skip
+    fake.reply("", call("no_such_tool", x=1), call("core_memory_append", label="nope", content="x"))
     fake.reply("", call("core_memory_append", wrong="args"))
     fake.reply("Sorry, done.")
     turn = send(engine_for(db, fake), agent, "go")
@@ -166,8 +178,10 @@ def test_arguments_that_are_not_json_are_an_error_result(
 def test_prefilled_args_override_and_invalid_ones_stop_the_run(
     db: Database, org: Organization, fake: FakeLLM
 ) -> None:
-    rules = [InitToolRule(tool_name="archival_memory_insert", args={"tags": ["auto"]}),
-             TerminalToolRule(tool_name="archival_memory_insert")]  # fmt: skip
+    rules = [
+        InitToolRule(tool_name="archival_memory_insert", args={"tags": ["auto"]}),
+        TerminalToolRule(tool_name="archival_memory_insert"),
+    ]
     agent = make_agent(db, org, rules=rules)
     fake.reply("", call("archival_memory_insert", content="fact", tags=["model"]))
     send(engine_for(db, fake), agent, "remember")
@@ -177,14 +191,17 @@ def test_prefilled_args_override_and_invalid_ones_stop_the_run(
         stored = archives.list_passages(conn, org.id, archive.id)
     assert [(p.text, p.tags) for p in stored] == [("fact", ["auto"])]
     bad_rule = ChildToolRule(
-        tool_name="conversation_search", children=["core_memory_append"],
-        child_arg_nodes=[ChildArgNode(name="core_memory_append", args={"label": 7})])  # fmt: skip
+        tool_name="conversation_search",
+        children=["core_memory_append"],
+        child_arg_nodes=[ChildArgNode(name="core_memory_append", args={"label": 7})],
+    )
     with pytest.raises(InvalidArgumentError, match="must be of type string"):
         make_agent(db, org, rules=[bad_rule])  # refused when the agent is created...
     bad = make_agent(db, org)
     with db.connection() as conn:  # ...but a rule stored earlier can still meet a changed tool
-        bad = agents.update(conn, bad.model_copy(update={"tool_rules": [bad_rule]}),
-                            expected_version=bad.version)  # fmt: skip
+        bad = agents.update(
+            conn, bad.model_copy(update={"tool_rules": [bad_rule]}), expected_version=bad.version
+        )
     fake.reply("", call("conversation_search", query="x"))
     fake.reply("", call("core_memory_append", label="human", content="y"))
     turn = send(engine_for(db, fake), bad, "go")

@@ -47,8 +47,10 @@ class Worker:
     def workers(self, count: int = 4) -> Iterator[None]:
         """`count` step workers polling the queue, as the local stack runs them; stopped
         when the block ends."""
-        pollers = [Poller(self.sqs, self.queue_url, "step", batch_size=1, environment=n)
-                   for n in range(count)]  # fmt: skip
+        pollers = [
+            Poller(self.sqs, self.queue_url, "step", batch_size=1, environment=n)
+            for n in range(count)
+        ]
         for poller in pollers:
             poller.start()
         try:
@@ -220,14 +222,19 @@ def test_a_sync_send_runs_its_turn_here_and_does_not_poll_while_it_waits(
         agent = make_agent(worker.rt.db, org)
         worker.fake.clear()
         worker.fake.reply("", call("conversation_search", query="tea"), delay=delay)
-        worker.fake.reply("", call("core_memory_append", label="human", content="tea"),
-                          delay=delay)  # fmt: skip
+        worker.fake.reply("", call("core_memory_append", label="human", content="tea"), delay=delay)
         worker.fake.reply("Noted.", delay=delay)
         counter = RoundTrips(thread=threading.current_thread()).install()
         started = time.monotonic()
         try:
-            sent = sending.send(worker.rt, org.id, agent.id, [user(agent, "tea?")],
-                                RunOptions(max_steps=10), wait=True)  # fmt: skip
+            sent = sending.send(
+                worker.rt,
+                org.id,
+                agent.id,
+                [user(agent, "tea?")],
+                RunOptions(max_steps=10),
+                wait=True,
+            )
         finally:
             counter.uninstall()
         return counter.statements, time.monotonic() - started, sent
@@ -257,18 +264,27 @@ def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
     agent = make_agent(worker.rt.db, org)
     for n in range(3):
         worker.fake.reply(f"answer {n}")
-        sending.send(worker.rt, org.id, agent.id, [user(agent, f"message {n}")],
-                     RunOptions(max_steps=10), wait=True)  # fmt: skip
+        sending.send(
+            worker.rt,
+            org.id,
+            agent.id,
+            [user(agent, f"message {n}")],
+            RunOptions(max_steps=10),
+            wait=True,
+        )
     later.settle()  # the jobs are published after the replies, not before
-    got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10,
-                                     AttributeNames=["All"]).get("Messages", [])  # fmt: skip
+    got = worker.sqs.receive_message(
+        QueueUrl=worker.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
+    ).get("Messages", [])
     jobs = [m for m in got if json.loads(m["Body"]).get("kind") == "embed"]
     assert len(jobs) == 1
     assert invoke("step", to_event(jobs, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo"))
     with worker.rt.db.connection() as conn:
         missing = conn.execute(
             "SELECT count(*) AS n FROM messages WHERE agent_id = %s AND embedding IS NULL"
-            " AND search_text <> ''", (agent.id,)).fetchone()  # fmt: skip
+            " AND search_text <> ''",
+            (agent.id,),
+        ).fetchone()
     assert missing is not None and missing["n"] == 0
 
 
@@ -287,8 +303,9 @@ def test_an_agent_can_turn_message_embeddings_off(
     on = make_agent(worker.rt.db, org)
     for agent in (off, on):
         worker.fake.reply("hello there")
-        sending.send(worker.rt, org.id, agent.id, [user(agent, "hello")], RunOptions(max_steps=10),
-                     wait=True)  # fmt: skip
+        sending.send(
+            worker.rt, org.id, agent.id, [user(agent, "hello")], RunOptions(max_steps=10), wait=True
+        )
     later.settle()
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, MaxNumberOfMessages=10)
     jobs = [json.loads(m["Body"]) for m in got.get("Messages", [])]
@@ -307,8 +324,17 @@ def test_an_agent_can_turn_message_embeddings_off(
     assert unembedded(on.id) == 0 and unembedded(off.id) == 2
     embedder = worker.rt.engine.embedder_for(off.embedding_config)
     with worker.rt.db.connection() as conn:
-        found = search.recall(conn, off, "hello", embedder, roles=None, start=None, end=None,
-                              limit=5, now=datetime.now(UTC))  # fmt: skip
+        found = search.recall(
+            conn,
+            off,
+            "hello",
+            embedder,
+            roles=None,
+            start=None,
+            end=None,
+            limit=5,
+            now=datetime.now(UTC),
+        )
     assert found["search_mode"] == "fts" and found["results"]
     assert {r["relevance"]["search_mode"] for r in found["results"]} == {"fts"}
 
@@ -325,8 +351,9 @@ def test_a_sync_send_waits_no_longer_than_its_invocation_has_left(
     worker.fake.when(lambda _: True, lambda _: Reply(text="late", delay=4.0))
     started = time.monotonic()
     with deadline.within(1.5):
-        sent = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")],
-                            RunOptions(max_steps=10), wait=True)  # fmt: skip
+        sent = sending.send(
+            worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=10), wait=True
+        )
     assert time.monotonic() - started < 3.0
     assert sent.run.status not in ("completed", "failed")
     assert worker.drain(sent.run.id, org.id).status == "completed"
@@ -337,8 +364,9 @@ def test_a_failed_step_comes_back_after_a_short_backoff_not_the_visibility_timeo
 ) -> None:
     """The queue's visibility is six times the step's timeout (for a worker that dies without
     answering); a step that fails and says so is back in seconds."""
-    worker.sqs.set_queue_attributes(QueueUrl=worker.queue_url,
-                                    Attributes={"VisibilityTimeout": "600"})  # fmt: skip
+    worker.sqs.set_queue_attributes(
+        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "600"}
+    )
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("after the retry")
     run = sending.send(
@@ -355,8 +383,9 @@ def test_a_failed_step_comes_back_after_a_short_backoff_not_the_visibility_timeo
     failed_at = time.monotonic()
     back = []
     while not back and time.monotonic() - failed_at < 20:
-        back = worker.sqs.receive_message(QueueUrl=worker.queue_url, WaitTimeSeconds=1,
-                                          AttributeNames=["All"]).get("Messages", [])  # fmt: skip
+        back = worker.sqs.receive_message(
+            QueueUrl=worker.queue_url, WaitTimeSeconds=1, AttributeNames=["All"]
+        ).get("Messages", [])
     waited = time.monotonic() - failed_at
     assert back and 3 < waited < 10, waited  # the first backoff is 5 s
     assert invoke("step", to_event(back, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo"))
@@ -392,8 +421,9 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
     assert len(worker.fake.requests) == 2
     # a week and a day later the sweeper deletes the run's sent rows
     with worker.rt.db.connection() as conn:
-        conn.execute("UPDATE outbox SET sent_at = sent_at - interval '8 days' WHERE run_id = %s",
-                     (run.id,))  # fmt: skip
+        conn.execute(
+            "UPDATE outbox SET sent_at = sent_at - interval '8 days' WHERE run_id = %s", (run.id,)
+        )
         sent = conn.execute("SELECT count(*) AS n FROM outbox WHERE run_id = %s", (run.id,))
         assert sent.fetchone()["n"] == 2  # type: ignore[index]
     assert invoke("sweeper", {"source": "aws.events"})["pruned"] == 2
@@ -491,8 +521,12 @@ def test_dead_letters_of_any_shape_are_recorded_and_removed(
         json.dumps({"organization_id": org.id, "run_id": "run-missing", "step_index": 0}),
     ]
     for i, body in enumerate(bodies):
-        worker.sqs.send_message(QueueUrl=worker.dlq_url, MessageBody=body,
-                                MessageGroupId="g", MessageDeduplicationId=str(i))  # fmt: skip
+        worker.sqs.send_message(
+            QueueUrl=worker.dlq_url,
+            MessageBody=body,
+            MessageGroupId="g",
+            MessageDeduplicationId=str(i),
+        )
     dead = Poller(worker.sqs, worker.dlq_url, "step", attribute="dead_letter_handler")
     assert dead.poll_once(wait_seconds=0) == 4
     time.sleep(1.2)  # past the visibility timeout: anything not deleted would be back
@@ -534,8 +568,12 @@ def test_a_dead_letter_of_a_run_that_already_ended_changes_nothing(
 def test_a_malformed_step_message_is_kept_once_not_redelivered(
     worker: Worker, org: Organization
 ) -> None:
-    worker.sqs.send_message(QueueUrl=worker.queue_url, MessageBody='{"run_id": "x"}',
-                            MessageGroupId="g", MessageDeduplicationId="bad")  # fmt: skip
+    worker.sqs.send_message(
+        QueueUrl=worker.queue_url,
+        MessageBody='{"run_id": "x"}',
+        MessageGroupId="g",
+        MessageDeduplicationId="bad",
+    )
     main = Poller(worker.sqs, worker.queue_url, "step")
     assert main.poll_once(wait_seconds=0) == 1
     time.sleep(1.2)
@@ -552,10 +590,18 @@ def test_sweeper_phases_fail_on_their_own_and_name_the_agent(
     with worker.rt.db.connection() as conn:
         conn.execute(
             "UPDATE agents SET embedding_config = %s WHERE id = %s",
-            (json.dumps({"embedding_endpoint_type": "openai", "embedding_model": "m",
-                         "embedding_dim": 8, "embedding_endpoint": "http://127.0.0.1:9/v1"}),
-             broken.id),
-        )  # fmt: skip
+            (
+                json.dumps(
+                    {
+                        "embedding_endpoint_type": "openai",
+                        "embedding_model": "m",
+                        "embedding_dim": 8,
+                        "embedding_endpoint": "http://127.0.0.1:9/v1",
+                    }
+                ),
+                broken.id,
+            ),
+        )
     worker.fake.reply("hello")
     run = sending.send(
         worker.rt, org.id, broken.id, [user(broken, "hi")], RunOptions(max_steps=10), wait=True
@@ -563,8 +609,11 @@ def test_sweeper_phases_fail_on_their_own_and_name_the_agent(
     assert run.run.status == "completed"
     _lose_queued(worker)  # the embedding job: left to the backfill
     with worker.rt.db.connection() as conn:  # and one continuation left unsent by a crash
-        conn.execute("UPDATE outbox SET sent_at = NULL, created_at = now() - interval '1 hour'"
-                     " WHERE run_id = %s", (run.run.id,))  # fmt: skip
+        conn.execute(
+            "UPDATE outbox SET sent_at = NULL, created_at = now() - interval '1 hour'"
+            " WHERE run_id = %s",
+            (run.run.id,),
+        )
     swept = invoke("sweeper", {"source": "aws.events"})
     assert swept["republished"] == 1 and swept["watchdog"] == {"redriven": 0, "failed": 0}
     assert "pruned" in swept
@@ -645,8 +694,14 @@ def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
             ]
             wait_for(lambda: len(worker.fake.requests) >= 3)
             bystander = make_agent(db, quiet)
-            run = sending.send(rt, quiet.id, bystander.id, [user(bystander, "hi")],
-                               RunOptions(max_steps=3), wait=False).run  # fmt: skip
+            run = sending.send(
+                rt,
+                quiet.id,
+                bystander.id,
+                [user(bystander, "hi")],
+                RunOptions(max_steps=3),
+                wait=False,
+            ).run
             wait_for(lambda: worker.run(quiet.id, run.id).status == "completed")
             assert not hang.is_set() and len(worker.fake.requests) == 4  # 3 hang + bystander
             hang.set()
@@ -672,31 +727,54 @@ def test_hangs_of_three_organizations_leave_a_fourth_its_turn_and_then_end_once(
     hangs = lambda r: "PLEASE-HANG" in json.dumps(r.body)  # noqa: E731
     worker.fake.when(hangs, Reply(text="late", gate=hang))
     worker.fake.when(lambda r: not hangs(r), Reply(text="Hello, bystander."))
-    settings = worker.rt.settings.model_copy(update={
-        "org_max_runs": 2, "step_concurrency": 6, "org_reserve": 2,
-        "llm_first_byte_seconds": 6.0, "llm_timeout_seconds": 8.0})  # fmt: skip
+    settings = worker.rt.settings.model_copy(
+        update={
+            "org_max_runs": 2,
+            "step_concurrency": 6,
+            "org_reserve": 2,
+            "llm_first_byte_seconds": 6.0,
+            "llm_timeout_seconds": 8.0,
+        }
+    )
     rt = build_runtime(settings, db=db, queue=SqsStepQueue(worker.queue_url, worker.sqs))
     use_runtime(rt)
     worker.sqs.set_queue_attributes(
         QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
     )
     with db.transaction() as conn:
-        noisy = [tenancy.create_organization(conn, Organization(name=f"hung-{n}"))
-                 for n in range(3)]  # fmt: skip
+        noisy = [
+            tenancy.create_organization(conn, Organization(name=f"hung-{n}")) for n in range(3)
+        ]
         quiet = tenancy.create_organization(conn, Organization(name="quiet"))
     hung = lambda: [r for r in worker.fake.requests if hangs(r)]  # noqa: E731
     try:
         with worker.workers(6):
             hanging = [
-                (org.id, sending.send(rt, org.id, a.id, [user(a, "PLEASE-HANG")],
-                                      RunOptions(max_steps=3), wait=False).run)
-                for org in noisy for a in (make_agent(db, org), make_agent(db, org))
-            ]  # fmt: skip
+                (
+                    org.id,
+                    sending.send(
+                        rt,
+                        org.id,
+                        a.id,
+                        [user(a, "PLEASE-HANG")],
+                        RunOptions(max_steps=3),
+                        wait=False,
+                    ).run,
+                )
+                for org in noisy
+                for a in (make_agent(db, org), make_agent(db, org))
+            ]
             # Each organization's first run, and seconds while the pool is above its reserve.
             wait_for(lambda: len(hung()) >= 4)
             bystander = make_agent(db, quiet)
-            run = sending.send(rt, quiet.id, bystander.id, [user(bystander, "hi")],
-                               RunOptions(max_steps=3), wait=False).run  # fmt: skip
+            run = sending.send(
+                rt,
+                quiet.id,
+                bystander.id,
+                [user(bystander, "hi")],
+                RunOptions(max_steps=3),
+                wait=False,
+            ).run
             wait_for(lambda: worker.run(quiet.id, run.id).status == "completed")
             statuses = [worker.run(org, r.id).status for org, r in hanging]
             assert "failed" not in statuses and 4 <= len(hung()) <= 5, (statuses, len(hung()))
@@ -732,8 +810,9 @@ def test_a_queued_step_whose_model_takes_its_whole_time_fails_the_run_once(
     hang = threading.Event()
     agent = make_agent(worker.rt.db, org)
     worker.fake.reply("late", gate=hang)
-    run = sending.send(worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=3),
-                       wait=False).run  # fmt: skip
+    run = sending.send(
+        worker.rt, org.id, agent.id, [user(agent, "hi")], RunOptions(max_steps=3), wait=False
+    ).run
     body = json.dumps({"organization_id": org.id, "run_id": run.id, "step_index": 0})
     try:
         with deadline.within(1.5):  # the step function's remaining time, shortened
@@ -787,8 +866,15 @@ def test_a_batch_of_300_requests_is_published_ten_to_a_request_and_every_run_end
     worker.sqs.meta.events.register(
         "before-call.sqs.*", lambda model, **_: calls.append(model.name)
     )
-    body = {"requests": [{"agent_id": agents_[n % 30].id, "messages": [
-        {"role": "user", "content": f"hello {n}"}]} for n in range(300)]}  # fmt: skip
+    body = {
+        "requests": [
+            {
+                "agent_id": agents_[n % 30].id,
+                "messages": [{"role": "user", "content": f"hello {n}"}],
+            }
+            for n in range(300)
+        ]
+    }
     started = time.monotonic()
     batch = batches.create(worker.rt, org.id, None, CreateBatch.model_validate(body))
     answered_in = time.monotonic() - started
@@ -808,8 +894,9 @@ def _ended(worker: Worker, org_id: str, run_ids: list[str]) -> int:
     with worker.rt.db.connection() as conn:
         row = conn.execute(
             "SELECT count(*) AS n FROM runs WHERE organization_id = %s AND id = ANY(%s) "
-            "AND status IN ('completed', 'failed', 'cancelled')", (org_id, run_ids),
-        ).fetchone()  # fmt: skip
+            "AND status IN ('completed', 'failed', 'cancelled')",
+            (org_id, run_ids),
+        ).fetchone()
     return int(row["n"]) if row else 0
 
 
@@ -829,8 +916,14 @@ def test_fifty_concurrent_tool_call_sends_to_one_agent_end_in_order_each_edit_on
     lock = threading.Lock()
 
     def client(n: int) -> None:
-        run = sending.send(worker.rt, org.id, agent.id, [user(agent, f"remember fact-{n}")],
-                           RunOptions(max_steps=5), wait=False).run  # fmt: skip
+        run = sending.send(
+            worker.rt,
+            org.id,
+            agent.id,
+            [user(agent, f"remember fact-{n}")],
+            RunOptions(max_steps=5),
+            wait=False,
+        ).run
         with lock:
             made.append(run)
 
@@ -845,8 +938,9 @@ def test_fifty_concurrent_tool_call_sends_to_one_agent_end_in_order_each_edit_on
         ended = [runs.get_run(conn, org.id, r.id) for r in made]
         value = conn.execute(
             "SELECT b.value FROM blocks b JOIN agents_blocks ab ON ab.block_id = b.id "
-            "WHERE ab.agent_id = %s AND b.label = 'human'", (agent.id,),
-        ).fetchone()["value"]  # type: ignore[index]  # fmt: skip
+            "WHERE ab.agent_id = %s AND b.label = 'human'",
+            (agent.id,),
+        ).fetchone()["value"]  # type: ignore[index]
     assert all(r is not None and r.status == "completed" for r in ended)
     facts = [line for line in value.splitlines() if line.startswith("fact-")]
     in_creation_order = [

@@ -355,9 +355,16 @@ def test_pruning_deletes_rows_sent_long_ago_but_the_newest_fan_out(db: Database)
         world = build_world(conn)
 
         def row(kind: str, key: str, sent_days_ago: float | None) -> int:
-            command = outbox.add(conn, OutboxCommand(
-                organization_id=world.org.id, agent_id=world.agent.id, run_id=world.run.id,
-                kind=kind, dedup_key=key))  # type: ignore[arg-type]  # fmt: skip
+            command = outbox.add(
+                conn,
+                OutboxCommand(
+                    organization_id=world.org.id,
+                    agent_id=world.agent.id,
+                    run_id=world.run.id,
+                    kind=kind,
+                    dedup_key=key,
+                ),
+            )  # type: ignore[arg-type]
             assert command is not None and command.id is not None
             if sent_days_ago is not None:
                 conn.execute(

@@ -70,8 +70,9 @@ def fake() -> Iterator[FakeLLM]:
 
 def returned(turn: Any) -> list[str]:
     """What the model was told each custom tool call returned."""
-    return [json.loads(m.tool_returns[0].func_response)["message"]
-            for m in turn.new if m.role == "tool"]  # fmt: skip
+    return [
+        json.loads(m.tool_returns[0].func_response)["message"] for m in turn.new if m.role == "tool"
+    ]
 
 
 @pytest.fixture
@@ -158,8 +159,9 @@ def test_a_connect_tunnel_reaches_the_allowed_host(
     target = f"127.0.0.1:{upstream.port}"
     token = egress.issue(KEY, "org-a", [target], 60)
     with socket.create_connection(tcp_proxy, timeout=5) as sock:
-        sock.sendall(f"CONNECT {target} HTTP/1.1\r\nProxy-Authorization: {basic(token)}\r\n\r\n"
-                     .encode())  # fmt: skip
+        sock.sendall(
+            f"CONNECT {target} HTTP/1.1\r\nProxy-Authorization: {basic(token)}\r\n\r\n".encode()
+        )
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         sock.sendall(f"GET /tunnel HTTP/1.0\r\nHost: {target}\r\n\r\n".encode())
         data = b""
@@ -172,12 +174,18 @@ def test_private_addresses_are_refused_unless_opened(upstream: Upstream) -> None
     server = egress.serve(("127.0.0.1", 0), KEY)  # the default: public addresses only
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        for host in (f"127.0.0.1:{upstream.port}", f"localhost:{upstream.port}",
-                     "169.254.169.254:80", "10.0.0.1:80"):  # fmt: skip
+        for host in (
+            f"127.0.0.1:{upstream.port}",
+            f"localhost:{upstream.port}",
+            "169.254.169.254:80",
+            "10.0.0.1:80",
+        ):
             token = egress.issue(KEY, "org-a", ["*", host], 60)
-            got = raw(server.server_address,  # type: ignore[arg-type]
-                      f"GET http://{host}/ HTTP/1.1\r\nProxy-Authorization: {basic(token)}"
-                      "\r\n\r\n".encode())  # fmt: skip
+            got = raw(
+                server.server_address,  # type: ignore[arg-type]
+                f"GET http://{host}/ HTTP/1.1\r\nProxy-Authorization: {basic(token)}"
+                "\r\n\r\n".encode(),
+            )
             assert got.startswith(b"HTTP/1.1 403") and b"private or reserved" in got, host
     finally:
         server.shutdown()
@@ -277,8 +285,16 @@ def test_a_step_runs_a_tool_that_reaches_its_organizations_host(
     db: Database, org: Organization, fake: FakeLLM, upstream: Upstream
 ) -> None:
     with db.connection() as conn:
-        tools.upsert(conn, Tool(organization_id=org.id, name="fetch", tool_type="custom",
-                                source_code=FETCH, json_schema=derive_schema(FETCH)))  # fmt: skip
+        tools.upsert(
+            conn,
+            Tool(
+                organization_id=org.id,
+                name="fetch",
+                tool_type="custom",
+                source_code=FETCH,
+                json_schema=derive_schema(FETCH),
+            ),
+        )
     agent = make_agent(db, org, tool_names=["fetch"])
     engine = engine_for(db, fake)
     engine.sandbox = SubprocessSandbox(egress_private_networks=LOOPBACK)

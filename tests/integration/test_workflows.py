@@ -165,8 +165,12 @@ def ask(flows: Flows, db: Database, org: Organization) -> tuple[Agent, Run, Mess
 
 
 def answer(agent: Agent, *decisions: ApprovalDecision) -> Message:
-    return Message(organization_id=agent.organization_id, agent_id=agent.id, role="approval",
-                   approvals=list(decisions))  # fmt: skip
+    return Message(
+        organization_id=agent.organization_id,
+        agent_id=agent.id,
+        role="approval",
+        approvals=list(decisions),
+    )
 
 
 def tool_text(flows: Flows, agent: Agent, run_id: str) -> str:
@@ -184,12 +188,19 @@ def test_approve_hands_the_token_back_and_the_workflow_queues_the_step(
     (pending,) = request.tool_calls or []
     fresh.fake.reply("Saved!")
     approve = ApprovalDecision(tool_call_id=pending.id, approve=True)
-    continuation = sending.send(fresh.rt, org.id, agent.id, [answer(agent, approve)],
-                                RunOptions(max_steps=10), wait=False).run  # fmt: skip
+    continuation = sending.send(
+        fresh.rt, org.id, agent.id, [answer(agent, approve)], RunOptions(max_steps=10), wait=False
+    ).run
     # a second answer to the same request, before the first has run a step
     with pytest.raises(ConflictError, match="already answered"):
-        sending.send(fresh.rt, org.id, agent.id, [answer(agent, approve)], RunOptions(max_steps=10),
-                     wait=False)  # fmt: skip
+        sending.send(
+            fresh.rt,
+            org.id,
+            agent.id,
+            [answer(agent, approve)],
+            RunOptions(max_steps=10),
+            wait=False,
+        )
     assert fresh.ended(org.id, continuation.id).stop_reason == "end_turn"
     execution = fresh.finished("approval", f"{run.id}:approval")
     assert execution["status"] == "SUCCEEDED"
@@ -197,13 +208,26 @@ def test_approve_hands_the_token_back_and_the_workflow_queues_the_step(
     assert output["answer"] == {"run_id": continuation.id}
     assert output["continued"] == {"queued": True}  # the workflow published the first step
     assert fresh.states(execution["executionArn"]) == [
-        "WaitForAnswer", "QueueContinuation", "Answered"]  # fmt: skip
+        "WaitForAnswer",
+        "QueueContinuation",
+        "Answered",
+    ]
     assert state_of(db, agent)[1]["human"] == "Name: Ada\nLikes: tea"
     # and over HTTP, a third answer is refused as Letta refuses it: 400, its words
     with api(fresh, db, org, user) as client:
-        again = client.post(f"/v1/agents/{agent.id}/messages", json={"messages": [
-            {"type": "approval", "approvals": [
-                {"type": "approval", "tool_call_id": pending.id, "approve": True}]}]})  # fmt: skip
+        again = client.post(
+            f"/v1/agents/{agent.id}/messages",
+            json={
+                "messages": [
+                    {
+                        "type": "approval",
+                        "approvals": [
+                            {"type": "approval", "tool_call_id": pending.id, "approve": True}
+                        ],
+                    }
+                ]
+            },
+        )
     assert again.status_code == 400
     assert "No tool call is currently awaiting approval" in again.text
 
@@ -215,8 +239,12 @@ def test_deny_over_http_runs_in_the_request_and_ends_the_wait(
     (pending,) = request.tool_calls or []
     fresh.fake.reply("Fine, I won't.")
     with api(fresh, db, org, user) as client:
-        deny = {"type": "approval", "tool_call_id": pending.id, "approve": False,
-                "reason": "not now"}  # fmt: skip
+        deny = {
+            "type": "approval",
+            "tool_call_id": pending.id,
+            "approve": False,
+            "reason": "not now",
+        }
         body = {"messages": [{"type": "approval", "approvals": [deny]}]}
         reply = client.post(f"/v1/agents/{agent.id}/messages", json=body)
     assert reply.status_code == 200, reply.text
@@ -238,8 +266,7 @@ def test_no_answer_in_time_denies_with_the_reason_and_the_agent_goes_on(
     fresh.fake.reply("No answer came, so I left it.")
     execution = fresh.finished("approval", f"{run.id}:approval", timeout=APPROVAL_TIMEOUT + 20)
     assert time.monotonic() - started >= APPROVAL_TIMEOUT
-    assert fresh.states(execution["executionArn"]) == [
-        "WaitForAnswer", "DenyOnTimeout", "TimedOut"]  # fmt: skip
+    assert fresh.states(execution["executionArn"]) == ["WaitForAnswer", "DenyOnTimeout", "TimedOut"]
     denied = json.loads(execution["output"])["timeout"]
     assert denied["denied"] is True
     ended = fresh.ended(org.id, denied["run_id"])
@@ -249,9 +276,14 @@ def test_no_answer_in_time_denies_with_the_reason_and_the_agent_goes_on(
     assert state_of(db, agent)[1]["human"] == "Name: Ada"
     # the request is closed: a late answer is refused
     with pytest.raises(InvalidArgumentError, match="No tool call is currently awaiting"):
-        sending.send(fresh.rt, org.id, agent.id, [answer(agent, ApprovalDecision(
-            tool_call_id="whatever", approve=True))], RunOptions(max_steps=10),
-            wait=False)  # fmt: skip
+        sending.send(
+            fresh.rt,
+            org.id,
+            agent.id,
+            [answer(agent, ApprovalDecision(tool_call_id="whatever", approve=True))],
+            RunOptions(max_steps=10),
+            wait=False,
+        )
 
 
 def test_a_client_side_tool_return_answers_the_request(
@@ -263,8 +295,14 @@ def test_a_client_side_tool_return_answers_the_request(
     ran_by_client = ApprovalDecision(
         type="tool", tool_call_id=pending.id, tool_return="stored on the client", status="success"
     )
-    continuation = sending.send(fresh.rt, org.id, agent.id, [answer(agent, ran_by_client)],
-                                RunOptions(max_steps=10), wait=True).run  # fmt: skip
+    continuation = sending.send(
+        fresh.rt,
+        org.id,
+        agent.id,
+        [answer(agent, ran_by_client)],
+        RunOptions(max_steps=10),
+        wait=True,
+    ).run
     assert continuation.stop_reason == "end_turn"
     assert "stored on the client" in tool_text(fresh, agent, continuation.id)
     assert state_of(db, agent)[1]["human"] == "Name: Ada"  # the server did not run the tool
@@ -294,8 +332,9 @@ def is_helper(request: Recorded) -> bool:
     return any("<system-reminder>" in json.dumps(m) for m in request.body["messages"])
 
 
-def helper_replies(facts: list[str], *, delay: float = 0.0, fail_first: bool = False
-                   ) -> Callable[[Recorded], Reply]:  # fmt: skip
+def helper_replies(
+    facts: list[str], *, delay: float = 0.0, fail_first: bool = False
+) -> Callable[[Recorded], Reply]:
     """Each sleeptime agent inserts the next fact into `human`, then finishes its edits."""
     lock, served = threading.Lock(), {"n": 0}
 
@@ -339,14 +378,22 @@ def sleeptime_agent(db: Database, org: Organization, helpers: int = 1) -> tuple[
     for n in range(1, helpers):
         extra = provision_helper(db, primary, now=NOW, suffix=f"-{n + 1}")
         with db.connection() as conn:
-            conn.execute(groups.INSERT_MEMBERS, {"group_id": group.id, "agent_ids": [extra.id],
-                                                 "org": org.id})  # fmt: skip
+            conn.execute(
+                groups.INSERT_MEMBERS,
+                {"group_id": group.id, "agent_ids": [extra.id], "org": org.id},
+            )
     return primary, group.id
 
 
 def turn(flows: Flows, primary: Agent, text: str) -> Run:
-    run = sending.send(flows.rt, primary.organization_id, primary.id, [user(primary, text)],
-                       RunOptions(max_steps=10), wait=True).run  # fmt: skip
+    run = sending.send(
+        flows.rt,
+        primary.organization_id,
+        primary.id,
+        [user(primary, text)],
+        RunOptions(max_steps=10),
+        wait=True,
+    ).run
     assert run.status == "completed", run.error
     return run
 
@@ -373,8 +420,12 @@ def test_sleeptime_fans_out_and_no_shared_block_edit_is_lost(
     assert "conflicted" in caplog.text  # a sleeptime checkpoint lost the version check, retried
     with db.connection() as conn:
         group = groups.get(conn, org.id, group_id)
-        helper_runs = [r for a in group.agent_ids if a != primary.id  # type: ignore[union-attr]
-                       for r in runs.list_runs(conn, org.id, agent_ids=[a])]  # fmt: skip
+        helper_runs = [
+            r
+            for a in group.agent_ids
+            if a != primary.id  # type: ignore[union-attr]
+            for r in runs.list_runs(conn, org.id, agent_ids=[a])
+        ]
     assert group is not None and group.last_processed_message_id == first_last_message(db, first)
     assert sorted(r.stop_reason or "" for r in helper_runs) == ["end_turn", "end_turn"]
     transcript = next(r for r in fresh.fake.requests if is_helper(r)).last_text()
@@ -386,8 +437,9 @@ def test_sleeptime_fans_out_and_no_shared_block_edit_is_lost(
 
 def first_last_message(db: Database, run: Run) -> str:
     with db.connection() as conn:
-        new = messages.list_for_agent(conn, run.organization_id, run.agent_id, run_id=run.id,
-                                      order="asc")  # fmt: skip
+        new = messages.list_for_agent(
+            conn, run.organization_id, run.agent_id, run_id=run.id, order="asc"
+        )
     return new[-1].id
 
 
@@ -432,8 +484,11 @@ def test_sleeptime_runs_every_frequency_turns(
     assert group is not None and group.turns_counter == 0
     assert group.last_processed_message_id == first_last_message(db, turns[4])
     # each sleeptime run read the lines after the previous fan-out's, whichever ran first
-    transcripts = sorted(r.last_text().split("Messages:\n")[1] for r in fresh.fake.requests
-                         if is_helper(r) and r.body["messages"][-1]["role"] != "tool")  # fmt: skip
+    transcripts = sorted(
+        r.last_text().split("Messages:\n")[1]
+        for r in fresh.fake.requests
+        if is_helper(r) and r.body["messages"][-1]["role"] != "tool"
+    )
     assert transcripts == [
         "user: message 0\nassistant: Reply 0.",
         "user: message 1\nassistant: Reply 1.\nuser: message 2\nassistant: Reply 2.",
@@ -451,8 +506,12 @@ def test_a_sleeptime_item_sent_twice_starts_its_run_once(
     Primary(fresh.fake).reply("Noted.")
     first = turn(fresh, primary, "I like tea")
     fresh.finished("sleeptime", f"sleeptime:{group_id}:{first.id}", timeout=60)
-    plan = {"organization_id": org.id, "action": "plan", "group_id": group_id,
-            "upto_message_id": first_last_message(db, first)}  # fmt: skip
+    plan = {
+        "organization_id": org.id,
+        "action": "plan",
+        "group_id": group_id,
+        "upto_message_id": first_last_message(db, first),
+    }
     (item,) = tasks.sleeptime_task(fresh.rt, plan)["items"]
     again = tasks.sleeptime_task(fresh.rt, {**plan, "action": "run", "item": item})
     with db.connection() as conn:

@@ -56,9 +56,23 @@ def test_a_pass_holds_its_organization_hosts_and_expiry() -> None:
         assert egress.verify(KEY, junk) is None
 
 
-ADDRESSES = ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
-             "100.64.0.1", "0.0.0.0", "224.0.0.1", "::1", "fe80::1", "fd00::1",
-             "::ffff:127.0.0.1", "93.184.216.34", "8.8.8.8", "2606:4700::1111"]  # fmt: skip
+ADDRESSES = [
+    "127.0.0.1",
+    "10.1.2.3",
+    "172.16.0.1",
+    "192.168.1.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "224.0.0.1",
+    "::1",
+    "fe80::1",
+    "fd00::1",
+    "::ffff:127.0.0.1",
+    "93.184.216.34",
+    "8.8.8.8",
+    "2606:4700::1111",
+]
 
 
 def test_the_servers_outbound_policy_and_the_tools_proxy_agree_on_every_address() -> None:
@@ -75,4 +89,7 @@ def test_the_servers_outbound_policy_and_the_tools_proxy_agree_on_every_address(
         proxy.server_close()
         opened.server_close()
     assert [a for a in ADDRESSES if outbound.reachable(a)] == [
-        "93.184.216.34", "8.8.8.8", "2606:4700::1111"]  # fmt: skip
+        "93.184.216.34",
+        "8.8.8.8",
+        "2606:4700::1111",
+    ]

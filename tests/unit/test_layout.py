@@ -84,11 +84,15 @@ def _modules(package: str) -> dict[str, set[str]]:
 
 def test_the_api_reaches_the_store_only_through_services() -> None:
     # ARCHITECTURE.md: api -> services -> orchestration -> engine -> store.
-    offenders = {m: sorted(i for i in imps if i.startswith("cairn.store"))
-                 for m, imps in _modules("api").items()}  # fmt: skip
+    offenders = {
+        m: sorted(i for i in imps if i.startswith("cairn.store"))
+        for m, imps in _modules("api").items()
+    }
     assert {m: i for m, i in offenders.items() if i} == {}
-    services = {m: sorted(i for i in imps if i.startswith("cairn.api"))
-                for m, imps in _modules("services").items()}  # fmt: skip
+    services = {
+        m: sorted(i for i in imps if i.startswith("cairn.api"))
+        for m, imps in _modules("services").items()
+    }
     assert {m: i for m, i in services.items() if i} == {}
 
 
@@ -166,15 +170,18 @@ def _sql_in(path: Path) -> list[int]:
         id(node.body[0].value)
         for node in ast.walk(tree)
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.body and isinstance(node.body[0], ast.Expr)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
-    }  # fmt: skip
+    }
     return [
         node.lineno
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
-        and id(node) not in docstrings and SQL_TEXT.search(node.value)
-    ]  # fmt: skip
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and SQL_TEXT.search(node.value)
+    ]
 
 
 def test_no_sql_text_outside_the_store() -> None:
@@ -184,8 +191,9 @@ def test_no_sql_text_outside_the_store() -> None:
         rel: lines
         for p in LIBRARY.rglob("*.py")
         if (rel := p.relative_to(LIBRARY).as_posix()).split("/")[0] != "store"
-        and rel not in allowed and (lines := _sql_in(p))
-    }  # fmt: skip
+        and rel not in allowed
+        and (lines := _sql_in(p))
+    }
     assert offenders == {}
     assert _sql_in(LIBRARY / "store" / "claim.py"), "the probe finds the store's own SQL"
 

@@ -77,10 +77,12 @@ def test_summary_is_a_system_alert_with_letta_preamble() -> None:
 )
 def test_initial_sequence_per_agent_type(agent_type: str, roles: list[str]) -> None:
     agent = Agent(
-        organization_id=new_id("org"), name="a", agent_type=agent_type,  # type: ignore[arg-type]
+        organization_id=new_id("org"),
+        name="a",
+        agent_type=agent_type,  # type: ignore[arg-type]
         llm_config=LLMConfig(model="m", model_endpoint_type="openai", context_window=8000),
         timezone=LA,
-    )  # fmt: skip
+    )
     messages = initial_messages(agent, "SYSTEM", now=NOW)
     assert [m.role for m in messages] == roles
     assert messages[0].text == "SYSTEM"
@@ -92,5 +94,8 @@ def test_initial_sequence_per_agent_type(agent_type: str, roles: list[str]) -> N
         assert json.loads(ret.text)["message"] == "Sent message successfully."
     if roles[-1] == "user":
         login = json.loads(messages[-1].text)
-        assert login == {"type": "login", "last_login": "Never (first login)",
-                         "time": "2026-01-20 02:13:45 PM PST-0800"}  # fmt: skip
+        assert login == {
+            "type": "login",
+            "last_login": "Never (first login)",
+            "time": "2026-01-20 02:13:45 PM PST-0800",
+        }

@@ -34,9 +34,12 @@ TEMPLATE = "<base_instructions>\nYou are a helpful agent.\n</base_instructions>"
 
 def blocks(**overrides: object) -> list[Block]:
     persona = Block(
-        organization_id=ORG, label="persona", value="I am Sam.\nI like\ttea.",
-        description="Who I am and how I speak.", limit=5000,
-    )  # fmt: skip
+        organization_id=ORG,
+        label="persona",
+        value="I am Sam.\nI like\ttea.",
+        description="Who I am and how I speak.",
+        limit=5000,
+    )
     human = Block(organization_id=ORG, label="human", value="Name: Ada", description="The user.")
     return [persona.model_copy(update=overrides), human]
 
@@ -64,10 +67,15 @@ def test_line_numbered_rendering_for_anthropic() -> None:
 
 @pytest.mark.parametrize(
     ("agent_type", "provider", "numbered"),
-    [("letta_v1_agent", "anthropic", True), ("sleeptime_agent", "anthropic", True),
-     ("memgpt_v2_agent", "anthropic", True), ("memgpt_agent", "anthropic", False),
-     ("letta_v1_agent", "openai", False), ("react_agent", "anthropic", False)],
-)  # fmt: skip
+    [
+        ("letta_v1_agent", "anthropic", True),
+        ("sleeptime_agent", "anthropic", True),
+        ("memgpt_v2_agent", "anthropic", True),
+        ("memgpt_agent", "anthropic", False),
+        ("letta_v1_agent", "openai", False),
+        ("react_agent", "anthropic", False),
+    ],
+)
 def test_line_numbers_only_for_anthropic_and_three_agent_types(
     agent_type: str, provider: str, numbered: bool
 ) -> None:
@@ -76,9 +84,11 @@ def test_line_numbers_only_for_anthropic_and_three_agent_types(
 
 def test_read_only_block_and_tool_usage_rules() -> None:
     section = render_memory_section(
-        blocks(read_only=True), agent_type="letta_v1_agent", provider="openai",
+        blocks(read_only=True),
+        agent_type="letta_v1_agent",
+        provider="openai",
         tool_rule_lines=["<tool_rule>\nsend_message ends your response.\n</tool_rule>"],
-    )  # fmt: skip
+    )
     assert_golden("read_only_and_rules", compile_system_message(TEMPLATE, section, meta()))
 
 
@@ -99,16 +109,21 @@ def test_blockless_agent_types_omit_memory_blocks() -> None:
 
 
 def test_hidden_blocks_are_not_rendered() -> None:
-    section = render_memory_section(blocks(hidden=True), agent_type="letta_v1_agent",
-                                    provider="openai")  # fmt: skip
+    section = render_memory_section(
+        blocks(hidden=True), agent_type="letta_v1_agent", provider="openai"
+    )
     assert "<persona>" not in section and "<human>" in section
 
 
 def test_metadata_full_in_agent_timezone() -> None:
     text = render_memory_metadata(
-        meta(timezone="America/Los_Angeles", last_modified=NOW, archival_count=7,
-             archival_tags=["work", "family"])
-    )  # fmt: skip
+        meta(
+            timezone="America/Los_Angeles",
+            last_modified=NOW,
+            archival_count=7,
+            archival_tags=["work", "family"],
+        )
+    )
     assert_golden("metadata_full", text)
 
 
@@ -133,9 +148,12 @@ def stored(section: str, **fields: object) -> str:
 
 def section_of(bs: list[Block], rules: tuple[str, ...] = (), directories: str | None = None) -> str:
     return render_memory_section(
-        bs, agent_type="letta_v1_agent", provider="openai", tool_rule_lines=rules,
+        bs,
+        agent_type="letta_v1_agent",
+        provider="openai",
+        tool_rule_lines=rules,
         directories=directories,
-    )  # fmt: skip
+    )
 
 
 def test_changed_counts_or_clock_do_not_trigger_a_rebuild() -> None:
@@ -145,8 +163,9 @@ def test_changed_counts_or_clock_do_not_trigger_a_rebuild() -> None:
     assert not needs_rebuild(old, TEMPLATE, section)
     assert not needs_rebuild(
         stored(section, now=later, recall_count=99, archival_count=5, archival_tags=["x"]),
-        TEMPLATE, section,
-    )  # fmt: skip
+        TEMPLATE,
+        section,
+    )
 
 
 def test_changed_block_triggers_a_rebuild() -> None:
@@ -167,24 +186,31 @@ def test_changed_rule_or_open_file_triggers_a_rebuild() -> None:
 def folder(*files: FileView) -> list[Directory]:
     return [
         Directory(
-            name="handbook", description="Company handbook", instructions="Cite the section.",
+            name="handbook",
+            description="Company handbook",
+            instructions="Cite the section.",
             files=files,
         ),
         Directory(name="empty"),
-    ]  # fmt: skip
+    ]
 
 
 OPEN = FileView(
-    name="handbook/leave.md", visible_content="[Viewing lines 1 to 2]\n1: Leave\n2: ...",
-    limit=200, description="Leave policy",
-)  # fmt: skip
+    name="handbook/leave.md",
+    visible_content="[Viewing lines 1 to 2]\n1: Leave\n2: ...",
+    limit=200,
+    description="Leave policy",
+)
 CLOSED = FileView(name="handbook/travel.md", limit=200)
 
 
 def test_directories_with_file_limits_and_open_and_closed_files() -> None:
     directories = render_directories(folder(OPEN, CLOSED), max_files_open=5)
-    section = section_of(blocks(), rules=("<tool_rule>send_message ends your turn</tool_rule>",),
-                         directories=directories)  # fmt: skip
+    section = section_of(
+        blocks(),
+        rules=("<tool_rule>send_message ends your turn</tool_rule>",),
+        directories=directories,
+    )
     assert_golden("directories", compile_system_message(TEMPLATE, section, meta()))
 
 
@@ -227,9 +253,12 @@ def test_block_quoting_the_metadata_tag_does_not_confuse_the_rule() -> None:
 
 @pytest.mark.parametrize(
     ("agent_type", "tool"),
-    [("memgpt_v2_agent", "send_message"), ("sleeptime_agent", "memory_finish_edits"),
-     ("letta_v1_agent", "conversation_search")],
-)  # fmt: skip
+    [
+        ("memgpt_v2_agent", "send_message"),
+        ("sleeptime_agent", "memory_finish_edits"),
+        ("letta_v1_agent", "conversation_search"),
+    ],
+)
 def test_base_prompts_name_their_tools_and_take_memory_after_them(
     agent_type: str, tool: str
 ) -> None:

@@ -146,22 +146,40 @@ def test_memory_tool_call_edits_core_memory() -> None:
 @pytest.mark.parametrize(
     ("agent_type", "sleeptime", "expected"),
     [
-        ("memgpt_agent", False, {"send_message", "conversation_search", "archival_memory_insert",
-                                 "archival_memory_search", "core_memory_append",
-                                 "core_memory_replace", "memory"}),
-        ("memgpt_v2_agent", True, {"send_message", "conversation_search",
-                                   "archival_memory_search"}),
+        (
+            "memgpt_agent",
+            False,
+            {
+                "send_message",
+                "conversation_search",
+                "archival_memory_insert",
+                "archival_memory_search",
+                "core_memory_append",
+                "core_memory_replace",
+                "memory",
+            },
+        ),
+        (
+            "memgpt_v2_agent",
+            True,
+            {"send_message", "conversation_search", "archival_memory_search"},
+        ),
         # What a 0.16.1 server attaches (fixtures A, B, C): reference §5.
         ("letta_v1_agent", False, {"conversation_search", "memory_insert", "memory_replace"}),
-        ("memgpt_v2_agent", False, {"send_message", "conversation_search", "memory_insert",
-                                    "memory_replace"}),
-        ("letta_v1_agent", True, {"send_message", "conversation_search",
-                                  "archival_memory_search"}),
-        ("sleeptime_agent", False, {"memory_replace", "memory_insert", "memory_rethink",
-                                    "memory_finish_edits"}),
+        (
+            "memgpt_v2_agent",
+            False,
+            {"send_message", "conversation_search", "memory_insert", "memory_replace"},
+        ),
+        ("letta_v1_agent", True, {"send_message", "conversation_search", "archival_memory_search"}),
+        (
+            "sleeptime_agent",
+            False,
+            {"memory_replace", "memory_insert", "memory_rethink", "memory_finish_edits"},
+        ),
         ("react_agent", False, set()),
     ],
-)  # fmt: skip
+)
 def test_tool_sets_per_agent_type(agent_type: str, sleeptime: bool, expected: set[str]) -> None:
     names = default_tool_names(agent_type, enable_sleeptime=sleeptime)
     assert set(names) == expected and all(n in BUILTIN_TOOLS for n in names)
@@ -179,11 +197,22 @@ def test_default_rules_end_on_terminal_tools_and_continue_on_the_rest() -> None:
 # The built-ins this issue brought over, as Letta 0.16.1's own tool listing shows them
 # (tests/fixtures/letta-0.16.1/tools.json is its GET /v1/tools/ answer).
 LETTA_SHAPED = (
-    "fetch_webpage", "web_search", "run_code", "run_code_with_tools", "memory_apply_patch",
-    "send_message_to_agent_async", "send_message_to_agent_and_wait_for_reply",
-    "send_message_to_agents_matching_tags", "rethink_user_memory", "finish_rethinking_memory",
-    "store_memories", "search_memory", "open_files", "grep_files", "semantic_search_files",
-)  # fmt: skip
+    "fetch_webpage",
+    "web_search",
+    "run_code",
+    "run_code_with_tools",
+    "memory_apply_patch",
+    "send_message_to_agent_async",
+    "send_message_to_agent_and_wait_for_reply",
+    "send_message_to_agents_matching_tags",
+    "rethink_user_memory",
+    "finish_rethinking_memory",
+    "store_memories",
+    "search_memory",
+    "open_files",
+    "grep_files",
+    "semantic_search_files",
+)
 
 
 @pytest.mark.parametrize("name", LETTA_SHAPED)
@@ -204,8 +233,10 @@ def test_a_schema_with_nested_objects_has_no_dangling_refs() -> None:
     which a provider cannot resolve once only the properties are sent."""
     items = BUILTIN_TOOLS["store_memories"].json_schema["parameters"]["properties"]["chunks"]
     assert "$ref" not in json_text(items) and items["items"]["required"] == [
-        "start_index", "end_index", "context",
-    ]  # fmt: skip
+        "start_index",
+        "end_index",
+        "context",
+    ]
 
 
 def json_text(value: Any) -> str:

@@ -52,8 +52,11 @@ class PendingApprovalError(ConflictError):
         self.pending_request_id = pending_request_id
 
     def detail(self) -> dict[str, str]:
-        return {"code": "PENDING_APPROVAL", "message": str(self),
-                "pending_request_id": self.pending_request_id}  # fmt: skip
+        return {
+            "code": "PENDING_APPROVAL",
+            "message": str(self),
+            "pending_request_id": self.pending_request_id,
+        }
 
 
 class UnsupportedMediaError(CairnError):

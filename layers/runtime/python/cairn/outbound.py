@@ -145,8 +145,14 @@ class Fetched:
     truncated: bool  # the answer went on past the limit
 
 
-def fetch_bytes(url: str, opened: tuple[Network, ...], *, limit: int, timeout: float,
-                headers: dict[str, str] | None = None) -> Fetched:  # fmt: skip
+def fetch_bytes(
+    url: str,
+    opened: tuple[Network, ...],
+    *,
+    limit: int,
+    timeout: float,
+    headers: dict[str, str] | None = None,
+) -> Fetched:
     """GET a URL anyone gave: the policy checked first (Refused), every connection and
     redirect checked again, at most `limit` bytes read within `timeout` for the whole
     transfer; FetchFailed for an answer of 400 or more, a connection that fails, or a

@@ -75,9 +75,27 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 # on this one app; they read in one place as the request's path through it.
 def build_app() -> APIGatewayHttpResolver:  # noqa: C901
     app = APIGatewayHttpResolver(enable_validation=True)
-    modules = (health, agents, agent_files, messages, batches, memory, archives, runs, tools,
-               groups, providers, identities, sandbox_configs, mcp_servers,
-               mcp_by_name, folders, chat, schedules, telegram)  # fmt: skip
+    modules = (
+        health,
+        agents,
+        agent_files,
+        messages,
+        batches,
+        memory,
+        archives,
+        runs,
+        tools,
+        groups,
+        providers,
+        identities,
+        sandbox_configs,
+        mcp_servers,
+        mcp_by_name,
+        folders,
+        chat,
+        schedules,
+        telegram,
+    )
     for module in modules:
         app.include_router(module.router, prefix="/v1")
     app.include_router(console.router)
@@ -249,8 +267,12 @@ def _unreadable_body(event: dict[str, Any]) -> dict[str, Any] | None:
     else:
         wanted = "application/json"
     body = json.dumps({"detail": f"Content-Type `{media}`: this route takes {wanted}"})
-    return {"statusCode": 415, "headers": {"Content-Type": "application/json"},
-            "body": body, "isBase64Encoded": False}  # fmt: skip
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": "application/json"},
+        "body": body,
+        "isBase64Encoded": False,
+    }
 
 
 def respond(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> Streaming:

@@ -9,8 +9,10 @@ from typing import Any
 
 ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 # What browser clients of Letta send besides the key (the SDKs' own headers included).
-ALLOWED_HEADERS = ("authorization, content-type, x-project-id, user-id, x-letta-source, "
-                   "x-stainless-package-version, x-experimental-message-async")  # fmt: skip
+ALLOWED_HEADERS = (
+    "authorization, content-type, x-project-id, user-id, x-letta-source, "
+    "x-stainless-package-version, x-experimental-message-async"
+)
 EXPOSED = "x-upload-result, retry-after"
 MAX_AGE_SECONDS = "600"
 
@@ -28,20 +30,32 @@ def preflight(event: dict[str, Any], spec: str) -> dict[str, Any] | None:
     when the request is not one."""
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     method = (event.get("requestContext") or {}).get("http", {}).get("method", "")
-    if method != "OPTIONS" or "origin" not in headers or (
-            "access-control-request-method" not in headers):  # fmt: skip
+    if (
+        method != "OPTIONS"
+        or "origin" not in headers
+        or ("access-control-request-method" not in headers)
+    ):
         return None
     origin = headers["origin"]
     if not allowed(origin, spec):
-        return {"statusCode": 403, "headers": {"Content-Type": "application/json"},
-                "body": '{"detail":"CORS: this origin is not allowed (CAIRN_CORS_ORIGINS)"}',
-                "isBase64Encoded": False}  # fmt: skip
-    return {"statusCode": 204, "body": "", "isBase64Encoded": False, "headers": {
-        "Access-Control-Allow-Origin": origin, "Vary": "Origin",
-        "Access-Control-Allow-Methods": ALLOWED_METHODS,
-        "Access-Control-Allow-Headers": ALLOWED_HEADERS,
-        "Access-Control-Max-Age": MAX_AGE_SECONDS,
-    }}  # fmt: skip
+        return {
+            "statusCode": 403,
+            "headers": {"Content-Type": "application/json"},
+            "body": '{"detail":"CORS: this origin is not allowed (CAIRN_CORS_ORIGINS)"}',
+            "isBase64Encoded": False,
+        }
+    return {
+        "statusCode": 204,
+        "body": "",
+        "isBase64Encoded": False,
+        "headers": {
+            "Access-Control-Allow-Origin": origin,
+            "Vary": "Origin",
+            "Access-Control-Allow-Methods": ALLOWED_METHODS,
+            "Access-Control-Allow-Headers": ALLOWED_HEADERS,
+            "Access-Control-Max-Age": MAX_AGE_SECONDS,
+        },
+    }
 
 
 def add_headers(result: dict[str, Any], event: dict[str, Any], spec: str) -> None:

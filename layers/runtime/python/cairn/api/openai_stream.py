@@ -40,8 +40,11 @@ class ChatChunks:
         elif isinstance(event, Stored):
             for item in letta.expand(event.messages, use_assistant_message=True):
                 if item["message_type"] == "assistant_message" and item["id"] not in self.pieced:
-                    text = item["content"] if isinstance(item["content"], str) else "".join(
-                        part.get("text", "") for part in item["content"])  # fmt: skip
+                    text = (
+                        item["content"]
+                        if isinstance(item["content"], str)
+                        else "".join(part.get("text", "") for part in item["content"])
+                    )
                     if text:
                         yield self._chunk({"content": text})
         elif isinstance(event, Failed):
@@ -57,17 +60,29 @@ class ChatChunks:
     def _usage(self, usage: Usage) -> bytes:
         """OpenAI's last chunk under `include_usage`: no choices, the turn's token counts."""
         prompt, completion = usage.prompt_tokens, usage.completion_tokens
-        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                 "model": self.model, "choices": [],
-                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                           "total_tokens": prompt + completion}}  # fmt: skip
+        chunk = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
         return f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n".encode()
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         if self.first and "content" in delta:
             delta = {"role": "assistant", **delta}
             self.first = False
-        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                 "model": self.model,
-                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+        chunk = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
         return f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n".encode()

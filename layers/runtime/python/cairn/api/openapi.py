@@ -37,22 +37,46 @@ def _json(ref: str, description: str) -> dict[str, Any]:
 # Cairn's answers Letta's document has no status for, declared so that every answer a
 # client can get has a shape to hold it to (tests/api/test_schemathesis.py).
 PAST_THE_BUDGET = _json("Run", "The run, still going past the request's budget: poll it")
-PAST_THE_BUDGET_ROUTES = {("post", "/v1/agents/{}/messages"), ("post", "/v1/agents/{}/summarize"),
-                          ("post", "/v1/groups/{}/messages")}  # fmt: skip
+PAST_THE_BUDGET_ROUTES = {
+    ("post", "/v1/agents/{}/messages"),
+    ("post", "/v1/agents/{}/summarize"),
+    ("post", "/v1/groups/{}/messages"),
+}
 CLIENT_ERROR = _json("ErrorResponse", "The request cannot be served (the detail says why)")
 ERROR_RESPONSE = {
     "title": "ErrorResponse",
     "description": "Letta's error body, {\"detail\": ...}; a model provider's failure is "
-                   "{\"error\": {\"type\", \"message\", ...}}",
+    '{"error": {"type", "message", ...}}',
     "anyOf": [
-        {"type": "object", "required": ["detail"], "properties": {"detail": {"anyOf": [
-            {"type": "string"}, {"type": "object"},
-            {"type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}}]}}},
-        {"type": "object", "required": ["error"], "properties": {"error": {
-            "type": "object", "required": ["type", "message"],
-            "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}},
+        {
+            "type": "object",
+            "required": ["detail"],
+            "properties": {
+                "detail": {
+                    "anyOf": [
+                        {"type": "string"},
+                        {"type": "object"},
+                        {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/ValidationError"},
+                        },
+                    ]
+                }
+            },
+        },
+        {
+            "type": "object",
+            "required": ["error"],
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["type", "message"],
+                    "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+                }
+            },
+        },
     ],
-}  # fmt: skip
+}
 
 
 def with_letta_responses(ours: dict[str, Any]) -> dict[str, Any]:

@@ -92,8 +92,14 @@ class Letta:
                 yield from self._numbered(item)
         elif isinstance(event, Ping):
             now = datetime.now(UTC).isoformat()
-            yield frame({"id": f"ping-{uuid.uuid4()}", "date": now, "message_type": "ping",
-                         "run_id": self.run_id})  # fmt: skip
+            yield frame(
+                {
+                    "id": f"ping-{uuid.uuid4()}",
+                    "date": now,
+                    "message_type": "ping",
+                    "run_id": self.run_id,
+                }
+            )
         elif isinstance(event, Failed):
             self.failed = event
         elif isinstance(event, Ended):
@@ -105,9 +111,13 @@ class Letta:
         if failed is not None:
             reason = run.stop_reason if run.stop_reason not in (None, "end_turn") else "error"
             yield from self._numbered({"message_type": "stop_reason", "stop_reason": reason})
-            error = {"message_type": "error_message", "run_id": self.run_id,
-                     "error_type": failed.kind, "message": failed.message,
-                     "detail": failed.message}  # fmt: skip
+            error = {
+                "message_type": "error_message",
+                "run_id": self.run_id,
+                "error_type": failed.kind,
+                "message": failed.message,
+                "detail": failed.message,
+            }
             yield frame(error, "error")
             yield DONE
             return

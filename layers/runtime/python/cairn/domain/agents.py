@@ -138,8 +138,12 @@ def file_limits(context_window: int | None) -> tuple[int, int]:
     (max_files_open, per_file_view_window_char_limit)."""
     if not context_window:
         return 5, 15_000
-    for upto, limits in ((8_000, (3, 5_000)), (32_000, (5, 15_000)), (128_000, (10, 25_000)),
-                         (200_000, (10, 40_000))):  # fmt: skip
+    for upto, limits in (
+        (8_000, (3, 5_000)),
+        (32_000, (5, 15_000)),
+        (128_000, (10, 25_000)),
+        (200_000, (10, 40_000)),
+    ):
         if context_window <= upto:
             return limits
     return 15, 40_000

@@ -23,23 +23,36 @@ def of(llm: LLMConfig) -> dict[str, Any] | None:
     """The settings an AgentState shows for `llm`; None for a provider type Letta's schema
     has no settings for."""
     kind = llm.model_endpoint_type
-    common = {"parallel_tool_calls": llm.parallel_tool_calls, "provider_type": kind,
-              "temperature": llm.shown_temperature}  # fmt: skip
+    common = {
+        "parallel_tool_calls": llm.parallel_tool_calls,
+        "provider_type": kind,
+        "temperature": llm.shown_temperature,
+    }
     if kind == "openai":
-        return {"max_output_tokens": llm.max_tokens or 4096, **common,
-                "reasoning": {"reasoning_effort": llm.reasoning_effort or "minimal"},
-                "response_format": None}  # fmt: skip
+        return {
+            "max_output_tokens": llm.max_tokens or 4096,
+            **common,
+            "reasoning": {"reasoning_effort": llm.reasoning_effort or "minimal"},
+            "response_format": None,
+        }
     if kind == "anthropic":
         thinking = "enabled" if llm.enable_reasoner else "disabled"
-        return {"max_output_tokens": llm.max_tokens or 4096, **common,
-                "thinking": {"type": thinking, "budget_tokens": llm.max_reasoning_tokens or 1024},
-                "response_format": None, "verbosity": None, "effort": None}  # fmt: skip
+        return {
+            "max_output_tokens": llm.max_tokens or 4096,
+            **common,
+            "thinking": {"type": thinking, "budget_tokens": llm.max_reasoning_tokens or 1024},
+            "response_format": None,
+            "verbosity": None,
+            "effort": None,
+        }
     if kind in _GEMINI:
         budget = llm.max_reasoning_tokens
-        return {"max_output_tokens": llm.max_tokens or 65536, **common,
-                "thinking_config": {"include_thoughts": budget > 0,
-                                    "thinking_budget": budget or 1024},
-                "response_schema": None}  # fmt: skip
+        return {
+            "max_output_tokens": llm.max_tokens or 65536,
+            **common,
+            "thinking_config": {"include_thoughts": budget > 0, "thinking_budget": budget or 1024},
+            "response_schema": None,
+        }
     if kind in _OPENAI_LIKE:
         return {"max_output_tokens": llm.max_tokens or 4096, **common, "response_format": None}
     return None

@@ -14,10 +14,24 @@ from cairn.domain.ids import OrgId, new_id
 # listed, and an agent naming one is refused when it is created).
 CALLABLE = ("openai", "anthropic", "google_ai", "bedrock")
 ProviderType = Literal[
-    "anthropic", "azure", "bedrock", "cerebras", "deepseek", "google_ai", "google_vertex",
-    "groq", "hugging-face", "letta", "lmstudio_openai", "mistral", "ollama", "openai",
-    "together", "vllm", "xai",
-]  # fmt: skip
+    "anthropic",
+    "azure",
+    "bedrock",
+    "cerebras",
+    "deepseek",
+    "google_ai",
+    "google_vertex",
+    "groq",
+    "hugging-face",
+    "letta",
+    "lmstudio_openai",
+    "mistral",
+    "ollama",
+    "openai",
+    "together",
+    "vllm",
+    "xai",
+]
 
 # Handles are `<provider>/<model>`: a provider may not take a name the server's own use.
 RESERVED = frozenset({"openai", "anthropic", "google_ai", "bedrock", "letta", "hash", "local"})

@@ -200,8 +200,11 @@ def _run_command(run: Run, kind: OutboxKind, key: str, payload: dict[str, Any]) 
 def step_command(run: Run, step_index: int) -> OutboxCommand:
     """One step of a run, for the step queue; "run:index" keys it. A Telegram
     conversation's step names its chat (the worker shows the bot typing while it runs)."""
-    payload: dict[str, Any] = {"organization_id": run.organization_id, "run_id": run.id,
-                               "step_index": step_index}  # fmt: skip
+    payload: dict[str, Any] = {
+        "organization_id": run.organization_id,
+        "run_id": run.id,
+        "step_index": step_index,
+    }
     if isinstance(chat := run.metadata.get("telegram"), dict):
         payload["telegram"] = {"bot_id": chat["bot_id"], "chat_id": chat["chat_id"]}
     return _run_command(run, "step", str(step_index), payload)
@@ -213,9 +216,14 @@ def telegram_reply_command(run: Run) -> OutboxCommand | None:
     chat = run.metadata.get("telegram")
     if not isinstance(chat, dict) or run.status == "cancelled":
         return None
-    payload = {"kind": "telegram_reply", "organization_id": run.organization_id,
-               "run_id": run.id, "bot_id": chat["bot_id"], "chat_id": chat["chat_id"],
-               "reply_to": chat.get("message_id")}  # fmt: skip
+    payload = {
+        "kind": "telegram_reply",
+        "organization_id": run.organization_id,
+        "run_id": run.id,
+        "bot_id": chat["bot_id"],
+        "chat_id": chat["chat_id"],
+        "reply_to": chat.get("message_id"),
+    }
     return _run_command(run, "telegram_reply", "telegram_reply", payload)
 
 
@@ -275,8 +283,14 @@ def file_job_command(
     at most `lanes` workers and never queues another tenant's files behind its own."""
     payload = {"kind": "file_job", "organization_id": organization_id, "file_id": file_id}
     group = f"files:{organization_id}:{zlib.crc32(file_id.encode()) % max(lanes, 1)}"
-    return OutboxCommand(organization_id=organization_id, agent_id=group, kind="file_job",
-                         payload=payload, dedup_key=f"{file_id}:job", attempts=attempt)  # fmt: skip
+    return OutboxCommand(
+        organization_id=organization_id,
+        agent_id=group,
+        kind="file_job",
+        payload=payload,
+        dedup_key=f"{file_id}:job",
+        attempts=attempt,
+    )
 
 
 def task_result(run: Run, token: str) -> dict[str, Any]:

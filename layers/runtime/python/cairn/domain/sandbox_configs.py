@@ -42,8 +42,10 @@ class ModalSettings(_Settings):
 
 
 SETTINGS: dict[str, type[_Settings]] = {
-    "local": LocalSettings, "e2b": E2BSettings, "modal": ModalSettings,
-}  # fmt: skip
+    "local": LocalSettings,
+    "e2b": E2BSettings,
+    "modal": ModalSettings,
+}
 
 
 def settings(kind: SandboxType, given: dict[str, Any]) -> dict[str, Any]:

@@ -68,10 +68,17 @@ def check_room(active: int, cap: int = MAX_AGENT_SCHEDULES) -> None:
 
 
 def make_schedule(
-    organization_id: str, agent_id: str, text: str, *, run_at: datetime | None,
-    cron: str | None, timezone: str, now: datetime, schedule_id: str | None = None,
+    organization_id: str,
+    agent_id: str,
+    text: str,
+    *,
+    run_at: datetime | None,
+    cron: str | None,
+    timezone: str,
+    now: datetime,
+    schedule_id: str | None = None,
     max_chars: int = MAX_SCHEDULED_CHARS,
-) -> Schedule:  # fmt: skip
+) -> Schedule:
     """A schedule of `text` to the agent, checked; InvalidArgumentError naming the field."""
     from croniter import croniter
 
@@ -95,15 +102,28 @@ def make_schedule(
         when = run_at if run_at.tzinfo else run_at.replace(tzinfo=zone)
         if (now - when).total_seconds() > PAST_SLACK_SECONDS:
             raise InvalidArgumentError(f"run_at: {when.isoformat()} is in the past")
-        return Schedule(organization_id=organization_id, agent_id=agent_id, kind="once",
-                        messages=[{"role": "user", "content": text}], run_at=when,
-                        timezone=timezone, next_run_at=max(when, now), **fields)  # fmt: skip
+        return Schedule(
+            organization_id=organization_id,
+            agent_id=agent_id,
+            kind="once",
+            messages=[{"role": "user", "content": text}],
+            run_at=when,
+            timezone=timezone,
+            next_run_at=max(when, now),
+            **fields,
+        )
     assert cron is not None
     if len(cron.split()) != 5 or not croniter.is_valid(cron):
         raise InvalidArgumentError(
             f"cron: `{cron}` is not a five-field cron expression (minute hour day month weekday)"
         )
-    made = Schedule(organization_id=organization_id, agent_id=agent_id, kind="cron",
-                    messages=[{"role": "user", "content": text}], cron=cron,
-                    timezone=timezone, **fields)  # fmt: skip
+    made = Schedule(
+        organization_id=organization_id,
+        agent_id=agent_id,
+        kind="cron",
+        messages=[{"role": "user", "content": text}],
+        cron=cron,
+        timezone=timezone,
+        **fields,
+    )
     return made.model_copy(update={"next_run_at": next_after(made, now)})

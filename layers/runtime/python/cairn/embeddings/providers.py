@@ -47,8 +47,13 @@ class BedrockEmbedder:
         if self.model.startswith("cohere."):
             out: list[list[float]] = []
             for chunk in batched(texts, self.COHERE_BATCH):
-                answer = self._invoke({"texts": list(chunk), "input_type": "search_document",
-                                       "embedding_types": ["float"]})  # fmt: skip
+                answer = self._invoke(
+                    {
+                        "texts": list(chunk),
+                        "input_type": "search_document",
+                        "embedding_types": ["float"],
+                    }
+                )
                 vectors = answer["embeddings"]
                 out += vectors["float"] if isinstance(vectors, dict) else vectors
             return out
@@ -63,9 +68,11 @@ class BedrockEmbedder:
 
         with bedrock_errors():
             answer = self._client.invoke_model(
-                modelId=self.model, body=json.dumps(body),
-                contentType="application/json", accept="application/json",
-            )  # fmt: skip
+                modelId=self.model,
+                body=json.dumps(body),
+                contentType="application/json",
+                accept="application/json",
+            )
         parsed: dict[str, Any] = json.loads(answer["body"].read())
         return parsed
 
@@ -86,9 +93,10 @@ class GeminiEmbedder:
         for chunk in batched(texts, self.BATCH):
             with translate_errors(), gemini_errors():
                 answer = self._client.models.embed_content(
-                    model=self.model, contents=list(chunk),
+                    model=self.model,
+                    contents=list(chunk),
                     config={"output_dimensionality": self.dim},
-                )  # fmt: skip
+                )
             out += [list(e.values or ()) for e in answer.embeddings or ()]
         return out
 
@@ -178,8 +186,9 @@ def embedder_for(config: EmbeddingConfig, settings: Settings) -> Embedder:
     if kind == "google_ai":
         from cairn.llm.clients import gemini_sdk
 
-        client = gemini_sdk(to.base_url, settings.gemini_api_key, settings.llm_timeout_seconds,
-                            to.guarded)  # fmt: skip
+        client = gemini_sdk(
+            to.base_url, settings.gemini_api_key, settings.llm_timeout_seconds, to.guarded
+        )
         return GeminiEmbedder(client, model, config.embedding_dim)
     if kind == "bedrock":
         from cairn.llm.clients import bedrock_runtime
@@ -207,15 +216,24 @@ def _local() -> Embedder:
 
 @lru_cache(maxsize=16)
 def _openai(
-    base_url: str | None, key: str, model: str, dim: int, batch: int, timeout: float, retries: int,
+    base_url: str | None,
+    key: str,
+    model: str,
+    dim: int,
+    batch: int,
+    timeout: float,
+    retries: int,
     guarded: tuple[Any, ...] | None = None,
-) -> Embedder:  # fmt: skip
+) -> Embedder:
     import openai
 
     from cairn import outbound
 
     client = openai.OpenAI(
-        api_key=key, base_url=base_url, timeout=timeout, max_retries=retries,
+        api_key=key,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=retries,
         http_client=None if guarded is None else outbound.http_client(guarded, timeout, "httpx2"),
-    )  # fmt: skip
+    )
     return OpenAIEmbedder(client, model, dim, batch)

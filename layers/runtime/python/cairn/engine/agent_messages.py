@@ -55,8 +55,13 @@ def tags_text(message: str) -> str:
 
 def incoming(org_id: str, agent_id: str, text: str, sender_name: str) -> Message:
     """The other agent's input: a system message named by its sender, as Letta sends it."""
-    return Message(organization_id=org_id, agent_id=agent_id, role="system",
-                   content=[TextContent(text=text)], name=sender_name)  # fmt: skip
+    return Message(
+        organization_id=org_id,
+        agent_id=agent_id,
+        role="system",
+        content=[TextContent(text=text)],
+        name=sender_name,
+    )
 
 
 def child_run_id(run_id: str, key: str, agent_id: str) -> str:
@@ -66,8 +71,11 @@ def child_run_id(run_id: str, key: str, agent_id: str) -> str:
 
 def metadata(sender_agent_id: str, sender_run_id: str) -> dict[str, Any]:
     """The metadata of a run an agent's message started (Letta's run_type, and who sent it)."""
-    return {"run_type": RUN_TYPE, "sender_agent_id": sender_agent_id,
-            "sender_run_id": sender_run_id}  # fmt: skip
+    return {
+        "run_type": RUN_TYPE,
+        "sender_agent_id": sender_agent_id,
+        "sender_run_id": sender_run_id,
+    }
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,9 @@ def shown(reply: Reply, budget_seconds: float) -> dict[str, Any]:
         }
     if run.status != "completed":
         detail = (run.error or {}).get("message") or run.stop_reason or run.status
-        return {"agent_id": reply.agent_id, "error": f"The agent's run {run.id} ended "
-                f"{run.status}: {detail}", "type": "RunFailed"}  # fmt: skip
+        return {
+            "agent_id": reply.agent_id,
+            "error": f"The agent's run {run.id} ended {run.status}: {detail}",
+            "type": "RunFailed",
+        }
     return {"agent_id": reply.agent_id, "response": said(reply.messages) or [NO_RESPONSE]}

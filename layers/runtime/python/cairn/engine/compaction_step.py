@@ -26,8 +26,13 @@ def compaction_step(turn: Turn) -> Checkpoint | None:
         # The summary keeps what the images showed: the transcript is text, so each image
         # goes into it as its description (made once; the cache serves the turns too).
         clients = turn.parts.model.client
-        evicted = described(state.org_id, evicted, turn.parts.db, turn.parts.settings,
-                            lambda config: clients(state.org_id, config))  # fmt: skip
+        evicted = described(
+            state.org_id,
+            evicted,
+            turn.parts.db,
+            turn.parts.settings,
+            lambda config: clients(state.org_id, config),
+        )
     request = compaction.summary_request(turn.agent, evicted)
     try:
         response = turn.ask(request)

@@ -99,8 +99,9 @@ class StepToolContext:
         else:
             assert tags is not None
             with self.db.connection() as conn:
-                found = agents.matching_tags(conn, agent.organization_id, *tags,
-                                             limit=agent_messages.TAG_MATCH_LIMIT)  # fmt: skip
+                found = agents.matching_tags(
+                    conn, agent.organization_id, *tags, limit=agent_messages.TAG_MATCH_LIMIT
+                )
             # Not the sender: its own turn holds it while it waits (Letta would run it).
             agent_ids = [a for a in found if a != agent.id]
             text = agent_messages.tags_text(message)
@@ -134,10 +135,14 @@ class StepToolContext:
         # Made here, not on first use: parallel built-ins (grep, search) share it.
         agent = self.state.agent
         self.files = FileWork(
-            self.db, agent.organization_id, self.state.folders,
-            max_files_open=agent.max_files_open, context_window=agent.llm_config.context_window,
-            now=self.now, embedder_for=self._folder_embedder,
-        )  # fmt: skip
+            self.db,
+            agent.organization_id,
+            self.state.folders,
+            max_files_open=agent.max_files_open,
+            context_window=agent.llm_config.context_window,
+            now=self.now,
+            embedder_for=self._folder_embedder,
+        )
 
     def _folder_embedder(self, folder: AgentFolder) -> Embedder | None:
         if self.embedder_for is None:
@@ -154,8 +159,9 @@ class StepToolContext:
     def grep_files(
         self, pattern: str, *, include: str | None, context_lines: int | None, offset: int | None
     ) -> str:
-        return self.files.grep_files(pattern, include=include, context_lines=context_lines,
-                                     offset=offset)  # fmt: skip
+        return self.files.grep_files(
+            pattern, include=include, context_lines=context_lines, offset=offset
+        )
 
     def semantic_search_files(self, query: str, limit: int) -> str:
         return self.files.semantic_search_files(query, limit)
@@ -178,11 +184,16 @@ class StepToolContext:
                 raise ValueError(f"run_at: `{run_at}` is not an ISO date and time") from None
         # Its id comes from the call: a step delivered again finds the schedule it made.
         made = make_schedule(
-            agent.organization_id, agent.id, message, run_at=when, cron=cron,
-            timezone=timezone or agent.timezone, now=self.now,
+            agent.organization_id,
+            agent.id,
+            message,
+            run_at=when,
+            cron=cron,
+            timezone=timezone or agent.timezone,
+            now=self.now,
             schedule_id=stable_id("schedule", run.id, current_call()),
             **({"max_chars": self.settings.schedule_max_chars} if self.settings else {}),
-        )  # fmt: skip
+        )
         with self.db.transaction() as conn:
             if schedules.get(conn, agent.organization_id, made.id) is None:  # not a redelivery
                 active = schedules.active_for_agent(conn, agent.organization_id, agent.id)
@@ -196,8 +207,10 @@ class StepToolContext:
         assert made.next_run_at is not None
         local = made.next_run_at.astimezone(ZoneInfo(made.timezone))
         again = f", then on `{made.cron}`" if made.cron else ""
-        return (f"Scheduled ({made.id}): the message comes to you at "
-                f"{local.strftime('%Y-%m-%d %H:%M %Z')}{again}.")  # fmt: skip
+        return (
+            f"Scheduled ({made.id}): the message comes to you at "
+            f"{local.strftime('%Y-%m-%d %H:%M %Z')}{again}."
+        )
 
     # -- voice memory -------------------------------------------------------------------
 
@@ -206,8 +219,9 @@ class StepToolContext:
         failed = []
         for start, end, context in chunks:
             try:
-                self.archival_memory_insert(voice_memory.chunk_text(lines, start, end, context),
-                                            tags=None)  # fmt: skip
+                self.archival_memory_insert(
+                    voice_memory.chunk_text(lines, start, end, context), tags=None
+                )
             except ValueError as err:
                 failed.append(str(err))
         if failed:
@@ -224,18 +238,33 @@ class StepToolContext:
         if self.embedder is not None and state.archive is not None and query:
             with self.db.connection() as conn:
                 archival = search.archival(
-                    conn, state.agent, state.archive, query, self.embedder, tags=None,
-                    match_all=False, start=start, end=end, limit=voice_memory.ARCHIVAL_LIMIT,
-                )  # fmt: skip
+                    conn,
+                    state.agent,
+                    state.archive,
+                    query,
+                    self.embedder,
+                    tags=None,
+                    match_all=False,
+                    start=start,
+                    end=end,
+                    limit=voice_memory.ARCHIVAL_LIMIT,
+                )
         by_keyword: dict[str, list[str]] | None = None
         if keywords:
             by_keyword = {}
             for keyword in keywords:
                 with self.db.connection() as conn:
                     hits = search.recall(
-                        conn, state.agent, keyword, None, roles=None, start=None, end=None,
-                        limit=voice_memory.KEYWORD_LIMIT, now=self.now,
-                    )["results"]  # fmt: skip
+                        conn,
+                        state.agent,
+                        keyword,
+                        None,
+                        roles=None,
+                        start=None,
+                        end=None,
+                        limit=voice_memory.KEYWORD_LIMIT,
+                        now=self.now,
+                    )["results"]
                 if hits:
                     by_keyword[keyword] = [hit["content"] for hit in hits]
         return voice_memory.answer(archival, by_keyword)
@@ -248,20 +277,36 @@ class StepToolContext:
 
     def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
         # The blocks as this step has edited them so far; the agent's secrets in its env.
-        return self._sandboxed(tool, args, tool_call_id, list(self.memory.blocks.values()),
-                               with_secrets=True)  # fmt: skip
+        return self._sandboxed(
+            tool, args, tool_call_id, list(self.memory.blocks.values()), with_secrets=True
+        )
 
-    def _sandboxed(self, tool: Tool, args: dict[str, Any], call_id: str, blocks: list[Block],
-                   *, with_secrets: bool) -> SandboxResult:  # fmt: skip
+    def _sandboxed(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        call_id: str,
+        blocks: list[Block],
+        *,
+        with_secrets: bool,
+    ) -> SandboxResult:
         agent = self.state.agent
         environment: dict[str, str] = {}
         with self.db.connection() as conn:
             hosts = tenancy.tool_hosts(conn, agent.organization_id)
             if with_secrets and self.sealer is not None:
                 environment = secrets_environment(conn, self.sealer, agent)
-        return run_in_sandbox(self.sandbox, tool, args, call_id, agent=agent, blocks=blocks,
-                              default_timeout=self.tool_timeout_seconds, hosts=hosts,
-                              environment=environment)  # fmt: skip
+        return run_in_sandbox(
+            self.sandbox,
+            tool,
+            args,
+            call_id,
+            agent=agent,
+            blocks=blocks,
+            default_timeout=self.tool_timeout_seconds,
+            hosts=hosts,
+            environment=environment,
+        )
 
     def run_code(self, code: str, language: str, *, with_tools: bool) -> str:
         from cairn.tools import code_runner
@@ -271,14 +316,21 @@ class StepToolContext:
                 f"run_code runs Python here; {language} is not supported (Cairn's sandbox has "
                 "no other language)"
             )
-        helpers = [t.source_code for t in self.state.tools
-                   if with_tools and t.tool_type == "custom" and t.source_code]  # fmt: skip
+        helpers = [
+            t.source_code
+            for t in self.state.tools
+            if with_tools and t.tool_type == "custom" and t.source_code
+        ]
         source, args = code_runner.program(code, helpers)
-        runner = Tool(organization_id=self.state.agent.organization_id, name=code_runner.NAME,
-                      source_code=source)  # fmt: skip
+        runner = Tool(
+            organization_id=self.state.agent.organization_id,
+            name=code_runner.NAME,
+            source_code=source,
+        )
         # As Letta's E2B run: no secrets, no memory blocks.
-        done = self._sandboxed(runner, args, f"code-{uuid.uuid4().hex[:12]}", [],
-                               with_secrets=False)  # fmt: skip
+        done = self._sandboxed(
+            runner, args, f"code-{uuid.uuid4().hex[:12]}", [], with_secrets=False
+        )
         return code_runner.shown(done)
 
     def web_search(self, query: str, **options: Any) -> str:
@@ -460,5 +512,7 @@ def secrets_environment(conn: Connection, sealer: Sealer, agent: Agent) -> dict[
     config's variables, then the agent's secrets over them (as Letta layers them)."""
     org = agent.organization_id
     found = agent_secrets.opened(conn, sealer, org, [agent.id])
-    return {**sandbox_configs.local_environment(conn, sealer, org),
-            **{secret.key: secret.value for secret in found[agent.id]}}  # fmt: skip
+    return {
+        **sandbox_configs.local_environment(conn, sealer, org),
+        **{secret.key: secret.value for secret in found[agent.id]},
+    }

@@ -74,9 +74,11 @@ def _hold_back(engine: Engine, org_id: str, agent_id: str, err: Exception) -> No
         )
         if hold is None or not hold.stopped:
             return
-        reason = (f"embeddings stopped after {hold.failures} failures of the agent's embedding "
-                  f"endpoint (last: {why[:500]}); they start again when its embedding_config "
-                  "changes")  # fmt: skip
+        reason = (
+            f"embeddings stopped after {hold.failures} failures of the agent's embedding "
+            f"endpoint (last: {why[:500]}); they start again when its embedding_config "
+            "changes"
+        )
         body = json.dumps({"kind": "embed", "organization_id": org_id, "agent_id": agent_id})
         dead_letters.record(conn, "embeddings", body, reason, hold.failures)
     logger.error("agent %s: %s", agent_id, reason)

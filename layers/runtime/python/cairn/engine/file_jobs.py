@@ -63,11 +63,17 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
         batch = pieces[done : done + BATCH]
         vectors = embedder.embed(batch)
         made = [
-            FilePassage(organization_id=org_id, folder_id=folder.id, file_id=file_id,
-                        chunk_index=done + n, text=chunk, embedding=vector,
-                        embedding_config=config)
+            FilePassage(
+                organization_id=org_id,
+                folder_id=folder.id,
+                file_id=file_id,
+                chunk_index=done + n,
+                text=chunk,
+                embedding=vector,
+                embedding_config=config,
+            )
             for n, (chunk, vector) in enumerate(zip(batch, vectors, strict=True))
-        ]  # fmt: skip
+        ]
         done += len(made)
         with engine.db.transaction() as conn:
             files.add_passages(conn, made)
@@ -75,8 +81,9 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
                 return "gone"  # deleted meanwhile: its passages went with it
         faults.reached("file_batch")
     with engine.db.transaction() as conn:
-        files.set_status(conn, org_id, file_id, "completed", total=len(pieces),
-                         embedded=len(pieces))  # fmt: skip
+        files.set_status(
+            conn, org_id, file_id, "completed", total=len(pieces), embedded=len(pieces)
+        )
     return "completed"
 
 
@@ -103,8 +110,7 @@ def _parse(
         )
     with engine.db.transaction() as conn:  # the text and what it makes, together
         files.put_content(conn, file.organization_id, file.id, text)
-        files.set_status(conn, file.organization_id, file.id, "embedding", total=count,
-                         embedded=0)  # fmt: skip
+        files.set_status(conn, file.organization_id, file.id, "embedding", total=count, embedded=0)
     return pieces
 
 

@@ -63,8 +63,16 @@ class FileWork:
                 self._put(view.model_copy(update={"last_accessed_at": self.now}))
 
     def _close(self, view: FileAgent) -> None:
-        self._put(view.model_copy(update={"is_open": False, "visible_content": None,
-                                          "start_line": None, "end_line": None}))  # fmt: skip
+        self._put(
+            view.model_copy(
+                update={
+                    "is_open": False,
+                    "visible_content": None,
+                    "start_line": None,
+                    "end_line": None,
+                }
+            )
+        )
 
     # -- open -----------------------------------------------------------------------------
 
@@ -72,8 +80,10 @@ class FileWork:
         self, requests: list[tuple[str, int | None, int | None]], *, close_all_others: bool
     ) -> str:
         if len(requests) > self.max_open:
-            raise ValueError(f"Cannot open {len(requests)} files: exceeds configured maximum "
-                             f"limit of {self.max_open} files")  # fmt: skip
+            raise ValueError(
+                f"Cannot open {len(requests)} files: exceeds configured maximum "
+                f"limit of {self.max_open} files"
+            )
         if not requests:
             raise ValueError("No file requests provided")
         names = [name for name, _, _ in requests]
@@ -101,17 +111,26 @@ class FileWork:
                 previous[name] = (view.start_line, view.end_line)
             else:
                 evicted += self._make_room(keep=names)
-            self._put(view.model_copy(update={
-                "is_open": True, "visible_content": "\n".join(lines), "last_accessed_at": self.now,
-                "start_line": start + 1 if start is not None else None, "end_line": end,
-            }))  # fmt: skip
+            self._put(
+                view.model_copy(
+                    update={
+                        "is_open": True,
+                        "visible_content": "\n".join(lines),
+                        "last_accessed_at": self.now,
+                        "start_line": start + 1 if start is not None else None,
+                        "end_line": end,
+                    }
+                )
+            )
         self.evicted = evicted
         return _opened_text(requests, previous, closed_by_request, evicted)
 
     def _make_room(self, keep: list[str]) -> list[str]:
         """Close the least recently used open files until one more fits."""
-        open_now = sorted((v for v in self.views.values() if v.is_open),
-                          key=lambda v: (v.last_accessed_at, v.file_name))  # fmt: skip
+        open_now = sorted(
+            (v for v in self.views.values() if v.is_open),
+            key=lambda v: (v.last_accessed_at, v.file_name),
+        )
         closed = []
         while len(open_now) >= self.max_open:
             oldest = next((v for v in open_now if v.file_name not in keep), open_now[0])
@@ -242,11 +261,15 @@ def _opened_text(
     else:
         text = f"* Opened {len(requests)} files: {', '.join(summaries)}"
     if closed_by_request:
-        text += (f"\nNote: Closed {len(closed_by_request)} file(s) due to close_all_others=True: "
-                 f"{', '.join(closed_by_request)}")  # fmt: skip
+        text += (
+            f"\nNote: Closed {len(closed_by_request)} file(s) due to close_all_others=True: "
+            f"{', '.join(closed_by_request)}"
+        )
     if evicted:
-        text += (f"\nNote: Closed {len(evicted)} least recently used file(s) due to open file "
-                 f"limit: {', '.join(evicted)}")  # fmt: skip
+        text += (
+            f"\nNote: Closed {len(evicted)} least recently used file(s) due to open file "
+            f"limit: {', '.join(evicted)}"
+        )
     return text
 
 
@@ -290,11 +313,15 @@ def _grep_text(
     shown_to = min(last, total)
     if capped:
         cap = MAX_TOTAL_COLLECTED
-        summary = (f"Found {cap}+ total matches across {len(matched_files)} files (showing "
-                   f"matches {first + 1}-{shown_to} of {cap}+)")  # fmt: skip
+        summary = (
+            f"Found {cap}+ total matches across {len(matched_files)} files (showing "
+            f"matches {first + 1}-{shown_to} of {cap}+)"
+        )
     else:
-        summary = (f"Found {total} total matches across {len(matched_files)} files (showing "
-                   f"matches {first + 1}-{shown_to} of {total})")  # fmt: skip
+        summary = (
+            f"Found {total} total matches across {len(matched_files)} files (showing "
+            f"matches {first + 1}-{shown_to} of {total})"
+        )
     if skipped:
         summary += f"\nNote: Skipped {skipped} files due to size limits"
     out = [summary, "=" * 80]
@@ -312,11 +339,15 @@ def _grep_text(
     if last < total:
         out.append(f'To see more matches, call: grep_files(pattern="{pattern}", offset={last})')
         if capped:
-            out.append(f"Note: Only the first {MAX_TOTAL_COLLECTED} matches were collected. "
-                       "There may be more matches beyond this limit.")  # fmt: skip
+            out.append(
+                f"Note: Only the first {MAX_TOTAL_COLLECTED} matches were collected. "
+                "There may be more matches beyond this limit."
+            )
     elif capped:
-        out.append("Showing last page of collected matches. There may be more matches beyond "
-                   "the collection limit.")  # fmt: skip
+        out.append(
+            "Showing last page of collected matches. There may be more matches beyond "
+            "the collection limit."
+        )
     else:
         out.append("No more matches to show.")
     return "\n".join(out)

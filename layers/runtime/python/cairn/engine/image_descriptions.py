@@ -24,8 +24,10 @@ from cairn.store import image_descriptions
 from cairn.store.db import Database
 
 logger = logging.getLogger(__name__)
-PROMPT = ("Describe this image for someone who cannot see it, in two or three sentences: what "
-          "it shows, any text in it, and anything a conversation about it would need.")  # fmt: skip
+PROMPT = (
+    "Describe this image for someone who cannot see it, in two or three sentences: what "
+    "it shows, any text in it, and anything a conversation about it would need."
+)
 
 
 def text_only(config: LLMConfig, settings: Settings) -> bool:
@@ -34,9 +36,12 @@ def text_only(config: LLMConfig, settings: Settings) -> bool:
 
 
 def described(
-    org_id: str, messages: list[Message], db: Database, settings: Settings,
+    org_id: str,
+    messages: list[Message],
+    db: Database,
+    settings: Settings,
     client_for: Callable[[LLMConfig], LLMClient],
-) -> list[Message]:  # fmt: skip
+) -> list[Message]:
     """The messages with each image replaced by its description (text)."""
     images = {_hash(p): p for m in messages for p in m.content if isinstance(p, ImageContent)}
     if not images:
@@ -64,11 +69,15 @@ def _replaced(message: Message, words: dict[str, str]) -> Message:
     if not any(isinstance(p, ImageContent) for p in message.content):
         return message
     parts = [
-        TextContent(text=f"[Image: {words[_hash(p)]}]" if _hash(p) in words
-                    else "[Image: not described (no vision model, or over this turn's budget)]")
-        if isinstance(p, ImageContent) else p
+        TextContent(
+            text=f"[Image: {words[_hash(p)]}]"
+            if _hash(p) in words
+            else "[Image: not described (no vision model, or over this turn's budget)]"
+        )
+        if isinstance(p, ImageContent)
+        else p
         for p in message.content
-    ]  # fmt: skip
+    ]
     return message.model_copy(update={"content": parts})
 
 
@@ -79,9 +88,12 @@ def _describe(
 
     assert settings.vision_model is not None
     config = resolve_model(settings.vision_model, settings)
-    ask = Message(organization_id="org-00000000-0000-4000-8000-000000000000",
-                  agent_id="agent-00000000-0000-4000-8000-000000000000", role="user",
-                  content=[TextContent(text=PROMPT), image])  # fmt: skip
+    ask = Message(
+        organization_id="org-00000000-0000-4000-8000-000000000000",
+        agent_id="agent-00000000-0000-4000-8000-000000000000",
+        role="user",
+        content=[TextContent(text=PROMPT), image],
+    )
     system = ask.model_copy(update={"role": "system", "content": [TextContent(text=PROMPT)]})
     try:
         with deadline.bounded(settings.llm_timeout_seconds):

@@ -136,8 +136,11 @@ def fail_run(
         # The run's inputs stay readable with it (recall, the runs API) when no step got to
         # store them; already stored ones are skipped by id. Never in the context window.
         # An approval answer is left out: the request it answered is still pending.
-        kept = [Message.model_validate(m) for m in run.request_config.get("input", ())
-                if m.get("role") != "approval"]  # fmt: skip
+        kept = [
+            Message.model_validate(m)
+            for m in run.request_config.get("input", ())
+            if m.get("role") != "approval"
+        ]
         if kept:
             messages.insert(conn, kept)
         agents.release_lease(conn, org_id, run.agent_id, run_id)

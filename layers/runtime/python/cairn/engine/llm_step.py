@@ -39,8 +39,13 @@ def llm_request(turn: Turn) -> tuple[LLMRequest | None, Message | None, list[str
     settings = turn.parts.settings
     if text_only(turn.agent.llm_config, settings):  # images become their descriptions
         clients = turn.parts.model.client
-        messages = described(state.org_id, messages, turn.parts.db, settings,
-                             lambda config: clients(state.org_id, config))  # fmt: skip
+        messages = described(
+            state.org_id,
+            messages,
+            turn.parts.db,
+            settings,
+            lambda config: clients(state.org_id, config),
+        )
     request = LLMRequest(
         config=turn.agent.llm_config,
         messages=messages,

@@ -39,12 +39,18 @@ class Limits:
 
 def pdf_text(body: bytes, limits: Limits) -> str:
     """The PDF's pages' text one after another (DocumentError past a limit)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-           "CAIRN_PDF_MEMORY_MB": str(limits.memory_mb)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        "CAIRN_PDF_MEMORY_MB": str(limits.memory_mb),
+    }
     child = subprocess.Popen(
         [sys.executable, "-m", "cairn.engine.pdf_text"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
         return _read(child, body, limits)
     finally:

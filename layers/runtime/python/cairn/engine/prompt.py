@@ -51,14 +51,22 @@ def directories(agent: Agent, folders: Sequence[AgentFolder]) -> str:
     char_limit = agent.per_file_view_window_char_limit or char_limit
     shown = [
         Directory(
-            name=folder.name, description=folder.description, instructions=folder.instructions,
-            files=[FileView(name=f.file_name, limit=char_limit,
-                            visible_content=view_window(f.visible_content or "", char_limit)
-                            if f.is_open else "")
-                   for f in folder.files],
+            name=folder.name,
+            description=folder.description,
+            instructions=folder.instructions,
+            files=[
+                FileView(
+                    name=f.file_name,
+                    limit=char_limit,
+                    visible_content=view_window(f.visible_content or "", char_limit)
+                    if f.is_open
+                    else "",
+                )
+                for f in folder.files
+            ],
         )
         for folder in folders
-    ]  # fmt: skip
+    ]
     return render_directories(shown, max_files_open=max_open)
 
 

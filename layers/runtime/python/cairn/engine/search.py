@@ -66,9 +66,17 @@ def archival(
 ) -> list[dict[str, Any]]:
     """What archival_memory_search returns to the model (times as the prompt shows them)."""
     found = archival_passages(
-        conn, agent, archive, query, embedder,
-        tags=tags, match_all=match_all, start=start, end=end, limit=limit,
-    )  # fmt: skip
+        conn,
+        agent,
+        archive,
+        query,
+        embedder,
+        tags=tags,
+        match_all=match_all,
+        start=start,
+        end=end,
+        limit=limit,
+    )
     return [
         {
             "timestamp": letta_time(p.created_at, agent.timezone),

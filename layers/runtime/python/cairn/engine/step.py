@@ -136,8 +136,17 @@ class Engine:
         from cairn.engine.turn import TurnParts
 
         model = TurnModel(self.db, self.settings, self._llm_for, self._provider_keys)
-        return TurnParts(model, self.db, self.settings, self.sandbox, self.embedder_for,
-                         self._clock, self.sealer, self.messenger, self.scheduler)  # fmt: skip
+        return TurnParts(
+            model,
+            self.db,
+            self.settings,
+            self.sandbox,
+            self.embedder_for,
+            self._clock,
+            self.sealer,
+            self.messenger,
+            self.scheduler,
+        )
 
     # -- one step ---------------------------------------------------------------------
 
@@ -176,9 +185,15 @@ class Engine:
             if got is not None:  # a coalescing run's first step: more messages may join it
                 time.sleep(min(got.held_seconds, MAX_COALESCE_SECONDS))
             with self.db.connection() as conn:
-                got = claims.claim(conn, org_id, run_id, step_index, lease_seconds=LEASE_SECONDS,
-                                   cap=self.settings.org_max_runs,
-                                   reserve_at=self.settings.reserve_at)  # fmt: skip
+                got = claims.claim(
+                    conn,
+                    org_id,
+                    run_id,
+                    step_index,
+                    lease_seconds=LEASE_SECONDS,
+                    cap=self.settings.org_max_runs,
+                    reserve_at=self.settings.reserve_at,
+                )
         run = got.run
         if run is None:
             return StepOutcome("missing")

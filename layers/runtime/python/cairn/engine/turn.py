@@ -99,8 +99,9 @@ class Turn:
         self.max_steps = int(state.run.request_config.get("max_steps") or DEFAULT_MAX_STEPS)
         self.trace: tuple[dict[str, Any], dict[str, Any]] | None = None
         # A turn of a multi-agent group's message: what it says belongs to the group.
-        self.group_id = state.run.metadata.get("group_id") if "group_chain" in (
-            state.run.metadata) else None  # fmt: skip
+        self.group_id = (
+            state.run.metadata.get("group_id") if "group_chain" in (state.run.metadata) else None
+        )
 
     def _inputs(self) -> list[Message]:
         if self.state.step_index != 0:
@@ -298,8 +299,13 @@ class Turn:
         """End the run as failed; its inputs are kept as recall but stay out of the context."""
         error = {"message": detail, "type": kind or stop_reason}
         # One line per failed run, which the stack counts (its LLM errors metric filter).
-        logger.warning("run %s failed: %s (%s): %s", self.state.run.id, stop_reason,
-                       kind or stop_reason, detail[:300])  # fmt: skip
+        logger.warning(
+            "run %s failed: %s (%s): %s",
+            self.state.run.id,
+            stop_reason,
+            kind or stop_reason,
+            detail[:300],
+        )
         self.step = self.step.model_copy(
             update={"status": "failed", "stop_reason": stop_reason, "error": error}
         )

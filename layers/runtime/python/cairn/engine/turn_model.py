@@ -44,8 +44,11 @@ class TurnModel:
         lookup = self.provider_keys
         found = lookup(org_id, config.provider_name or "") if lookup else None
         if found is None:
-            raise LLMError("auth", f"The provider `{config.provider_name}` is not configured "
-                           "for this organization (the providers API)")  # fmt: skip
+            raise LLMError(
+                "auth",
+                f"The provider `{config.provider_name}` is not configured "
+                "for this organization (the providers API)",
+            )
         return client_for(config, self.settings, found)
 
     def call(
@@ -86,5 +89,10 @@ class TurnModel:
 
 
 def _entry(state: StepState, key: str, payload: dict[str, Any]) -> JournalEntry:
-    return JournalEntry(organization_id=state.org_id, run_id=state.run.id,
-                        step_index=state.step_index, key=key, payload=payload)  # fmt: skip
+    return JournalEntry(
+        organization_id=state.org_id,
+        run_id=state.run.id,
+        step_index=state.step_index,
+        key=key,
+        payload=payload,
+    )

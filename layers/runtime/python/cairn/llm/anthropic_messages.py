@@ -31,9 +31,12 @@ _USAGE_KEYS = (
     "cache_creation_input_tokens",
 )  # uncached, output, cache read, cache write
 _FINISH: dict[str, FinishReason] = {
-    "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
-    "max_tokens": "length", "refusal": "content_filter",
-}  # fmt: skip
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
 
 
 class AnthropicMessages:
@@ -46,9 +49,11 @@ class AnthropicMessages:
         # Wire-form body through the SDK's request method, as for OpenAI (openai_chat.py).
         with translate_errors():
             answer = self._client.post(  # type: ignore[call-overload]
-                "/v1/messages", body=request_body(request), cast_to=object,
+                "/v1/messages",
+                body=request_body(request),
+                cast_to=object,
                 options=deadline.request_options(),
-            )  # fmt: skip
+            )
         return parse(json_object(answer))
 
     def _streamed(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
@@ -59,10 +64,13 @@ class AnthropicMessages:
         assembled = Assembled()
         with translate_errors():
             events = self._client.post(  # type: ignore[call-overload]
-                "/v1/messages", body=request_body(request) | {"stream": True}, cast_to=object,
-                stream=True, stream_cls=anthropic.Stream[object],
+                "/v1/messages",
+                body=request_body(request) | {"stream": True},
+                cast_to=object,
+                stream=True,
+                stream_cls=anthropic.Stream[object],
                 options=deadline.request_options(),
-            )  # fmt: skip
+            )
             with events:
                 for event in events:
                     delta = assembled.add(json_object(event))
@@ -136,10 +144,14 @@ def _assistant_blocks(
         blocks.append({"type": "text", "text": text})
     for call in calls:
         arguments = call_arguments(call)
-        blocks.append({
-            "type": "tool_use", "id": call.id, "name": call.function.name,
-            "input": arguments,
-        })  # fmt: skip
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.function.name,
+                "input": arguments,
+            }
+        )
     return blocks
 
 
@@ -150,17 +162,37 @@ def _messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
         if turn.role == "system":
             system.append(turn.text)
         elif turn.role == "assistant":
-            pairs.append(("assistant", _assistant_blocks(turn.text, turn.reasoning,
-                                                         turn.tool_calls)))  # fmt: skip
+            pairs.append(
+                ("assistant", _assistant_blocks(turn.text, turn.reasoning, turn.tool_calls))
+            )
         elif turn.role == "tool":
-            pairs.append(("user", [{"type": "tool_result", "tool_use_id": turn.tool_call_id,
-                                    "content": turn.text}]))  # fmt: skip
+            pairs.append(
+                (
+                    "user",
+                    [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": turn.tool_call_id,
+                            "content": turn.text,
+                        }
+                    ],
+                )
+            )
         elif turn.images:  # the parts in the order sent
-            pairs.append(("user", [
-                {"type": "text", "text": piece} if isinstance(piece, str) else
-                {"type": "image", "source": {"type": "base64", "media_type": piece[0],
-                                             "data": piece[1]}}
-                for piece in turn.pieces]))  # fmt: skip
+            pairs.append(
+                (
+                    "user",
+                    [
+                        {"type": "text", "text": piece}
+                        if isinstance(piece, str)
+                        else {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": piece[0], "data": piece[1]},
+                        }
+                        for piece in turn.pieces
+                    ],
+                )
+            )
         elif turn.text:
             pairs.append(("user", [{"type": "text", "text": turn.text}]))
     opener = {"type": "text", "text": "(session start)"}
@@ -198,10 +230,13 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
         body["temperature"] = config.temperature
     if request.tools:
         body["tools"] = [
-            {"name": t["name"], "description": t.get("description", ""),
-             "input_schema": t["parameters"]}
+            {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "input_schema": t["parameters"],
+            }
             for t in request.tools
-        ]  # fmt: skip
+        ]
         body["tools"][-1]["cache_control"] = CACHE
         body["tool_choice"] = _tool_choice(request.tool_choice, thinking=thinking)
         if body["tool_choice"]["type"] != "none":
@@ -229,19 +264,24 @@ def parse(message: dict[str, Any]) -> LLMResponse:
         if kind == "text":
             text.append(block.get("text") or "")
         elif kind == "thinking":
-            reasoning.append(ReasoningContent(
-                reasoning=block.get("thinking") or "", is_native=True,
-                signature=block.get("signature"),
-            ))  # fmt: skip
+            reasoning.append(
+                ReasoningContent(
+                    reasoning=block.get("thinking") or "",
+                    is_native=True,
+                    signature=block.get("signature"),
+                )
+            )
         elif kind == "tool_use":
-            calls.append(ToolCall(
-                id=block["id"],
-                function=FunctionCall(
-                    name=block["name"],
-                    arguments=block.get("arguments")
-                    or json.dumps(block.get("input") or {}, ensure_ascii=False),
-                ),
-            ))  # fmt: skip
+            calls.append(
+                ToolCall(
+                    id=block["id"],
+                    function=FunctionCall(
+                        name=block["name"],
+                        arguments=block.get("arguments")
+                        or json.dumps(block.get("input") or {}, ensure_ascii=False),
+                    ),
+                )
+            )
     counts = message.get("usage") or {}
     usage = LLMUsage.with_cache(*(counts.get(k) or 0 for k in _USAGE_KEYS))
     return LLMResponse(

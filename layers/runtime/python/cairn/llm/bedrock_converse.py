@@ -28,20 +28,29 @@ DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
 _USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
 _FINISH: dict[str, FinishReason] = {
-    "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
-    "max_tokens": "length", "guardrail_intervened": "content_filter",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "guardrail_intervened": "content_filter",
     "content_filtered": "content_filter",
-}  # fmt: skip
+}
 # Bedrock's error codes (botocore puts them in `Error.Code`); throttling and the 5xx kinds
 # are retried by botocore first, then by a later delivery of the step.
 _ERRORS: dict[str, ErrorKind] = {
-    "ThrottlingException": "rate_limit", "ServiceQuotaExceededException": "rate_limit",
-    "AccessDeniedException": "auth", "UnrecognizedClientException": "auth",
-    "ExpiredTokenException": "auth", "ResourceNotFoundException": "bad_request",
-    "ValidationException": "bad_request", "ModelErrorException": "server",
-    "ModelTimeoutException": "timeout", "ModelNotReadyException": "server",
-    "InternalServerException": "server", "ServiceUnavailableException": "server",
-}  # fmt: skip
+    "ThrottlingException": "rate_limit",
+    "ServiceQuotaExceededException": "rate_limit",
+    "AccessDeniedException": "auth",
+    "UnrecognizedClientException": "auth",
+    "ExpiredTokenException": "auth",
+    "ResourceNotFoundException": "bad_request",
+    "ValidationException": "bad_request",
+    "ModelErrorException": "server",
+    "ModelTimeoutException": "timeout",
+    "ModelNotReadyException": "server",
+    "InternalServerException": "server",
+    "ServiceUnavailableException": "server",
+}
 
 
 class BedrockConverse:
@@ -117,8 +126,9 @@ class Assembled:
             block["text"] += delta["text"]
             return Delta("text", delta["text"])
         if "reasoningContent" in delta:
-            said = self.blocks.setdefault(index, {"reasoningContent": {"reasoningText": {
-                "text": "", "signature": None}}})["reasoningContent"]["reasoningText"]  # fmt: skip
+            said = self.blocks.setdefault(
+                index, {"reasoningContent": {"reasoningText": {"text": "", "signature": None}}}
+            )["reasoningContent"]["reasoningText"]
             part = delta["reasoningContent"]
             if "signature" in part:
                 said["signature"] = part["signature"]
@@ -136,8 +146,11 @@ class Assembled:
 
     def answer(self) -> dict[str, Any]:
         content = [self.blocks[i] for i in sorted(self.blocks)]
-        return {"output": {"message": {"role": "assistant", "content": content}},
-                "stopReason": self.stop, "usage": self.usage}  # fmt: skip
+        return {
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": self.stop,
+            "usage": self.usage,
+        }
 
 
 @contextmanager
@@ -184,10 +197,15 @@ def _assistant_blocks(
         blocks.append({"text": text})
     for call in calls:
         arguments = call_arguments(call)
-        blocks.append({"toolUse": {
-            "toolUseId": call.id, "name": call.function.name,
-            "input": arguments,
-        }})  # fmt: skip
+        blocks.append(
+            {
+                "toolUse": {
+                    "toolUseId": call.id,
+                    "name": call.function.name,
+                    "input": arguments,
+                }
+            }
+        )
     return blocks
 
 
@@ -198,22 +216,36 @@ def _messages(request: LLMRequest) -> tuple[list[dict[str, Any]], list[dict[str,
         if turn.role == "system":
             system.append({"text": turn.text})
         elif turn.role == "assistant":
-            pairs.append(("assistant", _assistant_blocks(turn.text, turn.reasoning,
-                                                         turn.tool_calls)))  # fmt: skip
+            pairs.append(
+                ("assistant", _assistant_blocks(turn.text, turn.reasoning, turn.tool_calls))
+            )
         elif turn.role == "tool":
             result = {"toolUseId": turn.tool_call_id, "content": [{"text": turn.text}]}
             pairs.append(("user", [{"toolResult": result}]))
         elif turn.images:  # the parts in the order sent
             # Converse takes the image's bytes and its format (png, jpeg, gif, webp).
-            pairs.append(("user", [
-                {"text": piece} if isinstance(piece, str) else
-                {"image": {"format": piece[0].split("/")[1],
-                           "source": {"bytes": base64.b64decode(piece[1])}}}
-                for piece in turn.pieces]))  # fmt: skip
+            pairs.append(
+                (
+                    "user",
+                    [
+                        {"text": piece}
+                        if isinstance(piece, str)
+                        else {
+                            "image": {
+                                "format": piece[0].split("/")[1],
+                                "source": {"bytes": base64.b64decode(piece[1])},
+                            }
+                        }
+                        for piece in turn.pieces
+                    ],
+                )
+            )
         elif turn.text:
             pairs.append(("user", [{"text": turn.text}]))
-    out = [{"role": role, "content": blocks}
-           for role, blocks in merged(pairs, {"text": "(session start)"})]  # fmt: skip
+    out = [
+        {"role": role, "content": blocks}
+        for role, blocks in merged(pairs, {"text": "(session start)"})
+    ]
     return system, out
 
 
@@ -238,10 +270,13 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
         body["inferenceConfig"]["temperature"] = config.temperature
     if request.tools:
         specs = [
-            {"name": t["name"], "description": t.get("description") or t["name"],
-             "inputSchema": {"json": t["parameters"]}}
+            {
+                "name": t["name"],
+                "description": t.get("description") or t["name"],
+                "inputSchema": {"json": t["parameters"]},
+            }
             for t in request.tools
-        ]  # fmt: skip
+        ]
         body["toolConfig"] = {"tools": [{"toolSpec": spec} for spec in specs]}
         choice = _tool_choice(request.tool_choice, thinking=config.enable_reasoner)
         if choice is not None:
@@ -269,16 +304,25 @@ def parse(answer: dict[str, Any]) -> LLMResponse:
             text.append(block["text"] or "")
         elif "reasoningContent" in block:
             said = block["reasoningContent"].get("reasoningText") or {}
-            reasoning.append(ReasoningContent(
-                reasoning=said.get("text") or "", is_native=True, signature=said.get("signature"),
-            ))  # fmt: skip
+            reasoning.append(
+                ReasoningContent(
+                    reasoning=said.get("text") or "",
+                    is_native=True,
+                    signature=said.get("signature"),
+                )
+            )
         elif "toolUse" in block:
             use = block["toolUse"]
-            calls.append(ToolCall(id=use["toolUseId"], function=FunctionCall(
-                name=use["name"],
-                arguments=use.get("arguments") or json.dumps(use.get("input") or {},
-                                                             ensure_ascii=False),
-            )))  # fmt: skip
+            calls.append(
+                ToolCall(
+                    id=use["toolUseId"],
+                    function=FunctionCall(
+                        name=use["name"],
+                        arguments=use.get("arguments")
+                        or json.dumps(use.get("input") or {}, ensure_ascii=False),
+                    ),
+                )
+            )
     counts = answer.get("usage") or {}
     usage = LLMUsage.with_cache(*(counts.get(k) or 0 for k in _USAGE_KEYS))
     return LLMResponse(

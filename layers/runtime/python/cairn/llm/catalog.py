@@ -121,24 +121,33 @@ def default_max_tokens(provider: str, model: str) -> int:
 
 # Bedrock's embedding models Cairn knows the size of (Titan v2 can be asked for less).
 BEDROCK_EMBEDDING_DIMS = {
-    "amazon.titan-embed-text-v2:0": 1024, "amazon.titan-embed-text-v1": 1536,
-    "cohere.embed-english-v3": 1024, "cohere.embed-multilingual-v3": 1024,
-}  # fmt: skip
+    "amazon.titan-embed-text-v2:0": 1024,
+    "amazon.titan-embed-text-v1": 1536,
+    "cohere.embed-english-v3": 1024,
+    "cohere.embed-multilingual-v3": 1024,
+}
 
 
 def resolve_embedding(handle: str, settings: Settings) -> EmbeddingConfig:
     provider, sep, model = handle.partition("/")
     if provider == "bedrock" and model in BEDROCK_EMBEDDING_DIMS:
         return EmbeddingConfig(
-            embedding_model=model, embedding_endpoint_type="bedrock", embedding_endpoint=None,
-            embedding_dim=BEDROCK_EMBEDDING_DIMS[model], embedding_chunk_size=300, handle=handle,
-        )  # fmt: skip
+            embedding_model=model,
+            embedding_endpoint_type="bedrock",
+            embedding_endpoint=None,
+            embedding_dim=BEDROCK_EMBEDDING_DIMS[model],
+            embedding_chunk_size=300,
+            handle=handle,
+        )
     if provider == "google_ai" and model in GEMINI_EMBEDDING_DIMS:
         return EmbeddingConfig(
-            embedding_model=model, embedding_endpoint_type="google_ai",
+            embedding_model=model,
+            embedding_endpoint_type="google_ai",
             embedding_endpoint=settings.gemini_base_url or GEMINI_URL,
-            embedding_dim=GEMINI_EMBEDDING_DIMS[model], embedding_chunk_size=300, handle=handle,
-        )  # fmt: skip
+            embedding_dim=GEMINI_EMBEDDING_DIMS[model],
+            embedding_chunk_size=300,
+            handle=handle,
+        )
     if provider != "openai" or not sep or not model:
         raise InvalidArgumentError(
             f"embedding: `{handle}` is not a known embedding handle; use openai/<model>, "
@@ -167,8 +176,10 @@ def listed_models(settings: Settings) -> list[LLMConfig]:
     """What GET /v1/models/ shows: the providers' own model lists, when they answer."""
 
     def of(provider: str) -> Callable[[], list[LLMConfig]]:
-        return lambda: [resolve_model(f"{provider}/{model}", settings)
-                        for model in remote_models(provider, settings)]  # fmt: skip
+        return lambda: [
+            resolve_model(f"{provider}/{model}", settings)
+            for model in remote_models(provider, settings)
+        ]
 
     return gathered([of(provider) for provider in providers(settings)])
 
@@ -281,8 +292,10 @@ def embedding_models(settings: Settings) -> list[EmbeddingConfig]:
     found = providers(settings)
     openai_models = ("text-embedding-3-small", "text-embedding-3-large")
     return [
-        *(resolve_embedding(f"openai/{m}", settings) for m in openai_models
-          if "openai" in found),
-        *(resolve_embedding(f"google_ai/{m}", settings) for m in GEMINI_EMBEDDING_DIMS
-          if "google_ai" in found),
-    ]  # fmt: skip
+        *(resolve_embedding(f"openai/{m}", settings) for m in openai_models if "openai" in found),
+        *(
+            resolve_embedding(f"google_ai/{m}", settings)
+            for m in GEMINI_EMBEDDING_DIMS
+            if "google_ai" in found
+        ),
+    ]

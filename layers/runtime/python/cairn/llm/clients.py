@@ -17,9 +17,21 @@ Waits = tuple[float, float]  # a model call's: for its first byte, then between 
 
 # Endpoint types that speak OpenAI's Chat Completions at their own base URL.
 OPENAI_COMPATIBLE = frozenset(
-    {"openai", "ollama", "vllm", "lmstudio", "lmstudio_openai", "openai_compatible", "together",
-     "groq", "deepseek", "xai", "openrouter", "mistral"}
-)  # fmt: skip
+    {
+        "openai",
+        "ollama",
+        "vllm",
+        "lmstudio",
+        "lmstudio_openai",
+        "openai_compatible",
+        "together",
+        "groq",
+        "deepseek",
+        "xai",
+        "openrouter",
+        "mistral",
+    }
+)
 
 
 class LLMClient(Protocol):
@@ -62,9 +74,13 @@ def client_for(
 # `guarded`: the URL is an organization's, every connection goes through the outbound policy.
 @lru_cache(maxsize=16)
 def _openai(
-    base_url: str | None, api_key: str | None, timeout: float, retries: int,
-    guarded: Networks | None = None, waits: Waits | None = None,
-) -> LLMClient:  # fmt: skip
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    retries: int,
+    guarded: Networks | None = None,
+    waits: Waits | None = None,
+) -> LLMClient:
     import openai
 
     from cairn import heap
@@ -91,9 +107,13 @@ def _openai(
 
 @lru_cache(maxsize=16)
 def _anthropic(
-    base_url: str | None, api_key: str | None, timeout: float, retries: int,
-    guarded: Networks | None = None, waits: Waits | None = None,
-) -> LLMClient:  # fmt: skip
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    retries: int,
+    guarded: Networks | None = None,
+    waits: Waits | None = None,
+) -> LLMClient:
     import anthropic
 
     from cairn import heap
@@ -129,9 +149,12 @@ def _http(
 # One client per endpoint and key, for calls and embeddings: each holds its own connections.
 @lru_cache(maxsize=16)
 def gemini_sdk(
-    base_url: str | None, api_key: str | None, timeout: float, guarded: Networks | None = None,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    guarded: Networks | None = None,
     waits: Waits | None = None,
-) -> Any:  # fmt: skip
+) -> Any:
     if api_key is None:
         raise LLMError("auth", "no Gemini API key: set GEMINI_API_KEY")
     from google import genai
@@ -140,8 +163,9 @@ def gemini_sdk(
 
     heap.settle("google.genai")
     http = _http(guarded, timeout, "httpx", waits)
-    options = genai.types.HttpOptions(timeout=int(timeout * 1000), base_url=base_url,
-                                      httpx_client=http)  # fmt: skip
+    options = genai.types.HttpOptions(
+        timeout=int(timeout * 1000), base_url=base_url, httpx_client=http
+    )
     return genai.Client(api_key=api_key, http_options=options)
 
 
@@ -169,8 +193,12 @@ def with_key(
     key_field, url_field, public = fields
     # Its URL is explicit: an SDK given none reads the server's from the environment
     # (OPENAI_BASE_URL), and the organization's key would go there.
-    update = {**wiped, key_field: secret.get("api_key"), url_field: base_url or public[0],
-              "tenant_key": True}  # fmt: skip
+    update = {
+        **wiped,
+        key_field: secret.get("api_key"),
+        url_field: base_url or public[0],
+        "tenant_key": True,
+    }
     return settings.model_copy(update=update)
 
 

@@ -104,14 +104,18 @@ def target(config: LLMConfig, settings: Settings, own: OwnKey | None = None) -> 
             opened = outbound.networks(settings.outbound_networks)
             return Target(kind, url, secret.get("api_key"), opened)
         if not (secret.get("access_key") and secret.get("api_key") and provider.region):
-            raise EndpointRefused("a bedrock provider needs access_key, api_key and region",
-                                  "llm_config.provider_name")  # fmt: skip
+            raise EndpointRefused(
+                "a bedrock provider needs access_key, api_key and region",
+                "llm_config.provider_name",
+            )
         aws = (secret["access_key"], secret["api_key"], provider.region)
         return Target(kind, url, None, None, aws_key=aws)
     _category(config)
     if settings.tenant_key:  # settings made for a provider's own key serve its configs only
-        raise EndpointRefused("an organization's key serves its provider's models only",
-                              "llm_config.provider_category")  # fmt: skip
+        raise EndpointRefused(
+            "an organization's key serves its provider's models only",
+            "llm_config.provider_category",
+        )
     to = route(kind, config.model_endpoint, settings)
     if kind == "bedrock":
         return Target(kind, to.base_url, None, None)
@@ -146,8 +150,11 @@ def own_url(config: LLMConfig, provider: Provider | None, settings: Settings) ->
     url = provider.base_url
     public = KEYED[kind][2] if kind in KEYED else ()
     if url is None:  # the provider's public endpoint: the config may name it
-        agrees = endpoint is None or any(same(endpoint, p) for p in public) or (
-            kind == "bedrock" and bool(AWS_BEDROCK.match(endpoint.strip())))  # fmt: skip
+        agrees = (
+            endpoint is None
+            or any(same(endpoint, p) for p in public)
+            or (kind == "bedrock" and bool(AWS_BEDROCK.match(endpoint.strip())))
+        )
     else:
         agrees = endpoint is None or same(endpoint, url)
     if not agrees:
@@ -261,14 +268,20 @@ def rehome_llm(config: LLMConfig, settings: Settings) -> LLMConfig:
     if config.provider_category == "byok":
         return config
     home = _home(config.model_endpoint_type, config.model_endpoint, settings)
-    return config if home == config.model_endpoint else config.model_copy(
-        update={"model_endpoint": home})  # fmt: skip
+    return (
+        config
+        if home == config.model_endpoint
+        else config.model_copy(update={"model_endpoint": home})
+    )
 
 
 def rehome_embedding(config: EmbeddingConfig, settings: Settings) -> EmbeddingConfig:
     home = _home(config.embedding_endpoint_type, config.embedding_endpoint, settings)
-    return config if home == config.embedding_endpoint else config.model_copy(
-        update={"embedding_endpoint": home})  # fmt: skip
+    return (
+        config
+        if home == config.embedding_endpoint
+        else config.model_copy(update={"embedding_endpoint": home})
+    )
 
 
 def _home(kind: str, endpoint: str | None, settings: Settings) -> str | None:

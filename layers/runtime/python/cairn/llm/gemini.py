@@ -36,10 +36,14 @@ from cairn.llm.types import (
 GEMINI_URL = "https://generativelanguage.googleapis.com"
 OWN_ID = "gm-"  # a call id Cairn made (Gemini gave none): not sent back
 _FINISH: dict[str, FinishReason] = {
-    "STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter",
-    "RECITATION": "content_filter", "PROHIBITED_CONTENT": "content_filter",
-    "BLOCKLIST": "content_filter", "SPII": "content_filter",
-}  # fmt: skip
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "SPII": "content_filter",
+}
 _STATUS: dict[int, ErrorKind] = {401: "auth", 403: "auth", 429: "rate_limit", 408: "timeout"}
 
 
@@ -125,17 +129,31 @@ def request_body(request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, A
             pairs.append(("model", _model_parts(turn.text, turn.reasoning, turn.tool_calls)))
         elif turn.role == "tool":
             call_id = turn.tool_call_id or ""
-            response: dict[str, Any] = {"name": names.get(call_id, "tool"),
-                                        "response": {"result": turn.text}}  # fmt: skip
+            response: dict[str, Any] = {
+                "name": names.get(call_id, "tool"),
+                "response": {"result": turn.text},
+            }
             if call_id and not call_id.startswith(OWN_ID):
                 response["id"] = call_id
             pairs.append(("user", [{"function_response": response}]))
         elif turn.images:  # the parts in the order sent
             # The SDK's Blob takes the bytes (it base64s them on the wire itself).
-            pairs.append(("user", [
-                {"text": piece} if isinstance(piece, str) else
-                {"inline_data": {"mime_type": piece[0], "data": base64.b64decode(piece[1])}}
-                for piece in turn.pieces]))  # fmt: skip
+            pairs.append(
+                (
+                    "user",
+                    [
+                        {"text": piece}
+                        if isinstance(piece, str)
+                        else {
+                            "inline_data": {
+                                "mime_type": piece[0],
+                                "data": base64.b64decode(piece[1]),
+                            }
+                        }
+                        for piece in turn.pieces
+                    ],
+                )
+            )
         elif turn.text:
             pairs.append(("user", [{"text": turn.text}]))
     opener = {"text": "(session start)"}
@@ -152,11 +170,18 @@ def request_body(request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, A
         budget = config.max_reasoning_tokens or -1  # -1: the model decides
         body["thinking_config"] = {"include_thoughts": True, "thinking_budget": budget}
     if request.tools:
-        body["tools"] = [{"function_declarations": [
-            {"name": t["name"], "description": t.get("description", ""),
-             "parameters_json_schema": t["parameters"]}
-            for t in request.tools
-        ]}]  # fmt: skip
+        body["tools"] = [
+            {
+                "function_declarations": [
+                    {
+                        "name": t["name"],
+                        "description": t.get("description", ""),
+                        "parameters_json_schema": t["parameters"],
+                    }
+                    for t in request.tools
+                ]
+            }
+        ]
         body["tool_config"] = {"function_calling_config": _tool_choice(request.tool_choice)}
     return contents, body
 
@@ -200,11 +225,15 @@ def parse(chunks: list[dict[str, Any]]) -> LLMResponse:
             if part.get("text"):
                 (thoughts if part.get("thought") else text).append(part["text"])
             elif call := part.get("function_call"):
-                calls.append(ToolCall(
-                    id=call.get("id") or f"{OWN_ID}{uuid.uuid4().hex[:24]}",
-                    function=FunctionCall(name=call.get("name") or "", arguments=json.dumps(
-                        call.get("args") or {}, ensure_ascii=False)),
-                ))  # fmt: skip
+                calls.append(
+                    ToolCall(
+                        id=call.get("id") or f"{OWN_ID}{uuid.uuid4().hex[:24]}",
+                        function=FunctionCall(
+                            name=call.get("name") or "",
+                            arguments=json.dumps(call.get("args") or {}, ensure_ascii=False),
+                        ),
+                    )
+                )
     last = chunks[-1] if chunks else {}
     usage: dict[str, Any] = next(
         (c["usage_metadata"] for c in reversed(chunks) if c.get("usage_metadata")), {}

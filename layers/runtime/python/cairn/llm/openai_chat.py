@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 # Reasoning models take max_completion_tokens and an effort, and refuse a temperature.
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _FINISH: dict[str, FinishReason] = {
-    "stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls",
-    "length": "length", "content_filter": "content_filter",
-}  # fmt: skip
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
 
 
 class OpenAIChat:
@@ -45,9 +48,11 @@ class OpenAIChat:
         for attempt in range(self._client.max_retries + 1):
             with translate_errors():
                 answer = self._client.post(  # type: ignore[call-overload]
-                    "/chat/completions", body=body, cast_to=object,
+                    "/chat/completions",
+                    body=body,
+                    cast_to=object,
                     options=deadline.request_options(),
-                )  # fmt: skip
+                )
             completion = json_object(answer)
             if completion.get("choices"):
                 return parse(completion)
@@ -67,9 +72,13 @@ class OpenAIChat:
         assembled = Assembled()
         with translate_errors():
             chunks = self._client.post(  # type: ignore[call-overload]
-                "/chat/completions", body=body, cast_to=object, stream=True,
-                stream_cls=openai.Stream[object], options=deadline.request_options(),
-            )  # fmt: skip
+                "/chat/completions",
+                body=body,
+                cast_to=object,
+                stream=True,
+                stream_cls=openai.Stream[object],
+                options=deadline.request_options(),
+            )
             with chunks:
                 for chunk in chunks:
                     for delta in assembled.add(json_object(chunk)):
@@ -157,9 +166,10 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
         body["tools"] = [{"type": "function", "function": t} for t in request.tools]
         choice = request.tool_choice
         body["tool_choice"] = (
-            choice if choice in ("auto", "required", "none")
+            choice
+            if choice in ("auto", "required", "none")
             else {"type": "function", "function": {"name": choice}}
-        )  # fmt: skip
+        )
         body["parallel_tool_calls"] = config.parallel_tool_calls
     return body
 
@@ -205,6 +215,9 @@ def _user_content(turn: Turn) -> Any:
     data URL)."""
     if not turn.images:
         return turn.text
-    return [{"type": "text", "text": piece} if isinstance(piece, str) else
-            {"type": "image_url", "image_url": {"url": f"data:{piece[0]};base64,{piece[1]}"}}
-            for piece in turn.pieces]  # fmt: skip
+    return [
+        {"type": "text", "text": piece}
+        if isinstance(piece, str)
+        else {"type": "image_url", "image_url": {"url": f"data:{piece[0]};base64,{piece[1]}"}}
+        for piece in turn.pieces
+    ]

@@ -39,8 +39,10 @@ def transport(inner: Any, stack: str, first_byte: float, idle: float) -> Any:
             try:
                 response = inner.handle_request(request)
             except http.ReadTimeout as err:
-                raise _timeout(http, f"no answer from the model within {waited:g} s "
-                               "(CAIRN_LLM_FIRST_BYTE_SECONDS)") from err  # fmt: skip
+                raise _timeout(
+                    http,
+                    f"no answer from the model within {waited:g} s (CAIRN_LLM_FIRST_BYTE_SECONDS)",
+                ) from err
             # The body's reads wait as long as this (httpcore reads the request's timeout
             # when the body starts to be read, after the headers came back).
             waited = _wait_per_read(request, idle, ends)
@@ -62,11 +64,16 @@ def transport(inner: Any, stack: str, first_byte: float, idle: float) -> Any:
                 except StopIteration:
                     return
                 except http.ReadTimeout as err:
-                    raise _timeout(http, f"the model's answer stopped for {self._idle:g} s "
-                                   "(CAIRN_LLM_IDLE_SECONDS)") from err  # fmt: skip
+                    raise _timeout(
+                        http,
+                        f"the model's answer stopped for {self._idle:g} s (CAIRN_LLM_IDLE_SECONDS)",
+                    ) from err
                 if self._ends is not None and time.monotonic() > self._ends:
-                    raise _timeout(http, "the model's answer had not ended by the call's end "
-                                   "(CAIRN_LLM_TIMEOUT_SECONDS)")  # fmt: skip
+                    raise _timeout(
+                        http,
+                        "the model's answer had not ended by the call's end "
+                        "(CAIRN_LLM_TIMEOUT_SECONDS)",
+                    )
                 yield chunk
 
         def close(self) -> None:
@@ -113,5 +120,6 @@ def http_client(
     every request through `transport` over `inner` (a guarded one, or the stack's own)."""
     http = importlib.import_module(stack)
     base = inner if inner is not None else http.HTTPTransport()
-    return http.Client(transport=transport(base, stack, first_byte, idle), timeout=timeout,
-                       follow_redirects=True)  # fmt: skip
+    return http.Client(
+        transport=transport(base, stack, first_byte, idle), timeout=timeout, follow_redirects=True
+    )

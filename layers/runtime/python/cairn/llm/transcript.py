@@ -94,6 +94,5 @@ def turns(messages: Sequence[Message]) -> Iterator[Turn]:
         elif message.role in ("system", "user"):
             pieces = pieces_of(message)
             images = [piece for piece in pieces if isinstance(piece, tuple)]
-            yield Turn(message.role, message.text, images=images,
-                       pieces=pieces if images else [])  # fmt: skip
+            yield Turn(message.role, message.text, images=images, pieces=pieces if images else [])
         # An approval response carries decisions, not text: its results follow as tool turns.

@@ -39,8 +39,13 @@ class LLMUsage(Value):
         """Usage of a provider that counts cache reads and writes apart from the other input
         tokens (Anthropic, Bedrock): the prompt is all three."""
         prompt = uncached + cache_read + cache_write
-        return cls(prompt_tokens=prompt, completion_tokens=output, total_tokens=prompt + output,
-                   cached_input_tokens=cache_read, cache_write_tokens=cache_write)  # fmt: skip
+        return cls(
+            prompt_tokens=prompt,
+            completion_tokens=output,
+            total_tokens=prompt + output,
+            cached_input_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
 
 
 class LLMResponse(Value):

@@ -47,8 +47,9 @@ ORG_SHARE = 4  # one organization's runs hold at most a quarter of the workers
 ORG_RESERVE = 4  # and the last four go to organizations with nothing running
 
 
-LOCAL_CORS_ORIGINS = ",".join(f"http://{host}:{port}" for host in ("localhost", "127.0.0.1")
-                              for port in (3000, 5173, 8080))  # fmt: skip
+LOCAL_CORS_ORIGINS = ",".join(
+    f"http://{host}:{port}" for host in ("localhost", "127.0.0.1") for port in (3000, 5173, 8080)
+)
 
 
 def main() -> int:
@@ -118,8 +119,11 @@ def start_workers(
     """The step and embedding queues and their consumers, moto's Step Functions with the
     approval and sleeptime workflows, the sweeper; installs the runtime the handlers use."""
     moto, endpoint = start_moto()  # Step Functions, which runs the workflows' ASL
-    for name, value in (("AWS_ACCESS_KEY_ID", "local"), ("AWS_SECRET_ACCESS_KEY", "local"),
-                        ("AWS_DEFAULT_REGION", REGION)):  # fmt: skip
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "local"),
+        ("AWS_SECRET_ACCESS_KEY", "local"),
+        ("AWS_DEFAULT_REGION", REGION),
+    ):
         os.environ.setdefault(name, value)
     # moto's Step Functions interpreter calls Lambda back on this port.
     os.environ["MOTO_PORT"] = endpoint.rsplit(":", 1)[1]
@@ -127,9 +131,11 @@ def start_workers(
     settings = settings or Settings.from_env()
     # A quarter of the workers to each organization, and a reserve for organizations with
     # nothing running (docs/tenancy.md); the environment wins.
-    shares = {"org_max_runs": ("CAIRN_ORG_MAX_RUNS", ORG_SHARE),
-              "step_concurrency": ("CAIRN_STEP_CONCURRENCY", STEP_WORKERS),
-              "org_reserve": ("CAIRN_ORG_RESERVE", ORG_RESERVE)}  # fmt: skip
+    shares = {
+        "org_max_runs": ("CAIRN_ORG_MAX_RUNS", ORG_SHARE),
+        "step_concurrency": ("CAIRN_STEP_CONCURRENCY", STEP_WORKERS),
+        "org_reserve": ("CAIRN_ORG_RESERVE", ORG_RESERVE),
+    }
     unset = {name: value for name, (env, value) in shares.items() if not os.environ.get(env)}
     settings = settings.model_copy(update=unset)
     asl = stepfunctions.cached_definitions(**(timings or workflow_timings()))
@@ -148,8 +154,9 @@ def start_workers(
     dead_steps = LocalQueue("cairn-steps-dlq.fifo")
     steps = LocalQueue("cairn-steps.fifo", max_receives=MAX_RECEIVES, dead_letters=dead_steps)
     dead_embeds = LocalQueue("cairn-embeddings-dlq.fifo")
-    embeds = LocalQueue("cairn-embeddings.fifo", max_receives=MAX_RECEIVES,
-                        dead_letters=dead_embeds)  # fmt: skip
+    embeds = LocalQueue(
+        "cairn-embeddings.fifo", max_receives=MAX_RECEIVES, dead_letters=dead_embeds
+    )
     rt = build_runtime(
         settings,
         db=Database(dsn, max_size=12),
@@ -163,14 +170,19 @@ def start_workers(
         # Nothing is in flight in a queue and workflows this process just made: whatever the
         # database says was sent and never finished died with the previous process.
         logger.info("recovered after restart: %s", watchdog.recover_after_restart(rt))
-    consumers = [Consumer(steps, "step", environment=n, retry_seconds=LOCAL_RETRY_SECONDS)
-                 for n in range(STEP_WORKERS)]  # fmt: skip
+    consumers = [
+        Consumer(steps, "step", environment=n, retry_seconds=LOCAL_RETRY_SECONDS)
+        for n in range(STEP_WORKERS)
+    ]
     # The embedding jobs get an environment of the step function of their own, as their
     # event source mapping gets its own concurrency on AWS: never one a turn waits for.
-    consumers.append(Consumer(embeds, "step", environment=STEP_WORKERS,
-                              retry_seconds=LOCAL_RETRY_SECONDS))  # fmt: skip
-    consumers += [Consumer(dead, "step", attribute="dead_letter_handler")
-                  for dead in (dead_steps, dead_embeds)]  # fmt: skip
+    consumers.append(
+        Consumer(embeds, "step", environment=STEP_WORKERS, retry_seconds=LOCAL_RETRY_SECONDS)
+    )
+    consumers += [
+        Consumer(dead, "step", attribute="dead_letter_handler")
+        for dead in (dead_steps, dead_embeds)
+    ]
     for consumer in consumers:
         consumer.start()
     stopping = threading.Event()

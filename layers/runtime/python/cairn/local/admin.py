@@ -65,19 +65,30 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
     org = getattr(args, "org", None)
     commands: dict[str, Callable[[], dict[str, Any]]] = {
         "tenants": lambda: {"action": "list_tenants"},
-        "create-tenant": lambda: {"action": "create_tenant", "organization": args.name,
-                                  "user": args.user},
+        "create-tenant": lambda: {
+            "action": "create_tenant",
+            "organization": args.name,
+            "user": args.user,
+        },
         "keys": lambda: {"action": "list_keys", "organization_id": org},
         "create-key": lambda: {"action": "create_key", "organization_id": org, "name": args.name},
-        "revoke-key": lambda: {"action": "revoke_key", "organization_id": org,
-                               "key_id": args.key_id},
-        "rotate-key": lambda: {"action": "rotate_key", "organization_id": org,
-                               "key_id": args.key_id},
-        "import-letta": lambda: {"action": "import_letta", "source": args.source,
-                                 **letta_key()},
-        "tool-hosts": lambda: {"action": "set_tool_hosts", "organization_id": org,
-                               "hosts": args.hosts},
-    }  # fmt: skip
+        "revoke-key": lambda: {
+            "action": "revoke_key",
+            "organization_id": org,
+            "key_id": args.key_id,
+        },
+        "rotate-key": lambda: {
+            "action": "rotate_key",
+            "organization_id": org,
+            "key_id": args.key_id,
+        },
+        "import-letta": lambda: {"action": "import_letta", "source": args.source, **letta_key()},
+        "tool-hosts": lambda: {
+            "action": "set_tool_hosts",
+            "organization_id": org,
+            "hosts": args.hosts,
+        },
+    }
     return commands[args.command]()
 
 

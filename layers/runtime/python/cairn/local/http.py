@@ -107,8 +107,9 @@ class _Handler(BaseHTTPRequestHandler):
             reply: Streaming = invoke_pooled("stream", event, API_ENVIRONMENTS)
         except Exception:
             logger.exception("api handler failed")
-            self._reply({"statusCode": 500,
-                         "body": json.dumps({"detail": "An unknown error occurred"})})  # fmt: skip
+            self._reply(
+                {"statusCode": 500, "body": json.dumps({"detail": "An unknown error occurred"})}
+            )
             return
         self._head(reply.head)
         if not reply.streamed:

@@ -46,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with local_database(Settings.from_env()) as db:
-            report = import_letta(db, args.source, progress,
-                                  letta_key=os.environ.get("LETTA_ENCRYPTION_KEY"))  # fmt: skip
+            report = import_letta(
+                db, args.source, progress, letta_key=os.environ.get("LETTA_ENCRYPTION_KEY")
+            )
     except Exception as err:  # an operator reads one line, not a traceback
         print(f"cairn import-letta: {err}", file=sys.stderr)
         return 1

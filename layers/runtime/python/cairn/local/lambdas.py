@@ -39,8 +39,13 @@ def functions_dir() -> Path:
 
 # Each function's timeout as the CDK app sets it (infra/cairn_infra/functions.py): handlers
 # plan within the time left, so the local stack counts it down as Lambda does.
-TIMEOUT_MS = {"api": 29_000, "stream": 900_000, "step": 300_000, "sweeper": 120_000,
-              "migrate": 300_000}  # fmt: skip
+TIMEOUT_MS = {
+    "api": 29_000,
+    "stream": 900_000,
+    "step": 300_000,
+    "sweeper": 120_000,
+    "migrate": 300_000,
+}
 
 
 @dataclass
@@ -129,8 +134,10 @@ def per_thread_powertools() -> None:
 
 def _per_thread(name: str) -> Any:
     """A property whose value is this thread's (for a class, or for its instances)."""
-    return property(lambda _self: getattr(_powertools, name, None),
-                    lambda _self, value: setattr(_powertools, name, value))  # fmt: skip
+    return property(
+        lambda _self: getattr(_powertools, name, None),
+        lambda _self, value: setattr(_powertools, name, value),
+    )
 
 
 class _PerThread(ABCMeta):  # BaseRouter's own type is ABCMeta: the same layout
@@ -146,8 +153,9 @@ def invoke(
     return _run(lock, name, event, attribute, environment)
 
 
-def _run(lock: threading.Lock, name: str, event: dict[str, Any], attribute: str,
-         environment: int) -> Any:  # fmt: skip
+def _run(
+    lock: threading.Lock, name: str, event: dict[str, Any], attribute: str, environment: int
+) -> Any:
     """The invocation, in an environment whose lock this thread holds (released at the end,
     whoever holds it then: `released` may have given it up and taken it back)."""
     _held.lock = lock

@@ -52,8 +52,9 @@ class LocalQueue:
 
     _sequence = itertools.count(1)
 
-    def __init__(self, name: str, *, max_receives: int = 3,
-                 dead_letters: LocalQueue | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, name: str, *, max_receives: int = 3, dead_letters: LocalQueue | None = None
+    ) -> None:
         self.name, self.max_receives = name, max_receives
         self.dead_letters = dead_letters
         self.arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
@@ -143,16 +144,25 @@ class LocalQueue:
         """The message as one record of Lambda's SQS event."""
         assert m.handle is not None
         attributes = {
-            "ApproximateReceiveCount": str(m.receives), "SentTimestamp": str(m.sent_ms),
-            "SenderId": "local", "ApproximateFirstReceiveTimestamp": str(m.sent_ms),
-            "MessageGroupId": m.group, "MessageDeduplicationId": m.id,
+            "ApproximateReceiveCount": str(m.receives),
+            "SentTimestamp": str(m.sent_ms),
+            "SenderId": "local",
+            "ApproximateFirstReceiveTimestamp": str(m.sent_ms),
+            "MessageGroupId": m.group,
+            "MessageDeduplicationId": m.id,
             "SequenceNumber": str(m.sequence),
-        }  # fmt: skip
+        }
         return {
-            "messageId": m.id, "receiptHandle": m.handle, "body": m.body,
-            "attributes": attributes, "messageAttributes": {}, "md5OfBody": "",
-            "eventSource": "aws:sqs", "eventSourceARN": self.arn, "awsRegion": REGION,
-        }  # fmt: skip
+            "messageId": m.id,
+            "receiptHandle": m.handle,
+            "body": m.body,
+            "attributes": attributes,
+            "messageAttributes": {},
+            "md5OfBody": "",
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self.arn,
+            "awsRegion": REGION,
+        }
 
 
 class LocalStepQueue:
@@ -164,8 +174,11 @@ class LocalStepQueue:
 
     def publish(self, command: OutboxCommand) -> None:
         fields = message_fields(command)
-        self.queue.send(fields["MessageBody"], group=fields["MessageGroupId"],
-                        dedup=fields["MessageDeduplicationId"])  # fmt: skip
+        self.queue.send(
+            fields["MessageBody"],
+            group=fields["MessageGroupId"],
+            dedup=fields["MessageDeduplicationId"],
+        )
 
     def publish_many(self, commands: list[OutboxCommand]) -> list[OutboxCommand]:
         for command in commands:
@@ -182,8 +195,15 @@ class Consumer(threading.Thread):
     """Lambda's event source mapping for one queue and one execution environment: take a
     message, hand it to the function as a batch of one, delete it or let it come back."""
 
-    def __init__(self, queue: LocalQueue, function: str, *, attribute: str = "handler",
-                 environment: int = 0, retry_seconds: float = 2.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        queue: LocalQueue,
+        function: str,
+        *,
+        attribute: str = "handler",
+        environment: int = 0,
+        retry_seconds: float = 2.0,
+    ) -> None:
         super().__init__(name=f"{queue.name}-{attribute}-{environment}", daemon=True)
         self.queue, self.function, self.attribute = queue, function, attribute
         self.environment, self.retry_seconds = environment, retry_seconds
@@ -193,8 +213,12 @@ class Consumer(threading.Thread):
         while (m := self.queue.receive(self.stopping)) is not None:
             assert m.handle is not None
             try:
-                result = invoke(self.function, {"Records": [self.queue.record(m)]},
-                                attribute=self.attribute, environment=self.environment)  # fmt: skip
+                result = invoke(
+                    self.function,
+                    {"Records": [self.queue.record(m)]},
+                    attribute=self.attribute,
+                    environment=self.environment,
+                )
                 failed = bool((result or {}).get("batchItemFailures"))
             except Exception:  # the mapping outlives a failed invocation, as on Lambda
                 logger.exception("%s failed on a message of %s", self.function, self.queue.name)

@@ -60,29 +60,45 @@ def to_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
     records = []
     for m in messages:
         attributes = m.get("Attributes", {})
-        records.append({
-            "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
-            "attributes": {
-                "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
-                "SentTimestamp": attributes.get("SentTimestamp", "0"),
-                "SenderId": attributes.get("SenderId", "local"),
-                "ApproximateFirstReceiveTimestamp": attributes.get(
-                    "ApproximateFirstReceiveTimestamp", "0"),
-                "MessageGroupId": attributes.get("MessageGroupId", ""),
-                "MessageDeduplicationId": attributes.get("MessageDeduplicationId", ""),
-                "SequenceNumber": attributes.get("SequenceNumber", "0"),
-            },
-            "messageAttributes": {}, "md5OfBody": m.get("MD5OfBody", ""),
-            "eventSource": "aws:sqs", "eventSourceARN": queue_arn, "awsRegion": REGION,
-        })  # fmt: skip
+        records.append(
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": {
+                    "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
+                    "SentTimestamp": attributes.get("SentTimestamp", "0"),
+                    "SenderId": attributes.get("SenderId", "local"),
+                    "ApproximateFirstReceiveTimestamp": attributes.get(
+                        "ApproximateFirstReceiveTimestamp", "0"
+                    ),
+                    "MessageGroupId": attributes.get("MessageGroupId", ""),
+                    "MessageDeduplicationId": attributes.get("MessageDeduplicationId", ""),
+                    "SequenceNumber": attributes.get("SequenceNumber", "0"),
+                },
+                "messageAttributes": {},
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+        )
     return {"Records": records}
 
 
 class Poller(threading.Thread):
     """Receive a batch, hand it to a handler, delete what succeeded; failures come back."""
 
-    def __init__(self, sqs: Any, queue_url: str, function: str, *, attribute: str = "handler",
-                 batch_size: int = 10, environment: int = 0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        function: str,
+        *,
+        attribute: str = "handler",
+        batch_size: int = 10,
+        environment: int = 0,
+    ) -> None:
         super().__init__(name=f"poll-{function}-{attribute}-{environment}", daemon=True)
         self.environment = environment
         self.sqs, self.queue_url, self.function, self.attribute = (
@@ -94,18 +110,25 @@ class Poller(threading.Thread):
         self.batch_size = batch_size
         self.stopping = threading.Event()
         self.arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-            "Attributes"]["QueueArn"]  # fmt: skip
+            "Attributes"
+        ]["QueueArn"]
 
     def poll_once(self, wait_seconds: int = 1) -> int:
         got = self.sqs.receive_message(
-            QueueUrl=self.queue_url, MaxNumberOfMessages=self.batch_size,
-            WaitTimeSeconds=wait_seconds, AttributeNames=["All"],
-        ).get("Messages", [])  # fmt: skip
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.batch_size,
+            WaitTimeSeconds=wait_seconds,
+            AttributeNames=["All"],
+        ).get("Messages", [])
         if not got:
             return 0
         try:
-            result = invoke(self.function, to_event(got, self.arn), attribute=self.attribute,
-                            environment=self.environment)  # fmt: skip
+            result = invoke(
+                self.function,
+                to_event(got, self.arn),
+                attribute=self.attribute,
+                environment=self.environment,
+            )
             failed = {f["itemIdentifier"] for f in (result or {}).get("batchItemFailures", [])}
         except Exception:
             logger.exception("%s failed a whole batch", self.function)

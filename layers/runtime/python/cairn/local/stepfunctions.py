@@ -59,8 +59,11 @@ def state_machine_definitions(template: dict[str, Any], refs: dict[str, Any]) ->
 
 # Synthesised once with these stand-ins for the timings, which are then written into the
 # ASL as numbers: one build serves every start, whatever timings it asks for.
-STAND_INS = {"approval_timeout_seconds": 987_650_001, "sleeptime_run_timeout_seconds": 987_650_002,
-             "retry_seconds": 987_650_003}  # fmt: skip
+STAND_INS = {
+    "approval_timeout_seconds": 987_650_001,
+    "sleeptime_run_timeout_seconds": 987_650_002,
+    "retry_seconds": 987_650_003,
+}
 
 
 def build_dir() -> Path:
@@ -79,8 +82,11 @@ def cached_definitions(**timings: float) -> dict[str, str]:
     key = hashlib.sha256(source + version("aws-cdk-lib").encode()).hexdigest()[:16]
     cached = build_dir() / f"workflows-{key}.json"
     if not cached.exists():
-        subprocess.run([sys.executable, "-m", "cairn.local.stepfunctions", str(cached)],
-                       check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "cairn.local.stepfunctions", str(cached)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     built: dict[str, str] = json.loads(cached.read_text())
     return {name: with_timings(asl, **timings) for name, asl in built.items()}
 

@@ -258,9 +258,12 @@ class CoreMemory:
                 f"the limit of {limit} characters."
             )
         block = Block(
-            organization_id=self.organization_id, label=label, value=value,
-            description=description, limit=limit,
-        )  # fmt: skip
+            organization_id=self.organization_id,
+            label=label,
+            value=value,
+            description=description,
+            limit=limit,
+        )
         self.blocks[label] = block
         self.created.add(label)
         return block

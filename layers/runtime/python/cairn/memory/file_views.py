@@ -14,13 +14,35 @@ from typing import Literal
 Strategy = Literal["documentation", "code", "lines"]
 
 _DOCUMENTATION = frozenset({"text/markdown", "text/x-markdown"})
-_CODE = frozenset({
-    "text/x-python", "text/javascript", "text/x-typescript", "text/x-java-source", "text/x-c++",
-    "text/x-c", "text/x-csharp", "text/x-php", "text/x-ruby", "text/x-go", "text/x-rust",
-    "text/x-swift", "text/x-kotlin", "text/x-scala", "text/x-r", "text/x-objective-c",
-    "text/html", "text/x-vue", "text/x-jsx", "text/x-tsx", "text/x-shellscript",
-    "text/x-powershell", "text/x-batch", "text/x-dockerfile", "text/x-sql",
-})  # fmt: skip
+_CODE = frozenset(
+    {
+        "text/x-python",
+        "text/javascript",
+        "text/x-typescript",
+        "text/x-java-source",
+        "text/x-c++",
+        "text/x-c",
+        "text/x-csharp",
+        "text/x-php",
+        "text/x-ruby",
+        "text/x-go",
+        "text/x-rust",
+        "text/x-swift",
+        "text/x-kotlin",
+        "text/x-scala",
+        "text/x-r",
+        "text/x-objective-c",
+        "text/html",
+        "text/x-vue",
+        "text/x-jsx",
+        "text/x-tsx",
+        "text/x-shellscript",
+        "text/x-powershell",
+        "text/x-batch",
+        "text/x-dockerfile",
+        "text/x-sql",
+    }
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 

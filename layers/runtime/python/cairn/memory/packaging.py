@@ -33,9 +33,13 @@ def _dumps(packet: dict[str, Any]) -> str:
 
 
 def user_message(
-    text: str, *, now: datetime, timezone: str, name: str | None = None,
+    text: str,
+    *,
+    now: datetime,
+    timezone: str,
+    name: str | None = None,
     location: str | None = None,
-) -> str:  # fmt: skip
+) -> str:
     packet: dict[str, Any] = {
         "type": "user_message",
         "message": text,
@@ -50,9 +54,12 @@ def user_message(
 
 def tool_return(result: Any, *, success: bool, now: datetime, timezone: str) -> str:
     return _dumps(
-        {"status": "OK" if success else "Failed", "message": result,
-         "time": letta_time(now, timezone)}
-    )  # fmt: skip
+        {
+            "status": "OK" if success else "Failed",
+            "message": result,
+            "time": letta_time(now, timezone),
+        }
+    )
 
 
 def heartbeat(*, now: datetime, timezone: str, reason: str = HEARTBEAT_REASON) -> str:

@@ -35,13 +35,15 @@ def deliver(rt: Runtime, payload: dict[str, Any]) -> str:
     meta = agent_messages.metadata(payload["sender_id"], payload["sender_run_id"])
     options = RunOptions(background=True, run_id=run_id, metadata=meta)
     try:
-        started = lifecycle.start_run(rt.db, org, agent_id, [message], options,
-                                      org_cap=rt.settings.org_max_runs)  # fmt: skip
+        started = lifecycle.start_run(
+            rt.db, org, agent_id, [message], options, org_cap=rt.settings.org_max_runs
+        )
     except DuplicateKey:  # a delivery beside this one started it a moment ago
         return "already delivered"
     except CairnError as err:  # deleted since, or waiting for an approval: it cannot take it
-        logger.warning("message from %s to %s not delivered: %s", payload["sender_id"],
-                       agent_id, err)  # fmt: skip
+        logger.warning(
+            "message from %s to %s not delivered: %s", payload["sender_id"], agent_id, err
+        )
         return "not delivered"
     publish_and_mark(rt.db, rt.queue, started.command)
     return "delivered"

@@ -49,8 +49,9 @@ def publish_all(db: Database, queue: StepQueue, commands: list[OutboxCommand]) -
     sent = [c for c in commands if c not in refused and c.id is not None]
     if sent:
         with db.connection() as conn:
-            outbox.mark_all_sent(conn, sent[0].organization_id,
-                                 [(c.id, c.attempts) for c in sent if c.id])  # fmt: skip
+            outbox.mark_all_sent(
+                conn, sent[0].organization_id, [(c.id, c.attempts) for c in sent if c.id]
+            )
     return len(sent)
 
 

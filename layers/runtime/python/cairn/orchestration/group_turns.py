@@ -32,8 +32,14 @@ def start_turn(rt: Runtime, payload: dict[str, Any]) -> str:
         metadata=group_chat.chain_metadata(group, chain, turn, payload["turns"]),
     )
     try:
-        started = lifecycle.start_run(rt.db, org, group_chat.speaker(group, turn), inputs,
-                                      options, org_cap=rt.settings.org_max_runs)  # fmt: skip
+        started = lifecycle.start_run(
+            rt.db,
+            org,
+            group_chat.speaker(group, turn),
+            inputs,
+            options,
+            org_cap=rt.settings.org_max_runs,
+        )
     except DuplicateKey:  # a delivery beside this one started it a moment ago
         return "already started"
     publish_and_mark(rt.db, rt.queue, started.command)

@@ -53,8 +53,9 @@ def fire_one(rt: Runtime, org_id: str, schedule_id: str, occurrence: datetime) -
     return bool(commands)
 
 
-def _fire(rt: Runtime, conn: Connection, schedule: Schedule, occurrence: datetime
-          ) -> list[OutboxCommand]:  # fmt: skip
+def _fire(
+    rt: Runtime, conn: Connection, schedule: Schedule, occurrence: datetime
+) -> list[OutboxCommand]:
     """Start the occurrence's run (once) and move the schedule on past it, in `conn`."""
     following = next_after(schedule, occurrence)
     if schedule.next_run_at is not None and schedule.next_run_at <= occurrence:
@@ -63,13 +64,22 @@ def _fire(rt: Runtime, conn: Connection, schedule: Schedule, occurrence: datetim
     if runs.get_run(conn, schedule.organization_id, run_id) is not None:
         return []  # delivered before
     inputs = [_message(schedule, m) for m in schedule.messages]
-    metadata = {"run_type": "scheduled_message", "schedule_id": schedule.id,
-                "occurrence": occurrence.isoformat()}  # fmt: skip
+    metadata = {
+        "run_type": "scheduled_message",
+        "schedule_id": schedule.id,
+        "occurrence": occurrence.isoformat(),
+    }
     options = RunOptions(background=True, run_id=run_id, metadata=metadata)
     try:
-        started = lifecycle.start_run(rt.db, schedule.organization_id, schedule.agent_id,
-                                      inputs, options, conn=conn,
-                                      org_cap=rt.settings.org_max_runs)  # fmt: skip
+        started = lifecycle.start_run(
+            rt.db,
+            schedule.organization_id,
+            schedule.agent_id,
+            inputs,
+            options,
+            conn=conn,
+            org_cap=rt.settings.org_max_runs,
+        )
     except CairnError as err:  # waiting for an approval, say: this occurrence is skipped
         logger.warning("schedule %s at %s not delivered: %s", schedule.id, occurrence, err)
         return []

@@ -92,8 +92,9 @@ def begin(
     """
     if options.background is None:  # a run nobody waits for is a background run
         options = replace(options, background=not wait)
-    started = lifecycle.start_run(rt.db, org_id, agent_id, inputs, options, run_here=wait,
-                                  org_cap=rt.settings.org_max_runs)  # fmt: skip
+    started = lifecycle.start_run(
+        rt.db, org_id, agent_id, inputs, options, run_here=wait, org_cap=rt.settings.org_max_runs
+    )
     token, run = started.approval_token, started.run
     if started.joined:
         return started  # its first step is on its way already
@@ -138,8 +139,9 @@ def drive(
                 # the rest goes on the queue
                 after_step(rt.db, rt.queue, step, outcome, cap=rt.settings.org_max_runs)
                 break
-            after_step(rt.db, rt.queue, step, outcome, continue_here=True,
-                       cap=rt.settings.org_max_runs)  # fmt: skip
+            after_step(
+                rt.db, rt.queue, step, outcome, continue_here=True, cap=rt.settings.org_max_runs
+            )
             step, claimed = following, None
     if outcome.run is not None:
         return Sent(outcome.run, stored if outcome.run.status in TERMINAL_RUN_STATUSES else None)
@@ -156,9 +158,14 @@ def sync_budget(rt: Runtime) -> float:
 
 
 def _step_here(
-    rt: Runtime, org_id: str, agent_id: str, run_id: str, command: OutboxCommand,
-    claimed: Claim | None, on_delta: MessageDelta | None,
-) -> StepOutcome | None:  # fmt: skip
+    rt: Runtime,
+    org_id: str,
+    agent_id: str,
+    run_id: str,
+    command: OutboxCommand,
+    claimed: Claim | None,
+    on_delta: MessageDelta | None,
+) -> StepOutcome | None:
     """One step of a sync send, in the caller; None when the model ran out of time and the
     step went to the queue instead."""
     try:

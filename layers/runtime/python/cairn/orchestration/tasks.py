@@ -62,9 +62,14 @@ def deny_on_timeout(rt: Runtime, org: str, run_id: str, seconds: int) -> dict[st
 
 
 def deny_pending(
-    rt: Runtime, org: str, agent_id: str, reason: str, *, of_run: str | None = None,
+    rt: Runtime,
+    org: str,
+    agent_id: str,
+    reason: str,
+    *,
+    of_run: str | None = None,
     kind: str = "approval_timeout",
-) -> tuple[str, str] | None:  # fmt: skip
+) -> tuple[str, str] | None:
     """Deny every call of the agent's pending approval request (of run `of_run`, if given)
     in a run of its own; returns (that run's id, the id of the run whose request it
     closed), or None when nothing was pending.
@@ -91,8 +96,9 @@ def deny_pending(
     )
     try:
         options = RunOptions(background=True, metadata={"run_type": kind})
-        started = lifecycle.start_run(rt.db, org, agent.id, [answer], options,
-                                      org_cap=rt.settings.org_max_runs)  # fmt: skip
+        started = lifecycle.start_run(
+            rt.db, org, agent.id, [answer], options, org_cap=rt.settings.org_max_runs
+        )
     except ConflictError:  # answered (or cancelled) at the last moment
         return None
     publish_and_mark(rt.db, rt.queue, started.command)
@@ -160,7 +166,8 @@ def start_background(rt: Runtime, item: dict[str, str], token: str | None) -> di
         run_id=run_id,
         metadata={"run_type": "sleeptime", "group_id": item["group_id"]},
     )
-    started = lifecycle.start_run(rt.db, org, item["agent_id"], [message], options,
-                                  org_cap=rt.settings.org_max_runs)  # fmt: skip
+    started = lifecycle.start_run(
+        rt.db, org, item["agent_id"], [message], options, org_cap=rt.settings.org_max_runs
+    )
     publish_and_mark(rt.db, rt.queue, started.command)
     return {"run_id": started.run.id}

@@ -73,8 +73,13 @@ def reply(rt: Runtime, payload: dict[str, Any]) -> str:
     api = api_for(rt, org, payload["bot_id"])
     with rt.db.connection() as conn:
         run = runs.get_run(conn, org, run_id)
-        made = [] if run is None else messages.list_for_agent(
-            conn, org, run.agent_id, run_id=run_id, order="asc", limit=1000)  # fmt: skip
+        made = (
+            []
+            if run is None
+            else messages.list_for_agent(
+                conn, org, run.agent_id, run_id=run_id, order="asc", limit=1000
+            )
+        )
         done = store.parts_sent(conn, run_id)
     if api is None or run is None:
         return "bot or run gone"
@@ -83,10 +88,16 @@ def reply(rt: Runtime, payload: dict[str, Any]) -> str:
         first = n == 0 and payload.get("reply_to") is not None
         try:
             api.call(
-                "sendMessage", chat_id=payload["chat_id"], text=pieces[n],
-                reply_parameters={"message_id": payload["reply_to"],
-                                  "allow_sending_without_reply": True} if first else None,
-            )  # fmt: skip
+                "sendMessage",
+                chat_id=payload["chat_id"],
+                text=pieces[n],
+                reply_parameters={
+                    "message_id": payload["reply_to"],
+                    "allow_sending_without_reply": True,
+                }
+                if first
+                else None,
+            )
         except TelegramError as err:
             if err.code in FINAL_CODES:
                 logger.warning("reply of run %s refused by Telegram: %s", run_id, err)

@@ -47,16 +47,19 @@ class BotApi:
         """One method's `result`; TelegramError for its refusal or no answer."""
         body = {k: v for k, v in params.items() if v is not None}
         try:
-            answer = httpx.post(f"{self._base}/bot{self._token}/{method}", json=body,
-                                timeout=TIMEOUT_SECONDS)  # fmt: skip
+            answer = httpx.post(
+                f"{self._base}/bot{self._token}/{method}", json=body, timeout=TIMEOUT_SECONDS
+            )
             data = answer.json()
         except (httpx.HTTPError, ValueError) as err:
-            raise TelegramError(f"Telegram's Bot API did not answer {method}: "
-                                f"{type(err).__name__}") from None  # fmt: skip
+            raise TelegramError(
+                f"Telegram's Bot API did not answer {method}: {type(err).__name__}"
+            ) from None
         if not isinstance(data, dict) or not data.get("ok"):
             found = data if isinstance(data, dict) else {}
-            raise TelegramError(str(found.get("description") or f"{method} failed"),
-                                found.get("error_code"))  # fmt: skip
+            raise TelegramError(
+                str(found.get("description") or f"{method} failed"), found.get("error_code")
+            )
         return data.get("result")
 
     def download(self, file_id: str) -> bytes:
@@ -66,8 +69,9 @@ class BotApi:
         if not path or size > MAX_FILE_BYTES:
             raise TelegramError("Telegram gave no file to download (too large, or gone)")
         try:
-            answer = httpx.get(f"{self._base}/file/bot{self._token}/{path}",
-                               timeout=TIMEOUT_SECONDS)  # fmt: skip
+            answer = httpx.get(
+                f"{self._base}/file/bot{self._token}/{path}", timeout=TIMEOUT_SECONDS
+            )
             answer.raise_for_status()
         except httpx.HTTPError as err:
             raise TelegramError(f"downloading a file failed: {type(err).__name__}") from None

@@ -63,9 +63,12 @@ def end_failed_run(
 
 
 def redrive_stalled(
-    rt: Runtime, *, stall_seconds: float, max_redrives: int = MAX_REDRIVES,
+    rt: Runtime,
+    *,
+    stall_seconds: float,
+    max_redrives: int = MAX_REDRIVES,
     counted: bool = True,
-) -> dict[str, int]:  # fmt: skip
+) -> dict[str, int]:
     """Re-send the steps of runs stalled for `stall_seconds`, every one of them, a page at a
     time; fail those whose step started more than `max_redrives` times without finishing,
     or was sent MAX_LOST_SENDS times more and never started. `counted`: False for a
@@ -74,8 +77,7 @@ def redrive_stalled(
     after = 0
     while True:
         with rt.db.connection() as conn:
-            page = outbox.stalled_steps(conn, stall_seconds=stall_seconds, limit=PAGE,
-                                        after=after)  # fmt: skip
+            page = outbox.stalled_steps(conn, stall_seconds=stall_seconds, limit=PAGE, after=after)
         for command in page:
             assert command.run_id is not None and command.id is not None
             after = max(after, command.id)
@@ -87,8 +89,9 @@ def redrive_stalled(
                     "end (a worker that died each time, or a queue that lost it)"
                 )
                 logger.error("run %s failed: %s", command.run_id, detail)
-                end_failed_run(rt, command.organization_id, command.run_id, "error", detail,
-                               kind="stalled")  # fmt: skip
+                end_failed_run(
+                    rt, command.organization_id, command.run_id, "error", detail, kind="stalled"
+                )
                 failed += 1
             elif _resend(rt, command, counted=counted):
                 logger.warning("run %s: step %s re-sent after no progress", command.run_id, index)

@@ -92,8 +92,9 @@ def parse(body: str) -> dict[str, Any]:
     try:
         return _kind(raw).shape.model_validate(raw).model_dump()
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
-                             for e in err.errors()[:3])  # fmt: skip
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in err.errors()[:3]
+        )
         raise ValueError(f"not a step or embedding command ({problems})") from None
 
 

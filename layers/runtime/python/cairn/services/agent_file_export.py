@@ -33,24 +33,49 @@ RECENT_MESSAGES = 50
 
 
 _AGENT_DEFAULTS: dict[str, Any] = {
-    "memory_blocks": [], "tools": [], "source_ids": [], "folder_ids": None,
-    "initial_message_sequence": None, "include_base_tools": False,
-    "include_multi_agent_tools": False, "include_base_tool_rules": False,
-    "include_default_source": False, "model": None, "embedding": None,
-    "model_settings": None, "context_window_limit": None, "embedding_chunk_size": None,
-    "max_tokens": None, "max_reasoning_tokens": None, "enable_reasoner": False,
-    "reasoning": None, "from_template": None, "template": False, "project": None,
-    "tool_exec_environment_variables": {}, "secrets": None, "memory_variables": None,
-    "template_id": None, "base_template_id": None, "identity_ids": None,
-    "response_format": None, "parallel_tool_calls": None, "files_agents": [],
-}  # fmt: skip
+    "memory_blocks": [],
+    "tools": [],
+    "source_ids": [],
+    "folder_ids": None,
+    "initial_message_sequence": None,
+    "include_base_tools": False,
+    "include_multi_agent_tools": False,
+    "include_base_tool_rules": False,
+    "include_default_source": False,
+    "model": None,
+    "embedding": None,
+    "model_settings": None,
+    "context_window_limit": None,
+    "embedding_chunk_size": None,
+    "max_tokens": None,
+    "max_reasoning_tokens": None,
+    "enable_reasoner": False,
+    "reasoning": None,
+    "from_template": None,
+    "template": False,
+    "project": None,
+    "tool_exec_environment_variables": {},
+    "secrets": None,
+    "memory_variables": None,
+    "template_id": None,
+    "base_template_id": None,
+    "identity_ids": None,
+    "response_format": None,
+    "parallel_tool_calls": None,
+    "files_agents": [],
+}
 
 
 _BLOCK_DEFAULTS: dict[str, Any] = {
-    "template_name": None, "is_template": False, "template_id": None,
-    "base_template_id": None, "deployment_id": None, "entity_id": None,
-    "preserve_on_migration": False, "hidden": None,
-}  # fmt: skip
+    "template_name": None,
+    "is_template": False,
+    "template_id": None,
+    "base_template_id": None,
+    "deployment_id": None,
+    "entity_id": None,
+    "preserve_on_migration": False,
+    "hidden": None,
+}
 
 
 class _Ids:
@@ -106,16 +131,22 @@ def export(rt: Runtime, org: str, agent_id: str) -> dict[str, Any]:
 
 
 def _agent_entry(
-    conn: Connection, agent: Agent, held_blocks: list[Block], held_tools: list[Tool],
-    group: Group | None, ids: _Ids,
-) -> dict[str, Any]:  # fmt: skip
+    conn: Connection,
+    agent: Agent,
+    held_blocks: list[Block],
+    held_tools: list[Tool],
+    group: Group | None,
+    ids: _Ids,
+) -> dict[str, Any]:
     recent = messages.list_for_agent(
         conn, agent.organization_id, agent.id, limit=RECENT_MESSAGES, order="desc"
     )
     known = {m.id for m in recent}
     missing = [i for i in agent.message_ids if i not in known]
-    shown = sorted([*recent, *messages.get_many(conn, agent.organization_id, missing)],
-                   key=lambda m: m.sequence_id or 0)  # fmt: skip
+    shown = sorted(
+        [*recent, *messages.get_many(conn, agent.organization_id, missing)],
+        key=lambda m: m.sequence_id or 0,
+    )
     own = ids(agent.id)
     return {
         **_AGENT_DEFAULTS,
@@ -128,7 +159,8 @@ def _agent_entry(
         "description": agent.description,
         "metadata": agent.metadata,
         "compaction_settings": agent.compaction_settings.model_dump(mode="json")
-        if agent.compaction_settings else None,
+        if agent.compaction_settings
+        else None,
         "project_id": agent.project_id,
         "message_buffer_autoclear": agent.message_buffer_autoclear,
         # The secrets' names, their values wiped, as Letta exports them (the import's
@@ -142,21 +174,22 @@ def _agent_entry(
         "id": own,
         "in_context_message_ids": [ids(i) for i in agent.message_ids],
         "messages": [_message_entry(m, own, ids) for m in shown],
-        "group_ids": [ids(group.id)] if group is not None and agent.id == group.manager_agent_id
+        "group_ids": [ids(group.id)]
+        if group is not None and agent.id == group.manager_agent_id
         else [],
         "llm_config": agent.llm_config.model_dump(mode="json"),
         "embedding_config": agent.embedding_config.model_dump(mode="json")
-        if agent.embedding_config else None,
+        if agent.embedding_config
+        else None,
         "system": agent.system,
-    }  # fmt: skip
+    }
 
 
 def _message_entry(message: Message, agent_file_id: str, ids: _Ids) -> dict[str, Any]:
     data = message.model_dump(
         mode="json",
-        exclude={"organization_id", "sequence_id", "step_id", "run_id", "created_by_id",
-                 "is_err"},
-    )  # fmt: skip
+        exclude={"organization_id", "sequence_id", "step_id", "run_id", "created_by_id", "is_err"},
+    )
     return {"type": "message", **data, "id": ids(message.id), "agent_id": agent_file_id}
 
 

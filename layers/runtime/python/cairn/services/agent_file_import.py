@@ -127,16 +127,19 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
     embedding = resolve_embedding(options.embedding, rt.settings) if options.embedding else None
     _check_references(file)
     for n, entry in enumerate(file.agents):  # nothing is written for an endpoint refused
-        rehomed: dict[str, Any] = {"llm_config": endpoints.rehome_llm(entry.llm_config,
-                                                                     rt.settings)}  # fmt: skip
+        rehomed: dict[str, Any] = {
+            "llm_config": endpoints.rehome_llm(entry.llm_config, rt.settings)
+        }
         if entry.embedding_config is not None:
-            rehomed["embedding_config"] = endpoints.rehome_embedding(entry.embedding_config,
-                                                                     rt.settings)  # fmt: skip
+            rehomed["embedding_config"] = endpoints.rehome_embedding(
+                entry.embedding_config, rt.settings
+            )
         file.agents[n] = entry = entry.model_copy(update=rehomed)
         try:
             with rt.db.connection() as conn:
-                providers.check_agent(conn, rt, org, entry.llm_config,
-                                      embedding or entry.embedding_config)  # fmt: skip
+                providers.check_agent(
+                    conn, rt, org, entry.llm_config, embedding or entry.embedding_config
+                )
         except InvalidArgumentError as err:
             raise InvalidArgumentError(f"agent file: agents.{entry.id}.{err}") from None
     mapped: dict[str, str] = {}
@@ -157,17 +160,25 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
 
 
 def _import_all(
-    rt: Runtime, conn: Connection, org: str, file: AgentFile, options: ImportOptions,
-    embedding: EmbeddingConfig | None, mapped: dict[str, str],
-) -> agent_file_folders.Imported:  # fmt: skip
+    rt: Runtime,
+    conn: Connection,
+    org: str,
+    file: AgentFile,
+    options: ImportOptions,
+    embedding: EmbeddingConfig | None,
+    mapped: dict[str, str],
+) -> agent_file_folders.Imported:
     for tool_entry in file.tools:
         mapped[str(tool_entry["id"])] = _import_tool(conn, org, tool_entry, options).id
     for block_entry in file.blocks:
         mapped[str(block_entry["id"])] = blocks.create(conn, _block(org, block_entry)).id
     # Letta's exporter writes enable_sleeptime false even for a primary whose sleeptime
     # group is in the file: the group says it, so the primary keeps its helper going.
-    primaries = {g.manager_config.get("manager_agent_id") for g in file.groups
-                 if g.manager_config.get("manager_type") == "sleeptime"}  # fmt: skip
+    primaries = {
+        g.manager_config.get("manager_agent_id")
+        for g in file.groups
+        if g.manager_config.get("manager_type") == "sleeptime"
+    }
     created: list[Agent] = []
     for entry in file.agents:
         if entry.id in primaries:
@@ -187,8 +198,11 @@ def _import_all(
     for group_entry in file.groups:
         # A shared block is one of the file's (remapped) or already the organization's;
         # an id of anyone else's is refused, and the transaction takes everything back.
-        foreign = [b for b in group_entry.shared_block_ids
-                   if b not in mapped and blocks.get(conn, org, b) is None]  # fmt: skip
+        foreign = [
+            b
+            for b in group_entry.shared_block_ids
+            if b not in mapped and blocks.get(conn, org, b) is None
+        ]
         if foreign:
             raise UnprocessableError(
                 f"agent file: groups.{group_entry.id}.shared_block_ids: neither in the "
@@ -199,8 +213,7 @@ def _import_all(
         rt, conn, org, {"sources": file.sources, "files": file.files}, mapped, embedding
     )
     for entry in file.agents:
-        agent_file_folders.attach_to_agent(conn, org, mapped[entry.id], entry.model_dump(),
-                                           mapped)  # fmt: skip
+        agent_file_folders.attach_to_agent(conn, org, mapped[entry.id], entry.model_dump(), mapped)
     return made
 
 
@@ -232,8 +245,9 @@ def _check_references(file: AgentFile) -> None:
                 )
     for group in file.groups:
         manager = group.manager_config.get("manager_agent_id")
-        unknown = [a for a in [*group.agent_ids, *([manager] if manager else [])]
-                   if a not in agent_ids]  # fmt: skip
+        unknown = [
+            a for a in [*group.agent_ids, *([manager] if manager else [])] if a not in agent_ids
+        ]
         if unknown:
             raise UnprocessableError(
                 f"agent file: groups.{group.id}: agents not in the file: {', '.join(unknown)}"
@@ -252,21 +266,30 @@ def _import_tool(conn: Connection, org: str, entry: dict[str, Any], options: Imp
         return existing
     # Letta writes null for settings left at their default: Cairn's defaults then apply.
     entry = {"metadata": entry.get("metadata_"), **entry}
-    fields = {k: v for k, v in entry.items()
-              if k in Tool.model_fields and k not in ("id", "created_by_id",
-              "last_updated_by_id", "project_id") and v is not None}  # fmt: skip
+    fields = {
+        k: v
+        for k, v in entry.items()
+        if k in Tool.model_fields
+        and k not in ("id", "created_by_id", "last_updated_by_id", "project_id")
+        and v is not None
+    }
     try:
-        tool = Tool.model_validate({
-            **fields, "organization_id": org, **({"id": existing.id} if existing else {}),
-        })  # fmt: skip
+        tool = Tool.model_validate(
+            {
+                **fields,
+                "organization_id": org,
+                **({"id": existing.id} if existing else {}),
+            }
+        )
     except ValidationError as err:
         raise _invalid(f"tools.{entry.get('id')}", err) from None
     return tools.upsert(conn, tool)
 
 
 def _block(org: str, entry: dict[str, Any]) -> Block:
-    fields = {k: v for k, v in entry.items()
-              if k in Block.model_fields and k != "id" and v is not None}  # fmt: skip
+    fields = {
+        k: v for k, v in entry.items() if k in Block.model_fields and k != "id" and v is not None
+    }
     fields["metadata"] = fields.get("metadata") or {}
     fields["hidden"] = bool(fields.get("hidden"))
     try:
@@ -280,24 +303,26 @@ def _agent(
 ) -> Agent:
     name = options.name or (f"{entry.name}_copy" if options.append_copy_suffix else entry.name)
     try:
-        return Agent.model_validate({
-            "organization_id": org,
-            "name": name,
-            "agent_type": entry.agent_type,
-            "system": entry.system or "",
-            "description": entry.description,
-            "llm_config": entry.llm_config,
-            "embedding_config": embedding or entry.embedding_config,
-            "compaction_settings": entry.compaction_settings,
-            "tool_rules": entry.tool_rules or [],
-            "tags": entry.tags or [],
-            "metadata": entry.metadata or {},
-            "timezone": entry.timezone or "UTC",
-            "enable_sleeptime": bool(entry.enable_sleeptime),
-            "message_buffer_autoclear": entry.message_buffer_autoclear,
-            "max_files_open": entry.max_files_open,
-            "per_file_view_window_char_limit": entry.per_file_view_window_char_limit,
-        })  # fmt: skip
+        return Agent.model_validate(
+            {
+                "organization_id": org,
+                "name": name,
+                "agent_type": entry.agent_type,
+                "system": entry.system or "",
+                "description": entry.description,
+                "llm_config": entry.llm_config,
+                "embedding_config": embedding or entry.embedding_config,
+                "compaction_settings": entry.compaction_settings,
+                "tool_rules": entry.tool_rules or [],
+                "tags": entry.tags or [],
+                "metadata": entry.metadata or {},
+                "timezone": entry.timezone or "UTC",
+                "enable_sleeptime": bool(entry.enable_sleeptime),
+                "message_buffer_autoclear": entry.message_buffer_autoclear,
+                "max_files_open": entry.max_files_open,
+                "per_file_view_window_char_limit": entry.per_file_view_window_char_limit,
+            }
+        )
     except ValidationError as err:
         raise _invalid(f"agents.{entry.id}", err) from None
 
@@ -325,14 +350,19 @@ def _import_messages(conn: Connection, agent: Agent, entry: _FileAgent) -> None:
         # A file with no messages (Letta's strip_messages, or written by hand) or a window
         # not opened by the system message: the window must start with one, as every
         # agent's does; its memory section is filled in by the first step.
-        system = Message(organization_id=agent.organization_id, agent_id=agent.id,
-                         role="system", content=[TextContent(text=agent.system)])  # fmt: skip
+        system = Message(
+            organization_id=agent.organization_id,
+            agent_id=agent.id,
+            role="system",
+            content=[TextContent(text=agent.system)],
+        )
         rows.insert(0, system)
         window.insert(0, system.id)
     messages.insert(conn, rows)
     if window:
-        agents.update(conn, agent.model_copy(update={"message_ids": window}),
-                      expected_version=agent.version)  # fmt: skip
+        agents.update(
+            conn, agent.model_copy(update={"message_ids": window}), expected_version=agent.version
+        )
 
 
 def _group(org: str, entry: _FileGroup, mapped: dict[str, str]) -> Group:

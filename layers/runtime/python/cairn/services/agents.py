@@ -93,9 +93,17 @@ def views_of(
     blocks_of, tools_of = blocks.for_agents(conn, org, ids), tools.for_agents(conn, org, ids)
     identities_of = identity_rows.of_agents(conn, org, ids)
     secrets_of = agent_secrets.opened(conn, sealer, org, ids)
-    return [AgentView(a, blocks_of[a.id], tools_of[a.id], group_of.get(a.id),
-                      identities=identities_of[a.id], secrets=secrets_of[a.id])
-            for a in found]  # fmt: skip
+    return [
+        AgentView(
+            a,
+            blocks_of[a.id],
+            tools_of[a.id],
+            group_of.get(a.id),
+            identities=identities_of[a.id],
+            secrets=secrets_of[a.id],
+        )
+        for a in found
+    ]
 
 
 def retrieve(rt: Runtime, org: str, agent_id: str, *, relations: bool = True) -> AgentView:
@@ -366,12 +374,19 @@ def _random_name() -> str:
 
 
 def tags(
-    rt: Runtime, org: str, *, query_text: str | None, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[str]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    *,
+    query_text: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[str]:
     with rt.db.connection() as conn:
-        return agents.tags(conn, org, query_text=query_text, after=after, before=before,
-                           limit=limit, order=order)  # fmt: skip
+        return agents.tags(
+            conn, org, query_text=query_text, after=after, before=before, limit=limit, order=order
+        )
 
 
 def _checked_secrets(given: dict[str, str] | None) -> dict[str, str] | None:

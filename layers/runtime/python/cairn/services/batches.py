@@ -40,9 +40,17 @@ def create(rt: Runtime, org: str, user_id: str | None, req: CreateBatch) -> Batc
                 background=True,
                 metadata={"run_type": "batch", "batch_id": batch.id},
             )
-            started.append(lifecycle.start_run(
-                rt.db, org, request.agent_id, inputs, options, conn=conn,
-                org_cap=rt.settings.org_max_runs))  # fmt: skip
+            started.append(
+                lifecycle.start_run(
+                    rt.db,
+                    org,
+                    request.agent_id,
+                    inputs,
+                    options,
+                    conn=conn,
+                    org_cap=rt.settings.org_max_runs,
+                )
+            )
         batch = batch.model_copy(update={"run_ids": [s.run.id for s in started]})
         batches.create(conn, batch)
     # All at once; a lost publish is delivered by the sweeper from the outbox.
@@ -81,12 +89,25 @@ def cancel(rt: Runtime, org: str, batch_id: str) -> None:
 
 
 def messages(
-    rt: Runtime, org: str, batch_id: str, *, agent_id: str | None, after: str | None,
-    before: str | None, limit: int, order: Order,
-) -> list[Message]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    batch_id: str,
+    *,
+    agent_id: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Message]:
     with rt.db.connection() as conn:
         batch = _fetch(conn, org, batch_id)
         return batches.messages(
-            conn, org, batch.id, agent_id=agent_id, after=after, before=before, limit=limit,
+            conn,
+            org,
+            batch.id,
+            agent_id=agent_id,
+            after=after,
+            before=before,
+            limit=limit,
             order=order,
-        )  # fmt: skip
+        )

@@ -118,9 +118,15 @@ def list_blocks(
 ) -> list[Block]:
     with rt.db.connection() as conn:
         return blocks.list_blocks(
-            conn, org, label=label, search=search, after=after, before=before, limit=limit,
+            conn,
+            org,
+            label=label,
+            search=search,
+            after=after,
+            before=before,
+            limit=limit,
             order=order,
-        )  # fmt: skip
+        )
 
 
 def count(rt: Runtime, org: str) -> int:

@@ -38,9 +38,12 @@ def prepare(rt: Runtime, org: str, req: ChatCompletionRequest) -> tuple[Agent, L
     where = f"messages[{users[-1]}].content"
     content = letta_content(req.messages[users[-1]].get("content"), where)
     try:
-        send = LettaRequest.model_validate({
-            "messages": [{"role": "user", "content": content}], "stream_tokens": bool(req.stream),
-        })  # fmt: skip
+        send = LettaRequest.model_validate(
+            {
+                "messages": [{"role": "user", "content": content}],
+                "stream_tokens": bool(req.stream),
+            }
+        )
     except ValidationError as err:  # a text too long
         raise InvalidArgumentError(f"{where}: {err.errors()[0]['msg']}") from None
     return agent, send
@@ -53,8 +56,9 @@ def letta_content(content: Any, where: str) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         return content
     if not isinstance(content, list) or not content:
-        raise InvalidArgumentError(f"{where}: a string or a non-empty list of content parts "
-                                   "(text, image_url)")  # fmt: skip
+        raise InvalidArgumentError(
+            f"{where}: a string or a non-empty list of content parts (text, image_url)"
+        )
     return [_part(part, f"{where}[{n}]") for n, part in enumerate(content)]
 
 
@@ -65,9 +69,11 @@ def _part(part: Any, where: str) -> dict[str, Any]:
     if kind == "text":
         raise InvalidArgumentError(f"{where}.text: a text part needs its text (a string)")
     if kind != "image_url":
-        raise InvalidArgumentError(f"{where}: a content part is {{\"type\": \"text\", "
-                                   "\"text\": ...} or {\"type\": \"image_url\", "
-                                   "\"image_url\": {\"url\": ...}}")  # fmt: skip
+        raise InvalidArgumentError(
+            f'{where}: a content part is {{"type": "text", '
+            '"text": ...} or {"type": "image_url", '
+            '"image_url": {"url": ...}}'
+        )
     image = part.get("image_url")
     url = image.get("url") if isinstance(image, dict) else image
     if not isinstance(url, str) or not url:
@@ -76,8 +82,10 @@ def _part(part: Any, where: str) -> dict[str, Any]:
         head, comma, data = url.partition(",")
         media = head.removeprefix("data:").removesuffix(";base64")
         if not comma or not head.endswith(";base64") or not media.startswith("image/"):
-            raise InvalidArgumentError(f"{where}.image_url.url: a data URL of an image in "
-                                       "base64 (data:image/png;base64,...)")  # fmt: skip
+            raise InvalidArgumentError(
+                f"{where}.image_url.url: a data URL of an image in "
+                "base64 (data:image/png;base64,...)"
+            )
         return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
     if url.lower().startswith(("https://", "http://")):
         return {"type": "image", "source": {"type": "url", "url": url}}
@@ -92,11 +100,21 @@ def completion(
     prompt = int(usage.get("prompt_tokens") or 0)
     completion_tokens = int(usage.get("completion_tokens") or 0)
     return {
-        "id": f"chatcmpl-{run_id}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{run_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": agent.llm_config.model,
-        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                     "message": {"role": "assistant", "content": "\n".join(texts),
-                                 "refusal": None}}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt + completion_tokens},
-    }  # fmt: skip
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "logprobs": None,
+                "message": {"role": "assistant", "content": "\n".join(texts), "refusal": None},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt + completion_tokens,
+        },
+    }

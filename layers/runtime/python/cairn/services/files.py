@@ -117,9 +117,16 @@ def _fits(stored_name: str) -> str:
 
 
 def upload(
-    rt: Runtime, org: str, folder_id: str, body: bytes, *, filename: str,
-    content_type: str | None, duplicate_handling: DuplicateHandling, name: str | None,
-) -> Uploaded:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    folder_id: str,
+    body: bytes,
+    *,
+    filename: str,
+    content_type: str | None,
+    duplicate_handling: DuplicateHandling,
+    name: str | None,
+) -> Uploaded:
     assert rt.documents is not None
     with rt.db.connection() as conn:
         folder = fetch_folder(conn, org, folder_id)
@@ -144,9 +151,15 @@ def upload(
         stored_name = _fits(
             f"{folder.name}/{original}" if not count else f"{folder.name}/{base}_({count}){ext}"
         )
-    file = FileMetadata(organization_id=org, folder_id=folder.id, file_name=stored_name,
-                        original_file_name=original, file_type=media, file_size=len(body),
-                        object_key="")  # fmt: skip
+    file = FileMetadata(
+        organization_id=org,
+        folder_id=folder.id,
+        file_name=stored_name,
+        original_file_name=original,
+        file_type=media,
+        file_size=len(body),
+        object_key="",
+    )
     file = file.model_copy(update={"object_key": f"{org}/{folder.id}/{file.id}"})
     # The original first: a row never names an object that is not there.
     rt.documents.put(file.object_key, body, media)
@@ -163,13 +176,20 @@ def upload(
 
 
 def list_files(
-    rt: Runtime, org: str, folder_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[FileMetadata]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    folder_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[FileMetadata]:
     with rt.db.connection() as conn:
         fetch_folder(conn, org, folder_id)
-        return files.list_files(conn, org, folder_id, after=after, before=before, limit=limit,
-                                order=order)  # fmt: skip
+        return files.list_files(
+            conn, org, folder_id, after=after, before=before, limit=limit, order=order
+        )
 
 
 def retrieve(rt: Runtime, org: str, folder_id: str, file_id: str) -> FileMetadata:
@@ -193,13 +213,20 @@ def delete(rt: Runtime, org: str, file_id: str, folder_id: str | None = None) ->
 
 
 def passages(
-    rt: Runtime, org: str, folder_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[FilePassage]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    folder_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[FilePassage]:
     with rt.db.connection() as conn:
         fetch_folder(conn, org, folder_id)
-        return files.list_passages(conn, org, folder_id, after=after, before=before,
-                                   limit=limit, order=order)  # fmt: skip
+        return files.list_passages(
+            conn, org, folder_id, after=after, before=before, limit=limit, order=order
+        )
 
 
 # -- an agent's views of its files (outside a step: the next step's prompt shows them) -------
@@ -216,15 +243,26 @@ class AgentFile:
 
 
 def agent_files(
-    rt: Runtime, org: str, agent_id: str, *, is_open: bool | None, after: str | None,
-    before: str | None, limit: int, order: Order,
-) -> tuple[list[AgentFile], bool]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    agent_id: str,
+    *,
+    is_open: bool | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> tuple[list[AgentFile], bool]:
     """A page of the files of the agent's folders as it sees them, and whether more follow."""
     with rt.db.connection() as conn:
         fetch_agent(conn, org, agent_id)
         attached = files.agent_folders(conn, agent_id)
-    listed = [AgentFile(view, folder.name) for folder in attached for view in folder.files
-              if is_open is None or view.is_open == is_open]  # fmt: skip
+    listed = [
+        AgentFile(view, folder.name)
+        for folder in attached
+        for view in folder.files
+        if is_open is None or view.is_open == is_open
+    ]
     listed.sort(key=lambda f: (f.view.last_accessed_at, f.id), reverse=order == "desc")
     ids = [f.id for f in listed]
     if after in ids:
@@ -236,10 +274,15 @@ def agent_files(
 
 def _work(rt: Runtime, conn: Connection, org: str, agent_id: str) -> FileWork:
     agent = fetch_agent(conn, org, agent_id)
-    return FileWork(rt.db, org, files.agent_folders(conn, agent_id),
-                    max_files_open=agent.max_files_open,
-                    context_window=agent.llm_config.context_window, now=utc_now(),
-                    embedder_for=lambda _: None)  # fmt: skip
+    return FileWork(
+        rt.db,
+        org,
+        files.agent_folders(conn, agent_id),
+        max_files_open=agent.max_files_open,
+        context_window=agent.llm_config.context_window,
+        now=utc_now(),
+        embedder_for=lambda _: None,
+    )
 
 
 def open_for_agent(rt: Runtime, org: str, agent_id: str, file_id: str) -> list[str]:

@@ -34,15 +34,20 @@ def _taken(name: str) -> ConflictError:
 
 def create(rt: Runtime, org: str, req: FolderCreate) -> Folder:
     embedding = req.embedding_config or (
-        resolve_embedding(req.embedding, rt.settings) if req.embedding
+        resolve_embedding(req.embedding, rt.settings)
+        if req.embedding
         else default_config(rt.settings)
-    )  # fmt: skip
+    )
     if req.embedding_chunk_size and req.embedding_config is None:
         embedding = embedding.model_copy(update={"embedding_chunk_size": req.embedding_chunk_size})
     folder = Folder(
-        organization_id=org, name=req.name, description=req.description,
-        instructions=req.instructions, metadata=req.metadata, embedding_config=embedding,
-    )  # fmt: skip
+        organization_id=org,
+        name=req.name,
+        description=req.description,
+        instructions=req.instructions,
+        metadata=req.metadata,
+        embedding_config=embedding,
+    )
     with rt.db.transaction() as conn:
         made = folders.create(conn, folder)
     if made is None:
@@ -64,12 +69,19 @@ def id_by_name(rt: Runtime, org: str, name: str) -> str:
 
 
 def list_folders(
-    rt: Runtime, org: str, *, name: str | None, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[Folder]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    *,
+    name: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Folder]:
     with rt.db.connection() as conn:
-        return folders.list_folders(conn, org, name=name, after=after, before=before,
-                                    limit=limit, order=order)  # fmt: skip
+        return folders.list_folders(
+            conn, org, name=name, after=after, before=before, limit=limit, order=order
+        )
 
 
 def count(rt: Runtime, org: str) -> int:
@@ -119,23 +131,37 @@ def metadata(rt: Runtime, org: str, *, detailed: bool) -> dict[str, Any]:
 
 
 def agent_ids(
-    rt: Runtime, org: str, folder_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[str]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    folder_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[str]:
     with rt.db.connection() as conn:
         fetch(conn, org, folder_id)
-        return folders.agent_ids(conn, org, folder_id, after=after, before=before, limit=limit,
-                                 order=order)  # fmt: skip
+        return folders.agent_ids(
+            conn, org, folder_id, after=after, before=before, limit=limit, order=order
+        )
 
 
 def of_agent(
-    rt: Runtime, org: str, agent_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[Folder]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    agent_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Folder]:
     with rt.db.connection() as conn:
         agent_service.fetch(conn, org, agent_id)
-        return folders.of_agent(conn, org, agent_id, after=after, before=before, limit=limit,
-                                order=order)  # fmt: skip
+        return folders.of_agent(
+            conn, org, agent_id, after=after, before=before, limit=limit, order=order
+        )
 
 
 def attach(rt: Runtime, org: str, agent_id: str, folder_id: str, *, on: bool) -> AgentView:
@@ -149,8 +175,9 @@ def attach(rt: Runtime, org: str, agent_id: str, folder_id: str, *, on: bool) ->
             attach_file_tools(conn, org, agent_id)
         else:
             folders.detach(conn, org, folder_id, agent_id)
-            if not folders.of_agent(conn, org, agent_id, after=None, before=None, limit=1,
-                                    order="asc"):  # fmt: skip
+            if not folders.of_agent(
+                conn, org, agent_id, after=None, before=None, limit=1, order="asc"
+            ):
                 _file_tools(conn, org, agent_id, attach=False)
         return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)
 

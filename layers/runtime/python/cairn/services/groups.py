@@ -70,14 +70,16 @@ def create(rt: Runtime, org: str, req: GroupCreate) -> Group:
         description=req.description,
         max_turns=config.max_turns if config.manager_type in ("round_robin", "dynamic") else None,
         termination_token=(config.termination_token or "DONE!")
-        if config.manager_type == "dynamic" else None,
+        if config.manager_type == "dynamic"
+        else None,
         sleeptime_agent_frequency=config.sleeptime_agent_frequency
-        if config.manager_type == "sleeptime" else None,
+        if config.manager_type == "sleeptime"
+        else None,
         max_message_buffer_length=config.max_message_buffer_length,
         min_message_buffer_length=config.min_message_buffer_length,
         shared_block_ids=list(dict.fromkeys(req.shared_block_ids)),
         hidden=req.hidden,
-    )  # fmt: skip
+    )
     with rt.db.transaction() as conn:
         _check_members(conn, org, group.agent_ids, group.manager_agent_id)
         for block_id in group.shared_block_ids:
@@ -119,8 +121,11 @@ def _config_changes(group: Group, config: ManagerConfig) -> dict[str, object]:
         "dynamic": ("manager_agent_id", "max_turns", "termination_token"),
         "sleeptime": ("manager_agent_id", "sleeptime_agent_frequency"),
         "voice_sleeptime": (
-            "manager_agent_id", "max_message_buffer_length", "min_message_buffer_length"),
-    }.get(group.manager_type, ())  # fmt: skip
+            "manager_agent_id",
+            "max_message_buffer_length",
+            "min_message_buffer_length",
+        ),
+    }.get(group.manager_type, ())
     return {f: getattr(config, f) for f in fields if getattr(config, f) is not None}
 
 
@@ -184,9 +189,15 @@ def history(
     with rt.db.connection() as conn:
         group = _fetch(conn, org, group_id)
         rows = messages.list_for_agent(
-            conn, org, group.manager_agent_id, group_id=group.id, after=after, before=before,
-            limit=limit, order=order,
-        )  # fmt: skip
+            conn,
+            org,
+            group.manager_agent_id,
+            group_id=group.id,
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
     if order == "desc":
         rows.reverse()
     return [m for m in rows if not m.is_err]
@@ -246,16 +257,27 @@ def stream(rt: Runtime, org: str, group_id: str, req: LettaRequest) -> streams.S
     the chain's runs from the database in turn, within the stream's time."""
     group, chain_id, turns, sent = _start(rt, org, group_id, req, wait=False)
     events = _chain_events(
-        rt, group, chain_id, turns, sent.run, streams.stream_budget(rt),
+        rt,
+        group,
+        chain_id,
+        turns,
+        sent.run,
+        streams.stream_budget(rt),
         ping=req.include_pings is not False,
-    )  # fmt: skip
+    )
     return streams.Streamed(sent.run, events)
 
 
 def _chain_events(
-    rt: Runtime, group: Group, chain_id: str | None, turns: int, first: Run, budget: float,
-    *, ping: bool,
-) -> Iterator[streams.Event]:  # fmt: skip
+    rt: Runtime,
+    group: Group,
+    chain_id: str | None,
+    turns: int,
+    first: Run,
+    budget: float,
+    *,
+    ping: bool,
+) -> Iterator[streams.Event]:
     org, ends_at = group.organization_id, time.monotonic() + budget
     run, turn, usage = first, 0, Usage()
     while True:

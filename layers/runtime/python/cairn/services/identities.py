@@ -26,15 +26,31 @@ def fetch(conn: Connection, org: str, identity_id: str) -> Identity:
 
 
 def list_identities(
-    rt: Runtime, org: str, *, name: str | None, identifier_key: str | None,
-    identity_type: str | None, project_id: str | None, after: str | None,
-    before: str | None, limit: int, order: Order,
-) -> list[Identity]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    *,
+    name: str | None,
+    identifier_key: str | None,
+    identity_type: str | None,
+    project_id: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Identity]:
     with rt.db.connection() as conn:
         return store.list_identities(
-            conn, org, name=name, identifier_key=identifier_key, identity_type=identity_type,
-            project_id=project_id, after=after, before=before, limit=limit, order=order,
-        )  # fmt: skip
+            conn,
+            org,
+            name=name,
+            identifier_key=identifier_key,
+            identity_type=identity_type,
+            project_id=project_id,
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
 
 
 def count(rt: Runtime, org: str) -> int:
@@ -59,8 +75,12 @@ def upsert(rt: Runtime, org: str, req: IdentityUpsert, user_id: str | None = Non
         if existing is None:
             return _create(conn, org, req, user_id)
         # As Letta's upsert: block_ids are not part of the update it makes.
-        change = IdentityUpdate(name=req.name, identity_type=req.identity_type,
-                                agent_ids=req.agent_ids, properties=req.properties)  # fmt: skip
+        change = IdentityUpdate(
+            name=req.name,
+            identity_type=req.identity_type,
+            agent_ids=req.agent_ids,
+            properties=req.properties,
+        )
         return _update(conn, existing, change, replace=True)
 
 
@@ -94,13 +114,26 @@ def link(rt: Runtime, org: str, identity_id: str, kind: str, item_id: str, *, on
 
 
 def blocks_of(
-    rt: Runtime, org: str, identity_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[Block]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    identity_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Block]:
     with rt.db.connection() as conn:
         fetch(conn, org, identity_id)
-        return blocks.list_blocks(conn, org, search=BlockSearch(identity_id=identity_id),
-                                  after=after, before=before, limit=limit, order=order)  # fmt: skip
+        return blocks.list_blocks(
+            conn,
+            org,
+            search=BlockSearch(identity_id=identity_id),
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
 
 
 def identities_for_agent(conn: Connection, org: str, agent_id: str, ids: list[str]) -> None:
@@ -128,11 +161,18 @@ def _key_free(
 
 def _create(conn: Connection, org: str, req: IdentityCreate, user_id: str | None) -> Identity:
     """A new identity whose key is known to be free."""
-    made = store.create(conn, Identity(
-        organization_id=org, identifier_key=req.identifier_key, name=req.name,
-        identity_type=req.identity_type, project_id=req.project_id,
-        properties=req.properties or [], created_by_id=user_id,
-    ))  # fmt: skip
+    made = store.create(
+        conn,
+        Identity(
+            organization_id=org,
+            identifier_key=req.identifier_key,
+            name=req.name,
+            identity_type=req.identity_type,
+            project_id=req.project_id,
+            properties=req.properties or [],
+            created_by_id=user_id,
+        ),
+    )
     _link(conn, org, made.id, "agent", req.agent_ids or [])
     _link(conn, org, made.id, "block", req.block_ids or [])
     return fetch(conn, org, made.id)
@@ -149,12 +189,21 @@ def _update(
     key = req.identifier_key or existing.identifier_key
     if key != existing.identifier_key:
         _key_free(conn, org, key, existing.project_id, mine=existing.id)
-    store.update(conn, existing.model_copy(update={
-        "identifier_key": key, "name": req.name or existing.name,
-        "identity_type": req.identity_type or existing.identity_type, "properties": properties,
-    }))  # fmt: skip
-    for kind, ids, had in (("agent", req.agent_ids, existing.agent_ids),
-                           ("block", req.block_ids, existing.block_ids)):  # fmt: skip
+    store.update(
+        conn,
+        existing.model_copy(
+            update={
+                "identifier_key": key,
+                "name": req.name or existing.name,
+                "identity_type": req.identity_type or existing.identity_type,
+                "properties": properties,
+            }
+        ),
+    )
+    for kind, ids, had in (
+        ("agent", req.agent_ids, existing.agent_ids),
+        ("block", req.block_ids, existing.block_ids),
+    ):
         if ids is None:
             continue
         if replace:

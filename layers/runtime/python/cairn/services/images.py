@@ -78,8 +78,13 @@ def image_content(source: dict[str, Any], settings: Settings) -> ImageContent:
         return ImageContent(source=kept)
     if kind == "url":
         body, media = _fetch(str(source.get("url") or ""), settings)
-        return ImageContent(source={"type": "base64", "media_type": media,
-                                    "data": base64.standard_b64encode(body).decode()})  # fmt: skip
+        return ImageContent(
+            source={
+                "type": "base64",
+                "media_type": media,
+                "data": base64.standard_b64encode(body).decode(),
+            }
+        )
     raise InvalidArgumentError(
         f"content: an image's source must be base64 or url, not {kind!r} (a letta source "
         "names a file of Letta's own storage)"

@@ -40,7 +40,7 @@ from cairn.services.letta_import_memory import (
     MemoryImport,
     first_error,
     known_fields,
-)  # fmt: skip
+)
 from cairn.services.letta_keys import SealedKeyError, open_key
 from cairn.services.providers import named as provider_named
 from cairn.store import (
@@ -82,8 +82,12 @@ class Report:
         self.wrote = self.wrote or new > 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"finished": self.finished, "imported": self.imported,
-                "already_there": self.already, "skipped": self.skipped}  # fmt: skip
+        return {
+            "finished": self.finished,
+            "imported": self.imported,
+            "already_there": self.already,
+            "skipped": self.skipped,
+        }
 
 
 def import_letta(
@@ -116,8 +120,9 @@ def import_letta(
             raise _Paused
 
     settings = settings or Settings.from_env()
-    keys = _Keys(vault or vault_for(settings), letta_key or None,
-                 sealer or Sealer(sealing_key(settings)))  # fmt: skip
+    keys = _Keys(
+        vault or vault_for(settings), letta_key or None, sealer or Sealer(sealing_key(settings))
+    )
     try:
         _import(db, source_url, report, tick, settings, keys)
     except _Paused:
@@ -133,9 +138,13 @@ class _Keys:
 
 
 def _import(
-    db: Database, source_url: str, report: Report, tick: Progress, settings: Settings,
+    db: Database,
+    source_url: str,
+    report: Report,
+    tick: Progress,
+    settings: Settings,
     keys: _Keys,
-) -> None:  # fmt: skip
+) -> None:
     with letta_source.connect(source_url) as source:
         if (found := letta_source.revision(source)) is None:
             raise ValueError("not a Letta database: it has no alembic_version table")
@@ -158,9 +167,15 @@ def _organization(db: Database, org: dict[str, Any], report: Report) -> None:
 
 class _Org:
     def __init__(
-        self, db: Database, source: Any, org: str, report: Report, tick: Progress,
-        settings: Settings, keys: _Keys,
-    ) -> None:  # fmt: skip
+        self,
+        db: Database,
+        source: Any,
+        org: str,
+        report: Report,
+        tick: Progress,
+        settings: Settings,
+        keys: _Keys,
+    ) -> None:
         self.db, self.source, self.org, self.report, self.tick = db, source, org, report, tick
         self.settings, self.keys = settings, keys
         self.tool_ids: dict[str, str] = {}  # Letta tool id -> Cairn tool id
@@ -176,8 +191,9 @@ class _Org:
         memory.messages(agent_rows)
         memory.windows(agent_rows)
         memory.archives()
-        FilesImport(self.db, self.source, self.org, self.report, self.tick,
-                    documents_for(self.settings)).run()  # fmt: skip
+        FilesImport(
+            self.db, self.source, self.org, self.report, self.tick, documents_for(self.settings)
+        ).run()
         self.groups()
 
     def providers(self) -> None:
@@ -211,8 +227,11 @@ class _Org:
         except SealedKeyError as err:
             self.report.skipped.append(f"{named}: its key: {err}")
             return None
-        fields = {**known_fields(row, Provider), "organization_id": self.org,
-                  "key_hint": hint(secret["api_key"])}  # fmt: skip
+        fields = {
+            **known_fields(row, Provider),
+            "organization_id": self.org,
+            "key_hint": hint(secret["api_key"]),
+        }
         try:
             return Provider.model_validate(fields), secret
         except ValidationError as err:
@@ -223,8 +242,12 @@ class _Org:
         """After agents and blocks: an identity comes with its links to those that came."""
         rows = letta_source.identities(self.source, self.org)
         for n, row in enumerate(rows, 1):
-            fields = {**known_fields(row, Identity), "organization_id": self.org,
-                      "agent_ids": [], "block_ids": []}  # fmt: skip
+            fields = {
+                **known_fields(row, Identity),
+                "organization_id": self.org,
+                "agent_ids": [],
+                "block_ids": [],
+            }
             try:
                 identity = Identity.model_validate(fields)
             except ValidationError as err:
@@ -290,10 +313,14 @@ class _Org:
         """A Letta block_history row; its actor (`letta_agent`, ...) as Cairn names them."""
         actor = str(row["actor_type"] or "")
         kind = "agent" if "agent" in actor else "system" if "system" in actor else "user"
-        return BlockHistoryEntry.model_validate({
-            **known_fields(row, BlockHistoryEntry), "organization_id": self.org, "version": 0,
-            "actor_type": kind,
-        })  # fmt: skip
+        return BlockHistoryEntry.model_validate(
+            {
+                **known_fields(row, BlockHistoryEntry),
+                "organization_id": self.org,
+                "version": 0,
+                "actor_type": kind,
+            }
+        )
 
     def agents(self, rows: list[dict[str, Any]]) -> None:
         secrets_of = self._secrets()
@@ -351,14 +378,20 @@ class _Org:
             return None
         # Letta's endpoints for the providers this server holds keys for become this
         # server's (docs/outbound.md): the server's key never goes to the Letta server's.
-        agent = agent.model_copy(update={
-            "llm_config": endpoints.rehome_llm(agent.llm_config, self.settings),
-            "embedding_config": agent.embedding_config
-            and endpoints.rehome_embedding(agent.embedding_config, self.settings),
-        })  # fmt: skip
+        agent = agent.model_copy(
+            update={
+                "llm_config": endpoints.rehome_llm(agent.llm_config, self.settings),
+                "embedding_config": agent.embedding_config
+                and endpoints.rehome_embedding(agent.embedding_config, self.settings),
+            }
+        )
         try:  # a config that disagrees with its provider (or names one not imported)
-            endpoints.check_agent(agent.llm_config, agent.embedding_config, self.settings,
-                                  provider_named(conn, self.org, agent.llm_config))  # fmt: skip
+            endpoints.check_agent(
+                agent.llm_config,
+                agent.embedding_config,
+                self.settings,
+                provider_named(conn, self.org, agent.llm_config),
+            )
         except InvalidArgumentError as err:
             self.report.skipped.append(f"agent {row['id']} ({row['name']}): {err}")
             return None

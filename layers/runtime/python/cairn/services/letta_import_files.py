@@ -22,9 +22,14 @@ if TYPE_CHECKING:
 
 class FilesImport:
     def __init__(
-        self, db: Database, source: Any, org: str, report: Report, tick: Progress,
+        self,
+        db: Database,
+        source: Any,
+        org: str,
+        report: Report,
+        tick: Progress,
         documents: DocumentStore,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.db, self.source, self.org, self.report, self.tick = db, source, org, report, tick
         self.documents = documents
 
@@ -44,12 +49,19 @@ class FilesImport:
                 name = row["name"]
                 if folders.by_name(conn, self.org, name) is not None:
                     name = f"{name}_{row['id'][-8:]}"
-                made = folders.create(conn, Folder(
-                    id=row["id"], organization_id=self.org, name=name,
-                    description=row["description"], instructions=row["instructions"],
-                    metadata=row["metadata"], created_at=row["created_at"],
-                    embedding_config=EmbeddingConfig.model_validate(row["embedding_config"]),
-                ))  # fmt: skip
+                made = folders.create(
+                    conn,
+                    Folder(
+                        id=row["id"],
+                        organization_id=self.org,
+                        name=name,
+                        description=row["description"],
+                        instructions=row["instructions"],
+                        metadata=row["metadata"],
+                        created_at=row["created_at"],
+                        embedding_config=EmbeddingConfig.model_validate(row["embedding_config"]),
+                    ),
+                )
                 assert made is not None
             for agent_id in row["agent_ids"] or ():
                 if agents.get(conn, self.org, agent_id) is not None:
@@ -64,13 +76,16 @@ class FilesImport:
                 return
         text = row["content"]
         file = FileMetadata(
-            id=row["id"], organization_id=self.org, folder_id=folder["id"],
+            id=row["id"],
+            organization_id=self.org,
+            folder_id=folder["id"],
             file_name=row["file_name"] or row["original_file_name"] or row["id"],
             original_file_name=row["original_file_name"] or row["file_name"] or row["id"],
             file_type=row["file_type"] or "text/plain",
             file_size=row["file_size"] or len((text or "").encode()),
-            object_key=f"{self.org}/{folder['id']}/{row['id']}", created_at=row["created_at"],
-        )  # fmt: skip
+            object_key=f"{self.org}/{folder['id']}/{row['id']}",
+            created_at=row["created_at"],
+        )
         letta_chunks = letta_source.file_passages(self.source, row["id"])
         chunks = [self._passage(folder, row["id"], n, p) for n, p in enumerate(letta_chunks)]
         # Letta's originals are not in its database: the text stands in for one.
@@ -81,24 +96,39 @@ class FilesImport:
                 self.report.skipped.append(f"file {row['id']}: its name is taken in the folder")
                 return
             if text is None:
-                files.set_status(conn, self.org, file.id, "error",
-                                 error="Letta's database holds no text for this file")  # fmt: skip
+                files.set_status(
+                    conn,
+                    self.org,
+                    file.id,
+                    "error",
+                    error="Letta's database holds no text for this file",
+                )
             else:
                 files.put_content(conn, self.org, file.id, text)
                 files.add_passages(conn, chunks)
-                files.set_status(conn, self.org, file.id, "completed", total=len(chunks),
-                                 embedded=len(chunks))  # fmt: skip
+                files.set_status(
+                    conn, self.org, file.id, "completed", total=len(chunks), embedded=len(chunks)
+                )
         self.report.count("files", True)
         self.report.add("file passages", len(chunks), 0)
 
-    def _passage(self, folder: dict[str, Any], file_id: str, n: int, row: dict[str, Any]
-                 ) -> FilePassage:  # fmt: skip
+    def _passage(
+        self, folder: dict[str, Any], file_id: str, n: int, row: dict[str, Any]
+    ) -> FilePassage:
         config = row["embedding_config"] or folder["embedding_config"]
         vector = json.loads(row["embedding"]) if row["embedding"] else []
         vector = vector[: int(config.get("embedding_dim") or len(vector))]
-        return FilePassage(id=row["id"], organization_id=self.org, folder_id=folder["id"],
-                           file_id=file_id, chunk_index=n, text=row["text"], embedding=vector,
-                           embedding_config=config, created_at=row["created_at"])  # fmt: skip
+        return FilePassage(
+            id=row["id"],
+            organization_id=self.org,
+            folder_id=folder["id"],
+            file_id=file_id,
+            chunk_index=n,
+            text=row["text"],
+            embedding=vector,
+            embedding_config=config,
+            created_at=row["created_at"],
+        )
 
     def _views(self) -> None:
         views = []
@@ -106,7 +136,10 @@ class FilesImport:
             for row in letta_source.files_agents(self.source, self.org):
                 if agents.get(conn, self.org, row["agent_id"]) is None:
                     continue
-                views.append(FileAgent.model_validate({**row, "folder_id": row["source_id"],
-                                                       "organization_id": self.org}))  # fmt: skip
+                views.append(
+                    FileAgent.model_validate(
+                        {**row, "folder_id": row["source_id"], "organization_id": self.org}
+                    )
+                )
         with self.db.transaction() as conn:
             files.put_views(conn, views)

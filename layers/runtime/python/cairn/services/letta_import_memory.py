@@ -44,14 +44,21 @@ def first_error(err: ValidationError) -> str:
 
 def same_model(have: EmbeddingConfig | None, wanted: EmbeddingConfig) -> bool:
     return have is not None and (have.embedding_model, have.embedding_dim) == (
-        wanted.embedding_model, wanted.embedding_dim)  # fmt: skip
+        wanted.embedding_model,
+        wanted.embedding_dim,
+    )
 
 
 class MemoryImport:
     def __init__(
-        self, db: Database, source: Any, org: str, report: Report, tick: Progress,
+        self,
+        db: Database,
+        source: Any,
+        org: str,
+        report: Report,
+        tick: Progress,
         settings: Settings,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.db, self.source, self.org, self.report, self.tick = db, source, org, report, tick
         self.settings = settings
 
@@ -117,13 +124,21 @@ class MemoryImport:
             with self.db.transaction() as conn:
                 new = archives.get_archive(conn, self.org, row["id"]) is None
                 if new:
-                    archives.create_archive(conn, Archive.model_validate({
-                        **known_fields(row, Archive),
-                        "organization_id": self.org}))  # fmt: skip
+                    archives.create_archive(
+                        conn,
+                        Archive.model_validate(
+                            {**known_fields(row, Archive), "organization_id": self.org}
+                        ),
+                    )
                     for link in attached:
                         if agents.get(conn, self.org, link["agent_id"]) is not None:
-                            archives.attach_archive(conn, self.org, row["id"], link["agent_id"],
-                                                    is_owner=link["is_owner"])  # fmt: skip
+                            archives.attach_archive(
+                                conn,
+                                self.org,
+                                row["id"],
+                                link["agent_id"],
+                                is_owner=link["is_owner"],
+                            )
             self.report.count("archives", new)
             self._passages(row)
             self.tick("archives", n, len(rows))
@@ -147,8 +162,11 @@ class MemoryImport:
         ended = row["status"] in TERMINAL_RUN_STATUSES
         data = {**known_fields(row, Run), "organization_id": self.org}
         if not ended:
-            data.update(status="cancelled", stop_reason="cancelled",
-                        completed_at=row["completed_at"] or row["created_at"])  # fmt: skip
+            data.update(
+                status="cancelled",
+                stop_reason="cancelled",
+                completed_at=row["completed_at"] or row["created_at"],
+            )
         try:
             return Run.model_validate(data)
         except ValidationError:  # a stop reason Cairn does not name: kept in the metadata
@@ -183,12 +201,19 @@ class MemoryImport:
         if vector is not None:
             vector = vector[: int(config.get("embedding_dim") or len(vector))]
         try:
-            return Passage.model_validate({
-                "id": row["id"], "organization_id": self.org, "archive_id": archive["id"],
-                "text": row["text"], "embedding": vector, "embedding_config": config or None,
-                "tags": list(row["tags"] or ()), "metadata": row["metadata"] or {},
-                "created_at": row["created_at"],
-            })  # fmt: skip
+            return Passage.model_validate(
+                {
+                    "id": row["id"],
+                    "organization_id": self.org,
+                    "archive_id": archive["id"],
+                    "text": row["text"],
+                    "embedding": vector,
+                    "embedding_config": config or None,
+                    "tags": list(row["tags"] or ()),
+                    "metadata": row["metadata"] or {},
+                    "created_at": row["created_at"],
+                }
+            )
         except ValidationError as err:
             self.report.skipped.append(f"passage {row['id']}: {err.errors()[0]['msg']}")
             return None
@@ -212,12 +237,17 @@ class MemoryImport:
         except Exception as err:  # no key or no provider here: keep them, searchable by text
             self.report.skipped.append(
                 f"{len(stale)} passages of archive {stale[0].archive_id} not embedded again "
-                f"with {wanted.embedding_model}: {err}")  # fmt: skip
+                f"with {wanted.embedding_model}: {err}"
+            )
             return page
         again = {p.id: v for p, v in zip(todo, vectors, strict=True)}
         self.report.add("passages embedded again", len(again), 0)
-        return [p.model_copy(update={"embedding": again[p.id], "embedding_config": wanted})
-                if p.id in again else p for p in page]  # fmt: skip
+        return [
+            p.model_copy(update={"embedding": again[p.id], "embedding_config": wanted})
+            if p.id in again
+            else p
+            for p in page
+        ]
 
     def _archive_config(self, archive_id: str) -> EmbeddingConfig | None:
         with self.db.connection() as conn:

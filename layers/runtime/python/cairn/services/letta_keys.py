@@ -17,9 +17,24 @@ import hashlib
 
 # Letta's PLAINTEXT_PREFIXES: values starting so are keys as they are, whatever their shape.
 PLAIN_PREFIXES = (
-    "sk-", "pk-", "api-", "key-", "token-", "Bearer ", "xoxb-", "xoxp-", "ghp_", "gho_",
-    "ghu_", "ghs_", "ghr_", "AKIA", "ABIA", "ACCA", "ASIA",
-)  # fmt: skip
+    "sk-",
+    "pk-",
+    "api-",
+    "key-",
+    "token-",
+    "Bearer ",
+    "xoxb-",
+    "xoxp-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "AKIA",
+    "ABIA",
+    "ACCA",
+    "ASIA",
+)
 SALT, IV, TAG = 16, 12, 16
 ITERATIONS = 100_000
 

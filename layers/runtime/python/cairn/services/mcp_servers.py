@@ -57,8 +57,11 @@ def update(rt: Runtime, org: str, server_id: str, req: McpServerUpdate) -> McpSe
     reach it."""
     with rt.db.connection() as conn:
         found = _server(conn, rt, org, server_id)
-    changes = {k: v for k, v in req.config.items()
-               if k in ("server_url", "auth_header", "auth_token", "custom_headers")}  # fmt: skip
+    changes = {
+        k: v
+        for k, v in req.config.items()
+        if k in ("server_url", "auth_header", "auth_token", "custom_headers")
+    }
     if req.server_name:
         changes["server_name"] = req.server_name
     try:
@@ -138,12 +141,16 @@ def _keep_tools(
             )
         old = before.get(item.name)
         tool = Tool(
-            organization_id=org, name=item.name, description=item.description,
-            tool_type="external_mcp", source_type="python", json_schema=schema,
+            organization_id=org,
+            name=item.name,
+            description=item.description,
+            tool_type="external_mcp",
+            source_type="python",
+            json_schema=schema,
             tags=[f"mcp:{server.server_name}"],
             metadata={"mcp": {"server_name": server.server_name, "server_id": server.id}},
             **({"id": old.id} if old else {}),
-        )  # fmt: skip
+        )
         if old is None:
             tools.upsert(conn, tool)
             report["added"].append(item.name)
@@ -192,13 +199,17 @@ def register(rt: Runtime, org: str, name: str, tool_name: str) -> Tool:
     return made
 
 
-def execute(rt: Runtime, org: str, name: str, tool_name: str, args: dict[str, Any]) -> (
-    dict[str, Any]
-):  # fmt: skip
+def execute(
+    rt: Runtime, org: str, name: str, tool_name: str, args: dict[str, Any]
+) -> dict[str, Any]:
     """A call of a tool of the server by name, kept or not."""
     server = named(rt, org, name)
-    transient = Tool(organization_id=org, name=tool_name, tool_type="external_mcp",
-                     metadata={"mcp": {"server_name": name, "server_id": server.id}})  # fmt: skip
+    transient = Tool(
+        organization_id=org,
+        name=tool_name,
+        tool_type="external_mcp",
+        metadata={"mcp": {"server_name": name, "server_id": server.id}},
+    )
     return _execution(run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, transient, args))
 
 
@@ -215,14 +226,23 @@ def _server_of(org: str, req: McpServerCreate) -> McpServer:
     if not config.server_url:
         raise InvalidArgumentError("config.server_url: an MCP server needs its URL")
     return McpServer(
-        organization_id=org, server_name=req.server_name, server_type=config.mcp_server_type,
-        server_url=config.server_url, auth_header=config.auth_header,
-        auth_token=config.auth_token, custom_headers=config.custom_headers,
-    )  # fmt: skip
+        organization_id=org,
+        server_name=req.server_name,
+        server_type=config.mcp_server_type,
+        server_url=config.server_url,
+        auth_header=config.auth_header,
+        auth_token=config.auth_token,
+        custom_headers=config.custom_headers,
+    )
 
 
 def _execution(done: dict[str, Any]) -> dict[str, Any]:
     """A call's {"success", "result"} as Letta's ToolExecutionResult."""
-    return {"status": "success" if done["success"] else "error", "func_return": done["result"],
-            "stdout": [], "stderr": [], "agent_state": None,
-            "sandbox_config_fingerprint": None}  # fmt: skip
+    return {
+        "status": "success" if done["success"] else "error",
+        "func_return": done["result"],
+        "stdout": [],
+        "stderr": [],
+        "agent_state": None,
+        "sandbox_config_fingerprint": None,
+    }

@@ -44,8 +44,12 @@ def send(
 ) -> Sent:
     """Start a run on the request's messages; with `wait`, run its first step here."""
     # A background stream's run outlives its client: its events can be read again.
-    options = RunOptions(max_steps=req.max_steps, metadata={"run_type": run_type},
-                         background=req.background or not wait, coalesce=True)  # fmt: skip
+    options = RunOptions(
+        max_steps=req.max_steps,
+        metadata={"run_type": run_type},
+        background=req.background or not wait,
+        coalesce=True,
+    )
     return sending.send(rt, org, agent_id, inputs(rt, org, agent_id, req), options, wait=wait)
 
 
@@ -189,8 +193,9 @@ def cancel(rt: Runtime, org: str, agent_id: str, run_ids: list[str] | None) -> d
     # writes the same denials (letta-ai/letta#3176 is its fix for conversations).
     of_run = None if not run_ids else _pending_run(rt, org, agent.id, run_ids)
     if not run_ids or of_run is not None:
-        closed = tasks.deny_pending(rt, org, agent.id, CANCEL_REASON, of_run=of_run,
-                                    kind="approval_cancel")  # fmt: skip
+        closed = tasks.deny_pending(
+            rt, org, agent.id, CANCEL_REASON, of_run=of_run, kind="approval_cancel"
+        )
         if closed is not None:
             result[closed[1]] = "cancelled"
     if result:  # runs waiting for this agent, or for their organization's share, may go
@@ -206,8 +211,13 @@ def _pending_run(rt: Runtime, org: str, agent_id: str, run_ids: list[str]) -> st
     """Which of `run_ids` waits for an approval of the agent, ended at requires_approval."""
     with rt.db.connection() as conn:
         found = [runs.get_run(conn, org, run_id) for run_id in run_ids]
-    waiting = [r for r in found if r is not None and r.agent_id == agent_id
-               and r.stop_reason in ("requires_approval", "cancelled")]  # fmt: skip
+    waiting = [
+        r
+        for r in found
+        if r is not None
+        and r.agent_id == agent_id
+        and r.stop_reason in ("requires_approval", "cancelled")
+    ]
     return waiting[0].id if waiting else None
 
 
@@ -278,18 +288,30 @@ def search(rt: Runtime, org: str, req: MessageSearch) -> list[Found]:
     with rt.db.connection() as conn:
         if req.agent_id is None:
             hits = sql_search.organization_messages(
-                conn, org, req.query, roles=roles, start=req.start_date, end=req.end_date,
+                conn,
+                org,
+                req.query,
+                roles=roles,
+                start=req.start_date,
+                end=req.end_date,
                 limit=req.limit,
-            )  # fmt: skip
+            )
             return [Found(m, 1.0 / (sql_search.RRF_K + rank), None, rank) for m, rank in hits]
         agent = agent_service.fetch(conn, org, req.agent_id)
         vector = None
         if req.search_mode != "fts":
             vector = sending.Released(rt.engine.embedder_of(agent)).embed([req.query])[0]
         found = sql_search.hybrid_messages(
-            conn, org, agent.id, req.query, vector, roles=roles, start=req.start_date,
-            end=req.end_date, limit=req.limit,
-        )  # fmt: skip
+            conn,
+            org,
+            agent.id,
+            req.query,
+            vector,
+            roles=roles,
+            start=req.start_date,
+            end=req.end_date,
+            limit=req.limit,
+        )
     if req.search_mode == "vector":
         found = [f for f in found if f[2] is not None]
     return [Found(m, rrf, vr, fr) for m, rrf, vr, fr in found]

@@ -87,10 +87,16 @@ def create(rt: Runtime, org: str, req: ProviderCreate, user_id: str | None = Non
             f"name: `{req.name}` is the server's own provider; choose another "
             "(models are named `<provider name>/<model>`)"
         )
-    provider = Provider(organization_id=org, name=req.name, provider_type=req.provider_type,
-                        base_url=req.base_url or None, region=req.region,
-                        api_version=req.api_version, key_hint=hint(req.api_key),
-                        created_by_id=user_id)  # fmt: skip
+    provider = Provider(
+        organization_id=org,
+        name=req.name,
+        provider_type=req.provider_type,
+        base_url=req.base_url or None,
+        region=req.region,
+        api_version=req.api_version,
+        key_hint=hint(req.api_key),
+        created_by_id=user_id,
+    )
     with rt.db.connection() as conn:
         if store.by_name(conn, org, req.name) is not None:
             raise ConflictError(f"A provider named `{req.name}` exists already")
@@ -111,26 +117,41 @@ def retrieve(rt: Runtime, org: str, provider_id: str) -> Provider:
 
 
 def list_providers(
-    rt: Runtime, org: str, *, name: str | None, provider_type: str | None,
-    after: str | None, before: str | None, limit: int, order: Order,
-) -> list[Provider]:  # fmt: skip
+    rt: Runtime,
+    org: str,
+    *,
+    name: str | None,
+    provider_type: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Provider]:
     with rt.db.connection() as conn:
         return store.list_providers(
-            conn, org, name=name, provider_type=provider_type,
-            after=after, before=before, limit=limit, order=order,
-        )  # fmt: skip
+            conn,
+            org,
+            name=name,
+            provider_type=provider_type,
+            after=after,
+            before=before,
+            limit=limit,
+            order=order,
+        )
 
 
 def modify(rt: Runtime, org: str, provider_id: str, req: ProviderUpdate) -> Provider:
     with rt.db.connection() as conn:
         current = _fetch(conn, org, provider_id)
     _base_url(current.provider_type, req.base_url, rt)
-    changed = current.model_copy(update={
-        "base_url": req.base_url if req.base_url is not None else current.base_url,
-        "region": req.region if req.region is not None else current.region,
-        "api_version": req.api_version if req.api_version is not None else current.api_version,
-        "key_hint": hint(req.api_key),
-    })  # fmt: skip
+    changed = current.model_copy(
+        update={
+            "base_url": req.base_url if req.base_url is not None else current.base_url,
+            "region": req.region if req.region is not None else current.region,
+            "api_version": req.api_version if req.api_version is not None else current.api_version,
+            "key_hint": hint(req.api_key),
+        }
+    )
     secret = _secret(req)
     if current.provider_type == "bedrock" and req.access_key is None:
         # As Letta's update: a new secret access key keeps the key id it belongs to.
@@ -164,15 +185,21 @@ def check(rt: Runtime, req: ProviderCheck) -> None:
 def check_existing(rt: Runtime, org: str, provider_id: str) -> Provider:
     provider = retrieve(rt, org, provider_id)
     secret = _vault(rt).open(provider)
-    _models_with(rt, provider.provider_type, secret, provider.base_url, provider.region,
-                 strict=True)  # fmt: skip
+    _models_with(
+        rt, provider.provider_type, secret, provider.base_url, provider.region, strict=True
+    )
     return provider
 
 
 def _models_with(
-    rt: Runtime, provider_type: str, secret: dict[str, str], base_url: str | None,
-    region: str | None, *, strict: bool = False,
-) -> list[str]:  # fmt: skip
+    rt: Runtime,
+    provider_type: str,
+    secret: dict[str, str],
+    base_url: str | None,
+    region: str | None,
+    *,
+    strict: bool = False,
+) -> list[str]:
     if provider_type not in CALLABLE:
         if strict:
             raise InvalidArgumentError(f"Cairn cannot check a `{provider_type}` key")
@@ -183,15 +210,20 @@ def _models_with(
 
         own = settings.bedrock_own_key
         kept_as = ("bedrock", base_url or "", catalog.digest(own))
-        return catalog.kept_list(kept_as, lambda: bedrock.inference_profiles(base_url, own),
-                                 strict=strict)  # fmt: skip
+        return catalog.kept_list(
+            kept_as, lambda: bedrock.inference_profiles(base_url, own), strict=strict
+        )
     return catalog.remote_models(provider_type, settings, strict=strict)
 
 
 def models(
-    rt: Runtime, org: str, *, categories: Sequence[str] | None = None, name: str | None = None,
+    rt: Runtime,
+    org: str,
+    *,
+    categories: Sequence[str] | None = None,
+    name: str | None = None,
     kind: str | None = None,
-) -> list[LLMConfig]:  # fmt: skip
+) -> list[LLMConfig]:
     """GET /v1/models/: the server's providers' models, then each of the organization's own
     providers', named `<provider name>/<model>`; every provider asked at once. Letta's
     filters: `categories` (base, byok), the provider's `name` and type (`kind`); a provider
@@ -201,18 +233,25 @@ def models(
         lists.append(lambda: catalog.listed_models(rt.settings))
     if not categories or "byok" in categories:
         with rt.db.connection() as conn:
-            own = store.list_providers(conn, org, name=name, provider_type=kind, limit=100,
-                                       order="asc")  # fmt: skip
+            own = store.list_providers(
+                conn, org, name=name, provider_type=kind, limit=100, order="asc"
+            )
         lists += [partial(_own_models, rt, provider) for provider in own]
-    return [m for m in catalog.gathered(lists)
-            if name in (None, m.provider_name or m.model_endpoint_type)
-            and kind in (None, m.model_endpoint_type)]  # fmt: skip
+    return [
+        m
+        for m in catalog.gathered(lists)
+        if name in (None, m.provider_name or m.model_endpoint_type)
+        and kind in (None, m.model_endpoint_type)
+    ]
 
 
 def _own_models(rt: Runtime, provider: Provider) -> list[LLMConfig]:
     try:  # the key as steps open it (kept a minute), so listing reads no secret each time
-        found = rt.provider_keys(provider.organization_id, provider.name) if rt.provider_keys \
-            else (provider, _vault(rt).open(provider))  # fmt: skip
+        found = (
+            rt.provider_keys(provider.organization_id, provider.name)
+            if rt.provider_keys
+            else (provider, _vault(rt).open(provider))
+        )
     except Exception:  # a key that cannot be opened lists nothing, as a failing provider
         return []
     if found is None:  # deleted since it was listed
@@ -229,9 +268,14 @@ def resolve(provider: Provider, model: str, **limits: Any) -> LLMConfig:
     base = catalog.resolve_model(f"{provider.provider_type}/{model}", catalog.NO_KEYS, **limits)
     endpoint = provider.base_url or base.model_endpoint
     short = model.split(".")[-1] if provider.provider_type == "bedrock" else model
-    return base.model_copy(update={"provider_name": provider.name, "provider_category": "byok",
-                                   "model_endpoint": endpoint,
-                                   "handle": f"{provider.name}/{short}"})  # fmt: skip
+    return base.model_copy(
+        update={
+            "provider_name": provider.name,
+            "provider_category": "byok",
+            "model_endpoint": endpoint,
+            "handle": f"{provider.name}/{short}",
+        }
+    )
 
 
 def resolve_handle(rt: Runtime, org: str, handle: str, **limits: Any) -> LLMConfig:
@@ -260,8 +304,9 @@ def _bedrock_profile(rt: Runtime, provider: Provider, model: str) -> str:
     it is."""
     if model.startswith("arn:") or "." in model:
         return model
-    profiles = _models_with(rt, "bedrock", _vault(rt).open(provider), provider.base_url,
-                            provider.region)  # fmt: skip
+    profiles = _models_with(
+        rt, "bedrock", _vault(rt).open(provider), provider.base_url, provider.region
+    )
     found = [arn for arn in profiles if arn.split(".")[-1] == model]
     if not found:
         raise InvalidArgumentError(

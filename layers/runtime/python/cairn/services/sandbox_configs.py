@@ -31,8 +31,9 @@ def _settings(kind: SandboxType, given: dict[str, Any]) -> dict[str, Any]:
         raise UnprocessableError(f"config.{where}: {first['msg']} (a {kind} sandbox's)") from None
 
 
-def create_or_update(rt: Runtime, org: str, req: SandboxConfigBody, *,
-                     kind: SandboxType | None = None) -> SandboxConfig:  # fmt: skip
+def create_or_update(
+    rt: Runtime, org: str, req: SandboxConfigBody, *, kind: SandboxType | None = None
+) -> SandboxConfig:
     """Letta: one config of each kind per organization; creating another replaces its
     settings."""
     kind = kind or kind_of(req.config)
@@ -64,8 +65,9 @@ def delete(rt: Runtime, org: str, config_id: str) -> None:
             raise NotFoundError(f"Sandbox config with id '{config_id}' not found")
 
 
-def list_configs(rt: Runtime, org: str, *, kind: SandboxType | None, after: str | None,
-                 limit: int) -> list[SandboxConfig]:  # fmt: skip
+def list_configs(
+    rt: Runtime, org: str, *, kind: SandboxType | None, after: str | None, limit: int
+) -> list[SandboxConfig]:
     with rt.db.connection() as conn:
         return store.list_configs(conn, org, kind=kind, after=after, limit=limit)
 
@@ -84,13 +86,19 @@ def put_var(rt: Runtime, org: str, config_id: str, req: SandboxEnvVarCreate) -> 
     """Letta: a variable of a name the config has already is replaced."""
     with rt.db.transaction() as conn:
         _config(conn, org, config_id)
-        var = SandboxEnvVar(organization_id=org, sandbox_config_id=config_id, key=req.key,
-                            value=req.value, description=req.description)  # fmt: skip
+        var = SandboxEnvVar(
+            organization_id=org,
+            sandbox_config_id=config_id,
+            key=req.key,
+            value=req.value,
+            description=req.description,
+        )
         return store.put_var(conn, rt.engine.sealer, var)
 
 
-def vars_of(rt: Runtime, org: str, config_id: str, *, after: str | None,
-            limit: int) -> list[SandboxEnvVar]:  # fmt: skip
+def vars_of(
+    rt: Runtime, org: str, config_id: str, *, after: str | None, limit: int
+) -> list[SandboxEnvVar]:
     with rt.db.connection() as conn:
         _config(conn, org, config_id)
         return store.vars_of(conn, rt.engine.sealer, org, config_id, after=after, limit=limit)

@@ -17,9 +17,16 @@ logger = logging.getLogger(__name__)
 
 
 def create(rt: Runtime, org: str, agent_id: str, req: ScheduleCreate) -> Schedule:
-    made = make_schedule(org, agent_id, req.text, run_at=req.run_at, cron=req.cron,
-                         timezone=req.timezone, now=utc_now(),
-                         max_chars=rt.settings.schedule_max_chars)  # fmt: skip
+    made = make_schedule(
+        org,
+        agent_id,
+        req.text,
+        run_at=req.run_at,
+        cron=req.cron,
+        timezone=req.timezone,
+        now=utc_now(),
+        max_chars=rt.settings.schedule_max_chars,
+    )
     with rt.db.transaction() as conn:
         active = schedules.active_for_agent(conn, org, agent_id)
         check_room(active, rt.settings.agent_max_schedules)
@@ -40,8 +47,9 @@ def register(rt: Runtime, schedule: Schedule) -> None:
         logger.exception("EventBridge schedule for %s not made", schedule.id)
 
 
-def list_of(rt: Runtime, org: str, agent_id: str, *, after: str | None, limit: int
-            ) -> list[Schedule]:  # fmt: skip
+def list_of(
+    rt: Runtime, org: str, agent_id: str, *, after: str | None, limit: int
+) -> list[Schedule]:
     with rt.db.connection() as conn:
         agent_service.fetch(conn, org, agent_id)
         return schedules.of_agent(conn, org, agent_id, after=after, limit=limit)

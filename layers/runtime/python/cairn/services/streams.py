@@ -103,14 +103,20 @@ def stream_budget(rt: Runtime) -> float:
 def send(rt: Runtime, org: str, agent_id: str, req: LettaRequest, *, run_type: str) -> Streamed:
     """Start the run now (a bad request or a busy agent is an error before any event) and
     its steps on a thread; the events come as the returned iterator is read."""
-    options = RunOptions(max_steps=req.max_steps, metadata={"run_type": run_type},
-                         background=req.background, coalesce=True)  # fmt: skip
+    options = RunOptions(
+        max_steps=req.max_steps,
+        metadata={"run_type": run_type},
+        background=req.background,
+        coalesce=True,
+    )
     started = sending.begin(rt, org, agent_id, inputs(rt, org, agent_id, req), options, wait=True)
     budget = stream_budget(rt)
     if started.joined:  # its turn runs for the send it joined: read it from the database
         shown = inputs_of(started.run)
-        return Streamed(started.run, follow(rt, org, started.run.id, shown, budget,
-                                            ping=req.include_pings is not False))  # fmt: skip
+        return Streamed(
+            started.run,
+            follow(rt, org, started.run.id, shown, budget, ping=req.include_pings is not False),
+        )
     ends_at = time.monotonic() + budget
     relay = _Relay(tokens=req.stream_tokens)
     worker = threading.Thread(

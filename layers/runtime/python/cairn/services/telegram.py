@@ -57,8 +57,10 @@ def create(rt: Runtime, org: str, req: TelegramBotCreate) -> TelegramBot:
         agent_service.fetch(conn, org, req.agent_id)
     base = req.webhook_base_url or rt.settings.public_url
     if not base:
-        raise InvalidArgumentError("webhook_base_url: the address Telegram reaches this API at "
-                                   "is needed (or set CAIRN_PUBLIC_URL)")  # fmt: skip
+        raise InvalidArgumentError(
+            "webhook_base_url: the address Telegram reaches this API at "
+            "is needed (or set CAIRN_PUBLIC_URL)"
+        )
     api = BotApi(rt.settings.telegram_api_url, req.token)
     try:
         me = api.call("getMe") or {}
@@ -66,10 +68,14 @@ def create(rt: Runtime, org: str, req: TelegramBotCreate) -> TelegramBot:
         raise InvalidArgumentError(f"token: Telegram refused it ({err})") from None
     secret = secrets.token_urlsafe(32)
     bot = TelegramBot(
-        organization_id=org, agent_id=req.agent_id, mode=req.mode, token=req.token,
-        username=str(me.get("username") or ""), telegram_id=int(me.get("id") or 0),
+        organization_id=org,
+        agent_id=req.agent_id,
+        mode=req.mode,
+        token=req.token,
+        username=str(me.get("username") or ""),
+        telegram_id=int(me.get("id") or 0),
         secret_sha256=_digest(secret),
-    )  # fmt: skip
+    )
     with rt.db.transaction() as conn:  # kept only once Telegram took the webhook
         kept = store.add(conn, rt.engine.sealer, bot)
         url = base.rstrip("/") + WEBHOOK_PATH.format(bot_id=bot.id)
@@ -127,20 +133,28 @@ def receive(rt: Runtime, bot_id: str, secret: str | None, update: dict[str, Any]
         return "ignored: nothing the agent can read"
     agent_id, sender_id = _agent_for(rt, bot, chat, sender)
     text = f"[{speaker(sender)}] " if chat.get("type") in GROUP_CHATS else ""
-    create_message = MessageCreate(role="user", name=_name(sender), sender_id=sender_id,
-                                   content=_with_prefix(content, text))  # fmt: skip
+    create_message = MessageCreate(
+        role="user", name=_name(sender), sender_id=sender_id, content=_with_prefix(content, text)
+    )
     try:  # an image whose bytes are none, say: the chat is told why, once
-        inputs = messages.inputs(rt, bot.organization_id, agent_id,
-                                 LettaRequest(messages=[create_message]))  # fmt: skip
+        inputs = messages.inputs(
+            rt, bot.organization_id, agent_id, LettaRequest(messages=[create_message])
+        )
     except CairnError as err:
         return _refuse(rt, bot, api, chat, update["update_id"], f"I could not read that: {err}")
     return _start(rt, bot, api, agent_id, chat, message, update["update_id"], inputs)
 
 
 def _start(
-    rt: Runtime, bot: TelegramBot, api: BotApi, agent_id: str, chat: dict[str, Any],
-    message: dict[str, Any], update_id: int, inputs: list[Message],
-) -> str:  # fmt: skip
+    rt: Runtime,
+    bot: TelegramBot,
+    api: BotApi,
+    agent_id: str,
+    chat: dict[str, Any],
+    message: dict[str, Any],
+    update_id: int,
+    inputs: list[Message],
+) -> str:
     meta = {
         "run_type": "telegram",
         "telegram": {
@@ -200,8 +214,11 @@ def _content(api: BotApi, message: dict[str, Any]) -> list[dict[str, Any]] | Non
     if text:
         parts.append({"type": "text", "text": text})
     file_id, media = _picture(message)
-    too_large = {"type": "text", "text": "(the user sent an image too large to read: over "
-                 f"{MAX_IMAGE_BYTES // (1024 * 1024)} MiB; ask for a smaller one)"}  # fmt: skip
+    too_large = {
+        "type": "text",
+        "text": "(the user sent an image too large to read: over "
+        f"{MAX_IMAGE_BYTES // (1024 * 1024)} MiB; ask for a smaller one)",
+    }
     if file_id is None and message.get("photo"):  # every size of it over the limit
         parts.append(too_large)
     if file_id is not None:
@@ -213,8 +230,11 @@ def _content(api: BotApi, message: dict[str, Any]) -> list[dict[str, Any]] | Non
             if len(data) > MAX_IMAGE_BYTES:  # its size was not told, or not true
                 parts.append(too_large)
             else:
-                source = {"type": "base64", "media_type": media,
-                          "data": base64.b64encode(data).decode()}  # fmt: skip
+                source = {
+                    "type": "base64",
+                    "media_type": media,
+                    "data": base64.b64encode(data).decode(),
+                }
                 parts.append({"type": "image", "source": source})
     return parts or None
 
@@ -256,9 +276,16 @@ def _agent_for(
             found = identity_rows.by_key(conn, org, key, None)
         if found is None:
             try:
-                found = identities.create(rt, org, IdentityCreate(
-                    identifier_key=key, name=speaker(sender)[:500], identity_type="user",
-                    agent_ids=[bot.agent_id]))  # fmt: skip
+                found = identities.create(
+                    rt,
+                    org,
+                    IdentityCreate(
+                        identifier_key=key,
+                        name=speaker(sender)[:500],
+                        identity_type="user",
+                        agent_ids=[bot.agent_id],
+                    ),
+                )
             except CairnError:  # another delivery made it a moment ago
                 with rt.db.connection() as conn:
                     found = identity_rows.by_key(conn, org, key, None)
@@ -285,18 +312,33 @@ def _agent_from_template(rt: Runtime, bot: TelegramBot, chat: dict[str, Any]) ->
     template = view.agent
     title = chat.get("title") or speaker(chat)  # a group's title, a private chat's person
     req = CreateAgent(
-        name=f"{template.name} · {title}"[:200], description=template.description,
-        metadata=template.metadata, tags=[*template.tags, "telegram"],
-        agent_type=template.agent_type, system=template.system,
-        memory_blocks=[CreateBlock(label=b.label, value=b.value, limit=b.limit,
-                                   description=b.description, metadata=b.metadata,
-                                   read_only=b.read_only) for b in view.blocks],
-        tool_ids=[t.id for t in view.tools], include_base_tools=False,
-        include_base_tool_rules=False, tool_rules=template.tool_rules,
-        llm_config=template.llm_config, embedding_config=template.embedding_config,
-        compaction_settings=template.compaction_settings, timezone=template.timezone,
+        name=f"{template.name} · {title}"[:200],
+        description=template.description,
+        metadata=template.metadata,
+        tags=[*template.tags, "telegram"],
+        agent_type=template.agent_type,
+        system=template.system,
+        memory_blocks=[
+            CreateBlock(
+                label=b.label,
+                value=b.value,
+                limit=b.limit,
+                description=b.description,
+                metadata=b.metadata,
+                read_only=b.read_only,
+            )
+            for b in view.blocks
+        ],
+        tool_ids=[t.id for t in view.tools],
+        include_base_tools=False,
+        include_base_tool_rules=False,
+        tool_rules=template.tool_rules,
+        llm_config=template.llm_config,
+        embedding_config=template.embedding_config,
+        compaction_settings=template.compaction_settings,
+        timezone=template.timezone,
         secrets={s.key: s.value for s in view.secrets} or None,
-    )  # fmt: skip
+    )
     return agent_service.create(rt, bot.organization_id, req).agent.id
 
 

@@ -66,8 +66,11 @@ def list_tenants(db: Database) -> dict[str, Any]:
     with db.connection() as conn:
         found = tenancy.list_organizations(conn)
     fields = ("id", "name", "active_keys", "tool_hosts")
-    return {"organizations": [{**{f: o[f] for f in fields}, "created_at": str(o["created_at"])}
-                              for o in found]}  # fmt: skip
+    return {
+        "organizations": [
+            {**{f: o[f] for f in fields}, "created_at": str(o["created_at"])} for o in found
+        ]
+    }
 
 
 def list_keys(db: Database, org_id: str) -> dict[str, Any]:
@@ -119,9 +122,11 @@ def operate(
         from cairn.services.letta_import import import_letta
 
         return import_letta(
-            db, str(event.get("source") or ""), stop=stop,
+            db,
+            str(event.get("source") or ""),
+            stop=stop,
             letta_key=event.get("letta_encryption_key") or None,
-        ).as_dict()  # fmt: skip
+        ).as_dict()
     if action == "create_tenant":
         return create_tenant(
             db, event.get("organization") or "default", event.get("user") or "admin"
@@ -141,8 +146,16 @@ def operate(
     raise InvalidArgumentError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
 
 
-ACTIONS = ("create_tenant", "list_tenants", "set_tool_hosts", "list_keys", "create_key",
-           "revoke_key", "rotate_key", "import_letta")  # fmt: skip
+ACTIONS = (
+    "create_tenant",
+    "list_tenants",
+    "set_tool_hosts",
+    "list_keys",
+    "create_key",
+    "revoke_key",
+    "rotate_key",
+    "import_letta",
+)
 
 
 def _organization(conn: Any, org_id: str) -> Organization:

@@ -28,16 +28,23 @@ def put(
     conn: Connection, sealer: Sealer, org_id: str, agent_id: str, values: Mapping[str, str]
 ) -> list[AgentSecret]:
     """The agent's secrets become exactly `values`, each sealed (Letta replaces the set)."""
-    made = [AgentSecret(organization_id=org_id, agent_id=agent_id, key=k, value=v)
-            for k, v in values.items()]  # fmt: skip
+    made = [
+        AgentSecret(organization_id=org_id, agent_id=agent_id, key=k, value=v)
+        for k, v in values.items()
+    ]
     conn.execute(DELETE_ALL, (org_id, agent_id))
     if made:
-        conn.execute(INSERT, (
-            [s.id for s in made], [org_id] * len(made), [agent_id] * len(made),
-            [s.key for s in made],
-            [sealer.seal(s.value, bound(org_id, agent_id, s.key)) for s in made],
-            [s.description for s in made],
-        ))  # fmt: skip
+        conn.execute(
+            INSERT,
+            (
+                [s.id for s in made],
+                [org_id] * len(made),
+                [agent_id] * len(made),
+                [s.key for s in made],
+                [sealer.seal(s.value, bound(org_id, agent_id, s.key)) for s in made],
+                [s.description for s in made],
+            ),
+        )
     return made
 
 

@@ -79,14 +79,15 @@ COUNT_AGENTS = f"SELECT count(*) AS n FROM agents a WHERE {AGENT_FILTERS}"
 
 def _literals(where: AgentFilter, org_id: str) -> dict[str, sql.Composable]:
     return {
-        "org": sql.Literal(org_id), "name": sql.Literal(where.name),
+        "org": sql.Literal(org_id),
+        "name": sql.Literal(where.name),
         "query_text": sql.Literal(contained(where.query_text)),
         "tags": sql.Literal(where.tags or None),
         "match_all": sql.Literal(where.match_all_tags),
         "identity": sql.Literal(where.identity_id),
         "keys": sql.Literal(where.identifier_keys or None),
         "stop": sql.Literal(where.last_stop_reason),
-    }  # fmt: skip
+    }
 
 
 def create(conn: Connection, agent: Agent) -> Agent:
@@ -182,8 +183,17 @@ def list_agents(
     order: Order = "desc",
 ) -> list[Agent]:
     fields = _literals(where or AgentFilter(), org_id)
-    return filtered_page(conn, LIST_AGENTS, Agent, "agents", fields, after=after, before=before,
-                         limit=limit, order=order)  # fmt: skip
+    return filtered_page(
+        conn,
+        LIST_AGENTS,
+        Agent,
+        "agents",
+        fields,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 def count(conn: Connection, org_id: str, where: AgentFilter | None = None) -> int:
@@ -203,16 +213,26 @@ ORDER BY tag {direction} LIMIT {limit}
 
 
 def tags(
-    conn: Connection, org_id: str, *, query_text: str | None, after: str | None,
-    before: str | None = None, limit: int, order: Order = "asc",
-) -> list[str]:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    *,
+    query_text: str | None,
+    after: str | None,
+    before: str | None = None,
+    limit: int,
+    order: Order = "asc",
+) -> list[str]:
     """The organisation's agent tags, alphabetical (or reversed with `desc`); `after` and
     `before` are tags, later and earlier in that order."""
     ascending = order == "asc"
     query = sql.SQL(LIST_TAGS).format(
-        org=sql.Literal(org_id), query=sql.Literal(contained(query_text)), after=sql.Literal(after),
-        before=sql.Literal(before), later=sql.SQL(">" if ascending else "<"),
+        org=sql.Literal(org_id),
+        query=sql.Literal(contained(query_text)),
+        after=sql.Literal(after),
+        before=sql.Literal(before),
+        later=sql.SQL(">" if ascending else "<"),
         earlier=sql.SQL("<" if ascending else ">"),
-        direction=sql.SQL("ASC" if ascending else "DESC"), limit=sql.Literal(limit),
-    )  # fmt: skip
+        direction=sql.SQL("ASC" if ascending else "DESC"),
+        limit=sql.Literal(limit),
+    )
     return [r["tag"] for r in conn.execute(query).fetchall()]

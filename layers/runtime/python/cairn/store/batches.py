@@ -65,12 +65,26 @@ def get(conn: Connection, org_id: str, batch_id: str) -> Batch | None:
 
 
 def list_running(
-    conn: Connection, org_id: str, *, after: str | None, before: str | None, limit: int,
+    conn: Connection,
+    org_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
     order: Order,
-) -> list[Batch]:  # fmt: skip
+) -> list[Batch]:
     """The batches still running (as Letta 0.16.1 lists them: created or running only)."""
-    return filtered_page(conn, LIST_RUNNING, Batch, "batches", {"org": sql.Literal(org_id)},
-                         after=after, before=before, limit=limit, order=order)  # fmt: skip
+    return filtered_page(
+        conn,
+        LIST_RUNNING,
+        Batch,
+        "batches",
+        {"org": sql.Literal(org_id)},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 def cancel(conn: Connection, org_id: str, batch_id: str, now: datetime) -> None:
@@ -78,9 +92,16 @@ def cancel(conn: Connection, org_id: str, batch_id: str, now: datetime) -> None:
 
 
 def messages(
-    conn: Connection, org_id: str, batch_id: str, *, agent_id: str | None, after: str | None,
-    before: str | None, limit: int, order: Order,
-) -> list[Message]:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    batch_id: str,
+    *,
+    agent_id: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Message]:
     """The messages of the batch's runs; the cursors are message ids, in the order asked."""
     direction = "asc" if order == "asc" else "desc"
     cursor = _message_cursor(org_id, after, before, direction)
@@ -104,8 +125,10 @@ def _message_cursor(
         if cursor is None:
             continue
         op = ">" if later == (direction == "asc") else "<"
-        parts.append(sql.SQL(
-            "m.sequence_id {op} (SELECT sequence_id FROM messages WHERE organization_id = {org}"
-            " AND id = {id})").format(op=sql.SQL(op), org=sql.Literal(org_id),
-                                      id=sql.Literal(cursor)))  # fmt: skip
+        parts.append(
+            sql.SQL(
+                "m.sequence_id {op} (SELECT sequence_id FROM messages WHERE organization_id = {org}"
+                " AND id = {id})"
+            ).format(op=sql.SQL(op), org=sql.Literal(org_id), id=sql.Literal(cursor))
+        )
     return sql.SQL(" AND ").join(parts) if parts else sql.SQL("TRUE")

@@ -193,18 +193,29 @@ def list_blocks(
     attached to; the identities it is linked to)."""
     where = search or BlockSearch()
     fields = {
-        "org": sql.Literal(org_id), "label": sql.Literal(label),
+        "org": sql.Literal(org_id),
+        "label": sql.Literal(label),
         "identity": sql.Literal(where.identity_id),
         "keys": sql.Literal(where.identifier_keys or None),
         "label_part": sql.Literal(contained(where.label_search)),
         "value_part": sql.Literal(contained(where.value_search)),
         "about_part": sql.Literal(contained(where.description_search)),
         "name": sql.Literal(where.name),
-        "gt": sql.Literal(where.agents_gt), "lt": sql.Literal(where.agents_lt),
+        "gt": sql.Literal(where.agents_gt),
+        "lt": sql.Literal(where.agents_lt),
         "eq": sql.Literal(where.agents_eq or None),
-    }  # fmt: skip
-    return filtered_page(conn, LIST_BLOCKS, Block, "blocks", fields, after=after, before=before,
-                         limit=limit, order=order)  # fmt: skip
+    }
+    return filtered_page(
+        conn,
+        LIST_BLOCKS,
+        Block,
+        "blocks",
+        fields,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 LIST_BLOCKS = """

@@ -229,20 +229,31 @@ def _write(  # noqa: C901
         conn.execute(archives.INSERT_PASSAGE, archives.passage_params(passage))
     for view in cp.file_views:
         conn.execute(files.PUT_VIEW, to_params(view))
-    window = context.plan(list(zip(cp.context_positions, cp.agent.message_ids, strict=True)),
-                          cp.message_ids)  # fmt: skip
+    window = context.plan(
+        list(zip(cp.context_positions, cp.agent.message_ids, strict=True)), cp.message_ids
+    )
     if window.removed:
         conn.execute(context.DELETE_ENTRIES, {"agent_id": agent_id, "positions": window.removed})
     entry_rows = None
     if window.added:
-        entry_rows = conn.execute(context.INSERT_ENTRIES, context.entry_params(
-            org, agent_id, window.added))  # fmt: skip
+        entry_rows = conn.execute(
+            context.INSERT_ENTRIES, context.entry_params(org, agent_id, window.added)
+        )
     run_row = conn.execute(FINISH_RUN, {**to_params(run, ("usage", "error")), "now": now})
-    agent_row = conn.execute(CHECKPOINT_AGENT, {
-        "org": org, "id": agent_id, "run": run.id, "expected_version": cp.agent.version,
-        "context_tokens": cp.context_tokens, "context_tokens_upto": cp.context_tokens_upto,
-        "ended": ended, "last_stop_reason": run.stop_reason, "now": now,
-    })  # fmt: skip
+    agent_row = conn.execute(
+        CHECKPOINT_AGENT,
+        {
+            "org": org,
+            "id": agent_id,
+            "run": run.id,
+            "expected_version": cp.agent.version,
+            "context_tokens": cp.context_tokens,
+            "context_tokens_upto": cp.context_tokens_upto,
+            "ended": ended,
+            "last_stop_reason": run.stop_reason,
+            "now": now,
+        },
+    )
     next_row = None
     if cp.next_command is not None and not ended:
         next_row = conn.execute(ADD_NEXT, to_params(cp.next_command, ("payload",)))
@@ -254,11 +265,13 @@ def _write(  # noqa: C901
     # Read before COMMIT, while this transaction holds the agent row: a step deferred after
     # this read finds the lease settled and wakes itself (dispatch.after_step).
     waiting_rows = (
-        conn.execute(outbox.WAITING_FOR_RELEASE,
-                     {"org": org, "agent_id": agent_id, "run": run.id, "cap": org_cap})
+        conn.execute(
+            outbox.WAITING_FOR_RELEASE,
+            {"org": org, "agent_id": agent_id, "run": run.id, "cap": org_cap},
+        )
         if ended
         else None
-    )  # fmt: skip
+    )
 
     def check() -> Committed:
         # A failed check raises before COMMIT is sent: the whole checkpoint rolls back.

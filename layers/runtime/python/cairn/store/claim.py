@@ -142,17 +142,39 @@ class Claim:
 
 
 def claim(
-    conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float,
-    cap: int = 0, reserve_at: int = 0,
-) -> Claim:  # fmt: skip
-    return read(send(conn, org_id, run_id, step_index, lease_seconds=lease_seconds, cap=cap,
-                     reserve_at=reserve_at))  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    run_id: str,
+    step_index: int,
+    *,
+    lease_seconds: float,
+    cap: int = 0,
+    reserve_at: int = 0,
+) -> Claim:
+    return read(
+        send(
+            conn,
+            org_id,
+            run_id,
+            step_index,
+            lease_seconds=lease_seconds,
+            cap=cap,
+            reserve_at=reserve_at,
+        )
+    )
 
 
 def send(
-    conn: Connection, org_id: str, run_id: str, step_index: int, *, lease_seconds: float,
-    cap: int = 0, turn_taken: bool = False, reserve_at: int = 0,
-) -> Cursor[dict[str, Any]]:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    run_id: str,
+    step_index: int,
+    *,
+    lease_seconds: float,
+    cap: int = 0,
+    turn_taken: bool = False,
+    reserve_at: int = 0,
+) -> Cursor[dict[str, Any]]:
     """The claim statement alone, so a pipeline can send it after another (`read` it then).
     `cap`: how many agents the organization's runs may hold at once (0: no limit);
     `turn_taken`: the transaction holds its organization's turn (migration 0020);
@@ -160,10 +182,18 @@ def send(
     organizations together hold fewer (0: no reserve; migration 0031)."""
     return conn.execute(
         CLAIM,
-        {"org": org_id, "run": run_id, "idx": step_index, "ttl": lease_seconds,
-         "key": f"{run_id}:{step_index}", "next_key": f"{run_id}:{step_index + 1}",
-         "cap": cap, "turn_taken": turn_taken, "reserve_at": reserve_at},
-    )  # fmt: skip
+        {
+            "org": org_id,
+            "run": run_id,
+            "idx": step_index,
+            "ttl": lease_seconds,
+            "key": f"{run_id}:{step_index}",
+            "next_key": f"{run_id}:{step_index + 1}",
+            "cap": cap,
+            "turn_taken": turn_taken,
+            "reserve_at": reserve_at,
+        },
+    )
 
 
 def read(cursor: Cursor[dict[str, Any]]) -> Claim:

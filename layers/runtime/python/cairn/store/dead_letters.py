@@ -16,8 +16,12 @@ LATEST = "SELECT * FROM dead_letters ORDER BY id DESC LIMIT %(limit)s"
 
 def record(conn: Connection, source: str, body: str, reason: str, receives: int) -> int:
     # PostgreSQL text holds no NUL; the record must be writable whatever arrived.
-    params = {"source": source, "body": body.replace("\x00", "\\u0000"),
-              "reason": reason.replace("\x00", ""), "receives": receives}  # fmt: skip
+    params = {
+        "source": source,
+        "body": body.replace("\x00", "\\u0000"),
+        "reason": reason.replace("\x00", ""),
+        "receives": receives,
+    }
     row = conn.execute(INSERT, params).fetchone()
     assert row is not None
     return int(row["id"])

@@ -115,12 +115,27 @@ def count_original_name(conn: Connection, folder_id: str, name: str) -> int:
 
 
 def list_files(
-    conn: Connection, org_id: str, folder_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[FileMetadata]:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    folder_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[FileMetadata]:
     fields = {"org": sql.Literal(org_id), "folder_id": sql.Literal(folder_id)}
-    return filtered_page(conn, LIST, FileMetadata, "files", fields, after=after, before=before,
-                         limit=limit, order=order)  # fmt: skip
+    return filtered_page(
+        conn,
+        LIST,
+        FileMetadata,
+        "files",
+        fields,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 def delete(conn: Connection, org_id: str, file_id: str) -> str | None:
@@ -134,12 +149,24 @@ def object_keys(conn: Connection, org_id: str, folder_id: str) -> list[str]:
 
 
 def set_status(
-    conn: Connection, org_id: str, file_id: str, status: str, *, error: str | None = None,
-    total: int | None = None, embedded: int | None = None,
-) -> FileMetadata | None:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    file_id: str,
+    status: str,
+    *,
+    error: str | None = None,
+    total: int | None = None,
+    embedded: int | None = None,
+) -> FileMetadata | None:
     """Move an unfinished file on; None if it is gone or completed already."""
-    params = {"org": org_id, "id": file_id, "status": status, "error": error, "total": total,
-              "embedded": embedded}  # fmt: skip
+    params = {
+        "org": org_id,
+        "id": file_id,
+        "status": status,
+        "error": error,
+        "total": total,
+        "embedded": embedded,
+    }
     row = conn.execute(STATUS, params).fetchone()
     return FileMetadata.model_validate(row) if row else None
 
@@ -177,12 +204,27 @@ def passages_done(conn: Connection, file_id: str) -> int:
 
 
 def list_passages(
-    conn: Connection, org_id: str, folder_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[FilePassage]:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    folder_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[FilePassage]:
     fields = {"org": sql.Literal(org_id), "folder_id": sql.Literal(folder_id)}
-    return filtered_page(conn, LIST_PASSAGES, FilePassage, "file_passages", fields, after=after,
-                         before=before, limit=limit, order=order)  # fmt: skip
+    return filtered_page(
+        conn,
+        LIST_PASSAGES,
+        FilePassage,
+        "file_passages",
+        fields,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 def search(
@@ -191,8 +233,13 @@ def search(
     """The nearest chunks of these folders' files (rows with `file_name` and `distance`)."""
     dim = len(query)
     statement = sql.SQL(SEARCH).format(vt=vector_type(dim))
-    params = {"org": org_id, "folders": folder_ids, "q": vector_literal(query), "dim": dim,
-              "limit": limit}  # fmt: skip
+    params = {
+        "org": org_id,
+        "folders": folder_ids,
+        "q": vector_literal(query),
+        "dim": dim,
+        "limit": limit,
+    }
     return [dict(r) for r in in_transaction(conn, statement, params)]
 
 

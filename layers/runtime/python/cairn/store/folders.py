@@ -88,11 +88,26 @@ def count(conn: Connection, org_id: str) -> int:
 
 
 def list_folders(
-    conn: Connection, org_id: str, *, name: str | None, after: str | None,
-    before: str | None, limit: int, order: Order,
-) -> list[Folder]:  # fmt: skip
-    return page(conn, "folders", Folder, org_id, equals={"name": name}, after=after,
-                before=before, limit=limit, order=order)  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    *,
+    name: str | None,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Folder]:
+    return page(
+        conn,
+        "folders",
+        Folder,
+        org_id,
+        equals={"name": name},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 def attach(conn: Connection, org_id: str, folder_id: str, agent_id: str) -> None:
@@ -104,9 +119,15 @@ def detach(conn: Connection, org_id: str, folder_id: str, agent_id: str) -> None
 
 
 def agent_ids(
-    conn: Connection, org_id: str, folder_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[str]:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    folder_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[str]:
     """The ids of the agents the folder is attached to, by their creation (cursors: agents)."""
     cursor, order_by = keyset("agents", order=order, after=after, before=before)
     query = sql.SQL(AGENT_IDS).format(
@@ -120,9 +141,24 @@ def agent_ids(
 
 
 def of_agent(
-    conn: Connection, org_id: str, agent_id: str, *, after: str | None, before: str | None,
-    limit: int, order: Order,
-) -> list[Folder]:  # fmt: skip
+    conn: Connection,
+    org_id: str,
+    agent_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    order: Order,
+) -> list[Folder]:
     fields = {"org": sql.Literal(org_id), "agent_id": sql.Literal(agent_id)}
-    return filtered_page(conn, OF_AGENT, Folder, "folders", fields, after=after, before=before,
-                         limit=limit, order=order)  # fmt: skip
+    return filtered_page(
+        conn,
+        OF_AGENT,
+        Folder,
+        "folders",
+        fields,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )

@@ -151,10 +151,22 @@ def list_groups(
     order: Order = "asc",
 ) -> list[Group]:
     """The organisation's groups; with `agent_id`, those it manages or belongs to."""
-    fields = {"org": sql.Literal(org_id), "manager_type": sql.Literal(manager_type),
-              "agent_id": sql.Literal(agent_id)}  # fmt: skip
-    return filtered_page(conn, LIST_GROUPS, Group, "groups", fields, after=after, before=before,
-                         limit=limit, order=order)  # fmt: skip
+    fields = {
+        "org": sql.Literal(org_id),
+        "manager_type": sql.Literal(manager_type),
+        "agent_id": sql.Literal(agent_id),
+    }
+    return filtered_page(
+        conn,
+        LIST_GROUPS,
+        Group,
+        "groups",
+        fields,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 def count(conn: Connection, org_id: str) -> int:

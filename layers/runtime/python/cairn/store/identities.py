@@ -89,14 +89,17 @@ def by_key(conn: Connection, org_id: str, key: str, project_id: str | None) -> I
 
 
 def delete(conn: Connection, org_id: str, identity_id: str) -> bool:
-    gone = conn.execute("DELETE FROM identities WHERE organization_id = %(org)s AND id = %(id)s",
-                        {"org": org_id, "id": identity_id})  # fmt: skip
+    gone = conn.execute(
+        "DELETE FROM identities WHERE organization_id = %(org)s AND id = %(id)s",
+        {"org": org_id, "id": identity_id},
+    )
     return gone.rowcount == 1
 
 
 def count(conn: Connection, org_id: str) -> int:
-    row = conn.execute("SELECT count(*) AS n FROM identities WHERE organization_id = %(org)s",
-                       {"org": org_id}).fetchone()  # fmt: skip
+    row = conn.execute(
+        "SELECT count(*) AS n FROM identities WHERE organization_id = %(org)s", {"org": org_id}
+    ).fetchone()
     return int(row["n"]) if row else 0
 
 
@@ -113,11 +116,24 @@ def list_identities(
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Identity]:
-    fields = {"org": sql.Literal(org_id), "name": sql.Literal(contained(name)),
-              "key": sql.Literal(identifier_key), "kind": sql.Literal(identity_type),
-              "project": sql.Literal(project_id)}  # fmt: skip
-    return filtered_page(conn, LIST, Identity, "identities", fields, after=after,
-                         before=before, limit=limit, order=order)  # fmt: skip
+    fields = {
+        "org": sql.Literal(org_id),
+        "name": sql.Literal(contained(name)),
+        "key": sql.Literal(identifier_key),
+        "kind": sql.Literal(identity_type),
+        "project": sql.Literal(project_id),
+    }
+    return filtered_page(
+        conn,
+        LIST,
+        Identity,
+        "identities",
+        fields,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 def link(conn: Connection, org_id: str, identity_id: str, kind: str, ids: list[str]) -> None:
@@ -144,6 +160,7 @@ def _links(statement: str, kind: str) -> sql.Composed:
     if kind not in ("agent", "block"):
         raise ValueError(f"identities link agents or blocks, not {kind!r}")
     return sql.SQL(statement).format(
-        links=sql.Identifier(f"identities_{kind}s"), column=sql.Identifier(f"{kind}_id"),
+        links=sql.Identifier(f"identities_{kind}s"),
+        column=sql.Identifier(f"{kind}_id"),
         others=sql.Identifier(f"{kind}s"),
-    )  # fmt: skip
+    )

@@ -18,9 +18,11 @@ Row = dict[str, Any]
 
 def connect(url: str) -> psycopg.Connection[Row]:
     return psycopg.connect(
-        url, row_factory=dict_row, autocommit=True,
+        url,
+        row_factory=dict_row,
+        autocommit=True,
         options="-c default_transaction_read_only=on",
-    )  # fmt: skip
+    )
 
 
 def revision(conn: psycopg.Connection[Row]) -> str | None:

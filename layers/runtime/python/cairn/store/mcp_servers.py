@@ -34,12 +34,18 @@ def put(conn: Connection, sealer: Sealer, server: McpServer) -> McpServer:
         if server.auth_token or server.custom_headers
         else None
     )
-    row = conn.execute(UPSERT, {
-        "id": server.id, "organization_id": server.organization_id,
-        "server_name": server.server_name, "server_type": server.server_type,
-        "server_url": server.server_url, "auth_header": server.auth_header,
-        "secrets_sealed": sealed,
-    }).fetchone()  # fmt: skip
+    row = conn.execute(
+        UPSERT,
+        {
+            "id": server.id,
+            "organization_id": server.organization_id,
+            "server_name": server.server_name,
+            "server_type": server.server_type,
+            "server_url": server.server_url,
+            "auth_header": server.auth_header,
+            "secrets_sealed": sealed,
+        },
+    ).fetchone()
     assert row is not None
     return _opened(sealer, row)
 
@@ -69,8 +75,9 @@ def list_servers(conn: Connection, sealer: Sealer, org_id: str) -> list[McpServe
 
 
 def delete(conn: Connection, org_id: str, server_id: str) -> bool:
-    gone = conn.execute("DELETE FROM mcp_servers WHERE organization_id = %s AND id = %s",
-                        (org_id, server_id))  # fmt: skip
+    gone = conn.execute(
+        "DELETE FROM mcp_servers WHERE organization_id = %s AND id = %s", (org_id, server_id)
+    )
     return gone.rowcount == 1
 
 

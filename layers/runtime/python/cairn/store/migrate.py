@@ -73,8 +73,11 @@ def allow_login(dsn: str, password: str, role: str = APP_ROLE) -> None:
     of the stack's secret that RDS Proxy uses for it. Idempotent; run after migrations."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         # A password cannot be a bind parameter of ALTER ROLE: quoted as a literal instead.
-        conn.execute(sql.SQL("ALTER ROLE {} WITH LOGIN PASSWORD {}").format(
-            sql.Identifier(role), sql.Literal(password)))  # fmt: skip
+        conn.execute(
+            sql.SQL("ALTER ROLE {} WITH LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)
+            )
+        )
 
 
 # Aurora's role for IAM database authentication: its members log in with IAM tokens only.
@@ -86,5 +89,6 @@ def allow_iam_login(dsn: str, role: str = APP_ROLE) -> None:
     no RDS Proxy): LOGIN, and membership of rds_iam. Idempotent; run after migrations."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("ALTER ROLE {} WITH LOGIN").format(sql.Identifier(role)))
-        conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(IAM_LOGIN_ROLE),
-                                                      sql.Identifier(role)))  # fmt: skip
+        conn.execute(
+            sql.SQL("GRANT {} TO {}").format(sql.Identifier(IAM_LOGIN_ROLE), sql.Identifier(role))
+        )

@@ -233,8 +233,13 @@ def mark_redriven(
 ) -> OutboxCommand | None:
     """Count a re-drive of `command` as read; None if another sweeper re-sent it first."""
     assert command.id is not None
-    params = {"org": command.organization_id, "id": command.id, "seen": command.redrives,
-              "sent": command.sent_at, "count": 1 if counted else 0}  # fmt: skip
+    params = {
+        "org": command.organization_id,
+        "id": command.id,
+        "seen": command.redrives,
+        "sent": command.sent_at,
+        "count": 1 if counted else 0,
+    }
     return from_row(OutboxCommand, conn.execute(MARK_REDRIVEN, params).fetchone())
 
 

@@ -58,6 +58,14 @@ def list_providers(
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Provider]:
-    return page(conn, "providers", Provider, org_id,
-                equals={"name": name, "provider_type": provider_type},
-                after=after, before=before, limit=limit, order=order)  # fmt: skip
+    return page(
+        conn,
+        "providers",
+        Provider,
+        org_id,
+        equals={"name": name, "provider_type": provider_type},
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )

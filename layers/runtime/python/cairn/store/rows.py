@@ -122,8 +122,9 @@ def page(
         "org": sql.Literal(org_id),
         "filters": sql.SQL(" AND ").join(filters) if filters else sql.SQL("TRUE"),
     }
-    return filtered_page(conn, PAGE, model, table, fields, after=after, before=before,
-                         limit=limit, order=order)  # fmt: skip
+    return filtered_page(
+        conn, PAGE, model, table, fields, after=after, before=before, limit=limit, order=order
+    )
 
 
 def contained(text: str | None) -> str | None:

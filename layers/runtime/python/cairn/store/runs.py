@@ -214,9 +214,14 @@ def start_run(
     with pipeline(conn):
         started = conn.execute(START_RUN, params)
         claiming = claims.send(
-            conn, run.organization_id, run.id, 0, lease_seconds=claim_lease_seconds,
-            cap=claim_cap, turn_taken=params["org_turn"],
-        )  # fmt: skip
+            conn,
+            run.organization_id,
+            run.id,
+            0,
+            lease_seconds=claim_lease_seconds,
+            cap=claim_cap,
+            turn_taken=params["org_turn"],
+        )
     row = started.fetchone()
     assert row is not None
     return row, claims.read(claiming)

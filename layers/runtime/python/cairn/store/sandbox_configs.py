@@ -48,26 +48,32 @@ def get_or_make(conn: Connection, config: SandboxConfig) -> SandboxConfig:
 
 
 def _params(config: SandboxConfig) -> dict[str, object]:
-    return {"id": config.id, "organization_id": config.organization_id, "type": config.type,
-            "config": Jsonb(config.config)}  # fmt: skip
+    return {
+        "id": config.id,
+        "organization_id": config.organization_id,
+        "type": config.type,
+        "config": Jsonb(config.config),
+    }
 
 
 def get(conn: Connection, org_id: str, config_id: str) -> SandboxConfig | None:
-    row = conn.execute("SELECT * FROM sandbox_configs WHERE organization_id = %s AND id = %s",
-                       (org_id, config_id)).fetchone()  # fmt: skip
+    row = conn.execute(
+        "SELECT * FROM sandbox_configs WHERE organization_id = %s AND id = %s", (org_id, config_id)
+    ).fetchone()
     return None if row is None else SandboxConfig.model_validate(row)
 
 
-def update(conn: Connection, org_id: str, config_id: str, settings: dict[str, object]) -> (
-    SandboxConfig | None
-):  # fmt: skip
+def update(
+    conn: Connection, org_id: str, config_id: str, settings: dict[str, object]
+) -> SandboxConfig | None:
     row = conn.execute(UPDATE_CONFIG, (Jsonb(settings), org_id, config_id)).fetchone()
     return None if row is None else SandboxConfig.model_validate(row)
 
 
 def delete(conn: Connection, org_id: str, config_id: str) -> bool:
-    deleted = conn.execute("DELETE FROM sandbox_configs WHERE organization_id = %s AND id = %s",
-                           (org_id, config_id))  # fmt: skip
+    deleted = conn.execute(
+        "DELETE FROM sandbox_configs WHERE organization_id = %s AND id = %s", (org_id, config_id)
+    )
     return deleted.rowcount == 1
 
 
@@ -101,9 +107,14 @@ def put_var(conn: Connection, sealer: Sealer, var: SandboxEnvVar) -> SandboxEnvV
 
 
 def vars_of(
-    conn: Connection, sealer: Sealer, org_id: str, config_id: str, *,
-    after: str | None = None, limit: int = 1000,
-) -> list[SandboxEnvVar]:  # fmt: skip
+    conn: Connection,
+    sealer: Sealer,
+    org_id: str,
+    config_id: str,
+    *,
+    after: str | None = None,
+    limit: int = 1000,
+) -> list[SandboxEnvVar]:
     rows = conn.execute(
         """SELECT * FROM sandbox_env_vars
             WHERE organization_id = %s AND sandbox_config_id = %s
@@ -134,8 +145,9 @@ def named(conn: Connection, org_id: str, config_id: str, key: str) -> bool:
 
 
 def delete_var(conn: Connection, org_id: str, var_id: str) -> bool:
-    deleted = conn.execute("DELETE FROM sandbox_env_vars WHERE organization_id = %s AND id = %s",
-                           (org_id, var_id))  # fmt: skip
+    deleted = conn.execute(
+        "DELETE FROM sandbox_env_vars WHERE organization_id = %s AND id = %s", (org_id, var_id)
+    )
     return deleted.rowcount == 1
 
 

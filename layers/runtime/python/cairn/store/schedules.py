@@ -78,11 +78,24 @@ def delete(conn: Connection, org_id: str, schedule_id: str) -> Schedule | None:
 
 
 def of_agent(
-    conn: Connection, org_id: str, agent_id: str, *, after: str | None, limit: int,
+    conn: Connection,
+    org_id: str,
+    agent_id: str,
+    *,
+    after: str | None,
+    limit: int,
     order: Order = "asc",
-) -> list[Schedule]:  # fmt: skip
-    return page(conn, "schedules", Schedule, org_id, equals={"agent_id": agent_id},
-                after=after, limit=limit, order=order)  # fmt: skip
+) -> list[Schedule]:
+    return page(
+        conn,
+        "schedules",
+        Schedule,
+        org_id,
+        equals={"agent_id": agent_id},
+        after=after,
+        limit=limit,
+        order=order,
+    )
 
 
 def due(conn: Connection, now: datetime, limit: int, per_org: int) -> list[Schedule]:

@@ -207,7 +207,13 @@ def organization_messages(
 ) -> list[tuple[Message, int]]:
     """(message, full-text rank) over all the organisation's agents, best first."""
     columns = sql.SQL(", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(",")))
-    params = {"org": org_id, "text": text, "roles": roles, "start": start, "end": end,
-              "limit": limit}  # fmt: skip
+    params = {
+        "org": org_id,
+        "text": text,
+        "roles": roles,
+        "start": start,
+        "end": end,
+        "limit": limit,
+    }
     rows = conn.execute(sql.SQL(ORG_FTS).format(columns=columns), params).fetchall()
     return [(Message.model_validate(r), int(r["fts_rank"])) for r in rows]

@@ -30,8 +30,9 @@ def add(conn: Connection, sealer: Sealer, bot: TelegramBot) -> TelegramBot:
 
 
 def get(conn: Connection, sealer: Sealer, org_id: str, bot_id: str) -> TelegramBot | None:
-    row = conn.execute("SELECT * FROM telegram_bots WHERE organization_id = %s AND id = %s",
-                       (org_id, bot_id)).fetchone()  # fmt: skip
+    row = conn.execute(
+        "SELECT * FROM telegram_bots WHERE organization_id = %s AND id = %s", (org_id, bot_id)
+    ).fetchone()
     return None if row is None else _opened(sealer, row)
 
 
@@ -50,14 +51,16 @@ def list_bots(conn: Connection, sealer: Sealer, org_id: str) -> list[TelegramBot
 
 
 def delete(conn: Connection, org_id: str, bot_id: str) -> bool:
-    gone = conn.execute("DELETE FROM telegram_bots WHERE organization_id = %s AND id = %s",
-                        (org_id, bot_id))  # fmt: skip
+    gone = conn.execute(
+        "DELETE FROM telegram_bots WHERE organization_id = %s AND id = %s", (org_id, bot_id)
+    )
     return gone.rowcount == 1
 
 
 def chat_agent(conn: Connection, bot_id: str, chat_id: int) -> str | None:
-    row = conn.execute("SELECT agent_id FROM telegram_chats WHERE bot_id = %s AND chat_id = %s",
-                       (bot_id, chat_id)).fetchone()  # fmt: skip
+    row = conn.execute(
+        "SELECT agent_id FROM telegram_chats WHERE bot_id = %s AND chat_id = %s", (bot_id, chat_id)
+    ).fetchone()
     return None if row is None else str(row["agent_id"])
 
 
@@ -80,8 +83,9 @@ def set_chat_agent(conn: Connection, bot_id: str, chat_id: int, agent_id: str) -
 
 def taken(conn: Connection, bot_id: str, update_id: int) -> bool:
     """Whether the update was taken before (a look, not the taking: see take_update)."""
-    row = conn.execute("SELECT 1 FROM telegram_updates WHERE bot_id = %s AND update_id = %s",
-                       (bot_id, update_id)).fetchone()  # fmt: skip
+    row = conn.execute(
+        "SELECT 1 FROM telegram_updates WHERE bot_id = %s AND update_id = %s", (bot_id, update_id)
+    ).fetchone()
     return row is not None
 
 
@@ -104,8 +108,9 @@ def prune_updates(conn: Connection, *, older_than_seconds: float) -> int:
 
 
 def parts_sent(conn: Connection, run_id: str) -> int:
-    row = conn.execute("SELECT parts_sent FROM telegram_replies WHERE run_id = %s",
-                       (run_id,)).fetchone()  # fmt: skip
+    row = conn.execute(
+        "SELECT parts_sent FROM telegram_replies WHERE run_id = %s", (run_id,)
+    ).fetchone()
     return 0 if row is None else int(row["parts_sent"])
 
 

@@ -113,13 +113,16 @@ COUNT_MATCHING = f"SELECT count(*) AS n FROM tools WHERE {TOOL_FILTERS}"
 
 def _literals(where: ToolFilter, org_id: str) -> dict[str, sql.Composable]:
     return {
-        "org": sql.Literal(org_id), "name": sql.Literal(where.name),
-        "names": sql.Literal(where.names or None), "ids": sql.Literal(where.tool_ids or None),
+        "org": sql.Literal(org_id),
+        "name": sql.Literal(where.name),
+        "names": sql.Literal(where.names or None),
+        "ids": sql.Literal(where.tool_ids or None),
         "search": sql.Literal(contained(where.search)),
         "types": sql.Literal(where.tool_types or None),
         "not_types": sql.Literal(where.exclude_tool_types or None),
-        "only_letta": sql.Literal(where.only_letta), "no_letta": sql.Literal(where.no_letta),
-    }  # fmt: skip
+        "only_letta": sql.Literal(where.only_letta),
+        "no_letta": sql.Literal(where.no_letta),
+    }
 
 
 def list_tools(
@@ -132,8 +135,17 @@ def list_tools(
     limit: int = 50,
     order: Order = "desc",
 ) -> list[Tool]:
-    return filtered_page(conn, LIST_TOOLS, Tool, "tools", _literals(where or ToolFilter(), org_id),
-                         after=after, before=before, limit=limit, order=order)  # fmt: skip
+    return filtered_page(
+        conn,
+        LIST_TOOLS,
+        Tool,
+        "tools",
+        _literals(where or ToolFilter(), org_id),
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
 
 
 SELECT_AGENTS_TOOLS = """

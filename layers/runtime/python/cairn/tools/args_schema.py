@@ -27,10 +27,12 @@ def schema_from_args(source: str, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(properties, dict):
         raise SourceError("args_json_schema: needs `properties`, an object")
     parameters = {
-        name: {**_type(field, defs, f"args_json_schema.properties.{name}"),
-               "description": field.get("description", "")}
+        name: {
+            **_type(field, defs, f"args_json_schema.properties.{name}"),
+            "description": field.get("description", ""),
+        }
         for name, field in properties.items()
-    }  # fmt: skip
+    }
     required = [name for name in args.get("required", []) if name in properties]
     return {
         "name": fn.name,
@@ -57,8 +59,10 @@ def _type(field: Any, defs: dict[str, Any], where: str) -> dict[str, Any]:
         return {"type": kind}
     if kind == "array":
         items = field.get("items")
-        return {"type": "array", "items": _type(items, defs, f"{where}.items") if items else
-                {"type": "string"}}  # fmt: skip
+        return {
+            "type": "array",
+            "items": _type(items, defs, f"{where}.items") if items else {"type": "string"},
+        }
     if kind == "object":
         return {"type": "object"}  # a dict of anything
     raise SourceError(f"{where}: type {kind!r} is not supported")
@@ -72,12 +76,14 @@ def _model(model: dict[str, Any], defs: dict[str, Any], where: str) -> dict[str,
     written: dict[str, Any] = {
         "type": "object",
         "properties": {
-            name: {**_type(field, defs, f"{where}.{name}"),
-                   "description": field.get("description", "")}
+            name: {
+                **_type(field, defs, f"{where}.{name}"),
+                "description": field.get("description", ""),
+            }
             for name, field in fields.items()
         },
         "required": list(model.get("required", [])),
-    }  # fmt: skip
+    }
     if "description" in model:
         written["description"] = model["description"]
     return written

@@ -40,22 +40,26 @@ class McpResult:
     is_error: bool
 
 
-def list_tools(target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float) -> (
-    list[McpTool]
-):  # fmt: skip
+def list_tools(
+    target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float
+) -> list[McpTool]:
     async def run(session: Any) -> list[McpTool]:
         listed = await session.list_tools()
-        return [McpTool(t.name, t.description or "", dict(t.input_schema or {}))
-                for t in listed.tools]  # fmt: skip
+        return [
+            McpTool(t.name, t.description or "", dict(t.input_schema or {})) for t in listed.tools
+        ]
 
     found: list[McpTool] = _with_session(target, opened, timeout, run)
     return found
 
 
 def call_tool(
-    target: McpTarget, name: str, args: dict[str, Any], opened: tuple[outbound.Network, ...],
+    target: McpTarget,
+    name: str,
+    args: dict[str, Any],
+    opened: tuple[outbound.Network, ...],
     timeout: float,
-) -> McpResult:  # fmt: skip
+) -> McpResult:
     async def run(session: Any) -> McpResult:
         result = await session.call_tool(name, args)
         parts = []
@@ -68,8 +72,9 @@ def call_tool(
     return done
 
 
-def _with_session(target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float,
-                  work: Any) -> Any:  # fmt: skip
+def _with_session(
+    target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float, work: Any
+) -> Any:
     try:
         outbound.check(target.url, opened)
     except outbound.Refused as err:
@@ -100,21 +105,27 @@ def _with_session(target: McpTarget, opened: tuple[outbound.Network, ...], timeo
 
 
 @asynccontextmanager
-async def _streams(target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float) -> (
-    AsyncIterator[Any]
-):  # fmt: skip
+async def _streams(
+    target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float
+) -> AsyncIterator[Any]:
     """The transport's streams, over a client whose every connection is guarded."""
     if target.transport == "sse":
         from mcp.client.sse import sse_client
 
-        async with sse_client(target.url, headers=target.headers, timeout=timeout,
-                              httpx_client_factory=_factory(opened)) as streams:  # fmt: skip
+        async with sse_client(
+            target.url,
+            headers=target.headers,
+            timeout=timeout,
+            httpx_client_factory=_factory(opened),
+        ) as streams:
             yield streams
         return
     from mcp.client.streamable_http import streamable_http_client
 
-    async with _factory(opened)(headers=target.headers, timeout=_timeout(timeout)) as client, \
-            streamable_http_client(target.url, http_client=client) as streams:  # fmt: skip
+    async with (
+        _factory(opened)(headers=target.headers, timeout=_timeout(timeout)) as client,
+        streamable_http_client(target.url, http_client=client) as streams,
+    ):
         yield streams
 
 
@@ -130,8 +141,9 @@ def _factory(opened: tuple[outbound.Network, ...]) -> Any:
     def make(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
         import httpx2
 
-        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
-                                  transport=outbound.async_transport(opened))  # fmt: skip
+        return httpx2.AsyncClient(
+            headers=headers, timeout=timeout, auth=auth, transport=outbound.async_transport(opened)
+        )
 
     return make
 

@@ -91,20 +91,27 @@ class _Builtins(Mapping[str, ToolSpec]):
             tool_spec(memory.memory_rethink, "letta_sleeptime_core"),
             tool_spec(memory.memory_finish_edits, "letta_sleeptime_core"),
             tool_spec(agents.send_message_to_agent_async, "letta_multi_agent_core"),
-            tool_spec(agents.send_message_to_agent_and_wait_for_reply, "letta_multi_agent_core",
-                      journaled=True),
-            tool_spec(agents.send_message_to_agents_matching_tags, "letta_multi_agent_core",
-                      journaled=True),
+            tool_spec(
+                agents.send_message_to_agent_and_wait_for_reply,
+                "letta_multi_agent_core",
+                journaled=True,
+            ),
+            tool_spec(
+                agents.send_message_to_agents_matching_tags,
+                "letta_multi_agent_core",
+                journaled=True,
+            ),
             tool_spec(voice.rethink_user_memory, "letta_voice_sleeptime_core"),
             tool_spec(voice.finish_rethinking_memory, "letta_voice_sleeptime_core"),
             tool_spec(voice.store_memories, "letta_voice_sleeptime_core"),
             tool_spec(voice.search_memory, "letta_voice_sleeptime_core"),
             tool_spec(files.open_files, "letta_files_core"),
             tool_spec(files.grep_files, "letta_files_core", enable_parallel_execution=True),
-            tool_spec(files.semantic_search_files, "letta_files_core",
-                      enable_parallel_execution=True),
+            tool_spec(
+                files.semantic_search_files, "letta_files_core", enable_parallel_execution=True
+            ),
             tool_spec(schedule.schedule_message, "letta_builtin", journaled=True),
-        )  # fmt: skip
+        )
         return {spec.name: spec for spec in made}
 
     def __getitem__(self, name: str) -> ToolSpec:

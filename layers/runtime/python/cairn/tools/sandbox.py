@@ -236,8 +236,12 @@ class SubprocessSandbox:
                 child_env = {"PATH": "/usr/bin:/bin"}
             else:
                 limits = f"{int(timeout) + 1},{self.memory_bytes},{self.scratch_bytes}"
-                child_env = {**env, "HOME": scratch, "TMPDIR": scratch,
-                             "CAIRN_SANDBOX_LIMITS": limits}  # fmt: skip
+                child_env = {
+                    **env,
+                    "HOME": scratch,
+                    "TMPDIR": scratch,
+                    "CAIRN_SANDBOX_LIMITS": limits,
+                }
                 # -S: no site, so the tool sees the standard library and none of the server's
                 # packages (the venv's or the interpreter's own site-packages).
                 command = [self.python, "-I", "-S", "-c", RUNNER]

@@ -12,16 +12,26 @@ NO_KEY = (
 )
 
 
-def search(query: str, *, key: str, base_url: str | None, num_results: int = 10,
-           include_text: bool = False, **filters: Any) -> str:  # fmt: skip
+def search(
+    query: str,
+    *,
+    key: str,
+    base_url: str | None,
+    num_results: int = 10,
+    include_text: bool = False,
+    **filters: Any,
+) -> str:
     """Letta's answer: {"query", "results": [{title, url, published_date, author, text?,
     highlights?, summary?}]}, or {"query", "error"} when the search failed."""
     if not query.strip():
         return json.dumps({"error": "Query cannot be empty", "query": query})
     from exa_py import Exa
 
-    params: dict[str, Any] = {"num_results": min(max(num_results, 1), 100), "type": "auto",
-              **{k: v for k, v in filters.items() if v}}  # fmt: skip
+    params: dict[str, Any] = {
+        "num_results": min(max(num_results, 1), 100),
+        "type": "auto",
+        **{k: v for k, v in filters.items() if v},
+    }
     contents: dict[str, Any] = {
         "text": include_text,
         "highlights": {"num_sentences": 2, "highlights_per_url": 3, "query": query},
@@ -37,9 +47,11 @@ def search(query: str, *, key: str, base_url: str | None, num_results: int = 10,
     results = []
     for res in found.results:
         item: dict[str, Any] = {
-            "title": res.title, "url": res.url, "published_date": res.published_date,
+            "title": res.title,
+            "url": res.url,
+            "published_date": res.published_date,
             "author": res.author,
-        }  # fmt: skip
+        }
         if include_text and getattr(res, "text", None):
             item["text"] = res.text
         if getattr(res, "highlights", None):

@@ -14,8 +14,14 @@ TIMEOUT_SECONDS = 10.0
 MAX_BYTES = 5 * 1024 * 1024
 MAX_CHARS = 40_000
 USER_AGENT = "Mozilla/5.0 (compatible; CairnBot/1.0)"
-TEXT_TYPES = ("text/plain", "text/markdown", "application/json", "text/csv", "application/xml",
-              "text/xml")  # fmt: skip
+TEXT_TYPES = (
+    "text/plain",
+    "text/markdown",
+    "application/json",
+    "text/csv",
+    "application/xml",
+    "text/xml",
+)
 
 
 class FetchError(RuntimeError):
@@ -24,8 +30,13 @@ class FetchError(RuntimeError):
 
 def fetch(url: str, opened: tuple[outbound.Network, ...]) -> str:
     try:
-        got = outbound.fetch_bytes(url, opened, limit=MAX_BYTES, timeout=TIMEOUT_SECONDS,
-                                   headers={"User-Agent": USER_AGENT})  # fmt: skip
+        got = outbound.fetch_bytes(
+            url,
+            opened,
+            limit=MAX_BYTES,
+            timeout=TIMEOUT_SECONDS,
+            headers={"User-Agent": USER_AGENT},
+        )
     except (outbound.Refused, outbound.FetchFailed) as err:
         raise FetchError(f"Error fetching webpage: {err}") from None
     kind = got.media_type or "text/html"

@@ -85,12 +85,18 @@ def view_json(view: AgentView) -> dict[str, Any]:
 
 def secret_json(secret: AgentSecret) -> dict[str, Any]:
     return {
-        "id": secret.id, "key": secret.key, "value": secret.value,
-        "description": secret.description, "organization_id": secret.organization_id,
-        "agent_id": secret.agent_id, "value_enc": None, "created_by_id": None,
-        "last_updated_by_id": None, "created_at": iso(secret.created_at),
+        "id": secret.id,
+        "key": secret.key,
+        "value": secret.value,
+        "description": secret.description,
+        "organization_id": secret.organization_id,
+        "agent_id": secret.agent_id,
+        "value_enc": None,
+        "created_by_id": None,
+        "last_updated_by_id": None,
+        "created_at": iso(secret.created_at),
         "updated_at": iso(secret.updated_at),
-    }  # fmt: skip
+    }
 
 
 def context_json(overview: ContextOverview) -> dict[str, Any]:

@@ -54,34 +54,56 @@ def folder_json(folder: Folder, *, source: bool = False) -> dict[str, Any]:
 def file_json(file: FileMetadata, content: str | None = None) -> dict[str, Any]:
     """Letta's FileMetadata (its folder still called `source_id`); `content` on request."""
     return {
-        "source_id": file.folder_id, "file_name": file.file_name,
-        "original_file_name": file.original_file_name, "file_path": None,
-        "file_type": file.file_type, "file_size": file.file_size,
-        "file_creation_date": None, "file_last_modified_date": None,
-        "processing_status": file.processing_status, "error_message": file.error_message,
-        "total_chunks": file.total_chunks, "chunks_embedded": file.chunks_embedded,
-        "content": content, "id": file.id, "organization_id": file.organization_id,
-        "created_at": iso(file.created_at), "updated_at": iso(file.updated_at),
-    }  # fmt: skip
+        "source_id": file.folder_id,
+        "file_name": file.file_name,
+        "original_file_name": file.original_file_name,
+        "file_path": None,
+        "file_type": file.file_type,
+        "file_size": file.file_size,
+        "file_creation_date": None,
+        "file_last_modified_date": None,
+        "processing_status": file.processing_status,
+        "error_message": file.error_message,
+        "total_chunks": file.total_chunks,
+        "chunks_embedded": file.chunks_embedded,
+        "content": content,
+        "id": file.id,
+        "organization_id": file.organization_id,
+        "created_at": iso(file.created_at),
+        "updated_at": iso(file.updated_at),
+    }
 
 
 def file_passage_json(passage: FilePassage, file_name: str | None = None) -> dict[str, Any]:
     """A chunk of a file, as Letta's Passage (no archive; its file and folder named)."""
     return {
-        "id": passage.id, "organization_id": passage.organization_id, "archive_id": None,
-        "source_id": passage.folder_id, "file_id": passage.file_id, "file_name": file_name,
-        "text": passage.text, "embedding": passage.embedding,
+        "id": passage.id,
+        "organization_id": passage.organization_id,
+        "archive_id": None,
+        "source_id": passage.folder_id,
+        "file_id": passage.file_id,
+        "file_name": file_name,
+        "text": passage.text,
+        "embedding": passage.embedding,
         "embedding_config": passage.embedding_config.model_dump(mode="json"),
-        "metadata": {}, "tags": None, "is_deleted": False,
+        "metadata": {},
+        "tags": None,
+        "is_deleted": False,
         "created_at": iso(passage.created_at),
-    }  # fmt: skip
+    }
 
 
 def agent_file_json(attachment_id: str, view: FileAgent, folder_name: str) -> dict[str, Any]:
     """Letta's AgentFileAttachment: one file as an agent sees it."""
     return {
-        "id": attachment_id, "file_id": view.file_id, "file_name": view.file_name,
-        "folder_id": view.folder_id, "folder_name": folder_name, "is_open": view.is_open,
-        "last_accessed_at": iso(view.last_accessed_at), "visible_content": view.visible_content,
-        "start_line": view.start_line, "end_line": view.end_line,
-    }  # fmt: skip
+        "id": attachment_id,
+        "file_id": view.file_id,
+        "file_name": view.file_name,
+        "folder_id": view.folder_id,
+        "folder_name": folder_name,
+        "is_open": view.is_open,
+        "last_accessed_at": iso(view.last_accessed_at),
+        "visible_content": view.visible_content,
+        "start_line": view.start_line,
+        "end_line": view.end_line,
+    }

@@ -52,10 +52,12 @@ def _user_content(message: Message) -> Any:
     if not any(isinstance(p, ImageContent) for p in message.content):
         return message.text
     return [
-        {"type": "text", "text": p.text} if isinstance(p, TextContent)
+        {"type": "text", "text": p.text}
+        if isinstance(p, TextContent)
         else {"type": "image", "source": p.source}
-        for p in message.content if isinstance(p, (TextContent, ImageContent))
-    ]  # fmt: skip
+        for p in message.content
+        if isinstance(p, (TextContent, ImageContent))
+    ]
 
 
 # Complexity: one branch per Letta message type a stored message becomes (Letta's own

@@ -49,7 +49,8 @@ def batch_json(batch: Batch) -> dict[str, Any]:
         "created_at": iso(batch.created_at),
         "updated_at": iso(batch.updated_at),
         "completed_at": iso(batch.cancelled_at or batch.completed_at)
-        if batch.status != "running" else None,
+        if batch.status != "running"
+        else None,
         "stop_reason": None,
         "background": None,
         "agent_id": None,
@@ -62,7 +63,7 @@ def batch_json(batch: Batch) -> dict[str, Any]:
         "user_id": batch.created_by_id,
         "created_by_id": batch.created_by_id,
         "last_updated_by_id": batch.created_by_id,
-    }  # fmt: skip
+    }
 
 
 def response_json(
@@ -98,9 +99,18 @@ def step_json(step: Step) -> dict[str, Any]:
     """Letta's Step (which admits no other keys): a failed step's error as error_type/data."""
     data = step.model_dump(
         mode="json",
-        exclude={"organization_id", "step_index", "kind", "error", "started_at", "completed_at",
-                 "created_at", "llm_request_ns", "tool_execution_ns"},
-    )  # fmt: skip
+        exclude={
+            "organization_id",
+            "step_index",
+            "kind",
+            "error",
+            "started_at",
+            "completed_at",
+            "created_at",
+            "llm_request_ns",
+            "tool_execution_ns",
+        },
+    )
     error = step.error or {}
     return data | {
         "messages": [],

@@ -24,14 +24,27 @@ def tool_return_json(name: str, result: SandboxResult) -> dict[str, Any]:
     answers with the id and call id "null" (no message is stored); Cairn gives the answer a
     message id of its own, still stored nowhere, and keeps Letta's "null" call id."""
     status = "success" if result.success else "error"
-    outcome = {"tool_return": result.value, "status": status, "tool_call_id": "null",
-               "stdout": result.stdout, "stderr": result.stderr}  # fmt: skip
+    outcome = {
+        "tool_return": result.value,
+        "status": status,
+        "tool_call_id": "null",
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+    }
     return {
-        "id": new_id("message"), "date": iso(datetime.now(UTC)), "name": name,
-        "message_type": "tool_return_message", "otid": None, "sender_id": None,
-        "step_id": None, "is_err": None, "seq_id": None, "run_id": None,
-        **outcome, "tool_returns": [outcome],
-    }  # fmt: skip
+        "id": new_id("message"),
+        "date": iso(datetime.now(UTC)),
+        "name": name,
+        "message_type": "tool_return_message",
+        "otid": None,
+        "sender_id": None,
+        "step_id": None,
+        "is_err": None,
+        "seq_id": None,
+        "run_id": None,
+        **outcome,
+        "tool_returns": [outcome],
+    }
 
 
 def execution_json(result: SandboxResult) -> dict[str, Any]:

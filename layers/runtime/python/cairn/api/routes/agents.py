@@ -39,12 +39,19 @@ def list_agents(
     order: Order = "desc",
     include: Annotated[list[str] | None, Query()] = None,
 ) -> Response[Any]:
-    where = AgentFilter(name, query_text, tags, match_all_tags, identity_id, identifier_keys,
-                        last_stop_reason)  # fmt: skip
+    where = AgentFilter(
+        name, query_text, tags, match_all_tags, identity_id, identifier_keys, last_stop_reason
+    )
     found = agents.list_agents(
-        http.rt(), http.org_id(), where, after=after, before=before, limit=limit, order=order,
+        http.rt(),
+        http.org_id(),
+        where,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
         relations=relations_wanted(include),
-    )  # fmt: skip
+    )
     return http.json_reply(200, [letta.view_json(v) for v in found])
 
 
@@ -59,8 +66,9 @@ def count_agents(
     last_stop_reason: StopReason | None = None,
 ) -> Response[Any]:
     """The agents GET /v1/agents/ would list with the same filters."""
-    where = AgentFilter(name, query_text, tags, match_all_tags, identity_id, identifier_keys,
-                        last_stop_reason)  # fmt: skip
+    where = AgentFilter(
+        name, query_text, tags, match_all_tags, identity_id, identifier_keys, last_stop_reason
+    )
     return http.json_reply(200, agents.count(http.rt(), http.org_id(), where))
 
 
@@ -109,6 +117,13 @@ def list_tags(
     limit: Limit = 50,
     order: Order = "asc",
 ) -> Response[Any]:
-    found = agents.tags(http.rt(), http.org_id(), query_text=name or query_text, after=after,
-                        before=before, limit=limit, order=order)  # fmt: skip
+    found = agents.tags(
+        http.rt(),
+        http.org_id(),
+        query_text=name or query_text,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
     return http.json_reply(200, found)

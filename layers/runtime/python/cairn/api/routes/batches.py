@@ -58,7 +58,13 @@ def list_batch_messages(
     agent_id: AgentFilter = None,
 ) -> Response[Any]:
     found = batches.messages(
-        http.rt(), http.org_id(), batch_id, agent_id=agent_id, after=after, before=before,
-        limit=limit, order=order,
-    )  # fmt: skip
+        http.rt(),
+        http.org_id(),
+        batch_id,
+        agent_id=agent_id,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
     return http.json_reply(200, {"messages": [letta.message_json(m) for m in found]})

@@ -23,8 +23,9 @@ def create_chat_completion(req: Annotated[ChatCompletionRequest, Body()]) -> Res
     agent, send = chat_completions.prepare(rt, org, req)
     if req.stream:
         run, events = streams.send(rt, org, agent.id, send, run_type="openai_chat_completions")
-        chunks = ChatChunks(f"chatcmpl-{run.id}", agent.llm_config.model,
-                            include_usage=req.include_usage)  # fmt: skip
+        chunks = ChatChunks(
+            f"chatcmpl-{run.id}", agent.llm_config.model, include_usage=req.include_usage
+        )
         return http.stream_reply(chunks.frames(events))
     sent = messages.send(rt, org, agent.id, send, wait=True, run_type="openai_chat_completions")
     if sent.run.status not in TERMINAL_RUN_STATUSES:
@@ -32,8 +33,12 @@ def create_chat_completion(req: Annotated[ChatCompletionRequest, Body()]) -> Res
     if sent.run.stop_reason == "llm_api_error":  # an error, as the messages route answers
         return http.run_error_reply(sent.run)
     said = letta.expand(messages.produced(rt, sent), use_assistant_message=True)
-    texts = [m["content"] if isinstance(m["content"], str)
-             else "".join(p.get("text", "") for p in m["content"])
-             for m in said if m["message_type"] == "assistant_message"]  # fmt: skip
+    texts = [
+        m["content"]
+        if isinstance(m["content"], str)
+        else "".join(p.get("text", "") for p in m["content"])
+        for m in said
+        if m["message_type"] == "assistant_message"
+    ]
     usage = letta.usage_json(sent.run)
     return http.json_reply(200, chat_completions.completion(agent, sent.run.id, texts, usage))

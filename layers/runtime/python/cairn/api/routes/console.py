@@ -16,8 +16,11 @@ from cairn.errors import NotFoundError
 
 router = APIGatewayHttpRouter()
 FILES = Path(__file__).resolve().parents[2] / "console"
-TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-         ".css": "text/css; charset=utf-8"}  # fmt: skip
+TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
 NAME = re.compile(r"^[a-z][a-z0-9_-]*\.(html|js|css)$")
 # Nothing but our own files runs or loads; images only from the page's own data.
 HEADERS = {

@@ -32,8 +32,9 @@ def count_folders() -> Response[Any]:
 @router.get("/folders/metadata")
 @router.get("/sources/metadata")
 def folders_metadata(include_detailed_per_source_metadata: bool = False) -> Response[Any]:
-    stats = folders.metadata(http.rt(), http.org_id(),
-                             detailed=include_detailed_per_source_metadata)  # fmt: skip
+    stats = folders.metadata(
+        http.rt(), http.org_id(), detailed=include_detailed_per_source_metadata
+    )
     return http.json_reply(200, stats)
 
 
@@ -50,11 +51,15 @@ def source_by_name(source_name: str) -> Response[Any]:
 @router.get("/folders/")
 @router.get("/sources/")
 def list_folders(
-    name: str | None = None, after: After = None, before: Before = None, limit: Limit = 50,
+    name: str | None = None,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
     order: Order = "asc",
-) -> Response[Any]:  # fmt: skip
-    found = folders.list_folders(http.rt(), http.org_id(), name=name, after=after,
-                                 before=before, limit=limit, order=order)  # fmt: skip
+) -> Response[Any]:
+    found = folders.list_folders(
+        http.rt(), http.org_id(), name=name, after=after, before=before, limit=limit, order=order
+    )
     return http.json_reply(200, [_shown(f) for f in found])
 
 
@@ -100,30 +105,39 @@ def delete_source(source_id: FolderId) -> Response[Any]:
 
 @router.get("/folders/<folder_id>/agents")
 def folder_agents(
-    folder_id: FolderId, after: After = None, before: Before = None, limit: Limit = 50,
+    folder_id: FolderId,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
     order: Order = "desc",
-) -> Response[Any]:  # fmt: skip
-    found = folders.agent_ids(http.rt(), http.org_id(), folder_id, after=after, before=before,
-                              limit=limit, order=order)  # fmt: skip
+) -> Response[Any]:
+    found = folders.agent_ids(
+        http.rt(), http.org_id(), folder_id, after=after, before=before, limit=limit, order=order
+    )
     return http.json_reply(200, found)
 
 
 @router.get("/sources/<source_id>/agents")
 def source_agents(source_id: FolderId) -> Response[Any]:
     # Letta's sources route pages nothing: every agent of the source.
-    found = folders.agent_ids(http.rt(), http.org_id(), source_id, after=None, before=None,
-                              limit=10_000, order="desc")  # fmt: skip
+    found = folders.agent_ids(
+        http.rt(), http.org_id(), source_id, after=None, before=None, limit=10_000, order="desc"
+    )
     return http.json_reply(200, found)
 
 
 @router.get("/agents/<agent_id>/folders")
 @router.get("/agents/<agent_id>/sources")
 def agent_folders(
-    agent_id: AgentId, after: After = None, before: Before = None, limit: Limit = 50,
+    agent_id: AgentId,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
     order: Order = "desc",
-) -> Response[Any]:  # fmt: skip
-    found = folders.of_agent(http.rt(), http.org_id(), agent_id, after=after, before=before,
-                             limit=limit, order=order)  # fmt: skip
+) -> Response[Any]:
+    found = folders.of_agent(
+        http.rt(), http.org_id(), agent_id, after=after, before=before, limit=limit, order=order
+    )
     return http.json_reply(200, [_shown(f) for f in found])
 
 
@@ -157,12 +171,21 @@ def detach_source(agent_id: AgentId, source_id: FolderId) -> Response[Any]:
 
 @router.post("/folders/<folder_id>/upload")
 def upload_file_to_folder(
-    folder_id: FolderId, file: Annotated[UploadFile, File()],
-    duplicate_handling: DuplicateHandling = "suffix", name: str | None = None,
-) -> Response[Any]:  # fmt: skip
-    done = files.upload(http.rt(), http.org_id(), folder_id, file.content,
-                        filename=file.filename or "upload", content_type=file.content_type,
-                        duplicate_handling=duplicate_handling, name=name)  # fmt: skip
+    folder_id: FolderId,
+    file: Annotated[UploadFile, File()],
+    duplicate_handling: DuplicateHandling = "suffix",
+    name: str | None = None,
+) -> Response[Any]:
+    done = files.upload(
+        http.rt(),
+        http.org_id(),
+        folder_id,
+        file.content,
+        filename=file.filename or "upload",
+        content_type=file.content_type,
+        duplicate_handling=duplicate_handling,
+        name=name,
+    )
     reply = http.json_reply(200, letta.file_json(done.file))
     if done.skipped:  # Letta's word that nothing was uploaded
         reply.headers["X-Upload-Result"] = "skipped"
@@ -171,26 +194,36 @@ def upload_file_to_folder(
 
 @router.post("/sources/<source_id>/upload")
 def upload_file_to_source(
-    source_id: FolderId, file: Annotated[UploadFile, File()],
-    duplicate_handling: DuplicateHandling = "suffix", name: str | None = None,
-) -> Response[Any]:  # fmt: skip
+    source_id: FolderId,
+    file: Annotated[UploadFile, File()],
+    duplicate_handling: DuplicateHandling = "suffix",
+    name: str | None = None,
+) -> Response[Any]:
     return upload_file_to_folder(source_id, file, duplicate_handling, name)
 
 
 @router.get("/folders/<folder_id>/files")
 def list_folder_files(
-    folder_id: FolderId, after: After = None, before: Before = None, limit: Limit = 1000,
-    order: Order = "desc", include_content: bool = False,
-) -> Response[Any]:  # fmt: skip
-    found = files.list_files(http.rt(), http.org_id(), folder_id, after=after, before=before,
-                             limit=limit, order=order)  # fmt: skip
+    folder_id: FolderId,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 1000,
+    order: Order = "desc",
+    include_content: bool = False,
+) -> Response[Any]:
+    found = files.list_files(
+        http.rt(), http.org_id(), folder_id, after=after, before=before, limit=limit, order=order
+    )
     return http.json_reply(200, [_file(f, include_content) for f in found])
 
 
 @router.get("/sources/<source_id>/files")
 def list_source_files(
-    source_id: FolderId, after: After = None, limit: Limit = 1000, include_content: bool = False,
-) -> Response[Any]:  # fmt: skip
+    source_id: FolderId,
+    after: After = None,
+    limit: Limit = 1000,
+    include_content: bool = False,
+) -> Response[Any]:
     return list_folder_files(source_id, after, None, limit, "desc", include_content)
 
 
@@ -220,18 +253,25 @@ def delete_source_file(source_id: FolderId, file_id: FileId) -> Response[Any]:
 
 @router.get("/folders/<folder_id>/passages")
 def folder_passages(
-    folder_id: FolderId, after: After = None, before: Before = None, limit: Limit = 100,
+    folder_id: FolderId,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 100,
     order: Order = "desc",
-) -> Response[Any]:  # fmt: skip
-    found = files.passages(http.rt(), http.org_id(), folder_id, after=after, before=before,
-                           limit=limit, order=order)  # fmt: skip
+) -> Response[Any]:
+    found = files.passages(
+        http.rt(), http.org_id(), folder_id, after=after, before=before, limit=limit, order=order
+    )
     return http.json_reply(200, [letta.file_passage_json(p) for p in found])
 
 
 @router.get("/sources/<source_id>/passages")
 def source_passages(
-    source_id: FolderId, after: After = None, before: Before = None, limit: Limit = 100,
-) -> Response[Any]:  # fmt: skip
+    source_id: FolderId,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 100,
+) -> Response[Any]:
     return folder_passages(source_id, after, before, limit, "desc")
 
 
@@ -240,15 +280,28 @@ def source_passages(
 
 @router.get("/agents/<agent_id>/files")
 def agent_files(
-    agent_id: AgentId, after: After = None, before: Before = None, limit: Limit = 100,
-    order: Order = "desc", cursor: str | None = None, is_open: bool | None = None,
-) -> Response[Any]:  # fmt: skip
-    found, more = files.agent_files(http.rt(), http.org_id(), agent_id, is_open=is_open,
-                                    after=after or cursor, before=before, limit=limit,
-                                    order=order)  # fmt: skip
+    agent_id: AgentId,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 100,
+    order: Order = "desc",
+    cursor: str | None = None,
+    is_open: bool | None = None,
+) -> Response[Any]:
+    found, more = files.agent_files(
+        http.rt(),
+        http.org_id(),
+        agent_id,
+        is_open=is_open,
+        after=after or cursor,
+        before=before,
+        limit=limit,
+        order=order,
+    )
     shown = [letta.agent_file_json(f.id, f.view, f.folder_name) for f in found]
-    return http.json_reply(200, {"files": shown, "next_cursor": found[-1].id if more else None,
-                                 "has_more": more})  # fmt: skip
+    return http.json_reply(
+        200, {"files": shown, "next_cursor": found[-1].id if more else None, "has_more": more}
+    )
 
 
 @router.patch("/agents/<agent_id>/files/close-all")

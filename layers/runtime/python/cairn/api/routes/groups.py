@@ -127,9 +127,10 @@ def stream_group_message(group_id: GroupId, req: Annotated[LettaRequest, Body()]
     answers come whole per step)."""
     run, events = groups.stream(http.rt(), http.org_id(), group_id, req)
     letta_sse = streaming.Letta(
-        run.id, use_assistant_message=req.use_assistant_message,
+        run.id,
+        use_assistant_message=req.use_assistant_message,
         only=req.include_return_message_types,
-    )  # fmt: skip
+    )
     return http.stream_reply(letta_sse.frames(events))
 
 

@@ -31,10 +31,17 @@ def list_identities(
     order: Order = "desc",
 ) -> Response[Any]:
     found = identities.list_identities(
-        http.rt(), http.org_id(), name=name, identifier_key=identifier_key,
-        identity_type=identity_type, project_id=project_id, after=after, before=before,
-        limit=limit, order=order,
-    )  # fmt: skip
+        http.rt(),
+        http.org_id(),
+        name=name,
+        identifier_key=identifier_key,
+        identity_type=identity_type,
+        project_id=project_id,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
     return http.json_reply(200, [letta.identity_json(i) for i in found])
 
 
@@ -94,9 +101,15 @@ def identity_agents(
 ) -> Response[Any]:
     identities.retrieve(http.rt(), http.org_id(), identity_id)  # 404 for an unknown one
     found = agents.list_agents(
-        http.rt(), http.org_id(), AgentFilter(identity_id=identity_id), after=after,
-        before=before, limit=limit, order=order, relations=relations_wanted(include),
-    )  # fmt: skip
+        http.rt(),
+        http.org_id(),
+        AgentFilter(identity_id=identity_id),
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+        relations=relations_wanted(include),
+    )
     return http.json_reply(200, [letta.view_json(v) for v in found])
 
 
@@ -109,9 +122,14 @@ def identity_blocks(
     order: Order = "desc",
 ) -> Response[Any]:
     found = identities.blocks_of(
-        http.rt(), http.org_id(), identity_id, after=after, before=before, limit=limit,
+        http.rt(),
+        http.org_id(),
+        identity_id,
+        after=after,
+        before=before,
+        limit=limit,
         order=order,
-    )  # fmt: skip
+    )
     return http.json_reply(200, [letta.block_json(b) for b in found])
 
 

@@ -52,8 +52,9 @@ def add_mcp_server(body: Annotated[dict[str, Any], Body()]) -> Response[Any]:
 @router.post(f"{PREFIX}/test")
 def test_mcp_server(body: Annotated[dict[str, Any], Body()]) -> Response[Any]:
     found = service.probe(http.rt(), http.org_id(), _create_body(body))
-    return http.json_reply(200, {"status": "success",
-                                 "tools": [letta.mcp_tool_json(t) for t in found]})  # fmt: skip
+    return http.json_reply(
+        200, {"status": "success", "tools": [letta.mcp_tool_json(t) for t in found]}
+    )
 
 
 @router.get(f"{PREFIX}/<mcp_server_name>/tools")
@@ -84,9 +85,9 @@ def add_mcp_tool(mcp_server_name: str, mcp_tool_name: str) -> Response[Any]:
 
 
 @router.patch(f"{PREFIX}/<mcp_server_name>")
-def update_mcp_server(mcp_server_name: str, body: Annotated[dict[str, Any], Body()]) -> (
-    Response[Any]
-):  # fmt: skip
+def update_mcp_server(
+    mcp_server_name: str, body: Annotated[dict[str, Any], Body()]
+) -> Response[Any]:
     server = service.named(http.rt(), http.org_id(), mcp_server_name)
     name = body.get("server_name")
     settings = {k: v for k, v in body.items() if k != "server_name"}

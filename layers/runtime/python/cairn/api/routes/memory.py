@@ -93,13 +93,27 @@ def list_blocks(
     limit: Limit = 50,
     order: Order = "desc",
 ) -> Response[Any]:
-    search = BlockSearch(label_search, value_search, description_search, name,
-                         connected_to_agents_count_gt, connected_to_agents_count_lt,
-                         connected_to_agents_count_eq, identity_id, identifier_keys)  # fmt: skip
+    search = BlockSearch(
+        label_search,
+        value_search,
+        description_search,
+        name,
+        connected_to_agents_count_gt,
+        connected_to_agents_count_lt,
+        connected_to_agents_count_eq,
+        identity_id,
+        identifier_keys,
+    )
     found = blocks.list_blocks(
-        http.rt(), http.org_id(), label=label, after=after, before=before, limit=limit,
-        order=order, search=search,
-    )  # fmt: skip
+        http.rt(),
+        http.org_id(),
+        label=label,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+        search=search,
+    )
     return http.json_reply(200, [letta.block_json(b) for b in found])
 
 

@@ -27,9 +27,15 @@ def list_providers(
     order: Order = "desc",
 ) -> Response[Any]:
     found = providers.list_providers(
-        http.rt(), http.org_id(), name=name, provider_type=provider_type,
-        after=after, before=before, limit=limit, order=order,
-    )  # fmt: skip
+        http.rt(),
+        http.org_id(),
+        name=name,
+        provider_type=provider_type,
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+    )
     return http.json_reply(200, [letta.provider_json(p) for p in found])
 
 

@@ -29,28 +29,32 @@ def list_sandbox_configs(
     after: After = None,
     sandbox_type: Annotated[SandboxType | None, Query()] = None,
 ) -> Response[Any]:
-    found = service.list_configs(http.rt(), http.org_id(), kind=sandbox_type, after=after,
-                                 limit=limit)  # fmt: skip
+    found = service.list_configs(
+        http.rt(), http.org_id(), kind=sandbox_type, after=after, limit=limit
+    )
     return http.json_reply(200, [letta.sandbox_config_json(c) for c in found])
 
 
 @router.post("/sandbox-config/e2b/default")
 def create_default_e2b_sandbox_config() -> Response[Any]:
-    return http.json_reply(200, letta.sandbox_config_json(
-        service.default(http.rt(), http.org_id(), "e2b")))  # fmt: skip
+    return http.json_reply(
+        200, letta.sandbox_config_json(service.default(http.rt(), http.org_id(), "e2b"))
+    )
 
 
 @router.post("/sandbox-config/local/default")
 def create_default_local_sandbox_config() -> Response[Any]:
-    return http.json_reply(200, letta.sandbox_config_json(
-        service.default(http.rt(), http.org_id(), "local")))  # fmt: skip
+    return http.json_reply(
+        200, letta.sandbox_config_json(service.default(http.rt(), http.org_id(), "local"))
+    )
 
 
 @router.post("/sandbox-config/local")
 def create_custom_local_sandbox_config(req: Annotated[dict[str, Any], Body()]) -> Response[Any]:
     """The body is a LocalSandboxConfig itself (Letta), not wrapped in `config`."""
-    made = service.create_or_update(http.rt(), http.org_id(), SandboxConfigBody(config=req),
-                                    kind="local")  # fmt: skip
+    made = service.create_or_update(
+        http.rt(), http.org_id(), SandboxConfigBody(config=req), kind="local"
+    )
     return http.json_reply(200, letta.sandbox_config_json(made))
 
 
@@ -58,8 +62,9 @@ def create_custom_local_sandbox_config(req: Annotated[dict[str, Any], Body()]) -
 def force_recreate_local_sandbox_venv() -> Response[Any]:
     """Cairn's sandbox keeps no virtual environment to make again: the local config, as Letta
     answers once it has."""
-    return http.json_reply(200, letta.sandbox_config_json(
-        service.default(http.rt(), http.org_id(), "local")))  # fmt: skip
+    return http.json_reply(
+        200, letta.sandbox_config_json(service.default(http.rt(), http.org_id(), "local"))
+    )
 
 
 @router.patch("/sandbox-config/<sandbox_config_id>")
@@ -88,8 +93,7 @@ def create_sandbox_env_var(
 def list_sandbox_env_vars(
     sandbox_config_id: SandboxConfigId, limit: Limit = 1000, after: After = None
 ) -> Response[Any]:
-    found = service.vars_of(http.rt(), http.org_id(), sandbox_config_id, after=after,
-                            limit=limit)  # fmt: skip
+    found = service.vars_of(http.rt(), http.org_id(), sandbox_config_id, after=after, limit=limit)
     return http.json_reply(200, [letta.sandbox_env_var_json(v) for v in found])
 
 

@@ -19,15 +19,20 @@ router = APIGatewayHttpRouter()
 
 
 def schedule_json(s: Schedule) -> dict[str, Any]:
-    when = {"type": "one-time", "run_at": iso(s.run_at)} if s.kind == "once" else {
-        "type": "recurring", "cron": s.cron}  # fmt: skip
+    when = (
+        {"type": "one-time", "run_at": iso(s.run_at)}
+        if s.kind == "once"
+        else {"type": "recurring", "cron": s.cron}
+    )
     return {
-        "id": s.id, "agent_id": s.agent_id, "messages": s.messages,
+        "id": s.id,
+        "agent_id": s.agent_id,
+        "messages": s.messages,
         "schedule": {**when, "timezone": s.timezone},
         "next_run_at": iso(s.next_run_at) if s.next_run_at else None,
         "last_run_at": iso(s.last_run_at) if s.last_run_at else None,
         "created_at": iso(s.created_at),
-    }  # fmt: skip
+    }
 
 
 @router.post("/agents/<agent_id>/schedules")

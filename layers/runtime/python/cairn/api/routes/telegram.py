@@ -22,10 +22,14 @@ WEBHOOK_PREFIX = "/v1/telegram/webhook/"
 def bot_json(bot: TelegramBot) -> dict[str, Any]:
     """A bot as shown: never its token (its last four characters only) nor its secret."""
     return {
-        "id": bot.id, "agent_id": bot.agent_id, "mode": bot.mode, "username": bot.username,
-        "token": f"...{bot.token[-4:]}", "webhook_path": WEBHOOK_PREFIX + bot.id,
+        "id": bot.id,
+        "agent_id": bot.agent_id,
+        "mode": bot.mode,
+        "username": bot.username,
+        "token": f"...{bot.token[-4:]}",
+        "webhook_path": WEBHOOK_PREFIX + bot.id,
         "created_at": iso(bot.created_at),
-    }  # fmt: skip
+    }
 
 
 @router.post("/telegram/bots")

@@ -41,8 +41,15 @@ def list_tools(
     limit: Limit = 50,
     order: Order = "desc",
 ) -> Response[Any]:
-    where = ToolFilter(name, names, _split(tool_ids), search, _split(tool_types),
-                       _split(exclude_tool_types), only_letta=return_only_letta_tools)  # fmt: skip
+    where = ToolFilter(
+        name,
+        names,
+        _split(tool_ids),
+        search,
+        _split(tool_types),
+        _split(exclude_tool_types),
+        only_letta=return_only_letta_tools,
+    )
     found = tools.list_tools(
         http.rt(), http.org_id(), where, after=after, before=before, limit=limit, order=order
     )
@@ -92,9 +99,16 @@ def count_tools(
     exclude_letta_tools: bool = False,
 ) -> Response[Any]:
     """The tools GET /v1/tools/ would list with the same filters."""
-    where = ToolFilter(name, names, _split(tool_ids), search, _split(tool_types),
-                       _split(exclude_tool_types), return_only_letta_tools,
-                       exclude_letta_tools)  # fmt: skip
+    where = ToolFilter(
+        name,
+        names,
+        _split(tool_ids),
+        search,
+        _split(tool_types),
+        _split(exclude_tool_types),
+        return_only_letta_tools,
+        exclude_letta_tools,
+    )
     return http.json_reply(200, tools.count(http.rt(), http.org_id(), where))
 
 
@@ -191,8 +205,13 @@ def list_models(
     provider_name: str | None = None,
     provider_type: ProviderType | None = None,
 ) -> Response[Any]:
-    found = providers.models(http.rt(), http.org_id(), categories=provider_category,
-                             name=provider_name, kind=provider_type)  # fmt: skip
+    found = providers.models(
+        http.rt(),
+        http.org_id(),
+        categories=provider_category,
+        name=provider_name,
+        kind=provider_type,
+    )
     return http.json_reply(200, [letta.model_json(m) for m in found])
 
 

@@ -65,8 +65,13 @@ def build_runtime(
         )
     vault = vault_for(settings)
     keys = ProviderKeys(database, vault)
-    engine = Engine(database, settings, sandbox=sandbox, provider_keys=keys,
-                    sealer=Sealer(sealing_key(settings)))  # fmt: skip
+    engine = Engine(
+        database,
+        settings,
+        sandbox=sandbox,
+        provider_keys=keys,
+        sealer=Sealer(sealing_key(settings)),
+    )
     if embeddings is None and settings.embed_queue_url:
         from cairn.orchestration.aws.sqs import SqsStepQueue
 
@@ -99,8 +104,17 @@ def build_runtime(
 
         files = SqsStepQueue(settings.files_queue_url)
     outlets = Outlets(queue, workflows, embeddings, files)
-    rt = Runtime(settings, database, engine, outlets, workflows, vault, keys,
-                 documents_for(settings), scheduler_for(settings))  # fmt: skip
+    rt = Runtime(
+        settings,
+        database,
+        engine,
+        outlets,
+        workflows,
+        vault,
+        keys,
+        documents_for(settings),
+        scheduler_for(settings),
+    )
     from cairn.orchestration.agent_messages import Messenger
 
     engine.messenger = Messenger(rt)  # the multi-agent tools run other agents' turns
@@ -125,13 +139,15 @@ def documents_for(settings: Settings) -> DocumentStore:
 
 def scheduler_for(settings: Settings) -> Scheduler | None:
     """EventBridge Scheduler where the stack set it up; else the sweeper fires them alone."""
-    if not (settings.scheduler_group and settings.scheduler_target_arn
-            and settings.scheduler_role_arn):  # fmt: skip
+    if not (
+        settings.scheduler_group and settings.scheduler_target_arn and settings.scheduler_role_arn
+    ):
         return None
     from cairn.orchestration.aws.scheduler import EventBridgeScheduler
 
-    return EventBridgeScheduler(settings.scheduler_group, settings.scheduler_target_arn,
-                                settings.scheduler_role_arn)  # fmt: skip
+    return EventBridgeScheduler(
+        settings.scheduler_group, settings.scheduler_target_arn, settings.scheduler_role_arn
+    )
 
 
 def runtime() -> Runtime:

@@ -38,8 +38,11 @@ def inference_profiles(endpoint: str | None, own: BedrockOwnKey) -> list[str]:
     with bedrock_errors():  # a refused key: `auth`, as a Converse call's
         client = _client("bedrock", endpoint, own, config)
         pages = client.get_paginator("list_inference_profiles").paginate()
-        return [p["inferenceProfileArn"] for page in pages
-                for p in page.get("inferenceProfileSummaries", ())]  # fmt: skip
+        return [
+            p["inferenceProfileArn"]
+            for page in pages
+            for p in page.get("inferenceProfileSummaries", ())
+        ]
 
 
 def _client(service: str, endpoint: str | None, own: BedrockOwnKey, config: Any) -> Any:
@@ -48,8 +51,7 @@ def _client(service: str, endpoint: str | None, own: BedrockOwnKey, config: Any)
 
     keys: dict[str, Any] = {}
     if own is not None:
-        keys = {"aws_access_key_id": own[0], "aws_secret_access_key": own[1],
-                "region_name": own[2]}  # fmt: skip
+        keys = {"aws_access_key_id": own[0], "aws_secret_access_key": own[1], "region_name": own[2]}
     try:
         return boto3.client(service, endpoint_url=endpoint, config=config, **keys)
     except (BotoCoreError, ValueError) as err:  # no region, or an endpoint botocore refuses

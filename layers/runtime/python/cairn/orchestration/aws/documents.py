@@ -27,5 +27,6 @@ class S3Documents:
     def delete(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):  # S3's most per request
             batch = [{"Key": k} for k in keys[start : start + 1000]]
-            self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch,
-                                                                    "Quiet": True})  # fmt: skip
+            self._client.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True}
+            )

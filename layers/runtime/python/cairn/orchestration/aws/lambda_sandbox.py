@@ -34,8 +34,12 @@ class LambdaSandbox:
         payload = {**request.payload(), "timeout_seconds": request.timeout_seconds}
         try:
             if request.network and request.network.hosts and self.proxy and self._key:
-                token = egress.issue(self._key(), request.network.organization_id,
-                                     request.network.hosts, request.pass_seconds())  # fmt: skip
+                token = egress.issue(
+                    self._key(),
+                    request.network.organization_id,
+                    request.network.hosts,
+                    request.pass_seconds(),
+                )
                 host, _, port = self.proxy.rpartition(":")
                 payload["proxy_url"] = egress.proxy_url(token, host, int(port))
             response = self._client.invoke(

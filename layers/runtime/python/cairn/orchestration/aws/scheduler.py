@@ -43,25 +43,37 @@ class EventBridgeScheduler:
 
             client = boto3.client("scheduler")
         self.group, self.target_arn, self.role_arn, self._client = (
-            group, target_arn, role_arn, client)  # fmt: skip
+            group,
+            target_arn,
+            role_arn,
+            client,
+        )
 
     def put(self, schedule: Schedule) -> bool:
         """Create its EventBridge schedule; False if EventBridge cannot express it."""
         expression = eventbridge_expression(schedule)
         if expression is None:
             return False
-        payload = {"action": "fire_schedule", "organization_id": schedule.organization_id,
-                   "schedule_id": schedule.id,
-                   "occurrence": "<aws.scheduler.scheduled-time>"}  # fmt: skip
+        payload = {
+            "action": "fire_schedule",
+            "organization_id": schedule.organization_id,
+            "schedule_id": schedule.id,
+            "occurrence": "<aws.scheduler.scheduled-time>",
+        }
         self._client.create_schedule(
-            Name=schedule.id, GroupName=self.group, ScheduleExpression=expression,
+            Name=schedule.id,
+            GroupName=self.group,
+            ScheduleExpression=expression,
             ScheduleExpressionTimezone="UTC" if schedule.kind == "once" else schedule.timezone,
             FlexibleTimeWindow={"Mode": "OFF"},
             ActionAfterCompletion="DELETE" if schedule.kind == "once" else "NONE",
-            Target={"Arn": self.target_arn, "RoleArn": self.role_arn,
-                    "Input": json.dumps(payload),
-                    "RetryPolicy": {"MaximumRetryAttempts": 10}},
-        )  # fmt: skip
+            Target={
+                "Arn": self.target_arn,
+                "RoleArn": self.role_arn,
+                "Input": json.dumps(payload),
+                "RetryPolicy": {"MaximumRetryAttempts": 10},
+            },
+        )
         return True
 
     def remove(self, schedule_id: str) -> None:

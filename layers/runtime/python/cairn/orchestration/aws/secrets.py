@@ -43,9 +43,14 @@ def database_conninfo(settings: Settings) -> str | Callable[[], str]:
         from aws_lambda_powertools.utilities import parameters
 
         secret = parameters.get_secret(arn, transform="json", max_age=SECRET_MAX_AGE_SECONDS)
-        return _conninfo(settings, settings.db_host or secret["host"], secret.get("port", 5432),
-                         secret.get("dbname") or settings.db_name, secret["username"],
-                         secret["password"])  # fmt: skip
+        return _conninfo(
+            settings,
+            settings.db_host or secret["host"],
+            secret.get("port", 5432),
+            secret.get("dbname") or settings.db_name,
+            secret["username"],
+            secret["password"],
+        )
 
     return from_secret
 
@@ -94,8 +99,16 @@ def _conninfo(
         extra["sslrootcert"] = settings.db_sslrootcert or certifi.where()
     if settings.db_idle_session_seconds:
         extra["options"] = f"-c idle_session_timeout={int(settings.db_idle_session_seconds * 1000)}"
-    return make_conninfo(host=host, port=str(port), dbname=dbname, user=user, password=password,
-                         sslmode=settings.db_sslmode, connect_timeout="10", **extra)  # fmt: skip
+    return make_conninfo(
+        host=host,
+        port=str(port),
+        dbname=dbname,
+        user=user,
+        password=password,
+        sslmode=settings.db_sslmode,
+        connect_timeout="10",
+        **extra,
+    )
 
 
 # The provider-keys secret (JSON) may hold these; the environment wins where both are set.

@@ -15,5 +15,6 @@ class TelegramBotCreate(RequestBody):
     token: str = Field(pattern=r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$", repr=False)
     mode: BotMode = "agent_per_chat"
     # Where Telegram reaches this API (its public address); CAIRN_PUBLIC_URL if not given.
-    webhook_base_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$",
-                                         max_length=2000)  # fmt: skip
+    webhook_base_url: str | None = Field(
+        default=None, pattern=r"^https?://[^\s]+$", max_length=2000
+    )

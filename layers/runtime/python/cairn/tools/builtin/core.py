@@ -35,9 +35,12 @@ def conversation_search(
         end_date: Only messages up to this day or time: YYYY-MM-DD or an ISO datetime.
     """
     return ctx.conversation_search(
-        query, roles=list(roles) if roles else None, limit=limit,
-        start_date=start_date, end_date=end_date,
-    )  # fmt: skip
+        query,
+        roles=list(roles) if roles else None,
+        limit=limit,
+        start_date=start_date,
+        end_date=end_date,
+    )
 
 
 def archival_memory_insert(ctx: ToolContext, content: str, tags: list[str] | None = None) -> str:
@@ -70,9 +73,13 @@ def archival_memory_search(
         end_datetime: Only passages created at or before this ISO date or datetime.
     """
     return ctx.archival_memory_search(
-        query, tags=tags, tag_match_mode=tag_match_mode, top_k=top_k,
-        start_datetime=start_datetime, end_datetime=end_datetime,
-    )  # fmt: skip
+        query,
+        tags=tags,
+        tag_match_mode=tag_match_mode,
+        top_k=top_k,
+        start_datetime=start_datetime,
+        end_datetime=end_datetime,
+    )
 
 
 def fetch_webpage(ctx: ToolContext, url: str) -> str:
@@ -142,8 +149,13 @@ def web_search(
         user_location: Two-letter country code for localized results (e.g., "US"). Defaults to None.
     """  # noqa: E501 (Letta's words, each one line as the model reads it)
     return ctx.web_search(
-        query, num_results=num_results, include_text=include_text, category=category,
-        include_domains=include_domains, exclude_domains=exclude_domains,
-        start_published_date=start_published_date, end_published_date=end_published_date,
+        query,
+        num_results=num_results,
+        include_text=include_text,
+        category=category,
+        include_domains=include_domains,
+        exclude_domains=exclude_domains,
+        start_published_date=start_published_date,
+        end_published_date=end_published_date,
         user_location=user_location,
-    )  # fmt: skip
+    )

@@ -3,13 +3,12 @@ the background; read, listed, cancelled, and their messages paged."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from letta_client import Letta, NotFoundError, UnprocessableEntityError
 
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import Reply
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 MISSING_AGENT = "agent-00000000-0000-4000-8000-000000000000"
@@ -20,11 +19,9 @@ def agents(client: Letta, count: int) -> list[str]:
 
 
 def settled(client: Letta, batch_id: str) -> str:
-    deadline = time.monotonic() + 20
-    while (status := client.batches.retrieve(batch_id).status) == "running":
-        assert time.monotonic() < deadline, "the batch never ended"
-        time.sleep(0.05)
-    return status
+    return eventually(
+        lambda: (status := client.batches.retrieve(batch_id).status) != "running" and status
+    )
 
 
 def test_a_batch_runs_each_agent_on_its_message_and_pages_what_they_said(stack: Stack) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import httpx
 
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import call
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -42,11 +42,10 @@ def test_capture_to_recall_only_is_idempotent_and_searchable(stack: Stack) -> No
         assert [m["id"] for m in history].count(ids[0]) == 1
         context = client.get(f"/v1/agents/{agent['id']}").json()["message_ids"]
         assert ids[0] not in context  # recall only
-        deadline = time.monotonic() + 30  # embeddings are queued work, off the request path
         stack.fake.reply("", call("conversation_search", query="launch March"))
         stack.fake.reply("It is on March 9th.")
-        while time.monotonic() < deadline and not stack.runtime.queue.embeddings.idle():  # type: ignore[attr-defined]
-            time.sleep(0.05)
+        # Embeddings are queued work, off the request path.
+        eventually(stack.runtime.queue.embeddings.idle)  # type: ignore[attr-defined]
         reply = client.post(
             f"/v1/agents/{agent['id']}/messages", json={"input": "when is the launch?"}
         ).json()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 import httpx
@@ -16,6 +15,7 @@ from cairn.store import agents as agent_rows
 from cairn.store import messages as message_rows
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import Recorded
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 MISSING_AGENT = "agent-00000000-0000-4000-8000-000000000000"
@@ -211,9 +211,8 @@ def test_a_chain_goes_on_in_the_background_past_the_callers_budget(stack: Stack)
             kinds = conn.execute("SELECT sent_at FROM outbox WHERE kind = 'group_turn'")
             return [r["sent_at"] is not None for r in kinds.fetchall()]
 
-    deadline = time.monotonic() + 30  # the last turn commits in the background
-    while time.monotonic() < deadline and (len(said()) < 4 or not all(handed_on())):
-        time.sleep(0.1)
+    # The last turn commits in the background.
+    eventually(lambda: len(said()) >= 4 and all(handed_on()), pause=0.1)
     assert said() == ["a1", "b1", "a2", "b2"]
     assert handed_on() == [True] * 3
 

@@ -9,6 +9,7 @@ import httpx
 
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import Reply, call
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -156,14 +157,12 @@ def test_provider_failure_on_a_sync_send_is_a_502_and_frees_the_agent(stack: Sta
         assert again.status_code == 200 and again.json()["messages"][0]["content"] == "fine now"
 
 
-def _ended(client: httpx.Client, run_id: str, timeout: float = 20) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
-        if state["status"] in ("completed", "failed", "cancelled"):
-            return state
-        time.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not end")
+def _ended(client: httpx.Client, run_id: str) -> dict[str, Any]:
+    def state() -> dict[str, Any] | None:
+        got: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
+        return got if got["status"] in ("completed", "failed", "cancelled") else None
+
+    return eventually(state, pause=0.1)
 
 
 def test_a_later_step_whose_provider_keeps_failing_ends_with_llm_api_error(

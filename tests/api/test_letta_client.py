@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,6 +9,7 @@ from letta_client import APIStatusError, Letta, NotFoundError
 
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import call
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -131,10 +130,11 @@ def test_async_send_and_poll(stack: Stack) -> None:
     stack.fake.reply("hello later")
     run = client.agents.messages.create_async(agent.id, input="hi")
     assert run.status in ("created", "running", "completed")
-    deadline = time.monotonic() + 20
-    while run.status not in ("completed", "failed", "cancelled") and time.monotonic() < deadline:
-        time.sleep(0.05)
-        run = client.runs.retrieve(run.id)
+    run = eventually(
+        lambda: (
+            (r := client.runs.retrieve(run.id)).status in ("completed", "failed", "cancelled") and r
+        )
+    )
     assert run.status == "completed" and run.stop_reason == "end_turn"
     messages = client.runs.messages.list(run.id)
     assert [m.message_type for m in messages.items] == ["user_message", "assistant_message"]
@@ -180,7 +180,7 @@ def test_cancelling_a_run_that_waits_for_approval_closes_it_and_frees_the_agent(
         runs = client.runs.list(agent_id=agent.id)
         return all(r.status in ("completed", "cancelled", "failed") for r in runs)
 
-    wait_until(closed)
+    eventually(closed)
     # The call was denied as cancelled, not run; the model was not asked about it.
     assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Ada"
     assert len(stack.fake.requests) == asked
@@ -193,10 +193,3 @@ def test_cancelling_a_run_that_waits_for_approval_closes_it_and_frees_the_agent(
     again = client.agents.messages.create(agent.id, input="hello?")
     assert again.stop_reason.stop_reason == "end_turn"
     assert again.messages[-1].content == "Hello again."
-
-
-def wait_until(condition: Callable[[], bool], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.05)

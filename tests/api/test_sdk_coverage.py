@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from pydantic import BaseModel
 from cairn.api.openapi import letta_document, shape
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import call
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 RESOURCES = (
@@ -389,8 +389,7 @@ def test_message_batches(stack: Stack, client: Letta) -> None:
     second = client.batches.create(requests=[{"agent_id": bob, "input": "two"}])
     assert {b.id for b in walk_pages(client.batches.list(limit=1))} == {first.id, second.id}
     client.batches.cancel(second.id)
-    while client.batches.retrieve(first.id).status == "running":
-        time.sleep(0.05)
+    eventually(lambda: client.batches.retrieve(first.id).status != "running")
     said = list(client.batches.messages.list(first.id, limit=1).iter_pages())
     assert len(said) >= 2 and {m.agent_id for p in said for m in p.messages} == {ada}
 
@@ -478,12 +477,11 @@ def test_folders(stack: Stack, client: Letta) -> None:
         for n in range(3)
     ]
     assert len(walk_pages(client.folders.files.list(made[0].id, limit=2))) == 3
-    for _ in range(1200):  # the files' jobs, on the queue
-        statuses = {f.processing_status for f in client.folders.files.list(made[0].id)}
-        if statuses == {"completed"}:
-            break
-        time.sleep(0.05)
-    assert statuses == {"completed"}
+    eventually(  # the files' jobs, on the queue
+        lambda: (
+            {f.processing_status for f in client.folders.files.list(made[0].id)} == {"completed"}
+        )
+    )
     assert client.agents.files.open(uploaded[1].id, agent_id=agents[0]) == []
     assert len(walk_pages(client.agents.files.list(agents[0], limit=2))) == 3
     client.agents.files.close(uploaded[1].id, agent_id=agents[0])

@@ -14,6 +14,7 @@ import pytest
 
 from tests.api.conftest import Stack
 from tests.fakes.llm_server import Reply, call
+from tests.waiting import eventually
 
 GPT = {"model": "gpt-fake-mini", "model_endpoint_type": "openai", "context_window": 32000}
 CLAUDE = {"model": "claude-fake", "model_endpoint_type": "anthropic", "context_window": 32000}
@@ -204,10 +205,10 @@ def test_a_client_that_leaves_midway_leaves_the_turn_to_finish_on_the_queue(
     stack.fake.reply("All found.", delay=0.5)
     first = first_event_then_leave(stack, agent.id, {"input": "tea?"})
     run_id = first["run_id"]
-    deadline = time.monotonic() + 15
-    while (run := client.runs.retrieve(run_id)).status not in ("completed", "failed"):
-        assert time.monotonic() < deadline, run
-        time.sleep(0.1)
+    run = eventually(
+        lambda: (r := client.runs.retrieve(run_id)).status in ("completed", "failed") and r,
+        pause=0.1,
+    )
     assert run.status == "completed" and run.stop_reason == "end_turn"
     said = client.runs.messages.list(run_id).items
     assert "All found." in [getattr(m, "content", None) for m in said]

@@ -14,8 +14,7 @@ import os
 import signal
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from letta_client import Letta
 
 from tests.e2e.test_local_stack import free_port, start, wait_for_health
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
+from tests.waiting import eventually
 
 KEY = "sk-cairn-crash"
 # Every point a step passes (cairn.faults); a crash at each must lose and repeat nothing.
@@ -144,15 +144,6 @@ def _stop_postgres(pgdata: Path) -> None:
         pid = int(pid_file.read_text().splitlines()[0])
         with __import__("contextlib").suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-
-
-def eventually(probe: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if got := probe():
-            return got
-        time.sleep(0.2)
-    pytest.fail(f"nothing came of {probe} within {timeout} s")
 
 
 def ended(client: Letta, run_id: str) -> Any:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from cairn.orchestration.assembly.parts import Runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM
+from tests.waiting import eventually
 
 STOP = threading.Event()  # never set: receive() returns what is deliverable or waits
 
@@ -157,15 +157,6 @@ def agent_with_embeddings(stack: Stack, http: httpx.Client) -> str:
     )
     assert made.status_code == 200, made.text
     return str(made.json()["id"])
-
-
-def eventually(probe: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if got := probe():
-            return got
-        time.sleep(0.05)
-    pytest.fail(f"nothing came of {probe} within {timeout} s")
 
 
 def unembedded(db: Database, agent_id: str) -> int:

@@ -33,6 +33,7 @@ from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Reply, call
 from tests.fakes.round_trips import RoundTrips
 from tests.integration.engine_harness import make_agent, user
+from tests.waiting import eventually
 
 
 @dataclass
@@ -692,7 +693,7 @@ def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
                 ).run
                 for a in [make_agent(db, noisy) for _ in range(6)]
             ]
-            wait_for(lambda: len(worker.fake.requests) >= 3)
+            eventually(lambda: len(worker.fake.requests) >= 3)
             bystander = make_agent(db, quiet)
             run = sending.send(
                 rt,
@@ -702,11 +703,11 @@ def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
                 RunOptions(max_steps=3),
                 wait=False,
             ).run
-            wait_for(lambda: worker.run(quiet.id, run.id).status == "completed")
+            eventually(lambda: worker.run(quiet.id, run.id).status == "completed")
             assert not hang.is_set() and len(worker.fake.requests) == 4  # 3 hang + bystander
             hang.set()
             for held in hanging:
-                wait_for(lambda h=held: worker.run(noisy.id, h.id).status == "completed", 60)
+                eventually(lambda h=held: worker.run(noisy.id, h.id).status == "completed", 60)
     finally:
         hang.set()
     assert worker.fake.gates_timed_out == 0
@@ -765,7 +766,7 @@ def test_hangs_of_three_organizations_leave_a_fourth_its_turn_and_then_end_once(
                 for a in (make_agent(db, org), make_agent(db, org))
             ]
             # Each organization's first run, and seconds while the pool is above its reserve.
-            wait_for(lambda: len(hung()) >= 4)
+            eventually(lambda: len(hung()) >= 4)
             bystander = make_agent(db, quiet)
             run = sending.send(
                 rt,
@@ -775,11 +776,11 @@ def test_hangs_of_three_organizations_leave_a_fourth_its_turn_and_then_end_once(
                 RunOptions(max_steps=3),
                 wait=False,
             ).run
-            wait_for(lambda: worker.run(quiet.id, run.id).status == "completed")
+            eventually(lambda: worker.run(quiet.id, run.id).status == "completed")
             statuses = [worker.run(org, r.id).status for org, r in hanging]
             assert "failed" not in statuses and 4 <= len(hung()) <= 5, (statuses, len(hung()))
             for org, held in hanging:  # cut at 6 s each; the ones held back hang after
-                wait_for(lambda o=org, h=held: worker.run(o, h.id).status == "failed", 90)
+                eventually(lambda o=org, h=held: worker.run(o, h.id).status == "failed", 90)
     finally:
         hang.set()
     assert len(hung()) == 6  # each hanging run asked its model once
@@ -791,13 +792,6 @@ def test_hangs_of_three_organizations_leave_a_fourth_its_turn_and_then_end_once(
             kept = messages.list_for_agent(conn, org, held.agent_id, limit=50)
             done = step_rows.list_steps(conn, org, held.id)
         assert [m.role for m in kept if m.role == "user"] == ["user"] and len(done) == 1
-
-
-def wait_for(condition: Any, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.05)
 
 
 def test_a_queued_step_whose_model_takes_its_whole_time_fails_the_run_once(
@@ -886,7 +880,7 @@ def test_a_batch_of_300_requests_is_published_ten_to_a_request_and_every_run_end
         QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
     )
     with worker.workers(4):
-        wait_for(lambda: _ended(worker, org.id, batch.run_ids) == 300, 240)
+        eventually(lambda: _ended(worker, org.id, batch.run_ids) == 300, 240)
     print(f"a 300-request batch answered in {answered_in:.2f} s")
 
 
@@ -933,7 +927,7 @@ def test_fifty_concurrent_tool_call_sends_to_one_agent_end_in_order_each_edit_on
     for sender in senders:
         sender.join(60)
     with worker.workers(4):
-        wait_for(lambda: _ended(worker, org.id, [r.id for r in made]) == 50, 240)
+        eventually(lambda: _ended(worker, org.id, [r.id for r in made]) == 50, 240)
     with worker.rt.db.connection() as conn:
         ended = [runs.get_run(conn, org.id, r.id) for r in made]
         value = conn.execute(

@@ -34,6 +34,7 @@ from cairn.store import groups, messages, runs, tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 from tests.integration.engine_harness import NOW, make_agent, state_of, user
+from tests.waiting import eventually
 
 T = TypeVar("T")
 APPROVAL_TIMEOUT = 3
@@ -85,15 +86,6 @@ class Flows:
         return eventually(
             lambda: (r := self.run(org_id, run_id)).status in TERMINAL_RUN_STATUSES and r, timeout
         )
-
-
-def eventually(probe: Callable[[], T | bool | None], timeout: float = 30) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if got := probe():
-            return got  # type: ignore[return-value]
-        time.sleep(0.1)
-    pytest.fail(f"nothing came of {probe} within {timeout} s")
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,8 @@ from cairn.store import messages, outbox, runs
 from cairn.store.db import Database
 from tests.api.conftest import Stack, make_stack
 from tests.api.test_custom_tools import tool_return
-from tests.api.test_letta_client import wait_until
 from tests.fakes.llm_server import Recorded, Reply, call
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 TOOLS = [
@@ -142,7 +142,7 @@ def test_an_async_send_starts_one_run_and_the_sender_goes_on(stack: Stack) -> No
     stack.fake.when(speaks("ada"), Reply(text="Told bob."))
     returned = tool_return(client.agents.messages.create(ada.id, input="tell bob"))
     assert returned.tool_return == "Successfully sent message"  # type: ignore[attr-defined]
-    wait_until(lambda: any(r.status in TERMINAL_RUN_STATUSES for r in runs_of(stack, bob.id)))
+    eventually(lambda: any(r.status in TERMINAL_RUN_STATUSES for r in runs_of(stack, bob.id)))
     [bob_run] = runs_of(stack, bob.id)
     assert bob_run.status == "completed" and bob_run.background
     [told] = inputs_of(stack, bob.id)
@@ -188,7 +188,7 @@ def test_an_async_send_is_delivered_once_whatever_dies(stack: Stack, point: str)
     sweep(rt.db, rt.queue, older_than_seconds=0)  # what a crash left unsent goes out
     for _ in range(2):
         worker.run_step(rt, rows[0].payload)  # the queue delivers it again
-    wait_until(lambda: any(r.status in TERMINAL_RUN_STATUSES for r in runs_of(stack, bob.id)))
+    eventually(lambda: any(r.status in TERMINAL_RUN_STATUSES for r in runs_of(stack, bob.id)))
     assert len(runs_of(stack, bob.id)) == 1 and len(inputs_of(stack, bob.id)) == 1
     assert sum(1 for r in stack.fake.requests if speaks("bob")(r)) == 1
 
@@ -242,5 +242,5 @@ def test_a_reply_that_does_not_come_in_time_ends_the_wait_not_the_turn(db: Datab
         [bob_run] = runs_of(stack, bob.id)
         assert bob_run.id in shown["error"]
         slow.set()
-        wait_until(lambda: runs_of(stack, bob.id)[0].status in TERMINAL_RUN_STATUSES)
+        eventually(lambda: runs_of(stack, bob.id)[0].status in TERMINAL_RUN_STATUSES)
         assert runs_of(stack, bob.id)[0].status == "completed"

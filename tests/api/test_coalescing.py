@@ -13,8 +13,8 @@ import httpx
 
 from cairn.store import runs
 from tests.api.conftest import Stack
-from tests.api.test_letta_client import wait_until
 from tests.fakes.llm_server import Recorded, Reply
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -111,7 +111,7 @@ def test_sends_while_the_previous_turn_runs_join_the_queued_turn(stack: Stack) -
         "caught up on 4"
     ]
     assert {e["run_id"] for e in events if "run_id" in e} == {queued[0].json()["id"]}
-    wait_until(
+    eventually(
         lambda: http.get(f"/v1/runs/{queued[0].json()['id']}").json()["status"] == "completed"
     )
     calls = calls_for(stack, agent_id)
@@ -130,7 +130,7 @@ def test_without_the_setting_each_send_is_its_own_turn(stack: Stack) -> None:
         for n in range(3)
     ]
     assert len({s["id"] for s in sent}) == 3
-    wait_until(
+    eventually(
         lambda: all(http.get(f"/v1/runs/{s['id']}").json()["status"] == "completed" for s in sent)
     )
     assert [len(user_texts(c)) for c in calls_for(stack, agent_id)] == [1, 1, 1]

@@ -18,7 +18,7 @@ from letta_client import BadRequestError, Letta, NotFoundError
 from cairn.store.db import Database
 from tests.api.conftest import Stack, make_stack
 from tests.api.test_agent_messages import stack_other_org_client
-from tests.api.test_letta_client import wait_until
+from tests.waiting import eventually
 
 MARKDOWN = "# Cairns\n\nStacked stones mark a trail.\n\n## Care\n\nAdd a stone as you pass.\n"
 
@@ -40,7 +40,7 @@ def settled(client: Letta, folder_id: str, file_id: str) -> Any:
         found[:] = [f for f in client.folders.files.list(folder_id) if f.id == file_id]
         return bool(found) and found[0].processing_status in ("completed", "error")
 
-    wait_until(done, 60)
+    eventually(done, 60)
     return found[0]
 
 

@@ -18,8 +18,8 @@ from cairn.orchestration.schedules import fire_due, fire_one
 from cairn.store import runs, schedules
 from tests.api.conftest import Stack
 from tests.api.test_agent_messages import stack_other_org_client
-from tests.api.test_letta_client import wait_until
 from tests.fakes.llm_server import call
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -47,7 +47,7 @@ def test_a_one_time_message_fires_once_as_a_turn_of_its_own(stack: Stack) -> Non
     assert fire_due(stack.runtime, now=datetime.now(UTC)) == 0  # not yet
     stack.fake.reply("Ada, remember the trail!")
     assert fire_due(stack.runtime, now=at + timedelta(seconds=1)) == 1
-    wait_until(lambda: any(r.status == "completed" for r in scheduled_runs(stack, agent.id)))
+    eventually(lambda: any(r.status == "completed" for r in scheduled_runs(stack, agent.id)))
     assert fire_due(stack.runtime, now=at + timedelta(days=1)) == 0  # done: fires once
     [run] = scheduled_runs(stack, agent.id)
     assert stack.fake.requests[-1].last_text().endswith("Remind Ada about the trail.")
@@ -76,7 +76,7 @@ def test_a_recurring_message_moves_on_and_a_repeated_delivery_starts_nothing(
     assert fire_one(stack.runtime, stack.org_id, made["id"], first)  # EventBridge, on time
     assert not fire_one(stack.runtime, stack.org_id, made["id"], first)  # its retry
     assert fire_due(stack.runtime, now=first + timedelta(seconds=5)) == 0  # the sweeper after
-    wait_until(lambda: any(r.status == "completed" for r in scheduled_runs(stack, agent.id)))
+    eventually(lambda: any(r.status == "completed" for r in scheduled_runs(stack, agent.id)))
     after = http.get(f"/v1/agents/{agent.id}/schedules/{made['id']}").json()
     assert datetime.fromisoformat(after["next_run_at"]) > first
     assert len(scheduled_runs(stack, agent.id)) == 1

@@ -17,7 +17,6 @@ from cairn.orchestration import telegram as telegram_side
 from cairn.store.db import Database
 from tests.api.conftest import Stack, make_stack
 from tests.api.test_agent_messages import stack_other_org_client
-from tests.api.test_letta_client import wait_until
 from tests.fakes.llm_server import Recorded, Reply
 from tests.fakes.telegram_api import (
     BOT_ID,
@@ -28,6 +27,7 @@ from tests.fakes.telegram_api import (
     private_message,
 )
 from tests.integration.test_images import PNG
+from tests.waiting import eventually
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -134,7 +134,7 @@ def test_a_private_chat_gets_its_own_agent_and_a_long_reply_in_parts(
     stack.fake.reply(long_reply)
     answer = telegram.deliver(private_message("Which trail today?", message_id=7))
     assert answer.status_code == 200 and answer.json()["done"].startswith("started")
-    wait_until(lambda: len(telegram.sent()) == 2)
+    eventually(lambda: len(telegram.sent()) == 2)
     first, second = telegram.sent()
     assert all(len(p["text"]) <= 4096 for p in (first, second))
     assert f"{first['text']} {second['text']}" == long_reply  # cut at a space, nothing lost
@@ -150,7 +150,7 @@ def test_a_private_chat_gets_its_own_agent_and_a_long_reply_in_parts(
     assert persona["value"] == "A trail guide."
     stack.fake.reply("Again here.")
     telegram.deliver(private_message("And tomorrow?", message_id=8))
-    wait_until(lambda: len(telegram.sent()) == 3)
+    eventually(lambda: len(telegram.sent()) == 3)
     assert len(http.get("/v1/agents/", params={"tags": "telegram"}).json()) == 1  # the same
 
 
@@ -167,7 +167,7 @@ def test_the_webhook_takes_only_telegrams_secret_and_each_update_once(
     first = telegram.deliver(private_message("hi"), update_id=500)
     again = telegram.deliver(private_message("hi"), update_id=500)  # Telegram's retry
     assert first.json()["done"].startswith("started") and again.json()["done"] == "already taken"
-    wait_until(lambda: len(telegram.sent()) == 1)
+    eventually(lambda: len(telegram.sent()) == 1)
     assert len(stack.fake.requests) == 1
 
 
@@ -186,7 +186,7 @@ def test_in_a_group_the_bot_answers_only_when_addressed(
         entities=[{"type": "mention", "offset": 0, "length": len(handle)}],
     )
     assert telegram.deliver(mention).json()["done"].startswith("started")
-    wait_until(lambda: len(telegram.sent()) == 1)
+    eventually(lambda: len(telegram.sent()) == 1)
     reply_to_bot = group_message(
         "and the compass?",
         message_id=9,
@@ -197,7 +197,7 @@ def test_in_a_group_the_bot_answers_only_when_addressed(
         },
     )
     assert telegram.deliver(reply_to_bot).json()["done"].startswith("started")
-    wait_until(lambda: len(telegram.sent()) == 2)
+    eventually(lambda: len(telegram.sent()) == 2)
     assert len(stack.fake.requests) == 2
     # The group's speaker is named to the agent.
     assert "[Bo] @cairn_test_bot where is the map?" in user_texts(stack.fake.requests[0])[-1]
@@ -217,7 +217,7 @@ def test_a_photo_reaches_the_model_as_an_image(stack: Stack, telegram: FakeTeleg
     )
     photo.pop("text")
     assert telegram.deliver(photo).json()["done"].startswith("started")
-    wait_until(lambda: len(telegram.sent()) == 1)
+    eventually(lambda: len(telegram.sent()) == 1)
     [request] = stack.fake.requests
     content = request.body["messages"][-1]["content"]
     images = [p for p in content if p.get("type") == "image_url"]
@@ -240,7 +240,7 @@ def test_a_photo_too_large_to_read_is_said_not_dropped(
     big = private_message("", photo=[huge])
     big.pop("text")
     assert telegram.deliver(big).json()["done"].startswith("started")
-    wait_until(lambda: len(telegram.sent()) == 1)
+    eventually(lambda: len(telegram.sent()) == 1)
     assert "too large to read" in user_texts(stack.fake.requests[0])[-1]
     assert [c for c in telegram.calls if c.method == "getFile"] == []
     telegram.files["sticker-1"] = b"<html>not a picture</html>"
@@ -260,7 +260,7 @@ def test_one_agent_with_an_identity_per_user(stack: Stack, telegram: FakeTelegra
     stack.fake.when(lambda r: True, lambda r: Reply(text="Hello."))
     telegram.deliver(private_message("hi", user_id=42, first_name="Ada"))
     telegram.deliver(private_message("hey", user_id=43, first_name="Bo"))
-    wait_until(lambda: len(telegram.sent()) == 2)
+    eventually(lambda: len(telegram.sent()) == 2)
     assert {m["chat_id"] for m in telegram.sent()} == {42, 43}  # each chat its own reply
     http = api(stack)
     identities = http.get("/v1/identities/").json()
@@ -279,7 +279,7 @@ def test_the_chat_sees_the_bot_typing_while_a_step_runs(
     connect(stack)
     stack.fake.reply("Thought about it.", delay=1.0)
     telegram.deliver(private_message("think hard"))
-    wait_until(lambda: len(telegram.sent()) == 1)
+    eventually(lambda: len(telegram.sent()) == 1)
     typing = telegram.sent("sendChatAction")
     assert len(typing) >= 4, typing  # the webhook's, then renewed while the model thinks
     last_typing = max(i for i, c in enumerate(telegram.calls) if c.method == "sendChatAction")

@@ -10,6 +10,7 @@ proxy (`tools/egress.py`).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -253,7 +254,9 @@ class SubprocessSandbox:
 
         with self._egress_lock:
             if self._egress is None:
-                path = os.path.join(tempfile.mkdtemp(prefix="cairn-egress-"), "proxy.sock")
+                folder = tempfile.mkdtemp(prefix="cairn-egress-")
+                atexit.register(shutil.rmtree, folder, ignore_errors=True)
+                path = os.path.join(folder, "proxy.sock")
                 key = os.urandom(32)
                 server = egress.serve(path, key, private_networks=self.egress_private_networks)
                 threading.Thread(target=server.serve_forever, name="egress", daemon=True).start()

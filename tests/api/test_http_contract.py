@@ -157,12 +157,12 @@ def test_provider_failure_on_a_sync_send_is_a_502_and_frees_the_agent(stack: Sta
         assert again.status_code == 200 and again.json()["messages"][0]["content"] == "fine now"
 
 
-def _ended(client: httpx.Client, run_id: str) -> dict[str, Any]:
+def _ended(client: httpx.Client, run_id: str, timeout: float = 60) -> dict[str, Any]:
     def state() -> dict[str, Any] | None:
         got: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
         return got if got["status"] in ("completed", "failed", "cancelled") else None
 
-    return eventually(state, pause=0.1)
+    return eventually(state, timeout, pause=0.1)
 
 
 def test_a_later_step_whose_provider_keeps_failing_ends_with_llm_api_error(

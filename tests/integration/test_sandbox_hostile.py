@@ -96,7 +96,7 @@ def test_a_tool_cannot_read_the_secrets_of_another_call_running_beside_it(
         )
     )
     holder.start()
-    eventually(lambda: _a_process_holds("agent-a-only-1234"), timeout=30)  # A is running
+    eventually(_a_tool_runs, timeout=30)  # A is running
     found = value(
         run(
             sandbox,
@@ -384,14 +384,20 @@ def test_nothing_of_a_call_is_left_in_a_warm_lambda_environment() -> None:
     assert (untouched, alive) == ("0", "0") and int(killed) >= 1, done.stderr
 
 
-def _a_process_holds(secret: str) -> bool:
-    """Whether a process this machine sees has `secret` in its environment (the test's
-    own view of /proc, outside every sandbox)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError):
-            if secret.encode() in Path(f"/proc/{pid}/environ").read_bytes():
-                return True
-    return False
+def _a_tool_runs() -> bool:
+    """Whether a sandbox's interpreter (`python -I -S`, started by this test's process or a
+    child of it) is running: the tool's environment is set as it reads its request."""
+    parents: dict[int, int] = {}
+    commands: dict[int, list[bytes]] = {}
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+            commands[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    mine = {os.getpid()}
+    for _ in range(4):  # unshare, its fork, the jail: a few generations down
+        mine |= {pid for pid, parent in parents.items() if parent in mine}
+    return any(pid != os.getpid() and b"-S" in commands.get(pid, [])[:4] for pid in mine)
 
 
 def _host_commands() -> str:

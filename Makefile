@@ -30,15 +30,20 @@ $(BROWSER):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver > /dev/null
 
-# The whole suite on a fresh embedded Postgres (or $$DATABASE_URL). Exit status is pytest's.
+# The whole suite in $(TEST_PROCESSES) processes (pytest-xdist), a test file to each, every
+# process on a fresh embedded Postgres of its own (or a database of its own on $$DATABASE_URL).
+# Much of a test's time is waiting (on a stack, a subprocess, the database), so two
+# processes beat one on 2 cores; TEST_PROCESSES=0 runs it in this one. Exit status is pytest's.
+TEST_PROCESSES ?= 2
+XDIST = -n $(TEST_PROCESSES) --dist loadfile
 test: $(STAMP) $(BROWSER)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The quick tier: lint, types and the tests that need no database, stack, browser or CDK
 # (a few minutes on 2 cores); `make test` stays the whole suite.
 QUICK := not db and not e2e and not browser and not infra
 check: lint typecheck
-	$(PY) -m pytest -m "$(QUICK)" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "$(QUICK)" $(XDIST) $(PYTEST_ARGS)
 
 # One handler on one sample event against the local database, e.g.
 #   make invoke FN=api EVENT=events/api/agents-create.json

@@ -4,8 +4,10 @@ test connects anywhere but this machine (a test that would is told which address
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
+import shutil
 import socket
 import tempfile
 import uuid
@@ -103,21 +105,44 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_dsn() -> Iterator[str]:
-    """DATABASE_URL if set (any PostgreSQL >= 15 with pgvector), else a fresh embedded server."""
+def pg_dsn(worker_id: str) -> Iterator[str]:
+    """A fresh embedded server for each test process, or, with DATABASE_URL (any PostgreSQL
+    >= 15 with pgvector), a database of each process's own on that server."""
     if url := os.environ.get("DATABASE_URL"):
-        apply_migrations(url)
-        yield url
+        with _database_of_its_own(url, worker_id) as dsn:
+            apply_migrations(dsn)
+            yield dsn
         return
     from cairn.local.postgres import start_embedded
 
     tmp = Path(tempfile.mkdtemp(prefix="cairn-test-"))
     dsn, server = start_embedded(tmp / "pgdata", cleanup="delete")
-    apply_migrations(dsn)
     try:
+        apply_migrations(dsn)
         yield dsn
     finally:
         server.cleanup()  # type: ignore[attr-defined]
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _database_of_its_own(url: str, worker_id: str) -> Iterator[str]:
+    """DATABASE_URL itself for a single process; under pytest-xdist, a database per worker
+    on its server (the tests wipe their tables between tests: two processes cannot share)."""
+    if worker_id == "master":
+        yield url
+        return
+    name = f"cairn_test_{worker_id}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET statement_timeout = 0")  # a drop waits on a checkpoint
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield make_conninfo(url, dbname=name)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("SET statement_timeout = 0")
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="session")

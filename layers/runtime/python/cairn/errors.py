@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+T = TypeVar("T")
+
 
 class CairnError(Exception):
     status_code = 500
@@ -69,3 +73,11 @@ class TooLargeError(CairnError):
     """Over a size limit the message names."""
 
     status_code = 413
+
+
+def found(value: T | None, kind: str, ident: str) -> T:
+    """`value`, or the 404 Letta answers for a `kind` of that id that is not there (or is
+    another organization's: the same answer, so an id reveals nothing)."""
+    if value is None:
+        raise NotFoundError(f"{kind} with id '{ident}' not found")
+    return value

@@ -23,7 +23,7 @@ from cairn.engine import prompt
 from cairn.engine.agents import provision_agent
 from cairn.engine.sleeptime import delete_with_helpers, provision_sleeptime
 from cairn.engine.state import load
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
 from cairn.orchestration.assembly.parts import Runtime
@@ -176,15 +176,11 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
     tool_names = list(req.tools)
     with rt.db.connection() as conn:
         for tool_id in req.tool_ids:
-            tool = tools.get(conn, org, tool_id)
-            if tool is None:
-                raise NotFoundError(f"Tool with id '{tool_id}' not found")
+            tool = found(tools.get(conn, org, tool_id), "Tool", tool_id)
             tool_names.append(tool.name)
         existing = []
         for block_id in req.block_ids:
-            block = blocks.get(conn, org, block_id)
-            if block is None:
-                raise NotFoundError(f"Block with id '{block_id}' not found")
+            block = found(blocks.get(conn, org, block_id), "Block", block_id)
             existing.append(block)
         for identity_id in req.identity_ids:
             identity_service.fetch(conn, org, identity_id)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from cairn.domain.base import utc_now
 from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.providers import default_config
-from cairn.errors import ConflictError, NotFoundError, UnprocessableError
+from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
 from cairn.llm.catalog import resolve_embedding
 from cairn.orchestration import sending
 from cairn.orchestration.assembly.parts import Runtime
@@ -31,10 +31,7 @@ from cairn.store.rows import Order
 
 
 def _fetch(conn: Connection, org: str, archive_id: str) -> Archive:
-    archive = archives.get_archive(conn, org, archive_id)
-    if archive is None:
-        raise NotFoundError(f"Archive with id '{archive_id}' not found")
-    return archive
+    return found(archives.get_archive(conn, org, archive_id), "Archive", archive_id)
 
 
 def create(rt: Runtime, org: str, req: ArchiveCreate) -> Archive:

@@ -14,7 +14,7 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import RunOptions
 from cairn.engine import lifecycle
 from cairn.engine.lifecycle import StartedRun
-from cairn.errors import NotFoundError
+from cairn.errors import NotFoundError, found
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.dispatch import publish_all, wake
 from cairn.services import messages as message_service
@@ -59,10 +59,7 @@ def create(rt: Runtime, org: str, user_id: str | None, req: CreateBatch) -> Batc
 
 
 def _fetch(conn: Connection, org: str, batch_id: str) -> Batch:
-    batch = batches.get(conn, org, batch_id)
-    if batch is None:
-        raise NotFoundError(f"Batch with id '{batch_id}' not found")
-    return batch
+    return found(batches.get(conn, org, batch_id), "Batch", batch_id)
 
 
 def retrieve(rt: Runtime, org: str, batch_id: str) -> Batch:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from cairn.domain.blocks import Block, BlockLimitError, BlockSearch
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
@@ -39,10 +39,7 @@ def _edited(block: Block, req: BlockUpdate) -> Block:
 
 
 def _fetch(conn: Connection, org: str, block_id: str) -> Block:
-    block = blocks.get(conn, org, block_id)
-    if block is None:
-        raise NotFoundError(f"Block with id '{block_id}' not found")
-    return block
+    return found(blocks.get(conn, org, block_id), "Block", block_id)
 
 
 def _by_label(conn: Connection, org: str, agent_id: str, label: str) -> Block:

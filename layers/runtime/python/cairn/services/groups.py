@@ -15,7 +15,7 @@ from cairn.domain.ids import new_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
 from cairn.engine import group_chat
-from cairn.errors import ConflictError, NotFoundError, UnprocessableError
+from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
 from cairn.orchestration import sending
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
@@ -44,10 +44,7 @@ NOT_RUN = {
 
 
 def _fetch(conn: Connection, org: str, group_id: str) -> Group:
-    group = groups.get(conn, org, group_id)
-    if group is None:
-        raise NotFoundError(f"Group with id '{group_id}' not found")
-    return group
+    return found(groups.get(conn, org, group_id), "Group", group_id)
 
 
 def retrieve(rt: Runtime, org: str, group_id: str) -> Group:

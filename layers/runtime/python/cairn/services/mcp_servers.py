@@ -12,7 +12,7 @@ from cairn import outbound
 from cairn.domain.mcp_servers import McpServer
 from cairn.domain.tools import Tool
 from cairn.engine.mcp_calls import run_mcp_tool, target_of
-from cairn.errors import InvalidArgumentError, NotFoundError
+from cairn.errors import InvalidArgumentError, NotFoundError, found
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services.requests import McpServerCreate, McpServerUpdate, McpToolRun
 from cairn.store import mcp_servers as store
@@ -163,10 +163,7 @@ def _keep_tools(
 
 
 def _server(conn: Connection, rt: Runtime, org: str, server_id: str) -> McpServer:
-    found = store.get(conn, rt.engine.sealer, org, server_id)
-    if found is None:
-        raise NotFoundError(f"MCP server with id '{server_id}' not found")
-    return found
+    return found(store.get(conn, rt.engine.sealer, org, server_id), "MCP server", server_id)
 
 
 # -- Letta's by-name routes (/v1/tools/mcp/servers) -------------------------------------

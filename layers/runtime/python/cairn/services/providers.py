@@ -11,7 +11,7 @@ from typing import Any
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.ids import is_id
 from cairn.domain.providers import CALLABLE, RESERVED, Provider, hint
-from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
+from cairn.errors import ConflictError, InvalidArgumentError, found
 from cairn.llm import catalog, endpoints
 from cairn.llm.clients import with_key
 from cairn.orchestration.assembly.parts import Runtime
@@ -46,10 +46,7 @@ def _vault(rt: Runtime) -> ProviderVault:
 def _fetch(conn: Connection, org: str, provider_id: str) -> Provider:
     if not is_id(provider_id, "provider"):
         raise InvalidArgumentError(f"Invalid provider ID format: {provider_id}")
-    found = store.get(conn, org, provider_id)
-    if found is None:
-        raise NotFoundError(f"Provider with id '{provider_id}' not found")
-    return found
+    return found(store.get(conn, org, provider_id), "Provider", provider_id)
 
 
 def _bedrock_fields(provider_type: str, req: ProviderCreate | ProviderCheck) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
-from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
+from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, found
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import streams
 from cairn.services.pages import window
@@ -23,10 +23,7 @@ ACTIVE = ["created", "running"]
 def _fetch(conn: Connection, org: str, run_id: str) -> Run:
     if not is_id(run_id, "run"):  # Letta answers 400 here, not 422
         raise InvalidArgumentError(f"INVALID_ARGUMENT: Invalid run ID format: {run_id}")
-    run = runs.get_run(conn, org, run_id)
-    if run is None:
-        raise NotFoundError(f"Run with id '{run_id}' not found")
-    return run
+    return found(runs.get_run(conn, org, run_id), "Run", run_id)
 
 
 def list_runs(

@@ -16,7 +16,7 @@ from cairn.domain.sandbox_configs import (
     kind_of,
     settings,
 )
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services.requests import SandboxConfigBody, SandboxEnvVarCreate, SandboxEnvVarUpdate
 from cairn.store import sandbox_configs as store
@@ -73,10 +73,7 @@ def list_configs(
 
 
 def _config(conn: Any, org: str, config_id: str) -> SandboxConfig:
-    found = store.get(conn, org, config_id)
-    if found is None:
-        raise NotFoundError(f"Sandbox config with id '{config_id}' not found")
-    return found
+    return found(store.get(conn, org, config_id), "Sandbox config", config_id)
 
 
 # -- environment variables ----------------------------------------------------------------
@@ -106,15 +103,15 @@ def vars_of(
 
 def update_var(rt: Runtime, org: str, var_id: str, req: SandboxEnvVarUpdate) -> SandboxEnvVar:
     with rt.db.transaction() as conn:
-        found = store.get_var(conn, rt.engine.sealer, org, var_id)
-        if found is None:
-            raise NotFoundError(f"Environment variable with id '{var_id}' not found")
+        current = found(
+            store.get_var(conn, rt.engine.sealer, org, var_id), "Environment variable", var_id
+        )
         changes = req.model_dump(exclude_none=True)
         if not changes:
-            return found
-        changed = found.model_copy(update=changes)
-        if changed.key != found.key and store.named(
-            conn, org, found.sandbox_config_id, changed.key
+            return current
+        changed = current.model_copy(update=changes)
+        if changed.key != current.key and store.named(
+            conn, org, current.sandbox_config_id, changed.key
         ):
             raise InvalidArgumentError(f"key: the config has a variable `{changed.key}` already")
         kept = store.replace_var(conn, rt.engine.sealer, changed)

@@ -9,7 +9,7 @@ from typing import Any
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool, ToolFilter
 from cairn.engine.context import run_in_sandbox, secrets_environment
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
@@ -33,10 +33,7 @@ def _builtins(conn: Connection, org: str) -> None:
 
 
 def _fetch(conn: Connection, org: str, tool_id: str) -> Tool:
-    tool = tools.get(conn, org, tool_id)
-    if tool is None:
-        raise NotFoundError(f"Tool with id '{tool_id}' not found")
-    return tool
+    return found(tools.get(conn, org, tool_id), "Tool", tool_id)
 
 
 def list_tools(

@@ -14,7 +14,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cairn.tools.sandbox import SandboxRequest, SubprocessSandbox, leave_nothing_behind
+from cairn.tools.runner import leave_nothing_behind
+from cairn.tools.sandbox import SandboxRequest
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 sandbox = SubprocessSandbox(isolation="process")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.tools.sandbox import SandboxRequest, SubprocessSandbox, read_only_paths
+from cairn.tools.sandbox import SandboxRequest
+from cairn.tools.subprocess_sandbox import SubprocessSandbox, read_only_paths
 
 SANDBOX = SubprocessSandbox(memory_bytes=256 * 1024 * 1024)
 

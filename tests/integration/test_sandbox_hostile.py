@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from cairn.store.db import Database
-from cairn.tools.sandbox import SandboxRequest, SandboxResult, SubprocessSandbox
+from cairn.tools.sandbox import SandboxRequest, SandboxResult
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 from tests.waiting import eventually
 
 MODES = [None] + ([True] if os.geteuid() == 0 else [])
@@ -134,7 +135,7 @@ def test_a_calls_secrets_are_on_no_command_line_while_it_runs(
     scans all command lines while the call runs (seen running: its jail's is among them)."""
     import threading
 
-    from cairn.tools.sandbox import JAIL
+    from cairn.tools.subprocess_sandbox import JAIL
 
     done: list[SandboxResult] = []
     holder = threading.Thread(
@@ -352,7 +353,7 @@ def test_nothing_of_a_call_is_left_in_a_warm_lambda_environment() -> None:
         f"""
         import os, subprocess, time, sys
         sys.path[:0] = {sys.path!r}
-        from cairn.tools.sandbox import leave_nothing_behind
+        from cairn.tools.runner import leave_nothing_behind
         subprocess.Popen(["sh", "-c", "sleep 60; echo {marker}"], start_new_session=True)
         time.sleep(0.2)
         import tempfile

@@ -336,8 +336,8 @@ def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
 ) -> None:
     from cairn.domain import Tool
     from cairn.store import tools
-    from cairn.tools.sandbox import SubprocessSandbox
     from cairn.tools.source import derive_schema
+    from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
     with db.connection() as conn:
         tool = tools.upsert(

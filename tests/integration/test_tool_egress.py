@@ -28,8 +28,9 @@ from cairn.services import tenants
 from cairn.store import tenancy, tools
 from cairn.store.db import Database
 from cairn.tools import egress
-from cairn.tools.sandbox import Network, SandboxRequest, SandboxResult, SubprocessSandbox
+from cairn.tools.sandbox import Network, SandboxRequest, SandboxResult
 from cairn.tools.source import derive_schema
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 from tests.fakes.llm_server import FakeLLM, call
 from tests.integration.engine_harness import engine_for, make_agent, send
 from tests.integration.test_sandbox_hostile import MODES

@@ -40,9 +40,9 @@ from cairn.tools.sandbox import (
     Sandbox,
     SandboxRequest,
     SandboxResult,
-    SubprocessSandbox,
 )
 from cairn.tools.source import takes_agent_state
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 DEFAULT_SEARCH_LIMIT = 5
 logger = logging.getLogger(__name__)

@@ -58,7 +58,8 @@ from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
 from cairn.store.claim import Claim
 from cairn.store.db import Database
-from cairn.tools.sandbox import Sandbox, SubprocessSandbox
+from cairn.tools.sandbox import Sandbox
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 if TYPE_CHECKING:
     from cairn.engine.turn import TurnParts

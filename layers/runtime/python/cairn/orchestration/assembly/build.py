@@ -25,7 +25,8 @@ from cairn.orchestration.ports import DocumentStore, Scheduler, StepQueue, Workf
 from cairn.orchestration.routing import Outlets
 from cairn.sealing import Sealer
 from cairn.store.db import IDLE_CHECK_SECONDS, Database
-from cairn.tools.sandbox import Sandbox, SubprocessSandbox
+from cairn.tools.sandbox import Sandbox
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 _lock = threading.Lock()
 _current: Runtime | None = None

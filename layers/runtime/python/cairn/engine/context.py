@@ -6,13 +6,12 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import datetime
 from time import monotonic
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from cairn.config import Settings
-from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.folders import AgentFolder, FileAgent
@@ -25,23 +24,22 @@ from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
 from cairn.engine import agent_messages, search, voice_memory
 from cairn.engine.agent_messages import Messenger
+from cairn.engine.custom_tools import run_in_sandbox, secrets_environment
+from cairn.engine.dates import parse_when
 from cairn.engine.file_tools import FileWork
 from cairn.engine.mcp_calls import run_mcp_tool
 from cairn.engine.state import StepState
 from cairn.llm import deadline
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.sealing import Sealer
-from cairn.store import agent_secrets, agents, folders, sandbox_configs, schedules, tenancy
-from cairn.store.db import Connection, Database
+from cairn.store import agents, folders, schedules, tenancy
+from cairn.store.db import Database
 from cairn.tools.context import current_call
 from cairn.tools.sandbox import (
     DEFAULT_TIMEOUT_SECONDS,
-    Network,
     Sandbox,
-    SandboxRequest,
     SandboxResult,
 )
-from cairn.tools.source import takes_agent_state
 from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 DEFAULT_SEARCH_LIMIT = 5
@@ -440,79 +438,3 @@ class StepToolContext:
                 end=parse_when(end_datetime, tz, end=True),
                 limit=top_k or DEFAULT_SEARCH_LIMIT,
             )
-
-
-def parse_when(value: str | None, timezone: str, *, end: bool = False) -> datetime | None:
-    """`YYYY-MM-DD` or an ISO datetime; naive ones are in the agent's timezone."""
-    if not value:
-        return None
-    tz = ZoneInfo(timezone)
-    try:
-        if len(value) == 10:
-            day = date.fromisoformat(value)
-            return datetime.combine(day, time.max if end else time.min, tzinfo=tz)
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise MemoryEditError(
-            f"`{value}` is not a date: use YYYY-MM-DD or an ISO datetime."
-        ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=tz)
-
-
-BLOCK_FIELDS_FOR_TOOLS = {"id", "label", "value", "limit", "description", "read_only"}
-
-
-def run_in_sandbox(
-    sandbox: Sandbox,
-    tool: Tool,
-    args: dict[str, Any],
-    tool_call_id: str,
-    *,
-    agent: Agent,
-    blocks: list[Block],
-    default_timeout: float,
-    hosts: tuple[str, ...] = (),
-    environment: dict[str, str] | None = None,
-) -> SandboxResult:
-    """One custom tool call in the sandbox, inside a step or outside one (the tool-run API),
-    with the agent's secrets in its environment."""
-    source = tool.source_code or ""
-    agent_state = None
-    if takes_agent_state(source, tool.name):
-        # What Letta hands such a tool, as data; the sandbox gives it attribute access.
-        agent_state = {
-            **agent.model_dump(
-                mode="json", include={"id", "name", "agent_type", "tags", "metadata", "description"}
-            ),
-            "blocks": [
-                b.model_dump(
-                    mode="json",
-                    include={"id", "label", "value", "limit", "description", "read_only"},
-                )
-                for b in blocks
-            ],
-        }
-    timeout = float(tool.metadata.get("timeout_seconds") or default_timeout)
-    return sandbox.run(
-        SandboxRequest(
-            source=source,
-            name=tool.name,
-            args=args,
-            tool_call_id=tool_call_id,
-            agent_state=agent_state,
-            timeout_seconds=timeout,
-            network=Network(agent.organization_id, hosts),
-            environment=environment or {},
-        )
-    )
-
-
-def secrets_environment(conn: Connection, sealer: Sealer, agent: Agent) -> dict[str, str]:
-    """A tool call's environment, opened for that call: the organization's `local` sandbox
-    config's variables, then the agent's secrets over them (as Letta layers them)."""
-    org = agent.organization_id
-    found = agent_secrets.opened(conn, sealer, org, [agent.id])
-    return {
-        **sandbox_configs.local_environment(conn, sealer, org),
-        **{secret.key: secret.value for secret in found[agent.id]},
-    }

@@ -9,7 +9,7 @@ from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
 from cairn.domain.passages import Archive, Passage
 from cairn.engine import search
-from cairn.engine.context import parse_when
+from cairn.engine.dates import parse_when
 from cairn.errors import NotFoundError, UnprocessableError
 from cairn.orchestration import sending
 from cairn.orchestration.assembly.parts import Runtime

@@ -31,7 +31,6 @@ from cairn.engine import lifecycle  # noqa: E402
 from cairn.local import lambdas  # noqa: E402
 from cairn.local.http import make_server  # noqa: E402
 from cairn.local.postgres import start_embedded  # noqa: E402
-from cairn.orchestration import sending  # noqa: E402
 from cairn.orchestration.assembly.build import build_runtime, use_runtime  # noqa: E402
 from cairn.store import Database, runs, tenancy  # noqa: E402
 from cairn.store import steps as step_rows  # noqa: E402
@@ -153,9 +152,8 @@ def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
         settings = Settings(
             openai_api_key="k", openai_base_url=f"{fake.base_url}/v1", llm_max_retries=0
         )
-        rt = build_runtime(settings, db=db)
+        rt = build_runtime(settings, db=db, yielding=lambdas.released)
         use_runtime(rt)
-        sending.yielding = lambdas.released
         with db.transaction() as conn:
             org = tenancy.create_organization(conn, Organization(name="bench"))
             user = tenancy.create_user(conn, User(organization_id=org.id, name="bench"))

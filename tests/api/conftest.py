@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,6 @@ from cairn.config import Settings
 from cairn.domain import Organization, User
 from cairn.local import lambdas
 from cairn.local.http import make_server
-from cairn.orchestration import sending
 from cairn.orchestration.assembly.build import build_runtime, use_runtime
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.inline import InlineStepQueue
@@ -57,9 +56,9 @@ def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
             # Its own data directory (the originals of uploaded files, the local key).
             data_dir=Path(tempfile.mkdtemp(prefix="cairn-stack-")),
         )
-        rt = build_runtime(Settings(**(defaults | settings)), db=db)
+        # Waits let other requests in, as the local stack's do.
+        rt = build_runtime(Settings(**(defaults | settings)), db=db, yielding=lambdas.released)
         use_runtime(rt)
-        sending.yielding = lambdas.released  # as the local stack does
         with db.transaction() as conn:
             org = tenancy.create_organization(conn, Organization(name="api"))
             user = tenancy.create_user(conn, User(organization_id=org.id, name="ada"))
@@ -79,7 +78,6 @@ def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
                 if isinstance(queue, InlineStepQueue):
                     queue.close()
             use_runtime(None)
-            sending.yielding = nullcontext
             shutil.rmtree(defaults["data_dir"], ignore_errors=True)
 
 

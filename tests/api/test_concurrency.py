@@ -111,11 +111,10 @@ def test_a_slow_request_holds_its_environment_only(stack: Stack) -> None:
     requests answer while it is still being served (one environment once held all, 98 s)."""
     from contextlib import nullcontext
 
-    from cairn.orchestration import sending
     from tests.api.test_agent_messages import stack_other_org_client
     from tests.integration.test_llm_patience import Stalling
 
-    sending.yielding = nullcontext  # the slow request keeps its environment throughout
+    stack.runtime.yielding = nullcontext  # the slow request keeps its environment throughout
     crawl = Stalling("crawls")
     try:
         client = stack.client()

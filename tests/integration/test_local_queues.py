@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +21,7 @@ from cairn.local.__main__ import start_workers
 from cairn.local.http import make_server
 from cairn.local.lambdas import invoke
 from cairn.local.queue import LocalQueue
-from cairn.orchestration import later, sending
+from cairn.orchestration import later
 from cairn.orchestration.assembly.build import use_runtime
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.store import tenancy
@@ -126,7 +125,6 @@ def stack(pg_dsn: str) -> Iterator[Stack]:
             server.server_close()
             workers.stop()
             use_runtime(None)
-            sending.yielding = nullcontext
             os.environ.clear()
             os.environ.update(saved)
 

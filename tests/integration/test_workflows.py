@@ -10,7 +10,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -114,7 +113,6 @@ def flows(pg_dsn: str) -> Iterator[Flows]:
             server.server_close()
             workers.stop()
             use_runtime(None)
-            sending.yielding = nullcontext
             os.environ.clear()
             os.environ.update(saved)
 

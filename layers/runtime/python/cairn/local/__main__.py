@@ -28,7 +28,7 @@ from cairn.local import lambdas, stepfunctions
 from cairn.local.http import make_server
 from cairn.local.queue import Consumer, LocalQueue, LocalStepQueue
 from cairn.local.sqs import LOCAL_RETRY_SECONDS, MAX_RECEIVES, REGION, start_moto
-from cairn.orchestration import sending, watchdog
+from cairn.orchestration import watchdog
 from cairn.orchestration.assembly.build import build_runtime, use_runtime
 from cairn.orchestration.assembly.parts import Runtime
 from cairn.orchestration.aws.stepfunctions import stepfunctions_client
@@ -163,9 +163,9 @@ def start_workers(
         queue=LocalStepQueue(steps, retry_seconds=LOCAL_RETRY_SECONDS),
         embeddings=LocalStepQueue(embeds, retry_seconds=LOCAL_RETRY_SECONDS),
         workflows=workflows,
+        yielding=lambdas.released,
     )
     use_runtime(rt)
-    sending.yielding = lambdas.released
     if recover:
         # Nothing is in flight in a queue and workflows this process just made: whatever the
         # database says was sent and never finished died with the previous process.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import NamedTuple, Protocol
 
@@ -26,10 +26,6 @@ from cairn.store.claim import Claim
 # Polls start quick (a queued second step usually lands within milliseconds) and back off
 # so a long run costs a query every 100 ms at most.
 FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 0.003, 0.1
-# What a sync send holds while it waits (a sleep between polls, a step's model call): the
-# local stack's API is one environment, so it lets other requests in meanwhile
-# (`lambdas.released`); on Lambda each request has its own environment.
-yielding: Callable[[], AbstractContextManager[None]] = nullcontext
 
 
 class Sent(NamedTuple):
@@ -124,7 +120,7 @@ def drive(
     on_delta = listener.delta if listener is not None and listener.tokens else None
     with deadline.within(budget):
         while True:
-            with yielding():
+            with rt.yielding():
                 outcome = _step_here(rt, org_id, agent_id, run.id, step, claimed, on_delta)
             if outcome is None:  # out of time: a worker takes the step
                 return Sent(wait_for(rt, org_id, run.id, 0))
@@ -203,7 +199,7 @@ def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Ru
         assert run is not None
         if run.status in TERMINAL_RUN_STATUSES or time.monotonic() >= deadline:
             return run
-        with yielding():
+        with rt.yielding():
             time.sleep(interval)
         interval = min(interval * 1.5, MAX_POLL_SECONDS)
 
@@ -213,10 +209,12 @@ class Released:
     model call of a sync send does: loading the local model or a slow embedding provider
     must not hold every other request of the API (locally one invocation runs at a time)."""
 
-    def __init__(self, embedder: Embedder) -> None:
-        self._embedder = embedder
+    def __init__(
+        self, embedder: Embedder, yielding: Callable[[], AbstractContextManager[None]]
+    ) -> None:
+        self._embedder, self._yielding = embedder, yielding
         self.model, self.dim = embedder.model, embedder.dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        with yielding():
+        with self._yielding():
             return self._embedder.embed(texts)

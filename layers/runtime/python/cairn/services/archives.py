@@ -125,7 +125,7 @@ def detach(rt: Runtime, org: str, agent_id: str, archive_id: str) -> None:
 def add_passage(rt: Runtime, org: str, archive_id: str, req: ArchivePassageCreate) -> Passage:
     with rt.db.connection() as conn:
         archive = _fetch(conn, org, archive_id)
-    embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config))
+    embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config), rt.yielding)
     passage = Passage(
         organization_id=org,
         archive_id=archive.id,
@@ -168,7 +168,7 @@ def search_passages(rt: Runtime, org: str, req: PassageSearch) -> list[Scored]:
             raise UnprocessableError("agent_id or archive_id: name the archive to search")
         if archive is None:
             return []
-        embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config))
+        embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config), rt.yielding)
         vector = embedder.embed([req.query])[0]
         found = sql_search.search_passages(
             conn,

@@ -363,7 +363,7 @@ def _appeared(rt: Runtime, org: str, run_id: str, ends_at: float) -> Run | None:
             run = runs.get_run(conn, org, run_id)
         if run is not None or time.monotonic() >= ends_at:
             return run
-        with sending.yielding():
+        with rt.yielding():
             time.sleep(interval)
         interval = min(interval * 1.5, sending.MAX_POLL_SECONDS)
 

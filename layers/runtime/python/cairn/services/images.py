@@ -15,10 +15,9 @@ import binascii
 from typing import Any
 
 from cairn import outbound
-from cairn.config import Settings
 from cairn.domain.messages import ImageContent
 from cairn.errors import InvalidArgumentError
-from cairn.orchestration import sending
+from cairn.orchestration.assembly.parts import Runtime
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the providers' own limit per image (Anthropic's)
 # A message's images: each is sent again with every step while it is in the context window
@@ -66,7 +65,7 @@ def sniffed(body: bytes) -> str | None:
     return None
 
 
-def image_content(source: dict[str, Any], settings: Settings) -> ImageContent:
+def image_content(rt: Runtime, source: dict[str, Any]) -> ImageContent:
     """The image as it is stored: base64 with its media type; a 400 naming what is wrong."""
     kind = source.get("type")
     if kind == "base64":
@@ -77,7 +76,7 @@ def image_content(source: dict[str, Any], settings: Settings) -> ImageContent:
             kept["detail"] = str(source["detail"])
         return ImageContent(source=kept)
     if kind == "url":
-        body, media = _fetch(str(source.get("url") or ""), settings)
+        body, media = _fetch(rt, str(source.get("url") or ""))
         return ImageContent(
             source={
                 "type": "base64",
@@ -120,10 +119,10 @@ def _check(media: str, body: bytes) -> str:
     return actual
 
 
-def _fetch(url: str, settings: Settings) -> tuple[bytes, str]:
-    opened = outbound.networks(settings.outbound_networks)
+def _fetch(rt: Runtime, url: str) -> tuple[bytes, str]:
+    opened = outbound.networks(rt.settings.outbound_networks)
     try:  # a slow server holds no other request of the API meanwhile (locally)
-        with sending.yielding():
+        with rt.yielding():
             got = outbound.fetch_bytes(url, opened, limit=MAX_IMAGE_BYTES, timeout=FETCH_SECONDS)
     except outbound.Refused as err:
         raise InvalidArgumentError(f"content: the image's url: {err}") from None

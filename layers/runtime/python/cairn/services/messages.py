@@ -118,7 +118,7 @@ def _content(rt: Runtime, item: MessageCreate) -> list[ContentPart]:
     total = 0
     for part in item.content or ():
         if isinstance(part, ImagePart):
-            made = images.image_content(part.source, rt.settings)
+            made = images.image_content(rt, part.source)
             total += images.size_of(made)
             images.check_total(total)
             parts.append(made)
@@ -300,7 +300,9 @@ def search(rt: Runtime, org: str, req: MessageSearch) -> list[Found]:
         agent = agent_service.fetch(conn, org, req.agent_id)
         vector = None
         if req.search_mode != "fts":
-            vector = sending.Released(rt.engine.embedder_of(agent)).embed([req.query])[0]
+            vector = sending.Released(rt.engine.embedder_of(agent), rt.yielding).embed([req.query])[
+                0
+            ]
         found = sql_search.hybrid_messages(
             conn,
             org,

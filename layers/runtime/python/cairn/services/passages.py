@@ -72,7 +72,7 @@ def insert(rt: Runtime, org: str, agent_id: str, req: CreatePassage) -> Passage:
     with rt.db.connection() as conn:
         agent = agent_service.fetch(conn, org, agent_id)
     # Embedded before the transaction opens: no lock is held during the model call.
-    embedder = sending.Released(rt.engine.embedder_of(agent))
+    embedder = sending.Released(rt.engine.embedder_of(agent), rt.yielding)
     with rt.db.transaction() as conn:
         passage = search.new_passage(
             agent,
@@ -107,7 +107,7 @@ def search_passages(
             agent,
             archive,
             query,
-            sending.Released(rt.engine.embedder_of(agent)),
+            sending.Released(rt.engine.embedder_of(agent), rt.yielding),
             tags=tags or None,
             match_all=match_all,
             start=_when("start_datetime", start, tz),

@@ -217,7 +217,7 @@ def follow(
         if ping and time.monotonic() - quiet_since >= rt.settings.stream_ping_seconds:
             quiet_since = time.monotonic()
             yield Ping()
-        with sending.yielding():
+        with rt.yielding():
             time.sleep(min(interval, max(ends_at - time.monotonic(), 0)))
         interval = min(interval * 2, MAX_LOOK_SECONDS)
 

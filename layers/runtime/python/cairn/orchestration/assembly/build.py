@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 from cairn import heap
 from cairn.config import Settings
@@ -39,6 +41,7 @@ def build_runtime(
     queue: StepQueue | None = None,
     workflows: Workflows | None = None,
     embeddings: StepQueue | None = None,
+    yielding: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> Runtime:
     bedrock.install()  # model and embedding calls to Bedrock get their boto3 client here
     database = db or Database(
@@ -115,6 +118,7 @@ def build_runtime(
         keys,
         documents_for(settings),
         scheduler_for(settings),
+        yielding,
     )
     from cairn.orchestration.agent_messages import Messenger
 

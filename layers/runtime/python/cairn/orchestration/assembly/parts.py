@@ -6,6 +6,8 @@ Kept apart from `build.py`, which builds it and chooses the adapters: the adapte
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from cairn.config import Settings
@@ -27,3 +29,8 @@ class Runtime:
     provider_keys: ProviderKeys | None = None
     documents: DocumentStore | None = None  # the originals of files in folders
     scheduler: Scheduler | None = None  # fires scheduled messages on time (AWS)
+    # What a request holds while it waits (a sleep between polls, a model or embedding call,
+    # an image's download): the local stack's API is a few environments shared by every
+    # request, so it lets other requests in meanwhile (`local.lambdas.released`); on Lambda
+    # each request has an environment of its own and holds nothing.
+    yielding: Callable[[], AbstractContextManager[None]] = nullcontext

@@ -107,6 +107,7 @@ class Engine:
         embedder_for: Callable[[EmbeddingConfig], Embedder] | None = None,
         provider_keys: ProviderKeyLookup | None = None,
         sealer: Sealer | None = None,
+        scheduler: Callable[[Schedule], object] | None = None,
     ) -> None:
         self.db = db
         self.settings = settings or Settings.from_env()
@@ -122,8 +123,9 @@ class Engine:
         # Runs the turns of agents a tool messages and waits for them (the orchestration's
         # sending, set by whoever assembles the runtime; None: such tools answer an error).
         self.messenger: Messenger | None = None
-        # Registers a schedule an agent made with what fires it on time (set likewise).
-        self.scheduler: Callable[[Schedule], object] | None = None
+        # Registers a schedule an agent made with what fires it on time (EventBridge
+        # Scheduler on AWS; None: the sweeper's round fires it).
+        self.scheduler = scheduler
 
     def embedder_of(self, agent: Agent) -> Embedder:
         """The agent's embedder; agents created without a config get the server default."""

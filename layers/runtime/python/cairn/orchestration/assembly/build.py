@@ -69,12 +69,14 @@ def build_runtime(
         )
     vault = vault_for(settings)
     keys = ProviderKeys(database, vault)
+    scheduler = scheduler_for(settings)
     engine = Engine(
         database,
         settings,
         sandbox=sandbox,
         provider_keys=keys,
         sealer=Sealer(sealing_key(settings)),
+        scheduler=scheduler.put if scheduler is not None else None,
     )
     if embeddings is None and settings.embed_queue_url:
         from cairn.orchestration.aws.sqs import SqsStepQueue
@@ -117,14 +119,12 @@ def build_runtime(
         vault,
         keys,
         documents_for(settings),
-        scheduler_for(settings),
+        scheduler,
         yielding,
     )
     from cairn.orchestration.agent_messages import Messenger
 
     engine.messenger = Messenger(rt)  # the multi-agent tools run other agents' turns
-    if rt.scheduler is not None:  # schedules agents make fire on time too
-        engine.scheduler = rt.scheduler.put
     for part in (queue, workflows, embeddings):
         if part is not None and hasattr(part, "attach"):  # in-process: through the outlets
             part.attach(rt)

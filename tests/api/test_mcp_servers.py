@@ -60,7 +60,9 @@ def test_a_server_is_added_with_its_tools_and_its_token_never_shown(
     assert fake.calls[-1] == ("add", {"a": 2, "b": 3})
     assert all(h.get("authorization") == f"Bearer {TOKEN}" for h in fake.headers_seen)
     with db.connection() as conn:
-        row = conn.execute("SELECT secrets_sealed FROM mcp_servers").fetchone()
+        row = conn.execute(
+            "SELECT secrets_sealed FROM mcp_servers WHERE id = %s", (server.id,)
+        ).fetchone()
     assert row is not None and TOKEN.encode() not in bytes(row["secrets_sealed"])
 
 

@@ -88,3 +88,26 @@ def test_failed_migration_leaves_nothing_and_is_retried(empty_schema_dsn: str) -
     assert "half_done" not in tables(empty_schema_dsn)
     fixed = Migration("9999_broken", "CREATE TABLE half_done (id int);")
     assert apply_migrations(empty_schema_dsn, [*good, fixed]) == ["9999_broken"]
+
+
+def test_every_row_an_organization_owns_goes_with_it(pg_dsn: str) -> None:
+    """Each table with an `organization_id` cascades from a row that goes when its
+    organization goes (the organization itself, or an agent, run or config of it): nothing
+    an organization owned, secrets least of all, outlives it."""
+    with psycopg.connect(pg_dsn) as conn:
+        owned = {
+            row[0]
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.columns WHERE column_name ="
+                " 'organization_id' AND table_schema = 'public' AND table_name <> 'organizations'"
+            )
+        }
+        cascading = {
+            row[0]
+            for row in conn.execute(
+                "SELECT conrelid::regclass::text FROM pg_constraint"
+                " WHERE contype = 'f' AND confdeltype = 'c'"
+            )
+        }
+    assert len(owned) > 20
+    assert owned - cascading == set(), "tables whose rows outlive their organization"

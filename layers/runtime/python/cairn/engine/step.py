@@ -120,9 +120,6 @@ class Engine:
         self._embedder_for = embedder_for or (lambda c: providers.embedder_for(c, self.settings))
         # An organization's own providers (the providers API): its key, by provider name.
         self._provider_keys = provider_keys
-        # Runs the turns of agents a tool messages and waits for them (the orchestration's
-        # sending, set by whoever assembles the runtime; None: such tools answer an error).
-        self.messenger: Messenger | None = None
         # Registers a schedule an agent made with what fires it on time (EventBridge
         # Scheduler on AWS; None: the sweeper's round fires it).
         self.scheduler = scheduler
@@ -134,8 +131,10 @@ class Engine:
     def embedder_for(self, config: EmbeddingConfig | None) -> Embedder:
         return self._embedder_for(config or providers.default_config(self.settings))
 
-    def turn_parts(self) -> TurnParts:
-        """What a step's turn works with, as the engine has them now (tests swap parts)."""
+    def turn_parts(self, messenger: Messenger | None = None) -> TurnParts:
+        """What a step's turn works with, as the engine has them now (tests swap parts);
+        `messenger` runs the turns of agents its tools message (None: such tools answer an
+        error), handed in by whoever drives the step, which is what runs turns."""
         from cairn.engine.turn import TurnParts
 
         model = TurnModel(self.db, self.settings, self._llm_for, self._provider_keys)
@@ -147,7 +146,7 @@ class Engine:
             self.embedder_for,
             self._clock,
             self.sealer,
-            self.messenger,
+            messenger,
             self.scheduler,
         )
 
@@ -161,19 +160,21 @@ class Engine:
         *,
         claimed: Claim | None = None,
         on_delta: MessageDelta | None = None,
+        messenger: Messenger | None = None,
     ) -> StepOutcome:
         """Run the step; `claimed` is its claim if the caller took it already (start_run).
         With `on_delta`, the model's answer is streamed and each piece handed on with the
-        id its message will be stored under (a stream's reader sees it as it is made)."""
+        id its message will be stored under (a stream's reader sees it as it is made);
+        `messenger` runs the turns of the agents its tools message."""
         for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
             try:
-                return self._step(org_id, run_id, step_index, claimed, on_delta)
+                return self._step(org_id, run_id, step_index, claimed, on_delta, messenger)
             except VersionConflictError as err:
                 logger.info(
                     "step %s/%s conflicted (%s), attempt %d", run_id, step_index, err, attempt
                 )
             claimed = None  # a retry reads fresh state
-        return self._step(org_id, run_id, step_index, None, on_delta)
+        return self._step(org_id, run_id, step_index, None, on_delta, messenger)
 
     def _step(
         self,
@@ -182,6 +183,7 @@ class Engine:
         step_index: int,
         claimed: Claim | None,
         on_delta: MessageDelta | None,
+        messenger: Messenger | None,
     ) -> StepOutcome:
         got = claimed
         while got is None or got.held_seconds > 0:
@@ -236,7 +238,7 @@ class Engine:
         from cairn.engine.llm_step import llm_step
         from cairn.engine.turn import Turn
 
-        turn = Turn(self.turn_parts(), state, journal, now, on_delta)
+        turn = Turn(self.turn_parts(messenger), state, journal, now, on_delta)
         if run.request_config.get("compact_only"):
             cp = compaction_step(turn) or turn.finish("end_turn")
         elif turn.inputs and turn.inputs[-1].role == "approval":

@@ -165,8 +165,15 @@ def _step_here(
     """One step of a sync send, in the caller; None when the model ran out of time and the
     step went to the queue instead."""
     try:
+        from cairn.orchestration.agent_messages import Messenger  # it sends, as here
+
         return rt.engine.step(
-            org_id, run_id, command.payload["step_index"], claimed=claimed, on_delta=on_delta
+            org_id,
+            run_id,
+            command.payload["step_index"],
+            claimed=claimed,
+            on_delta=on_delta,
+            messenger=Messenger(rt),  # the multi-agent tools run other agents' turns
         )
     except DeadlineReached:
         defer(rt.db, command)

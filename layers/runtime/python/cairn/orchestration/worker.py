@@ -129,7 +129,7 @@ def _step(rt: Runtime, payload: dict[str, Any], command: OutboxCommand | None) -
     command = command or _command(rt, org, run_id, index)
     try:
         with telegram.typing(rt, org, payload.get("telegram")):
-            outcome = rt.engine.step(org, run_id, index)
+            outcome = rt.engine.step(org, run_id, index, messenger=agent_messages.Messenger(rt))
     except DeadlineReached as err:
         # The model took the step's whole invocation (every retry included): it has failed,
         # as a timeout after the SDK's retries fails the run. Delivering the step again

@@ -122,9 +122,6 @@ def build_runtime(
         scheduler,
         yielding,
     )
-    from cairn.orchestration.agent_messages import Messenger
-
-    engine.messenger = Messenger(rt)  # the multi-agent tools run other agents' turns
     for part in (queue, workflows, embeddings):
         if part is not None and hasattr(part, "attach"):  # in-process: through the outlets
             part.attach(rt)

@@ -18,6 +18,7 @@ from cairn.engine import lifecycle
 from cairn.engine.lifecycle import StartedRun
 from cairn.faults import SimulatedCrash
 from cairn.orchestration import worker
+from cairn.orchestration.agent_messages import Messenger
 from cairn.orchestration.dispatch import sweep
 from cairn.store import messages, outbox, runs
 from cairn.store.db import Database
@@ -205,9 +206,11 @@ def test_a_waiting_send_whose_step_dies_does_not_ask_twice(stack: Stack) -> None
         if len(reached) == 2:
             raise SimulatedCrash("before_commit")
 
+    messenger = Messenger(rt)  # as the worker hands it to each step
     with faults.run_at("before_commit", second_commit, times=2), pytest.raises(SimulatedCrash):
-        rt.engine.step(stack.org_id, started.run.id, 0)
-    assert rt.engine.step(stack.org_id, started.run.id, 0).status == "committed"
+        rt.engine.step(stack.org_id, started.run.id, 0, messenger=messenger)
+    again = rt.engine.step(stack.org_id, started.run.id, 0, messenger=messenger)
+    assert again.status == "committed"
     assert len(runs_of(stack, bob.id)) == 1
     assert sum(1 for r in stack.fake.requests if speaks("bob")(r)) == 1
     with rt.db.connection() as conn:

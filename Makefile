@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 # The workflows' ASL is built from the CDK app first (build/local/, once per change), so
 # the stack starts without the CDK's Node.js process.
 dev: $(STAMP)
-	$(PY) -m cairn.local.stepfunctions
+	$(PY) -m cairn.adapters.local.stepfunctions
 	$(PY) -m cairn.local
 
 # The console's browser tests drive Debian's Chromium through its chromedriver (a system

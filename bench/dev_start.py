@@ -75,7 +75,10 @@ def main() -> int:
         env.pop("DATABASE_URL", None)
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "cairn.local.stepfunctions"], env=env, cwd=ROOT, check=True
+            [sys.executable, "-m", "cairn.adapters.local.stepfunctions"],
+            env=env,
+            cwd=ROOT,
+            check=True,
         )
         built = time.perf_counter() - started
         # Its own session, so the embedded server it starts is in its tree and stops with it.

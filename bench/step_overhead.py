@@ -25,13 +25,13 @@ sys.path.insert(0, str(ROOT))
 from tests.fakes.llm_server import FakeLLM, Reply  # noqa: E402
 from tests.fakes.round_trips import RoundTrips  # noqa: E402
 
+from cairn.adapters.local import lambdas  # noqa: E402
+from cairn.assembly.build import build_runtime, use_runtime  # noqa: E402
 from cairn.config import Settings  # noqa: E402
 from cairn.domain import Organization, User  # noqa: E402
-from cairn.engine import lifecycle  # noqa: E402
-from cairn.local import lambdas  # noqa: E402
 from cairn.local.http import make_server  # noqa: E402
 from cairn.local.postgres import start_embedded  # noqa: E402
-from cairn.orchestration.assembly.build import build_runtime, use_runtime  # noqa: E402
+from cairn.run import lifecycle  # noqa: E402
 from cairn.store import Database, runs, tenancy  # noqa: E402
 from cairn.store import steps as step_rows  # noqa: E402
 from cairn.store.migrate import apply_migrations  # noqa: E402

@@ -8,8 +8,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.api.app import buffered, build_app
+from cairn.assembly.build import preload_for_snapshot
 from cairn.llm import deadline
-from cairn.orchestration.assembly.build import preload_for_snapshot
 
 logger = Logger(service="cairn-api")
 preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot

@@ -8,8 +8,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cairn.orchestration.assembly.build import runtime
-from cairn.orchestration.tasks import approval_task
+from cairn.assembly.build import runtime
+from cairn.run.tasks import approval_task
 
 logger = Logger(service="cairn-approval")
 

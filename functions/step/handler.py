@@ -14,10 +14,10 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from cairn.assembly.build import preload_for_snapshot, runtime
 from cairn.llm import deadline
-from cairn.orchestration import later, worker
-from cairn.orchestration.assembly.build import preload_for_snapshot, runtime
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run import later, worker
+from cairn.run.runtime import Runtime
 
 logger = Logger(service="cairn-step")
 preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot

@@ -1,6 +1,6 @@
 """Lambda function URL (RESPONSE_STREAM) -> the same REST API, with streams streamed.
 
-Run by Cairn's streaming runtime loop (cairn.orchestration.aws.lambda_stream, started by
+Run by Cairn's streaming runtime loop (cairn.adapters.aws.lambda_stream, started by
 `bootstrap`), which sends the head, then each piece of the body as it comes.
 """
 

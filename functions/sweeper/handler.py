@@ -10,9 +10,9 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cairn.orchestration.assembly.build import runtime
-from cairn.orchestration.schedules import fire_one
-from cairn.orchestration.sweeper import sweep_once
+from cairn.assembly.build import runtime
+from cairn.run.schedules import fire_one
+from cairn.run.sweeper import sweep_once
 
 logger = Logger(service="cairn-sweeper")
 

@@ -142,7 +142,7 @@ class Alarms(Construct):
                 [w.cluster.metric_database_connections(period=five)],
             )
 
-        # Runs failed by the model provider: one log line each (engine/turn.py).
+        # Runs failed by the model provider: one log line each (run/step_work.py).
         llm_errors = logs.MetricFilter(
             self,
             "LlmErrors",

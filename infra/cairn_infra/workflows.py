@@ -1,7 +1,7 @@
 """The approval and sleeptime state machines (JSONPath), defined once.
 
 `cdk deploy` deploys them; the workflow tests and `make dev` execute the ASL synthesised
-from these same constructs on moto (cairn.local.stepfunctions). Every wait, timeout and
+from these same constructs on moto (cairn.adapters.local.stepfunctions). Every wait, timeout and
 retry interval comes from `WorkflowTimings`, so tests run them in seconds.
 """
 

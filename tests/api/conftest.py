@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from letta_client import Letta
 
+from cairn.adapters.local import lambdas
+from cairn.adapters.local.inline import InlineStepQueue
+from cairn.assembly.build import build_runtime, use_runtime
 from cairn.config import Settings
 from cairn.domain import Organization, User
-from cairn.local import lambdas
 from cairn.local.http import make_server
-from cairn.orchestration.assembly.build import build_runtime, use_runtime
-from cairn.orchestration.assembly.parts import Runtime
-from cairn.orchestration.inline import InlineStepQueue
+from cairn.run.runtime import Runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM

@@ -14,12 +14,11 @@ from letta_client import Letta
 from cairn import faults
 from cairn.domain.messages import Message, TextContent
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, RunOptions
-from cairn.engine import lifecycle
-from cairn.engine.lifecycle import StartedRun
 from cairn.faults import SimulatedCrash
-from cairn.orchestration import worker
-from cairn.orchestration.agent_messages import Messenger
-from cairn.orchestration.dispatch import sweep
+from cairn.run import lifecycle, worker
+from cairn.run.dispatch import sweep
+from cairn.run.lifecycle import StartedRun
+from cairn.run.messenger import Messenger
 from cairn.store import messages, outbox, runs
 from cairn.store.db import Database
 from tests.api.conftest import Stack, make_stack

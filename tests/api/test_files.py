@@ -253,8 +253,8 @@ def test_another_organization_reaches_none_of_it(stack: Stack) -> None:
 def test_a_job_killed_midway_is_resumed_from_where_it_stopped(db: Database) -> None:
     """The job dies after its first batch of embeddings; the sweeper's next round sends it
     again; it goes on from the second batch: every chunk embedded once, none twice."""
-    from cairn.engine import file_jobs
-    from cairn.orchestration.sweeper import resume_files
+    from cairn.jobs import file_jobs
+    from cairn.run.sweeper import resume_files
 
     with make_stack(db) as stack:
         client = stack.client()
@@ -295,7 +295,7 @@ def test_a_job_killed_midway_is_resumed_from_where_it_stopped(db: Database) -> N
 def _upload_and_kill(stack: Stack, client: Letta, folder_id: str, text: bytes) -> Any:
     """Upload with the queue stopped, run the job here until it is killed, as a worker
     whose process dies; the file as it was left."""
-    from cairn.engine import file_jobs
+    from cairn.jobs import file_jobs
 
     queue = stack.runtime.queue
     published: list[Any] = []

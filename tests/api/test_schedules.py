@@ -12,9 +12,9 @@ import httpx
 import pytest
 from moto import mock_aws
 
+from cairn.adapters.aws.scheduler import EventBridgeScheduler, eventbridge_expression
 from cairn.domain.schedules import Schedule
-from cairn.orchestration.aws.scheduler import EventBridgeScheduler, eventbridge_expression
-from cairn.orchestration.schedules import fire_due, fire_one
+from cairn.run.schedules import fire_due, fire_one
 from cairn.store import runs, schedules
 from tests.api.conftest import Stack
 from tests.api.test_agent_messages import stack_other_org_client

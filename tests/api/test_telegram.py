@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from cairn.orchestration import telegram as telegram_side
 from cairn.store.db import Database
+from cairn.telegram import replies as telegram_side
 from tests.api.conftest import Stack, make_stack
 from tests.api.test_agent_messages import stack_other_org_client
 from tests.fakes.llm_server import Recorded, Reply

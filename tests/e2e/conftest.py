@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.local import stepfunctions
+from cairn.adapters.local import stepfunctions
 
 
 @pytest.fixture(scope="session", autouse=True)

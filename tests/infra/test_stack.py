@@ -16,7 +16,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk
 from aws_cdk.assertions import Match, Template
 
-from cairn.local.stepfunctions import definitions, function_arn, state_machine_definitions
+from cairn.adapters.local.stepfunctions import definitions, function_arn, state_machine_definitions
 from cairn_infra.app import build_app, project_context
 from cairn_infra.packaging import ROOT
 from cairn_infra.shape import Shape

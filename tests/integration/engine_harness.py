@@ -11,10 +11,10 @@ from cairn.config import Settings
 from cairn.domain import Agent, Block, LLMConfig, Message, Organization, TextContent
 from cairn.domain.runs import OutboxCommand, Run, RunOptions
 from cairn.domain.tool_rules import ToolRule
-from cairn.engine import lifecycle
-from cairn.engine.agents import provision_agent
-from cairn.engine.lifecycle import StartedRun
-from cairn.engine.step import Engine, StepOutcome
+from cairn.run import lifecycle
+from cairn.run.agents import provision_agent
+from cairn.run.lifecycle import StartedRun
+from cairn.run.step import Engine, StepOutcome
 from cairn.store import agents, blocks, messages, outbox, runs
 from cairn.store.db import Database
 from cairn.tools.registry import BASE_TOOLS, MEMORY_TOOLS, default_tool_names, default_tool_rules

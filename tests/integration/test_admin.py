@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from cairn.adapters.aws.admin import CommandFailed, run_remote
+from cairn.adapters.local.lambdas import invoke
 from cairn.local import admin
-from cairn.local.lambdas import invoke
-from cairn.orchestration.aws.admin import CommandFailed, run_remote
 from cairn.store import tenancy
 from cairn.store.db import Database
 

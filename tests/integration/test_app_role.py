@@ -10,10 +10,10 @@ import psycopg
 import pytest
 from moto import mock_aws
 
+from cairn.adapters.aws.secrets import database_conninfo
+from cairn.adapters.local.lambdas import invoke
 from cairn.config import Settings
 from cairn.domain import Organization
-from cairn.local.lambdas import invoke
-from cairn.orchestration.aws.secrets import database_conninfo
 from cairn.store.db import Database
 from cairn.store.migrate import APP_ROLE, allow_login
 from tests.fakes.llm_server import FakeLLM, call

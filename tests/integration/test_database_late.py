@@ -16,11 +16,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from cairn.adapters.local.lambdas import invoke
+from cairn.assembly.build import build_runtime, use_runtime
 from cairn.config import Settings
 from cairn.domain import Organization, User
 from cairn.errors import UnavailableError
-from cairn.local.lambdas import invoke
-from cairn.orchestration.assembly.build import build_runtime, use_runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.integration.test_handlers import event
@@ -125,7 +125,7 @@ def test_the_store_says_unavailable_then_serves_once_the_database_is_there(
 def test_a_request_whose_database_is_not_back_by_its_deadline_is_a_503_with_retry_after(
     late: tuple[LateDoor, str], db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cairn.local import lambdas
+    from cairn.adapters.local import lambdas
 
     monkeypatch.setitem(lambdas.TIMEOUT_MS, "api", 4_000)  # 2 s to its deadline
     with db.transaction() as conn:
@@ -199,7 +199,7 @@ def test_a_request_while_the_database_resumes_waits_for_it_within_its_deadline(
 def test_a_sync_send_that_waited_for_the_database_answers_202_when_its_turn_does_not_fit(
     late: tuple[LateDoor, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cairn.local import lambdas
+    from cairn.adapters.local import lambdas
     from tests.api.conftest import make_stack
     from tests.api.test_http_contract import LLM, _ended, http
 

@@ -12,8 +12,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cairn.orchestration.aws.documents import S3Documents
-from cairn.orchestration.directory_documents import DirectoryDocuments
+from cairn.adapters.aws.documents import S3Documents
+from cairn.adapters.local.directory_documents import DirectoryDocuments
 
 
 @pytest.fixture(params=["s3", "directory"])

@@ -12,8 +12,8 @@ from cairn.config import Settings
 from cairn.domain import Organization
 from cairn.domain.agents import Agent
 from cairn.domain.configs import EmbeddingConfig
-from cairn.engine.embedding_jobs import backfill, embed_agent, retry_delays
-from cairn.engine.step import Engine
+from cairn.jobs.embedding_jobs import backfill, embed_agent, retry_delays
+from cairn.run.step import Engine
 from cairn.store import agents, dead_letters, embedding_holds, messages
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from cairn.adapters.local.inline import InlineStepQueue
+from cairn.adapters.local.lambdas import invoke
+from cairn.adapters.local.stepfunctions import definitions
+from cairn.assembly.build import build_runtime, use_runtime
 from cairn.config import Settings
 from cairn.domain import Organization, User
-from cairn.engine.sleeptime import provision_sleeptime
 from cairn.local.invoke import substitute
-from cairn.local.lambdas import invoke
-from cairn.local.stepfunctions import definitions
-from cairn.orchestration.assembly.build import build_runtime, use_runtime
-from cairn.orchestration.inline import InlineStepQueue
+from cairn.run.sleeptime import provision_sleeptime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.integration.engine_harness import NOW, make_agent

@@ -12,9 +12,9 @@ def test_one_organizations_bulk_upload_takes_two_workers_and_queues_no_one_else(
     takes the other organization's file, sent last, instead of the bulk's third."""
     import threading
 
+    from cairn.adapters.local.queue import LocalQueue, LocalStepQueue
     from cairn.domain.ids import new_id
     from cairn.domain.runs import file_job_command
-    from cairn.local.queue import LocalQueue, LocalStepQueue
 
     queue = LocalQueue("files.fifo")
     port = LocalStepQueue(queue, retry_seconds=1)

@@ -13,10 +13,10 @@ import psycopg
 import pytest
 from moto import mock_aws
 
+from cairn.adapters.aws.secrets import ConfigurationError, database_dsn, with_provider_keys
+from cairn.adapters.local.lambdas import invoke
+from cairn.assembly.build import after_restore, build_runtime, use_runtime
 from cairn.config import Settings
-from cairn.local.lambdas import invoke
-from cairn.orchestration.assembly.build import after_restore, build_runtime, use_runtime
-from cairn.orchestration.aws.secrets import ConfigurationError, database_dsn, with_provider_keys
 from cairn.store import tenancy
 from cairn.store.db import Database
 from cairn.store.migrate import available_migrations
@@ -145,7 +145,7 @@ def test_a_rotated_database_password_reaches_a_warm_function(
     function's pool reads the secret again for new connections, not once for its life."""
     from aws_lambda_powertools.utilities import parameters
 
-    from cairn.orchestration.aws import secrets
+    from cairn.adapters.aws import secrets
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setattr(secrets, "SECRET_MAX_AGE_SECONDS", 0)  # the minute, elapsed
@@ -223,11 +223,11 @@ def test_the_api_handler_preloads_sdks_turn_and_models_only_for_a_snapshot(
     init: str, loaded: bool
 ) -> None:
     code = (
-        "import sys; from cairn.local.lambdas import load_handler; load_handler('api'); "
+        "import sys; from cairn.adapters.local.lambdas import load_handler; load_handler('api'); "
         "from pydantic import BaseModel; from cairn.domain.messages import Message; "
         "from cairn.services.requests import CreateAgent; "
         "print(Message.__pydantic_complete__, CreateAgent.__pydantic_complete__, "
-        "'cairn.engine.turn' in sys.modules); "
+        "'cairn.run.step_work' in sys.modules); "
         "print(sorted({'openai', 'anthropic'} & set(sys.modules)))"
     )
     env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init}
@@ -251,14 +251,15 @@ ONLY_SOME_REQUESTS = (
     "cairn.store.migrate",  # the migrate function and the local stack
     "cairn.services.agent_file_export",  # agent file export
     "cairn.services.agent_file_import",  # and import
-    "cairn.engine.turn",  # a step
+    "cairn.run.step_work",  # a step
 )
 
 
 @pytest.mark.parametrize("function", ["api", "step"])
 def test_a_cold_start_leaves_out_what_only_some_requests_use(function: str) -> None:
     code = (
-        f"import sys; from cairn.local.lambdas import load_handler; load_handler({function!r}); "
+        "import sys; from cairn.adapters.local.lambdas import load_handler; "
+        f"load_handler({function!r}); "
         f"print([m for m in {ONLY_SOME_REQUESTS!r} if m in sys.modules])"
     )
     env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand"}

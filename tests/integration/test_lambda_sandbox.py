@@ -13,8 +13,8 @@ import pytest
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
-from cairn.local.lambdas import invoke
-from cairn.orchestration.aws.lambda_sandbox import LambdaSandbox
+from cairn.adapters.aws.lambda_sandbox import LambdaSandbox
+from cairn.adapters.local.lambdas import invoke
 from cairn.tools.sandbox import SandboxRequest
 
 EVENT = json.loads(

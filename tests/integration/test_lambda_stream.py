@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from cairn.adapters.aws.lambda_stream import PRELUDE_END, RuntimeAPI
 from cairn.domain import Organization, User
-from cairn.orchestration.aws.lambda_stream import PRELUDE_END, RuntimeAPI
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM

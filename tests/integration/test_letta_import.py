@@ -220,7 +220,7 @@ def test_on_aws_the_migrate_function_imports_in_as_many_invocations_as_it_takes(
 ) -> None:
     """Each invocation leaves off 30 s before its deadline; `cairn-admin --stack` invokes
     again until the report says finished, and the result is a whole import."""
-    from cairn.local.lambdas import LocalContext, load_handler
+    from cairn.adapters.local.lambdas import LocalContext, load_handler
 
     class Ending(LocalContext):  # an invocation whose time runs out after a few units
         def get_remaining_time_in_millis(self) -> int:

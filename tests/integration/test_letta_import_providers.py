@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
-from cairn.orchestration.aws.provider_vault import EnvelopeVault, ProviderVault
+from cairn.run.provider_vault import EnvelopeVault, ProviderVault
 from cairn.services.letta_import import import_letta
 from cairn.store import providers
 from cairn.store.db import Database
@@ -254,8 +254,8 @@ def test_on_aws_cairn_admin_sends_the_letta_key_and_keys_become_secrets(
     import boto3
     from moto import mock_aws
 
+    from cairn.adapters.local.lambdas import LocalContext, load_handler
     from cairn.local import admin
-    from cairn.local.lambdas import LocalContext, load_handler
 
     monkeypatch.setenv("LETTA_ENCRYPTION_KEY", LETTA_KEY)
     command = admin.payload(admin.parse(["--stack", "S", "import-letta", letta_with_providers]))

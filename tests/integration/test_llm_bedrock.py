@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from cairn.adapters.aws import bedrock
 from cairn.domain import Organization
 from cairn.llm.catalog import resolve_model
 from cairn.llm.clients import client_for
 from cairn.llm.types import LLMError, LLMRequest
-from cairn.orchestration.aws import bedrock
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
 from tests.integration.engine_harness import engine_for, make_agent, on_model, send

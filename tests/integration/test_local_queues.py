@@ -1,5 +1,5 @@
-"""The local stack's queues (`cairn.local.queue`): SQS's semantics the handlers rely on, and
-the embedding jobs kept off the turns' way: published after the reply, on a queue of their
+"""The local stack's queues (`adapters/local/queue.py`): SQS's semantics the handlers rely
+on, and the embedding jobs kept off the turns' way: published after the reply, on a queue of their
 own (FIFO too, so a window's duplicates are dropped, but never in a group a turn waits
 on), so a slow or failing embedding provider holds no turn of its agent."""
 
@@ -14,16 +14,16 @@ from typing import Any
 import httpx
 import pytest
 
+from cairn.adapters.local.lambdas import invoke
+from cairn.adapters.local.queue import LocalQueue
+from cairn.assembly.build import use_runtime
 from cairn.config import Settings
 from cairn.domain import Organization, User
 from cairn.domain.runs import OutboxCommand
 from cairn.local.__main__ import start_workers
 from cairn.local.http import make_server
-from cairn.local.lambdas import invoke
-from cairn.local.queue import LocalQueue
-from cairn.orchestration import later
-from cairn.orchestration.assembly.build import use_runtime
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run import later
+from cairn.run.runtime import Runtime
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM

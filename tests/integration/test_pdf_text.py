@@ -1,4 +1,4 @@
-"""Reading a hostile PDF is bounded (engine/pdf_text.py): in a child process, cut at a
+"""Reading a hostile PDF is bounded (jobs/pdf_text.py): in a child process, cut at a
 page's time, a file's time and its text's cap while reading, a Flate bomb and pypdf's own
 limits an error of the file, never a crashed worker or a 500. The PDFs are written here
 byte by byte: what a hostile tenant would upload."""
@@ -9,8 +9,8 @@ import zlib
 
 import pytest
 
-from cairn.engine.documents import DocumentError, pdf_pages
-from cairn.engine.pdf_text import Limits, pdf_text
+from cairn.jobs.documents import DocumentError, pdf_pages
+from cairn.jobs.pdf_text import Limits, pdf_text
 
 WORDS = 300_000  # "(word) Tj" this many times: ~1.2 MB of text from a 3 MB stream
 

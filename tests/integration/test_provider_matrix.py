@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from cairn.adapters.aws import bedrock
 from cairn.domain import Agent, Organization
 from cairn.domain.configs import CompactionSettings, LLMConfig
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.tool_rules import RequiresApprovalToolRule
-from cairn.engine.compaction import DEFAULT_PROMPT
-from cairn.engine.step import Engine
-from cairn.orchestration.aws import bedrock
+from cairn.run.compaction import DEFAULT_PROMPT
+from cairn.run.step import Engine
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 from tests.integration.engine_harness import (

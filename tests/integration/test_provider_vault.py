@@ -12,15 +12,13 @@ import pytest
 from cryptography.exceptions import InvalidTag
 from moto import mock_aws
 
+from cairn.adapters.aws.provider_secrets import SecretsManagerVault
+from cairn.adapters.chosen import vault_for
 from cairn.config import Settings
 from cairn.domain.ids import new_id
 from cairn.domain.providers import Provider
-from cairn.orchestration.aws.provider_vault import (
-    EnvelopeVault,
-    SecretsManagerVault,
-    envelope_key,
-    vault_for,
-)
+from cairn.run.provider_vault import EnvelopeVault
+from cairn.sealing import envelope_key
 
 
 def provider(org: str | None = None) -> Provider:

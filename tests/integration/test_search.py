@@ -11,8 +11,8 @@ import pytest
 from cairn.domain import Organization
 from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.base import HashEmbedder
-from cairn.engine.embedding_jobs import backfill, embed_agent
-from cairn.engine.search import archival, recall
+from cairn.jobs.embedding_jobs import backfill, embed_agent
+from cairn.run.search import archival, recall
 from cairn.store import archives, messages
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call

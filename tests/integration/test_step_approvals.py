@@ -10,8 +10,8 @@ import pytest
 from cairn.domain import Agent, Organization
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.tool_rules import RequiresApprovalToolRule
-from cairn.engine.step import Engine
 from cairn.errors import ConflictError, InvalidArgumentError
+from cairn.run.step import Engine
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
 from tests.integration.engine_harness import (

@@ -11,10 +11,10 @@ import pytest
 
 from cairn import faults
 from cairn.domain import Agent, Organization, OutboxCommand
-from cairn.engine.embedding_jobs import backfill
-from cairn.engine.step import Engine, StepOutcome
 from cairn.faults import SimulatedCrash
-from cairn.orchestration import dispatch
+from cairn.jobs.embedding_jobs import backfill
+from cairn.run import dispatch
+from cairn.run.step import Engine, StepOutcome
 from cairn.store import agents, archives, blocks, messages, outbox, runs
 from cairn.store import steps as step_rows
 from cairn.store.db import Database

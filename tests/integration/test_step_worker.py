@@ -15,17 +15,17 @@ import pytest
 from moto import mock_aws
 
 from cairn import faults
+from cairn.adapters.aws.sqs import SqsStepQueue
+from cairn.adapters.local.lambdas import invoke
+from cairn.adapters.local.sqs import Poller, create_step_queues, to_event
+from cairn.assembly.build import build_runtime, use_runtime
 from cairn.config import Settings
 from cairn.domain import Organization
 from cairn.domain.runs import OutboxCommand, RunOptions
-from cairn.local.lambdas import invoke
-from cairn.local.sqs import Poller, create_step_queues, to_event
-from cairn.orchestration import later, sending
-from cairn.orchestration import worker as step_worker
-from cairn.orchestration.assembly.build import build_runtime, use_runtime
-from cairn.orchestration.assembly.parts import Runtime
-from cairn.orchestration.aws.sqs import SqsStepQueue
-from cairn.orchestration.watchdog import MAX_LOST_SENDS, MAX_REDRIVES
+from cairn.run import later, sending
+from cairn.run import worker as step_worker
+from cairn.run.runtime import Runtime
+from cairn.run.watchdog import MAX_LOST_SENDS, MAX_REDRIVES
 from cairn.store import agents, dead_letters, messages, runs
 from cairn.store import db as db_module
 from cairn.store import steps as step_rows
@@ -258,7 +258,7 @@ def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
 ) -> None:
     """Three turns in a row: one embedding job reaches the queue (the others are the same
     window's duplicates), and it embeds every message still without a vector at once."""
-    from cairn.engine import step as step_module
+    from cairn.run import step as step_module
 
     monkeypatch.setattr(step_module, "EMBED_WINDOW_SECONDS", 3600)
     monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
@@ -296,8 +296,8 @@ def test_an_agent_can_turn_message_embeddings_off(
     by, and recall search says it searched by keywords only."""
     from datetime import UTC, datetime
 
-    from cairn.engine import search
-    from cairn.engine.embedding_jobs import backfill
+    from cairn.jobs.embedding_jobs import backfill
+    from cairn.run import search
 
     monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
     off = make_agent(worker.rt.db, org, metadata={"cairn_message_embeddings": False})

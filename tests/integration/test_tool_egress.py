@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from cairn.adapters.aws.lambda_sandbox import LambdaSandbox
+from cairn.adapters.local.lambdas import invoke
 from cairn.domain import Organization, Tool
 from cairn.errors import InvalidArgumentError, NotFoundError
 from cairn.local.invoke import substitute
-from cairn.local.lambdas import invoke
-from cairn.orchestration.aws.lambda_sandbox import LambdaSandbox
 from cairn.services import tenants
 from cairn.store import tenancy, tools
 from cairn.store.db import Database

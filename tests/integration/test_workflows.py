@@ -16,19 +16,19 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from cairn.adapters.aws.stepfunctions import execution_name
+from cairn.assembly.build import use_runtime
 from cairn.config import Settings
 from cairn.domain import Agent, Organization, User
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions
 from cairn.domain.tool_rules import RequiresApprovalToolRule
-from cairn.engine.sleeptime import provision_helper, provision_sleeptime
 from cairn.errors import ConflictError, InvalidArgumentError
 from cairn.local.__main__ import start_workers
 from cairn.local.http import make_server
-from cairn.orchestration import sending, tasks
-from cairn.orchestration.assembly.build import use_runtime
-from cairn.orchestration.assembly.parts import Runtime
-from cairn.orchestration.aws.stepfunctions import execution_name
+from cairn.run import sending, tasks
+from cairn.run.runtime import Runtime
+from cairn.run.sleeptime import provision_helper, provision_sleeptime
 from cairn.store import groups, messages, runs, tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
@@ -391,7 +391,7 @@ def turn(flows: Flows, primary: Agent, text: str) -> Run:
 def test_sleeptime_fans_out_and_no_shared_block_edit_is_lost(
     fresh: Flows, db: Database, org: Organization, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="cairn.engine.step")
+    caplog.set_level(logging.INFO, logger="cairn.run.step")
     primary, group_id = sleeptime_agent(db, org, helpers=2)
     fresh.fake.when(is_helper, helper_replies(["Fact A", "Fact B"], delay=1.5))
     script = Primary(fresh.fake)

@@ -10,8 +10,8 @@ from typing import Any
 from cairn.domain import Block
 from cairn.domain.ids import new_id
 from cairn.domain.messages import FunctionCall, ToolCall
-from cairn.engine import calls
 from cairn.memory.edits import CoreMemory
+from cairn.run import calls
 from cairn.tools.registry import BUILTIN_TOOLS
 from cairn.tools.rules import ToolRulesSolver
 

@@ -2,7 +2,7 @@
 organization, agent and name), so a sealed value copied to another row does not open.
 
 The key comes from the caller: locally the envelope key (`CAIRN_PROVIDER_KEY` or the data
-directory's key file), on AWS the stack's sealing-key secret (orchestration/aws/secrets.py).
+directory's key file), on AWS the stack's sealing-key secret (adapters/aws/secrets.py).
 """
 
 from __future__ import annotations

@@ -42,10 +42,10 @@ from cairn.api.routes import (
     telegram,
     tools,
 )
+from cairn.assembly.build import current_settings
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.errors import CairnError, PendingApprovalError, UnavailableError
 from cairn.llm.types import LLMError
-from cairn.orchestration.assembly.build import current_settings
 from cairn.services import tenants
 
 logger = logging.getLogger(__name__)

@@ -15,10 +15,10 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
+from cairn.assembly.build import runtime
 from cairn.domain.runs import Run
 from cairn.errors import UnauthorizedError
-from cairn.orchestration.assembly.build import runtime
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 
 _request: ContextVar[tuple[APIGatewayProxyEventV2, str | None]] = ContextVar("cairn_request")
 # A route's streamed body, handed from the route to whoever sends the response (app.respond):

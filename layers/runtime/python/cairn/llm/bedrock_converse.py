@@ -157,7 +157,7 @@ class Assembled:
 def bedrock_errors() -> Iterator[None]:
     """botocore's exceptions as one LLMError (after botocore's own retries), told apart by
     their class names, so this module needs no botocore import (boto3 stays in
-    orchestration's adapters)."""
+    the AWS adapters)."""
     try:
         yield
     except LLMError:

@@ -228,8 +228,8 @@ def _bedrock(endpoint: str | None, timeout: float, retries: int, own: BedrockOwn
     )
 
 
-# Bedrock's runtime client is made by an orchestration adapter (boto3 lives there only);
-# the runtime installs its factory (orchestration/aws/bedrock.py).
+# Bedrock's runtime client is made by an AWS adapter (boto3 lives there only);
+# the runtime installs its factory (adapters/aws/bedrock.py).
 _bedrock_factory: Callable[[str | None, float, int, BedrockOwnKey], Any] | None = None
 
 

@@ -1,6 +1,6 @@
 """`make dev`: embedded Postgres (data under .cairn/), migrations, the API on 127.0.0.1:8283.
 
-Steps go through a FIFO queue in this process (`cairn.local.queue`, SQS's semantics with
+Steps go through a FIFO queue in this process (`cairn.adapters.local.queue`, SQS's semantics with
 the consumers woken by the publish), embedding jobs through one of their own, each to the step
 handler as Lambda's event source mapping would (their DLQs to the dead-letter handler); the
 approval and sleeptime workflows run on moto's Step Functions from the ASL the CDK
@@ -23,15 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cairn import __version__, faults, heap
+from cairn.adapters.aws.stepfunctions import stepfunctions_client
+from cairn.adapters.local import lambdas, stepfunctions
+from cairn.adapters.local.queue import Consumer, LocalQueue, LocalStepQueue
+from cairn.adapters.local.sqs import LOCAL_RETRY_SECONDS, MAX_RECEIVES, REGION, start_moto
+from cairn.assembly.build import build_runtime, use_runtime
 from cairn.config import Settings
-from cairn.local import lambdas, stepfunctions
 from cairn.local.http import make_server
-from cairn.local.queue import Consumer, LocalQueue, LocalStepQueue
-from cairn.local.sqs import LOCAL_RETRY_SECONDS, MAX_RECEIVES, REGION, start_moto
-from cairn.orchestration import watchdog
-from cairn.orchestration.assembly.build import build_runtime, use_runtime
-from cairn.orchestration.assembly.parts import Runtime
-from cairn.orchestration.aws.stepfunctions import stepfunctions_client
+from cairn.run import watchdog
+from cairn.run.runtime import Runtime
 from cairn.services.tenants import ensure_local_tenant
 from cairn.store import Database
 from cairn.store.migrate import apply_migrations
@@ -149,7 +149,7 @@ def start_workers(
             "sleeptime_state_machine_arn": arns["sleeptime"],
         }
     )
-    # The queues, in this process (cairn.local.queue): the steps' and the embedding jobs',
+    # The queues, in this process (cairn.adapters.local.queue): the steps' and the embedding jobs',
     # each with its dead-letter queue, as the CDK app makes them.
     dead_steps = LocalQueue("cairn-steps-dlq.fifo")
     steps = LocalQueue("cairn-steps.fifo", max_receives=MAX_RECEIVES, dead_letters=dead_steps)

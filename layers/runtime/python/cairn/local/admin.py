@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     command = payload(args)
     try:
         if args.stack or args.function:
-            from cairn.orchestration.aws import admin
+            from cairn.adapters.aws import admin
 
             target = args.function or admin.migrate_function(args.stack)
             answer = admin.run_remote(target, command)

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from cairn.adapters.local.lambdas import invoke_pooled
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
-from cairn.local.lambdas import invoke_pooled
 
 if TYPE_CHECKING:
     from cairn.api.app import Streaming

@@ -18,11 +18,11 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from cairn.adapters.local import lambdas
+from cairn.adapters.local.inline import InlineStepQueue
 from cairn.api.app import Streaming
+from cairn.assembly.build import build_runtime, use_runtime
 from cairn.config import Settings
-from cairn.local import lambdas
-from cairn.orchestration.assembly.build import build_runtime, use_runtime
-from cairn.orchestration.inline import InlineStepQueue
 from cairn.services.tenants import ensure_local_tenant, organization_of
 from cairn.store import Database
 from cairn.store.migrate import apply_migrations

@@ -17,7 +17,7 @@ from cairn.domain.blocks import Block
 from cairn.domain.groups import Group
 from cairn.domain.messages import Message
 from cairn.domain.tools import Tool
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services import agent_file_folders
 from cairn.services import agents as agent_service
 from cairn.store import agent_secrets, agents, blocks, groups, messages, tools

@@ -18,9 +18,9 @@ from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
 from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.folders import FileAgent, FileMetadata, Folder
-from cairn.engine import documents, file_jobs
 from cairn.errors import UnprocessableError
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.jobs import documents, file_jobs
+from cairn.run.runtime import Runtime
 from cairn.services.folders import attach_file_tools
 from cairn.store import files, folders
 from cairn.store.db import Connection

@@ -25,7 +25,7 @@ from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, UnprocessableError
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services import agent_file_folders, providers
 from cairn.store import agent_secrets, agents, blocks, groups, messages, tools
 from cairn.store.db import Connection

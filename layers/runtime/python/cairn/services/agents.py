@@ -19,14 +19,14 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import Run
 from cairn.domain.tools import Tool
 from cairn.embeddings.providers import default_config
-from cairn.engine import prompt
-from cairn.engine.agents import provision_agent
-from cairn.engine.sleeptime import delete_with_helpers, provision_sleeptime
-from cairn.engine.state import load
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run import prompt
+from cairn.run.agents import provision_agent
+from cairn.run.runtime import Runtime
+from cairn.run.sleeptime import delete_with_helpers, provision_sleeptime
+from cairn.run.state import load
 from cairn.sealing import Sealer
 from cairn.services import identities as identity_service
 from cairn.services import providers

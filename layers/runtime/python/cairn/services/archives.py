@@ -14,8 +14,8 @@ from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
 from cairn.llm.catalog import resolve_embedding
-from cairn.orchestration import sending
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run import sending
+from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.requests import (

@@ -12,11 +12,11 @@ from cairn.domain.base import utc_now
 from cairn.domain.batches import Batch
 from cairn.domain.messages import Message
 from cairn.domain.runs import RunOptions
-from cairn.engine import lifecycle
-from cairn.engine.lifecycle import StartedRun
 from cairn.errors import NotFoundError, found
-from cairn.orchestration.assembly.parts import Runtime
-from cairn.orchestration.dispatch import publish_all, wake
+from cairn.run import lifecycle
+from cairn.run.dispatch import publish_all, wake
+from cairn.run.lifecycle import StartedRun
+from cairn.run.runtime import Runtime
 from cairn.services import messages as message_service
 from cairn.services.requests import CreateBatch
 from cairn.store import agents, batches

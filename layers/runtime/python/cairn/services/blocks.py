@@ -6,7 +6,7 @@ from pydantic import ValidationError
 
 from cairn.domain.blocks import Block, BlockLimitError, BlockSearch
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.pages import window

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from cairn.domain.agents import Agent
 from cairn.errors import InvalidArgumentError
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.requests import ChatCompletionRequest, LettaRequest
 

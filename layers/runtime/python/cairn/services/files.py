@@ -1,7 +1,7 @@
 """Files in folders: uploaded (the original to the document store, the row, the job to the
 files queue), listed, read, deleted with everything made from them.
 
-An upload answers at once with the file `pending`; the job (engine/file_jobs.py) takes it
+An upload answers at once with the file `pending`; the job (jobs/file_jobs.py) takes it
 through `parsing` and `embedding` to `completed` or `error`. Names are Letta's:
 `<folder name>/<original name>`, a second upload of the same original name being handled
 by `duplicate_handling` (skip, error, suffix `_(n)`, replace).
@@ -19,8 +19,6 @@ from cairn.domain.base import utc_now
 from cairn.domain.folders import DuplicateHandling, FileAgent, FileMetadata, FilePassage
 from cairn.domain.ids import stable_id
 from cairn.domain.runs import file_job_command
-from cairn.engine import documents, file_jobs
-from cairn.engine.file_tools import FileWork
 from cairn.errors import (
     ConflictError,
     InvalidArgumentError,
@@ -28,7 +26,9 @@ from cairn.errors import (
     TooLargeError,
     UnsupportedMediaError,
 )
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.jobs import documents, file_jobs
+from cairn.run.file_tools import FileWork
+from cairn.run.runtime import Runtime
 from cairn.services.agents import fetch as fetch_agent
 from cairn.services.folders import fetch as fetch_folder
 from cairn.store import files

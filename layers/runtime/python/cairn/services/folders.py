@@ -11,7 +11,7 @@ from cairn.domain.folders import Folder
 from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError
 from cairn.llm.catalog import resolve_embedding
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.requests import FolderCreate, FolderUpdate

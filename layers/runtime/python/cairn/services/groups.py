@@ -1,6 +1,6 @@
 """Groups: the sleeptime groups Cairn builds, and Letta's multi-agent groups.
 
-A message to a round-robin group is a chain of turns (engine/group_chat.py); one to a
+A message to a round-robin group is a chain of turns (run/group_chat.py); one to a
 sleeptime group goes to its primary agent, whose turns start the sleeptime agents.
 """
 
@@ -14,10 +14,9 @@ from cairn.domain.groups import Group, round_robin_turns
 from cairn.domain.ids import new_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
-from cairn.engine import group_chat
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
-from cairn.orchestration import sending
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run import group_chat, sending
+from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import messages as message_service
 from cairn.services import streams

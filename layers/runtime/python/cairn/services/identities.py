@@ -8,7 +8,7 @@ from cairn.domain.blocks import Block, BlockSearch
 from cairn.domain.identities import Identity, IdentityProperty
 from cairn.domain.ids import is_id
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services.requests import IdentityCreate, IdentityUpdate, IdentityUpsert
 from cairn.store import blocks
 from cairn.store import identities as store

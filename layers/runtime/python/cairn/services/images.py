@@ -17,7 +17,7 @@ from typing import Any
 from cairn import outbound
 from cairn.domain.messages import ImageContent
 from cairn.errors import InvalidArgumentError
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the providers' own limit per image (Anthropic's)
 # A message's images: each is sent again with every step while it is in the context window

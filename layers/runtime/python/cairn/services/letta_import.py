@@ -14,11 +14,14 @@ The Letta database is only read (a read-only session).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from cairn.adapters.aws import bedrock
+from cairn.adapters.aws.secrets import sealing_key
+from cairn.adapters.chosen import documents_for, vault_for
 from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block, BlockHistoryEntry
@@ -30,10 +33,7 @@ from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError
 from cairn.llm import endpoints
-from cairn.orchestration.assembly.build import documents_for
-from cairn.orchestration.aws import bedrock
-from cairn.orchestration.aws.provider_vault import ProviderVault, vault_for
-from cairn.orchestration.aws.secrets import sealing_key
+from cairn.run.provider_vault import ProviderVault
 from cairn.sealing import Sealer
 from cairn.services.letta_import_files import FilesImport
 from cairn.services.letta_import_memory import (
@@ -41,6 +41,7 @@ from cairn.services.letta_import_memory import (
     first_error,
     known_fields,
 )
+from cairn.services.letta_import_report import Progress, Report
 from cairn.services.letta_keys import SealedKeyError, open_key
 from cairn.services.providers import named as provider_named
 from cairn.store import (
@@ -58,36 +59,10 @@ from cairn.store.db import Connection, Database
 from cairn.tools.registry import BUILTIN_TOOLS
 
 _RULE: TypeAdapter[Any] = TypeAdapter(ToolRule)
-Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
 class _Paused(Exception):
     """Out of time (a Lambda invocation ending): the next run goes on from here."""
-
-
-@dataclass
-class Report:
-    finished: bool = True  # False: stopped for time; run again to go on
-    wrote: bool = False  # this run has written something (so it has made progress)
-    imported: dict[str, int] = field(default_factory=dict)
-    already: dict[str, int] = field(default_factory=dict)  # there from an earlier run
-    skipped: list[str] = field(default_factory=list)  # what did not come over, and why
-
-    def count(self, phase: str, new: bool) -> None:
-        self.add(phase, int(new), int(not new))
-
-    def add(self, phase: str, new: int, old: int) -> None:
-        self.imported[phase] = self.imported.get(phase, 0) + new
-        self.already[phase] = self.already.get(phase, 0) + old
-        self.wrote = self.wrote or new > 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "finished": self.finished,
-            "imported": self.imported,
-            "already_there": self.already,
-            "skipped": self.skipped,
-        }
 
 
 def import_letta(

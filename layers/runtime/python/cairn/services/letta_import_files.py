@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.folders import FileAgent, FileMetadata, FilePassage, Folder
-from cairn.orchestration.ports import DocumentStore
+from cairn.run.ports import DocumentStore
 from cairn.services.folders import attach_file_tools
 from cairn.store import agents, files, folders, letta_source
 from cairn.store.db import Database
 
 if TYPE_CHECKING:
-    from cairn.services.letta_import import Progress, Report
+    from cairn.services.letta_import_report import Progress, Report
 
 
 class FilesImport:

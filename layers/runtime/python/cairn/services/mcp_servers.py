@@ -11,9 +11,9 @@ from typing import Any
 from cairn import outbound
 from cairn.domain.mcp_servers import McpServer
 from cairn.domain.tools import Tool
-from cairn.engine.mcp_calls import run_mcp_tool, target_of
 from cairn.errors import InvalidArgumentError, NotFoundError, found
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.mcp_calls import run_mcp_tool, target_of
+from cairn.run.runtime import Runtime
 from cairn.services.requests import McpServerCreate, McpServerUpdate, McpToolRun
 from cairn.store import mcp_servers as store
 from cairn.store import tools

@@ -8,11 +8,10 @@ from datetime import datetime
 from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
 from cairn.domain.passages import Archive, Passage
-from cairn.engine import search
-from cairn.engine.dates import parse_when
 from cairn.errors import NotFoundError, UnprocessableError
-from cairn.orchestration import sending
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run import search, sending
+from cairn.run.dates import parse_when
+from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.requests import CreatePassage
 from cairn.store import archives

@@ -14,8 +14,8 @@ from cairn.domain.providers import CALLABLE, RESERVED, Provider, hint
 from cairn.errors import ConflictError, InvalidArgumentError, found
 from cairn.llm import catalog, endpoints
 from cairn.llm.clients import with_key
-from cairn.orchestration.assembly.parts import Runtime
-from cairn.orchestration.aws.provider_vault import ProviderVault
+from cairn.run.provider_vault import ProviderVault
+from cairn.run.runtime import Runtime
 from cairn.services.requests import ProviderCheck, ProviderCreate, ProviderUpdate
 from cairn.store import providers as store
 from cairn.store.db import Connection
@@ -203,7 +203,7 @@ def _models_with(
         return []
     settings = with_key(rt.settings, provider_type, secret, base_url, region)
     if provider_type == "bedrock":  # its inference profiles, by ARN, as Letta lists them
-        from cairn.orchestration.aws import bedrock
+        from cairn.adapters.aws import bedrock
 
         own = settings.bedrock_own_key
         kept_as = ("bedrock", base_url or "", catalog.digest(own))

@@ -9,7 +9,7 @@ from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, found
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services import streams
 from cairn.services.pages import window
 from cairn.store import messages, runs

@@ -17,7 +17,7 @@ from cairn.domain.sandbox_configs import (
     settings,
 )
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services.requests import SandboxConfigBody, SandboxEnvVarCreate, SandboxEnvVarUpdate
 from cairn.store import sandbox_configs as store
 

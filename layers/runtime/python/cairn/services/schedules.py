@@ -1,5 +1,5 @@
 """Scheduled messages to an agent: made, listed, read, cancelled. Firing is the
-orchestration's (orchestration/schedules.py)."""
+run's (run/schedules.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 from cairn.domain.base import utc_now
 from cairn.domain.schedules import Schedule, check_room, make_schedule
 from cairn.errors import NotFoundError
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.requests import ScheduleCreate
 from cairn.store import schedules

@@ -20,11 +20,11 @@ from typing import NamedTuple
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
-from cairn.engine.lifecycle import StartedRun
 from cairn.llm import deadline
 from cairn.llm.types import Delta, LLMError
-from cairn.orchestration import sending
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run import sending
+from cairn.run.lifecycle import StartedRun
+from cairn.run.runtime import Runtime
 from cairn.services.messages import inputs
 from cairn.services.requests import LettaRequest
 from cairn.store import messages, runs

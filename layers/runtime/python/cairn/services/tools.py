@@ -8,9 +8,9 @@ from typing import Any
 
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool, ToolFilter
-from cairn.engine.custom_tools import run_in_sandbox, secrets_environment
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
-from cairn.orchestration.assembly.parts import Runtime
+from cairn.run.custom_tools import run_in_sandbox, secrets_environment
+from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.pages import window

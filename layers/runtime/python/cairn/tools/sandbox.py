@@ -3,7 +3,7 @@ contract every sandbox keeps.
 
 Locally: a fresh interpreter in namespaces of its own (`tools/subprocess_sandbox.py`,
 `tools/jail.py`). On AWS: a Lambda function without database or secret access, in a network
-with no way out (`cairn.orchestration.aws.lambda_sandbox`, `functions/sandbox`). Both run
+with no way out (`cairn.adapters.aws.lambda_sandbox`, `functions/sandbox`). Both run
 the runner script (`tools/runner.py`) and answer in the same `SandboxResult`; errors and
 timeouts are results, never exceptions. A call whose organization allows some hosts reaches
 them, and only them, through the egress proxy (`tools/egress.py`).

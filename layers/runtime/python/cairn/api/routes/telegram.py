@@ -1,5 +1,5 @@
 """Telegram bots (Cairn's own routes: Letta 0.16.1 has none). The webhook takes no API key:
-Telegram proves itself with the bot's secret token (services/telegram.py)."""
+Telegram proves itself with the bot's secret token (telegram/service.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http
 from cairn.api.letta.times import iso
 from cairn.domain.telegram import TelegramBot
-from cairn.services import telegram
 from cairn.services.requests import TelegramBotCreate
+from cairn.telegram import service as telegram
 
 router = APIGatewayHttpRouter()
 WEBHOOK_PREFIX = "/v1/telegram/webhook/"

@@ -1,0 +1,440 @@
+"""The ToolContext a step hands to built-in tools: its core memory and its searches."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from time import monotonic
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cairn.config import Settings
+from cairn.domain.blocks import Block
+from cairn.domain.configs import EmbeddingConfig
+from cairn.domain.folders import AgentFolder, FileAgent
+from cairn.domain.ids import stable_id
+from cairn.domain.messages import Message
+from cairn.domain.passages import Archive, Passage
+from cairn.domain.runs import OutboxCommand, agent_message_command
+from cairn.domain.schedules import Schedule, check_room, make_schedule
+from cairn.domain.tools import Tool
+from cairn.embeddings.base import Embedder
+from cairn.llm import deadline
+from cairn.memory.edits import CoreMemory, MemoryEditError
+from cairn.run import agent_messages, search, voice_memory
+from cairn.run.agent_messages import Messenger
+from cairn.run.custom_tools import run_in_sandbox, secrets_environment
+from cairn.run.dates import parse_when
+from cairn.run.file_tools import FileWork
+from cairn.run.mcp_calls import run_mcp_tool
+from cairn.run.state import StepState
+from cairn.sealing import Sealer
+from cairn.store import agents, folders, schedules, tenancy
+from cairn.store.db import Database
+from cairn.tools.context import current_call
+from cairn.tools.sandbox import (
+    DEFAULT_TIMEOUT_SECONDS,
+    Sandbox,
+    SandboxResult,
+)
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
+
+DEFAULT_SEARCH_LIMIT = 5
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StepToolContext:
+    state: StepState
+    db: Database
+    now: datetime
+    memory: CoreMemory
+    sandbox: Sandbox = field(default_factory=SubprocessSandbox)
+    sealer: Sealer | None = None  # None: the agent's secrets are not handed to its tools
+    settings: Settings | None = None  # for MCP calls: their timeout and outbound policy
+    embedder: Embedder | None = None
+    tool_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    new_passages: list[Passage] = field(default_factory=list)
+    new_archive: Archive | None = None
+    messenger: Messenger | None = None  # runs other agents' turns (None: not here)
+    # The embedder of a folder's config (its chunks were embedded with it).
+    embedder_for: Callable[[EmbeddingConfig | None], Embedder] | None = None
+    files: FileWork = field(init=False)
+    # Registers a schedule with what fires it on time (EventBridge Scheduler), if any.
+    scheduler: Callable[[Schedule], object] | None = None
+    # What the checkpoint starts besides its continuation (messages to other agents).
+    outgoing: list[OutboxCommand] = field(default_factory=list)
+
+    # -- other agents -------------------------------------------------------------------
+
+    def send_to_agent(self, message: str, agent_id: str) -> str:
+        agent, run = self.state.agent, self.state.run
+        self._existing([agent_id])
+        text = agent_messages.async_text(agent.id, message)
+        command = agent_message_command(run, agent_id, text, current_call(), agent.name)
+        if all(c.dedup_key != command.dedup_key for c in self.outgoing):
+            self.outgoing.append(command)
+        return agent_messages.SENT
+
+    def ask_agents(
+        self,
+        message: str,
+        *,
+        agent_ids: list[str] | None = None,
+        tags: tuple[list[str], list[str]] | None = None,
+    ) -> str:
+        agent = self.state.agent
+        if self.messenger is None or self.settings is None:
+            raise ValueError("Messages to other agents cannot be sent from here.")
+        if agent_ids is not None:
+            if agent.id in agent_ids:
+                raise ValueError("An agent cannot wait for its own reply: this turn is it.")
+            self._existing(agent_ids)
+            text = agent_messages.wait_text(agent.id, message)
+        else:
+            assert tags is not None
+            with self.db.connection() as conn:
+                found = agents.matching_tags(
+                    conn, agent.organization_id, *tags, limit=agent_messages.TAG_MATCH_LIMIT
+                )
+            # Not the sender: its own turn holds it while it waits (Letta would run it).
+            agent_ids = [a for a in found if a != agent.id]
+            text = agent_messages.tags_text(message)
+        budget = self.settings.agent_reply_seconds
+        if (left := deadline.seconds_left()) is not None:
+            budget = min(budget, max(left, 0.0))
+        until = monotonic() + budget
+        shown = []
+        for target in agent_ids:
+            reply = self.messenger.ask(
+                agent.organization_id,
+                target,
+                [agent_messages.incoming(agent.organization_id, target, text, agent.name)],
+                run_id=agent_messages.child_run_id(self.state.run.id, current_call(), target),
+                metadata=agent_messages.metadata(agent.id, self.state.run.id),
+                budget_seconds=max(until - monotonic(), 0.0),
+            )
+            shown.append(agent_messages.shown(reply, budget))
+        # Letta answers with Python's text of its result (str(dict), str(list)).
+        return str(shown[0]) if tags is None else str(shown)
+
+    def _existing(self, agent_ids: list[str]) -> None:
+        with self.db.connection() as conn:
+            named = agents.names(conn, self.state.agent.organization_id, agent_ids)
+        if missing := [a for a in agent_ids if a not in named]:
+            raise ValueError(f"Agent with ID {missing[0]} not found")
+
+    # -- files ------------------------------------------------------------------------------
+
+    def __post_init__(self) -> None:
+        # Made here, not on first use: parallel built-ins (grep, search) share it.
+        agent = self.state.agent
+        self.files = FileWork(
+            self.db,
+            agent.organization_id,
+            self.state.folders,
+            max_files_open=agent.max_files_open,
+            context_window=agent.llm_config.context_window,
+            now=self.now,
+            embedder_for=self._folder_embedder,
+        )
+
+    def _folder_embedder(self, folder: AgentFolder) -> Embedder | None:
+        if self.embedder_for is None:
+            return self.embedder
+        with self.db.connection() as conn:
+            found = folders.get(conn, self.state.agent.organization_id, folder.id)
+        return self.embedder_for(found.embedding_config) if found else None
+
+    def open_files(
+        self, requests: list[tuple[str, int | None, int | None]], *, close_all_others: bool
+    ) -> str:
+        return self.files.open_files(requests, close_all_others=close_all_others)
+
+    def grep_files(
+        self, pattern: str, *, include: str | None, context_lines: int | None, offset: int | None
+    ) -> str:
+        return self.files.grep_files(
+            pattern, include=include, context_lines=context_lines, offset=offset
+        )
+
+    def semantic_search_files(self, query: str, limit: int) -> str:
+        return self.files.semantic_search_files(query, limit)
+
+    def file_views(self) -> list[FileAgent]:
+        """The views the file tools changed, for the checkpoint."""
+        return list(self.files.changed.values())
+
+    # -- schedules ----------------------------------------------------------------------
+
+    def schedule_message(
+        self, message: str, *, run_at: str | None, cron: str | None, timezone: str | None
+    ) -> str:
+        agent, run = self.state.agent, self.state.run
+        when = None
+        if run_at:
+            try:
+                when = datetime.fromisoformat(run_at)
+            except ValueError:
+                raise ValueError(f"run_at: `{run_at}` is not an ISO date and time") from None
+        # Its id comes from the call: a step delivered again finds the schedule it made.
+        made = make_schedule(
+            agent.organization_id,
+            agent.id,
+            message,
+            run_at=when,
+            cron=cron,
+            timezone=timezone or agent.timezone,
+            now=self.now,
+            schedule_id=stable_id("schedule", run.id, current_call()),
+            **({"max_chars": self.settings.schedule_max_chars} if self.settings else {}),
+        )
+        with self.db.transaction() as conn:
+            if schedules.get(conn, agent.organization_id, made.id) is None:  # not a redelivery
+                active = schedules.active_for_agent(conn, agent.organization_id, agent.id)
+                check_room(active, *([self.settings.agent_max_schedules] if self.settings else []))
+            schedules.create(conn, made)
+        if self.scheduler is not None:
+            try:
+                self.scheduler(made)
+            except Exception:  # the sweeper's round fires it all the same
+                logger.exception("EventBridge schedule for %s not made", made.id)
+        assert made.next_run_at is not None
+        local = made.next_run_at.astimezone(ZoneInfo(made.timezone))
+        again = f", then on `{made.cron}`" if made.cron else ""
+        return (
+            f"Scheduled ({made.id}): the message comes to you at "
+            f"{local.strftime('%Y-%m-%d %H:%M %Z')}{again}."
+        )
+
+    # -- voice memory -------------------------------------------------------------------
+
+    def store_memories(self, chunks: list[tuple[int, int, str]]) -> str:
+        lines = voice_memory.transcript(self._inputs())
+        failed = []
+        for start, end, context in chunks:
+            try:
+                self.archival_memory_insert(
+                    voice_memory.chunk_text(lines, start, end, context), tags=None
+                )
+            except ValueError as err:
+                failed.append(str(err))
+        if failed:
+            raise MemoryEditError("; ".join(failed))
+        return ""
+
+    def search_memory(
+        self, keywords: list[str], start_minutes_ago: int | None, end_minutes_ago: int | None
+    ) -> str:
+        state = self.state
+        query = voice_memory.latest_utterance([*state.context, *self._inputs()])
+        start, end = voice_memory.window(self.now, start_minutes_ago, end_minutes_ago)
+        archival: list[dict[str, Any]] = []
+        if self.embedder is not None and state.archive is not None and query:
+            with self.db.connection() as conn:
+                archival = search.archival(
+                    conn,
+                    state.agent,
+                    state.archive,
+                    query,
+                    self.embedder,
+                    tags=None,
+                    match_all=False,
+                    start=start,
+                    end=end,
+                    limit=voice_memory.ARCHIVAL_LIMIT,
+                )
+        by_keyword: dict[str, list[str]] | None = None
+        if keywords:
+            by_keyword = {}
+            for keyword in keywords:
+                with self.db.connection() as conn:
+                    hits = search.recall(
+                        conn,
+                        state.agent,
+                        keyword,
+                        None,
+                        roles=None,
+                        start=None,
+                        end=None,
+                        limit=voice_memory.KEYWORD_LIMIT,
+                        now=self.now,
+                    )["results"]
+                if hits:
+                    by_keyword[keyword] = [hit["content"] for hit in hits]
+        return voice_memory.answer(archival, by_keyword)
+
+    def _inputs(self) -> list[Message]:
+        raw = self.state.run.request_config.get("input") or []
+        return [Message.model_validate(m) for m in raw]
+
+    # -- custom tools -------------------------------------------------------------------
+
+    def run_custom_tool(self, tool: Tool, args: dict[str, Any], tool_call_id: str) -> SandboxResult:
+        # The blocks as this step has edited them so far; the agent's secrets in its env.
+        return self._sandboxed(
+            tool, args, tool_call_id, list(self.memory.blocks.values()), with_secrets=True
+        )
+
+    def _sandboxed(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        call_id: str,
+        blocks: list[Block],
+        *,
+        with_secrets: bool,
+    ) -> SandboxResult:
+        agent = self.state.agent
+        environment: dict[str, str] = {}
+        with self.db.connection() as conn:
+            hosts = tenancy.tool_hosts(conn, agent.organization_id)
+            if with_secrets and self.sealer is not None:
+                environment = secrets_environment(conn, self.sealer, agent)
+        return run_in_sandbox(
+            self.sandbox,
+            tool,
+            args,
+            call_id,
+            agent=agent,
+            blocks=blocks,
+            default_timeout=self.tool_timeout_seconds,
+            hosts=hosts,
+            environment=environment,
+        )
+
+    def run_code(self, code: str, language: str, *, with_tools: bool) -> str:
+        from cairn.tools import code_runner
+
+        if language != "python":
+            raise ValueError(
+                f"run_code runs Python here; {language} is not supported (Cairn's sandbox has "
+                "no other language)"
+            )
+        helpers = [
+            t.source_code
+            for t in self.state.tools
+            if with_tools and t.tool_type == "custom" and t.source_code
+        ]
+        source, args = code_runner.program(code, helpers)
+        runner = Tool(
+            organization_id=self.state.agent.organization_id,
+            name=code_runner.NAME,
+            source_code=source,
+        )
+        # As Letta's E2B run: no secrets, no memory blocks.
+        done = self._sandboxed(
+            runner, args, f"code-{uuid.uuid4().hex[:12]}", [], with_secrets=False
+        )
+        return code_runner.shown(done)
+
+    def web_search(self, query: str, **options: Any) -> str:
+        from cairn.tools.web_search import NO_KEY, search
+
+        key = None
+        if self.sealer is not None:
+            with self.db.connection() as conn:
+                key = secrets_environment(conn, self.sealer, self.state.agent).get("EXA_API_KEY")
+        key = key or (self.settings.exa_api_key if self.settings else None)
+        if not key:
+            raise ValueError(NO_KEY)
+        base_url = self.settings.exa_base_url if self.settings else None
+        return search(query, key=key, base_url=base_url, **options)
+
+    def fetch_webpage(self, url: str) -> str:
+        from cairn import outbound
+        from cairn.tools.webpage import fetch
+
+        opened = outbound.networks(self.settings.outbound_networks if self.settings else "")
+        return fetch(url, opened)
+
+    def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+        if self.sealer is None or self.settings is None:
+            return {"success": False, "result": "MCP tools cannot run here."}
+        return run_mcp_tool(self.db, self.sealer, self.settings, tool, args)
+
+    # -- recall -----------------------------------------------------------------------
+
+    def conversation_search(
+        self,
+        query: str,
+        *,
+        roles: list[str] | None,
+        limit: int | None,
+        start_date: str | None,
+        end_date: str | None,
+    ) -> dict[str, Any]:
+        tz = self.state.agent.timezone
+        with self.db.connection() as conn:
+            return search.recall(
+                conn,
+                self.state.agent,
+                query,
+                self.embedder,
+                roles=[r for r in roles or () if r != "tool"] or None,
+                start=parse_when(start_date, tz),
+                end=parse_when(end_date, tz, end=True),
+                limit=limit or DEFAULT_SEARCH_LIMIT,
+                now=self.now,
+            )
+
+    # -- archival ---------------------------------------------------------------------
+
+    def _archive(self) -> Archive:
+        archive = self.state.archive or self.new_archive
+        if archive is None:
+            archive = Archive(
+                organization_id=self.state.org_id,
+                name=f"{self.state.agent.name} archive",
+                embedding_config=self.state.agent.embedding_config,
+            )
+            self.new_archive = archive
+        return archive
+
+    def archival_memory_insert(self, content: str, *, tags: list[str] | None) -> str:
+        if not content.strip():
+            raise MemoryEditError("`content` must not be empty.")
+        if self.embedder is None:
+            raise MemoryEditError("Archival memory needs an embedding model; none is configured.")
+        passage = search.new_passage(
+            self.state.agent, self._archive(), content, tags, self.embedder, created_at=self.now
+        )
+        if any(p.content_hash == passage.content_hash for p in self.new_passages):
+            return search.DUPLICATE.format(id="stored earlier in this step")
+        if self.state.archive is not None:
+            with self.db.connection() as conn:
+                existing = search.existing_copy(conn, passage)
+            if existing is not None:
+                return search.DUPLICATE.format(id=existing.id)
+        self.new_passages.append(passage)
+        return search.STORED
+
+    def archival_memory_search(
+        self,
+        query: str,
+        *,
+        tags: list[str] | None,
+        tag_match_mode: str,
+        top_k: int | None,
+        start_datetime: str | None,
+        end_datetime: str | None,
+    ) -> list[dict[str, Any]]:
+        if self.embedder is None or self.state.archive is None:
+            return []
+        tz = self.state.agent.timezone
+        with self.db.connection() as conn:
+            return search.archival(
+                conn,
+                self.state.agent,
+                self.state.archive,
+                query,
+                self.embedder,
+                tags=tags,
+                match_all=tag_match_mode == "all",
+                start=parse_when(start_datetime, tz),
+                end=parse_when(end_datetime, tz, end=True),
+                limit=top_k or DEFAULT_SEARCH_LIMIT,
+            )

@@ -1,0 +1,227 @@
+"""Sending messages: a sync send runs its turn's steps in the caller while its budget lasts
+(the rest on the queue); an async one puts its first step on the queue."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import NamedTuple, Protocol
+
+from cairn.domain.messages import Message
+from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, RunOptions
+from cairn.embeddings.base import Embedder
+from cairn.llm import deadline
+from cairn.llm.deadline import DeadlineReached
+from cairn.llm.types import Delta, LLMError, MessageDelta
+from cairn.run import lifecycle
+from cairn.run.dispatch import after_step, defer, publish_and_mark, wake
+from cairn.run.lifecycle import StartedRun
+from cairn.run.runtime import Runtime
+from cairn.run.step import StepOutcome
+from cairn.store import outbox, runs
+from cairn.store.claim import Claim
+
+# Polls start quick (a queued second step usually lands within milliseconds) and back off
+# so a long run costs a query every 100 ms at most.
+FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 0.003, 0.1
+
+
+class Sent(NamedTuple):
+    run: Run
+    # Every message of the run, when its turn ended in the step run here; else None.
+    messages: list[Message] | None = None
+
+
+class Listener(Protocol):
+    """Who reads a turn as it runs (a stream): the model's answer piece by piece (if it
+    wants `tokens`), each step's stored messages once committed, and whether it is still
+    there to read."""
+
+    tokens: bool
+
+    def delta(self, message_id: str, delta: Delta) -> None: ...
+
+    def stored(self, messages: Sequence[Message]) -> None: ...
+
+    def present(self) -> bool: ...
+
+
+def send(
+    rt: Runtime,
+    org_id: str,
+    agent_id: str,
+    inputs: list[Message],
+    options: RunOptions,
+    *,
+    wait: bool,
+) -> Sent:
+    """Start a run; with `wait`, run its steps here and wait (within the budget) for it."""
+    started = begin(rt, org_id, agent_id, inputs, options, wait=wait)
+    if not wait:
+        return Sent(started.run)
+    budget = sync_budget(rt)
+    if started.joined:  # the inputs joined a waiting run: its turn answers this caller too
+        return Sent(wait_for(rt, org_id, started.run.id, budget))
+    waited_from = time.monotonic()
+    sent = drive(rt, org_id, agent_id, started, budget)
+    if sent.run.status in TERMINAL_RUN_STATUSES:
+        return sent  # the turn ended here: nothing to wait for, nothing more to read
+    return Sent(wait_for(rt, org_id, sent.run.id, budget - (time.monotonic() - waited_from)))
+
+
+def begin(
+    rt: Runtime,
+    org_id: str,
+    agent_id: str,
+    inputs: list[Message],
+    options: RunOptions,
+    *,
+    wait: bool,
+) -> StartedRun:
+    """Start a run: with `wait` its first step is claimed for the caller to `drive`, else
+    it goes on the queue.
+
+    An answer to an approval also ends the workflow waiting for it; that workflow queues
+    the answer's first step (unless it runs here), so a lost answer still times out cleanly.
+    """
+    if options.background is None:  # a run nobody waits for is a background run
+        options = replace(options, background=not wait)
+    started = lifecycle.start_run(
+        rt.db, org_id, agent_id, inputs, options, run_here=wait, org_cap=rt.settings.org_max_runs
+    )
+    token, run = started.approval_token, started.run
+    if started.joined:
+        return started  # its first step is on its way already
+    if not wait:
+        handed_over = token is not None and rt.workflows.succeed(token, {"run_id": run.id})
+        if not handed_over:
+            publish_and_mark(rt.db, rt.queue, started.command)
+    elif token is not None:
+        rt.workflows.succeed(token, {"run_id": run.id})
+    return started
+
+
+def drive(
+    rt: Runtime,
+    org_id: str,
+    agent_id: str,
+    started: StartedRun,
+    budget: float,
+    listener: Listener | None = None,
+) -> Sent:
+    """Run a started run's steps here, one after another, while the budget lasts (and the
+    listener, if any, is there): no queue hop and no polling between them. The run holds
+    its agent from its start. What is left when this stops goes on the queue; the run is
+    returned as the last step here left it."""
+    stored: list[Message] = []
+    run, step, claimed = started.run, started.command, started.first_claim
+    on_delta = listener.delta if listener is not None and listener.tokens else None
+    with deadline.within(budget):
+        while True:
+            with rt.yielding():
+                outcome = _step_here(rt, org_id, agent_id, run.id, step, claimed, on_delta)
+            if outcome is None:  # out of time: a worker takes the step
+                return Sent(wait_for(rt, org_id, run.id, 0))
+            if step is not started.command:
+                _taken(rt, step)
+            stored.extend(outcome.messages)
+            if listener is not None:
+                listener.stored(outcome.messages)
+            following = outcome.next_command
+            here = listener is None or listener.present()
+            if outcome.status != "committed" or following is None or deadline.passed() or not here:
+                # the rest goes on the queue
+                after_step(rt.db, rt.queue, step, outcome, cap=rt.settings.org_max_runs)
+                break
+            after_step(
+                rt.db, rt.queue, step, outcome, continue_here=True, cap=rt.settings.org_max_runs
+            )
+            step, claimed = following, None
+    if outcome.run is not None:
+        return Sent(outcome.run, stored if outcome.run.status in TERMINAL_RUN_STATUSES else None)
+    return Sent(wait_for(rt, org_id, run.id, 0))
+
+
+def sync_budget(rt: Runtime) -> float:
+    """The sync budget, or less if the invocation itself ends sooner (the api handler's
+    deadline)."""
+    left = deadline.seconds_left()
+    if left is None:
+        return rt.settings.sync_budget_seconds
+    return min(rt.settings.sync_budget_seconds, max(left, 0.0))
+
+
+def _step_here(
+    rt: Runtime,
+    org_id: str,
+    agent_id: str,
+    run_id: str,
+    command: OutboxCommand,
+    claimed: Claim | None,
+    on_delta: MessageDelta | None,
+) -> StepOutcome | None:
+    """One step of a sync send, in the caller; None when the model ran out of time and the
+    step went to the queue instead."""
+    try:
+        from cairn.run.messenger import Messenger  # it sends, as here
+
+        return rt.engine.step(
+            org_id,
+            run_id,
+            command.payload["step_index"],
+            claimed=claimed,
+            on_delta=on_delta,
+            messenger=Messenger(rt),  # the multi-agent tools run other agents' turns
+        )
+    except DeadlineReached:
+        defer(rt.db, command)
+        publish_and_mark(rt.db, rt.queue, command)
+        return None
+    except LLMError as err:
+        # The caller is waiting and the SDK has retried already: answer as Letta does.
+        rt.engine.fail_run(org_id, run_id, "llm_api_error", str(err), kind=err.kind)
+        wake(rt.db, rt.queue, org_id, agent_id)
+        raise
+    except Exception:
+        defer(rt.db, command)  # unsent again: the sweeper delivers it to a worker
+        raise
+
+
+def _taken(rt: Runtime, command: OutboxCommand) -> None:
+    """A continuation that ran here is sent in effect (until then, were this process to
+    die, the sweeper would deliver it from the outbox)."""
+    if command.id is not None:
+        with rt.db.connection() as conn:
+            outbox.mark_sent(conn, command.organization_id, command.id, command.attempts)
+
+
+def wait_for(rt: Runtime, org_id: str, run_id: str, budget_seconds: float) -> Run:
+    deadline = time.monotonic() + budget_seconds
+    interval = FIRST_POLL_SECONDS
+    while True:
+        with rt.db.connection() as conn:
+            run = runs.get_run(conn, org_id, run_id)
+        assert run is not None
+        if run.status in TERMINAL_RUN_STATUSES or time.monotonic() >= deadline:
+            return run
+        with rt.yielding():
+            time.sleep(interval)
+        interval = min(interval * 1.5, MAX_POLL_SECONDS)
+
+
+class Released:
+    """An embedder whose calls give the function back to other callers while they run, as a
+    model call of a sync send does: loading the local model or a slow embedding provider
+    must not hold every other request of the API (locally one invocation runs at a time)."""
+
+    def __init__(
+        self, embedder: Embedder, yielding: Callable[[], AbstractContextManager[None]]
+    ) -> None:
+        self._embedder, self._yielding = embedder, yielding
+        self.model, self.dim = embedder.model, embedder.dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with self._yielding():
+            return self._embedder.embed(texts)

@@ -1,0 +1,328 @@
+"""The step: one LLM call (or one approval or compaction) ending in one atomic checkpoint.
+
+`Engine.step(org, run_id, step_index)` may be delivered any number of times, concurrently
+or after a crash at any point. It reads, calls the model with no transaction open, journals
+the response before any tool runs, and commits everything in `store.checkpoints.commit`. A second
+delivery reuses the journal (no second model call) and a committed step is never redone.
+
+Here: claiming a step, choosing its kind and the commit. The step's own work (the model
+and its key, tools, endings) is `run/step_work.py` and the modules of each kind it names; a
+run's start and its end from outside a step, `run/lifecycle.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from cairn import faults
+from cairn.config import Settings
+from cairn.domain.agents import MAX_COALESCE_SECONDS, Agent
+from cairn.domain.base import utc_now
+from cairn.domain.configs import EmbeddingConfig, LLMConfig
+from cairn.domain.messages import Message
+from cairn.domain.runs import (
+    TERMINAL_RUN_STATUSES,
+    OutboxCommand,
+    Run,
+    StepKind,
+    approval_wait_command,
+    embed_command,
+    group_turn_command,
+    step_command,
+    task_result_command,
+)
+from cairn.domain.schedules import Schedule
+from cairn.embeddings import providers
+from cairn.embeddings.base import Embedder
+from cairn.errors import (
+    ConflictError,
+    NotFoundError,
+    VersionConflictError,
+)
+from cairn.llm.clients import LLMClient, client_for, wire_body
+from cairn.llm.types import MessageDelta
+from cairn.run import lifecycle
+from cairn.run.agent_messages import Messenger
+from cairn.run.lifecycle import LEASE_SECONDS
+from cairn.run.state import StepState, load
+from cairn.run.step_model import ProviderKeyLookup, StepModel
+from cairn.sealing import Sealer, envelope_key
+from cairn.store import claim as claims
+from cairn.store import runs
+from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
+from cairn.store.claim import Claim
+from cairn.store.db import Database
+from cairn.tools.sandbox import Sandbox
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
+
+if TYPE_CHECKING:
+    from cairn.run.step_work import StepParts
+
+logger = logging.getLogger(__name__)
+
+# A block edited by a person while the step ran: redo the step on fresh state this often.
+MAX_CONFLICT_RETRIES = 3
+# A busy agent's messages are embedded by one job per window, not one per step.
+EMBED_WINDOW_SECONDS = 30
+
+# What an edge starts when a run ends (a channel's reply): a command for the outbox, or None.
+RunEnd = Callable[[Run], OutboxCommand | None]
+
+StepStatus = Literal["committed", "already_done", "busy", "throttled", "run_finished", "missing"]
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    status: StepStatus
+    next_command: OutboxCommand | None = None
+    stop_reason: str | None = None
+    run_status: str | None = None
+    agent_id: str | None = None
+    commands: tuple[OutboxCommand, ...] = ()
+    # The run as this step left it and the messages it stored (committed steps), so a
+    # waiting caller need not read them.
+    run: Run | None = None
+    messages: tuple[Message, ...] = ()
+    # The run ended here: the steps of other runs that waited for its agent, to publish.
+    waiting: tuple[OutboxCommand, ...] = ()
+
+    @property
+    def freed_agent(self) -> bool:
+        """The run ended here, so runs waiting for its agent can go."""
+        return self.status == "committed" and self.run_status in TERMINAL_RUN_STATUSES
+
+
+class Engine:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings | None = None,
+        *,
+        llm_for: Callable[[LLMConfig], LLMClient] | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        sandbox: Sandbox | None = None,
+        embedder_for: Callable[[EmbeddingConfig], Embedder] | None = None,
+        provider_keys: ProviderKeyLookup | None = None,
+        sealer: Sealer | None = None,
+        scheduler: Callable[[Schedule], object] | None = None,
+        run_end: tuple[RunEnd, ...] = (),
+    ) -> None:
+        self.db = db
+        self.settings = settings or Settings.from_env()
+        # Opens agents' secrets for their tools' calls (the local envelope key by default).
+        self.sealer = sealer or Sealer(lambda: envelope_key(self.settings))
+        self._llm_for = llm_for or (lambda config: client_for(config, self.settings))
+        self._clock = clock
+        # Custom tools run here: a subprocess locally, a locked-down Lambda on AWS.
+        self.sandbox: Sandbox = sandbox or SubprocessSandbox()
+        self._embedder_for = embedder_for or (lambda c: providers.embedder_for(c, self.settings))
+        # An organization's own providers (the providers API): its key, by provider name.
+        self._provider_keys = provider_keys
+        # Registers a schedule an agent made with what fires it on time (EventBridge
+        # Scheduler on AWS; None: the sweeper's round fires it).
+        self.scheduler = scheduler
+        # What a run's end starts besides the core's own (an edge's: a channel's reply),
+        # written with the checkpoint that ends it; given at assembly.
+        self.run_end = run_end
+
+    def embedder_of(self, agent: Agent) -> Embedder:
+        """The agent's embedder; agents created without a config get the server default."""
+        return self.embedder_for(agent.embedding_config)
+
+    def embedder_for(self, config: EmbeddingConfig | None) -> Embedder:
+        return self._embedder_for(config or providers.default_config(self.settings))
+
+    def step_parts(self, messenger: Messenger | None = None) -> StepParts:
+        """What a step's work is done with, as the engine has them now (tests swap parts);
+        `messenger` runs the turns of agents its tools message (None: such tools answer an
+        error), handed in by whoever drives the step, which is what runs turns."""
+        from cairn.run.step_work import StepParts
+
+        model = StepModel(self.db, self.settings, self._llm_for, self._provider_keys)
+        return StepParts(
+            model,
+            self.db,
+            self.settings,
+            self.sandbox,
+            self.embedder_for,
+            self._clock,
+            self.sealer,
+            messenger,
+            self.scheduler,
+        )
+
+    # -- one step ---------------------------------------------------------------------
+
+    def step(
+        self,
+        org_id: str,
+        run_id: str,
+        step_index: int,
+        *,
+        claimed: Claim | None = None,
+        on_delta: MessageDelta | None = None,
+        messenger: Messenger | None = None,
+    ) -> StepOutcome:
+        """Run the step; `claimed` is its claim if the caller took it already (start_run).
+        With `on_delta`, the model's answer is streamed and each piece handed on with the
+        id its message will be stored under (a stream's reader sees it as it is made);
+        `messenger` runs the turns of the agents its tools message."""
+        for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
+            try:
+                return self._step(org_id, run_id, step_index, claimed, on_delta, messenger)
+            except VersionConflictError as err:
+                logger.info(
+                    "step %s/%s conflicted (%s), attempt %d", run_id, step_index, err, attempt
+                )
+            claimed = None  # a retry reads fresh state
+        return self._step(org_id, run_id, step_index, None, on_delta, messenger)
+
+    def _step(
+        self,
+        org_id: str,
+        run_id: str,
+        step_index: int,
+        claimed: Claim | None,
+        on_delta: MessageDelta | None,
+        messenger: Messenger | None,
+    ) -> StepOutcome:
+        got = claimed
+        while got is None or got.held_seconds > 0:
+            if got is not None:  # a coalescing run's first step: more messages may join it
+                time.sleep(min(got.held_seconds, MAX_COALESCE_SECONDS))
+            with self.db.connection() as conn:
+                got = claims.claim(
+                    conn,
+                    org_id,
+                    run_id,
+                    step_index,
+                    lease_seconds=LEASE_SECONDS,
+                    cap=self.settings.org_max_runs,
+                    reserve_at=self.settings.reserve_at,
+                )
+        run = got.run
+        if run is None:
+            return StepOutcome("missing")
+        if step_index == 0 and got.agent is not None and "coalesce_until" in run.request_config:
+            # The claim read the run before it took the lease: a send that joined meanwhile
+            # is only in the row as it is now (store/runs.py START_RUN).
+            with self.db.connection() as conn:
+                run = runs.get_run(conn, org_id, run_id) or run
+        if got.done:
+            # A redelivery: hand back the continuation in case its publish was lost.
+            nxt = got.next_command
+            return StepOutcome("already_done", nxt if nxt and not nxt.sent_at else None)
+        if run.status in TERMINAL_RUN_STATUSES:
+            return StepOutcome("run_finished", run_status=run.status)
+        if got.agent is None:  # another run holds it, or its organization holds its share
+            return StepOutcome("throttled" if got.org_full else "busy", agent_id=run.agent_id)
+        state = StepState(
+            run=run,
+            step_index=step_index,
+            agent=got.agent,
+            blocks=got.blocks,
+            tools=got.tools,
+            context=got.context,
+            context_positions=got.context_positions,
+            archive=got.archive,
+            recall_count=got.recall_count,
+            archival_count=got.archival_count,
+            archival_tags=got.archival_tags,
+            folders=got.folders or [],
+        )
+        journal = got.journal
+        previous_kind = got.previous_kind
+        now = self._clock()
+        # What only a step needs, not imported by requests.
+        from cairn.run.approval_step import approval_step
+        from cairn.run.compaction_step import compaction_step
+        from cairn.run.llm_step import llm_step
+        from cairn.run.step_work import StepWork
+
+        work = StepWork(self.step_parts(messenger), state, journal, now, on_delta)
+        if run.request_config.get("compact_only"):
+            cp = compaction_step(work) or work.finish("end_turn")
+        elif work.inputs and work.inputs[-1].role == "approval":
+            cp = approval_step(work)
+        elif previous_kind != "compaction" and work.over_window():
+            cp = compaction_step(work) or llm_step(work)
+        else:
+            cp = llm_step(work)
+        faults.reached("before_commit")
+        _add_commands(cp, self.run_end)
+        try:
+            done = commit(self.db, cp, now=self._clock(), org_cap=self.settings.org_max_runs)
+        except AlreadyCommitted:
+            return StepOutcome("already_done")
+        faults.reached("after_commit")
+        return StepOutcome(
+            "committed",
+            done.next_command,
+            cp.run.stop_reason,
+            cp.run.status,
+            cp.agent.id,
+            (*done.commands, *_embed_job(cp, org_id, run_id, now)),
+            done.run,
+            tuple(done.messages),
+            tuple(done.waiting),
+        )
+
+    def fail_run(
+        self, org_id: str, run_id: str, reason: str, detail: str, *, kind: str | None = None
+    ) -> Run | None:
+        """`lifecycle.fail_run` at this engine's clock."""
+        return lifecycle.fail_run(self.db, self._clock(), org_id, run_id, reason, detail, kind=kind)
+
+    def preview(self, org_id: str, agent_id: str, inputs: list[Message]) -> dict[str, Any]:
+        """The provider's request body the agent's next step would send for these inputs,
+        built exactly as a step builds it; nothing is called or written."""
+        run = Run(organization_id=org_id, agent_id=agent_id)
+        run.request_config = {"input": [m.model_dump(mode="json") for m in inputs]}
+        with self.db.connection() as conn:
+            state = load(conn, run, 0)
+        if state is None:
+            raise NotFoundError(f"Agent with ID {agent_id} not found")
+        from cairn.run.llm_step import llm_request
+        from cairn.run.step_work import StepWork
+
+        request, *_ = llm_request(StepWork(self.step_parts(), state, {}, self._clock()))
+        if request is None:
+            raise ConflictError("The tool rules leave the agent no tool to call")
+        return wire_body(request)
+
+
+def _add_commands(cp: Checkpoint, run_end: tuple[RunEnd, ...]) -> None:
+    """What the checkpoint starts besides its continuation, written in the same transaction."""
+    if cp.run.stop_reason == "requires_approval":
+        cp.commands.append(approval_wait_command(cp.run))
+    if cp.run.status in TERMINAL_RUN_STATUSES and cp.run.task_token:
+        cp.commands.append(task_result_command(cp.run))
+    ended_turn = cp.run.status == "completed" and cp.run.stop_reason != "requires_approval"
+    cp.sleeptime_turn = ended_turn and cp.agent.enable_sleeptime
+    if ended_turn and (next_turn := group_turn_command(cp.run)) is not None:
+        cp.commands.append(next_turn)
+    if cp.run.status in TERMINAL_RUN_STATUSES:
+        cp.commands.extend(c for hook in run_end if (c := hook(cp.run)) is not None)
+
+
+def _embed_job(cp: Checkpoint, org_id: str, run_id: str, now: datetime) -> list[OutboxCommand]:
+    """Embedding the agent's new messages, published with no outbox row: if that publish is
+    lost, the sweeper's backfill embeds every message still without one (embedding_jobs).
+
+    One job per agent per `EMBED_WINDOW_SECONDS`, not one per step: the embedding queue
+    (FIFO, never the steps' queue) drops the window's other sends as duplicates, and the
+    job embeds all the agent's messages still without a vector in one request. What a
+    window's job finds already done waits for the next window's job or the sweeper's
+    backfill (one sweep)."""
+    if not cp.agent.message_embeddings or not any(m.search_text() for m in cp.new_messages):
+        return []
+    window = int(now.timestamp() // EMBED_WINDOW_SECONDS)
+    return [embed_command(org_id, cp.agent.id, f"embed:{cp.agent.id}:{window}", run_id=run_id)]
+
+
+__all__ = ["Engine", "StepKind", "StepOutcome", "step_command"]

@@ -14,6 +14,7 @@ from cairn.domain.agents import StopReason
 from cairn.domain.base import DomainModel, Value, utc_now
 from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.ids import AgentId, OrgId, RunId, StepId, new_id, stable_id
+from cairn.domain.messages import Message
 
 RunStatus = Literal["created", "running", "completed", "failed", "cancelled"]
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
@@ -94,6 +95,19 @@ class Run(DomainModel):
     updated_at: datetime = Field(default_factory=utc_now)
     completed_at: datetime | None = None
 
+    # A run's input messages are kept whole in its request config (`"input"`), written when
+    # it starts and read by its first step, by the runs API and by a group's next turn.
+    @staticmethod
+    def inputs_config(inputs: list[Message]) -> dict[str, Any]:
+        return {"input": [m.model_dump(mode="json") for m in inputs]}
+
+    def input_messages(self) -> list[Message]:
+        return [Message.model_validate(m) for m in self.request_config.get("input") or ()]
+
+    def input_ids(self) -> set[str]:
+        """The ids of the messages the run was given (what it made is everything else)."""
+        return {m["id"] for m in self.request_config.get("input") or ()}
+
 
 class Step(DomainModel):
     id: StepId = Field(default_factory=lambda: new_id("step"))
@@ -168,7 +182,7 @@ class OutboxCommand(DomainModel):
     sent_at: datetime | None = None
     attempts: int = 0
     last_error: str | None = None
-    redrives: int = 0  # re-sent by the watchdog after no progress (orchestration/watchdog)
+    redrives: int = 0  # re-sent by the watchdog after no progress (run/watchdog.py)
     claims: int = 0  # times the step started (its claim took the agent)
 
 

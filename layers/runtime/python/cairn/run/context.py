@@ -268,8 +268,7 @@ class StepToolContext:
         return voice_memory.answer(archival, by_keyword)
 
     def _inputs(self) -> list[Message]:
-        raw = self.state.run.request_config.get("input") or []
-        return [Message.model_validate(m) for m in raw]
+        return self.state.run.input_messages()
 
     # -- custom tools -------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ def relayed(db: Database, group: Group, chain: str, turn: int) -> list[Message]:
         first = runs.get_run(conn, org, chain)
         said = messages.for_runs(conn, org, earlier)
         names = agents.names(conn, org, group.agent_ids)
-    inputs = {m["id"] for m in (first.request_config.get("input") or ())} if first else set()
+    inputs = first.input_ids() if first else set()
     lines: list[tuple[int, Message]] = []  # (turn it was said in, what to tell)
     by_run = {run_id: k for k, run_id in enumerate(earlier)}
     for message in said:

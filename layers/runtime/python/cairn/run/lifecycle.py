@@ -67,7 +67,7 @@ def start_run(
         for m in inputs
     ]
     run.request_config = {
-        "input": [m.model_dump(mode="json") for m in stamped],
+        **Run.inputs_config(stamped),
         "max_steps": options.max_steps,
         # A summarise request: one compaction step, then the run ends.
         **({"compact_only": True} if options.compact_only else {}),
@@ -136,11 +136,7 @@ def fail_run(
         # The run's inputs stay readable with it (recall, the runs API) when no step got to
         # store them; already stored ones are skipped by id. Never in the context window.
         # An approval answer is left out: the request it answered is still pending.
-        kept = [
-            Message.model_validate(m)
-            for m in run.request_config.get("input", ())
-            if m.get("role") != "approval"
-        ]
+        kept = [m for m in run.input_messages() if m.role != "approval"]
         if kept:
             messages.insert(conn, kept)
         agents.release_lease(conn, org_id, run.agent_id, run_id)

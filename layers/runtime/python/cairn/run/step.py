@@ -282,7 +282,7 @@ class Engine:
         """The provider's request body the agent's next step would send for these inputs,
         built exactly as a step builds it; nothing is called or written."""
         run = Run(organization_id=org_id, agent_id=agent_id)
-        run.request_config = {"input": [m.model_dump(mode="json") for m in inputs]}
+        run.request_config = Run.inputs_config(inputs)
         with self.db.connection() as conn:
             state = load(conn, run, 0)
         if state is None:

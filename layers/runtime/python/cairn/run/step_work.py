@@ -106,8 +106,9 @@ class StepWork:
     def _inputs(self) -> list[Message]:
         if self.state.step_index != 0:
             return []
-        raw = self.state.run.request_config.get("input") or []
-        return [Message.model_validate(m).model_copy(update={"step_id": self.step.id}) for m in raw]
+        return [
+            m.model_copy(update={"step_id": self.step.id}) for m in self.state.run.input_messages()
+        ]
 
     def message(self, role: str, parts: list[ContentPart] | None = None, **fields: Any) -> Message:
         return Message(

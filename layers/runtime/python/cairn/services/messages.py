@@ -73,7 +73,7 @@ def produced(rt: Runtime, sent: Sent) -> list[Message]:
             made = messages.list_for_agent(
                 conn, run.organization_id, run.agent_id, run_id=run.id, order="asc", limit=1000
             )
-    inputs = {m["id"] for m in run.request_config.get("input") or ()}
+    inputs = run.input_ids()
     return [m for m in made if m.id not in inputs]
 
 

@@ -101,7 +101,7 @@ def follow(rt: Runtime, org: str, run_id: str, *, ping: bool) -> Iterator[stream
         raise InvalidArgumentError(
             "Run was not created in background mode, so it cannot be retrieved."
         )
-    inputs = {m["id"] for m in run.request_config.get("input") or ()}
+    inputs = run.input_ids()
     return streams.follow(rt, org, run.id, inputs, streams.stream_budget(rt), ping=ping)
 
 

@@ -187,7 +187,7 @@ def _read(
 
 def inputs_of(run: Run) -> set[str]:
     """The ids of the messages the run was given: a stream shows what the run made."""
-    return {m["id"] for m in run.request_config.get("input") or ()}
+    return run.input_ids()
 
 
 def follow(

@@ -19,8 +19,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.adapters.aws.secrets import app_password, database_dsn
+from cairn.assembly.operator import operate
 from cairn.config import Settings
-from cairn.services.tenants import operate
 from cairn.store.db import Database
 from cairn.store.migrate import allow_iam_login, allow_login, apply_migrations
 

@@ -6,7 +6,7 @@ import httpx
 from letta_client import Letta
 
 from cairn.domain import User
-from cairn.services.letta_import import import_letta
+from cairn.letta_import.importer import import_letta
 from cairn.store import tenancy
 from tests.api.conftest import Stack
 from tests.integration.test_letta_import import IDS, ORG, letta_url

@@ -249,8 +249,8 @@ ONLY_SOME_REQUESTS = (
     "docstring_parser",  # a tool made from source, a step's first tool schemas
     "cairn.tools.egress",  # a custom tool call that may use the network
     "cairn.store.migrate",  # the migrate function and the local stack
-    "cairn.services.agent_file_export",  # agent file export
-    "cairn.services.agent_file_import",  # and import
+    "cairn.agent_files.exporting",  # agent file export
+    "cairn.agent_files.importing",  # and import
     "cairn.run.step_work",  # a step
 )
 

@@ -17,7 +17,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from cairn.faults import SimulatedCrash
-from cairn.services.letta_import import import_letta
+from cairn.letta_import.importer import import_letta
 from cairn.store import agents, archives, blocks, groups, messages, runs, tools
 from cairn.store.db import Database
 

@@ -9,7 +9,7 @@ import json
 import psycopg
 
 from cairn.domain.agents import AgentFilter
-from cairn.services.letta_import import import_letta
+from cairn.letta_import.importer import import_letta
 from cairn.store import agents, identities
 from cairn.store.db import Database
 from tests.integration.test_letta_import import IDS, ORG, fingerprint, letta_url

@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
+from cairn.letta_import.importer import import_letta
 from cairn.run.provider_vault import EnvelopeVault, ProviderVault
-from cairn.services.letta_import import import_letta
 from cairn.store import providers
 from cairn.store.db import Database
 from tests.integration.test_letta_import import ORG, fingerprint, letta_url

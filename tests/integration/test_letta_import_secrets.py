@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from cairn.letta_import.importer import import_letta
 from cairn.sealing import Sealer
-from cairn.services.letta_import import import_letta
 from cairn.store import agent_secrets
 from cairn.store.db import Database
 from tests.integration.test_letta_import import ORG, letta_url

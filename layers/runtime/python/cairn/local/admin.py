@@ -100,8 +100,8 @@ def letta_key() -> dict[str, str]:
 
 
 def run_local(command: dict[str, Any]) -> Any:
+    from cairn.assembly.operator import operate
     from cairn.local.postgres import local_database
-    from cairn.services.tenants import operate
 
     with local_database(Settings.from_env()) as db:
         return operate(db, command)

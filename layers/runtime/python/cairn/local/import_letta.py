@@ -1,5 +1,5 @@
 """`cairn import-letta postgresql://user:pw@host/letta`: a whole Letta 0.16.x database into
-Cairn (services/letta_import.py says what comes over). Locally it writes to the local
+Cairn (letta_import/importer.py says what comes over). Locally it writes to the local
 stack's database (DATABASE_URL, or the embedded server under CAIRN_DATA_DIR; stop
 `make dev` first); on AWS, run it with DATABASE_URL set to the stack's database. Shows a
 line per phase with its counts, and ends with the report as JSON. Safe to run again: what
@@ -41,8 +41,8 @@ def progress(phase: str, done: int, total: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    from cairn.letta_import.importer import import_letta
     from cairn.local.postgres import local_database
-    from cairn.services.letta_import import import_letta
 
     try:
         with local_database(Settings.from_env()) as db:

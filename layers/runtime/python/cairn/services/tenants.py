@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from cairn.domain import Organization, User
@@ -110,52 +109,6 @@ def rotate_key(db: Database, org_id: str, key_id: str) -> dict[str, Any]:
         tenancy.revoke_api_key(conn, org_id, key_id)
         key, plain = tenancy.create_api_key(conn, org_id, old.user_id, name=old.name)
     return {"organization_id": org_id, "revoked": key_id, "key_id": key.id, "api_key": plain}
-
-
-def operate(
-    db: Database, event: dict[str, Any], *, stop: Callable[[], bool] | None = None
-) -> dict[str, Any]:
-    """An operator's action by name (the migrate function's payload, `cairn-admin`); `stop`
-    says when a long one (import_letta) must leave off, to be run again."""
-    action, org = event.get("action"), str(event.get("organization_id") or "")
-    if action == "import_letta":
-        from cairn.services.letta_import import import_letta
-
-        return import_letta(
-            db,
-            str(event.get("source") or ""),
-            stop=stop,
-            letta_key=event.get("letta_encryption_key") or None,
-        ).as_dict()
-    if action == "create_tenant":
-        return create_tenant(
-            db, event.get("organization") or "default", event.get("user") or "admin"
-        )
-    if action == "list_tenants":
-        return list_tenants(db)
-    if action == "set_tool_hosts":
-        return set_tool_hosts(db, org, event.get("hosts"))
-    if action == "list_keys":
-        return list_keys(db, org)
-    if action == "create_key":
-        return create_key(db, org, str(event.get("name") or ""))
-    if action == "revoke_key":
-        return revoke_key(db, org, str(event.get("key_id") or ""))
-    if action == "rotate_key":
-        return rotate_key(db, org, str(event.get("key_id") or ""))
-    raise InvalidArgumentError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
-
-
-ACTIONS = (
-    "create_tenant",
-    "list_tenants",
-    "set_tool_hosts",
-    "list_keys",
-    "create_key",
-    "revoke_key",
-    "rotate_key",
-    "import_letta",
-)
 
 
 def _organization(conn: Any, org_id: str) -> Organization:

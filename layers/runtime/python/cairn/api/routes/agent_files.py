@@ -24,9 +24,9 @@ def export_agent(
     if use_legacy_format:
         raise InvalidArgumentError("use_legacy_format: the legacy format is no longer exported")
     # The agent-file models (5 ms) load with the first export or import, not every cold start.
-    from cairn.services import agent_file_export
+    from cairn.agent_files import exporting
 
-    data = agent_file_export.export(http.rt(), http.org_id(), agent_id)
+    data = exporting.export(http.rt(), http.org_id(), agent_id)
     body = json.dumps(data, indent=2, ensure_ascii=False)
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=body)
 
@@ -58,9 +58,9 @@ def import_agent(
             parsed = None
         if not isinstance(parsed, dict):
             raise InvalidArgumentError("secrets must be a valid JSON string")
-    from cairn.services import agent_file_import
+    from cairn.agent_files import importing
 
-    options = agent_file_import.ImportOptions(
+    options = importing.ImportOptions(
         override_existing_tools=override_existing_tools,
         append_copy_suffix=append_copy_suffix,
         name=name or override_name,
@@ -68,6 +68,6 @@ def import_agent(
         strip_messages=strip_messages,
         secrets={str(k): str(v) for k, v in parsed.items()} if parsed else None,
     )
-    parsed_file = agent_file_import.parse(file)
-    created = agent_file_import.import_file(http.rt(), http.org_id(), parsed_file, options)
+    parsed_file = importing.parse(file)
+    created = importing.import_file(http.rt(), http.org_id(), parsed_file, options)
     return http.json_reply(200, {"agent_ids": created})

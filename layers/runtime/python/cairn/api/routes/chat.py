@@ -10,8 +10,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.api.openai_stream import ChatChunks
+from cairn.chat_completions import service as chat_completions
 from cairn.domain.runs import TERMINAL_RUN_STATUSES
-from cairn.services import chat_completions, messages, streams
+from cairn.services import messages, streams
 from cairn.services.requests import ChatCompletionRequest
 
 router = APIGatewayHttpRouter()

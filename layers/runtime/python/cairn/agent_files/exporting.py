@@ -4,13 +4,14 @@ An export holds the agent (with its sleeptime agents and their group, when it is
 primary), the blocks and tools they have, and their messages: the context window and the
 latest `RECENT_MESSAGES` before it, as Letta's exporter takes them. Ids are renumbered per
 file (`agent-0`, `block-0`, `message-0`, ...). Archival passages are not in the file (nor
-in Letta's); the agents' folders and their files' text are (services/agent_file_folders.py).
+in Letta's); the agents' folders and their files' text are (agent_files/folders.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from cairn.agent_files import folders as agent_folders
 from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
 from cairn.domain.blocks import Block
@@ -18,7 +19,6 @@ from cairn.domain.groups import Group
 from cairn.domain.messages import Message
 from cairn.domain.tools import Tool
 from cairn.run.runtime import Runtime
-from cairn.services import agent_file_folders
 from cairn.services import agents as agent_service
 from cairn.store import agent_secrets, agents, blocks, groups, messages, tools
 from cairn.store.db import Connection
@@ -114,7 +114,7 @@ def export(rt: Runtime, org: str, agent_id: str) -> dict[str, Any]:
             all_blocks.update({b.id: b for b in held_blocks})
             all_tools.update({t.id: t for t in held_tools})
             entries.append(_agent_entry(conn, member, held_blocks, held_tools, group, ids))
-        documents = agent_file_folders.export(conn, members, ids)
+        documents = agent_folders.export(conn, members, ids)
     for member, entry in zip(members, entries, strict=True):
         entry.update(documents.by_agent[member.id])
     return {

@@ -27,7 +27,7 @@ from cairn.store import (
 from cairn.store.db import Database
 
 if TYPE_CHECKING:
-    from cairn.services.letta_import_report import Progress, Report
+    from cairn.letta_import.report import Progress, Report
 
 PAGE = 500  # messages or passages read and written per transaction
 

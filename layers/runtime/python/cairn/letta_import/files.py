@@ -17,7 +17,7 @@ from cairn.store import agents, files, folders, letta_source
 from cairn.store.db import Database
 
 if TYPE_CHECKING:
-    from cairn.services.letta_import_report import Progress, Report
+    from cairn.letta_import.report import Progress, Report
 
 
 class FilesImport:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cairn.agent_files import folders as agent_folders
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
@@ -26,7 +27,7 @@ from cairn.errors import InvalidArgumentError, UnprocessableError
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.run.runtime import Runtime
-from cairn.services import agent_file_folders, providers
+from cairn.services import providers
 from cairn.store import agent_secrets, agents, blocks, groups, messages, tools
 from cairn.store.db import Connection
 from cairn.tools.registry import BUILTIN_TOOLS
@@ -143,7 +144,7 @@ def import_file(rt: Runtime, org: str, file: AgentFile, options: ImportOptions) 
         except InvalidArgumentError as err:
             raise InvalidArgumentError(f"agent file: agents.{entry.id}.{err}") from None
     mapped: dict[str, str] = {}
-    documents = agent_file_folders.Imported()
+    documents = agent_folders.Imported()
     try:
         with rt.db.transaction() as conn:
             documents = _import_all(rt, conn, org, file, options, embedding, mapped)
@@ -167,7 +168,7 @@ def _import_all(
     options: ImportOptions,
     embedding: EmbeddingConfig | None,
     mapped: dict[str, str],
-) -> agent_file_folders.Imported:
+) -> agent_folders.Imported:
     for tool_entry in file.tools:
         mapped[str(tool_entry["id"])] = _import_tool(conn, org, tool_entry, options).id
     for block_entry in file.blocks:
@@ -209,11 +210,11 @@ def _import_all(
                 f"file nor blocks of this organization: {', '.join(foreign)}"
             )
         groups.create(conn, _group(org, group_entry, mapped))
-    made = agent_file_folders.import_folders(
+    made = agent_folders.import_folders(
         rt, conn, org, {"sources": file.sources, "files": file.files}, mapped, embedding
     )
     for entry in file.agents:
-        agent_file_folders.attach_to_agent(conn, org, mapped[entry.id], entry.model_dump(), mapped)
+        agent_folders.attach_to_agent(conn, org, mapped[entry.id], entry.model_dump(), mapped)
     return made
 
 

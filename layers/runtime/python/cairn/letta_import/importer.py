@@ -32,17 +32,17 @@ from cairn.domain.tenancy import Organization
 from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError
-from cairn.llm import endpoints
-from cairn.run.provider_vault import ProviderVault
-from cairn.sealing import Sealer
-from cairn.services.letta_import_files import FilesImport
-from cairn.services.letta_import_memory import (
+from cairn.letta_import.files import FilesImport
+from cairn.letta_import.keys import SealedKeyError, open_key
+from cairn.letta_import.memory import (
     MemoryImport,
     first_error,
     known_fields,
 )
-from cairn.services.letta_import_report import Progress, Report
-from cairn.services.letta_keys import SealedKeyError, open_key
+from cairn.letta_import.report import Progress, Report
+from cairn.llm import endpoints
+from cairn.run.provider_vault import ProviderVault
+from cairn.sealing import Sealer
 from cairn.services.providers import named as provider_named
 from cairn.store import (
     agent_secrets,

@@ -1,0 +1,65 @@
+"""An operator's action by name: the migrate function's payload and `cairn-admin` both come
+here. The tenants' actions are the tenants service's; a Letta import is the integration's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cairn.errors import InvalidArgumentError
+from cairn.services.tenants import (
+    create_key,
+    create_tenant,
+    list_keys,
+    list_tenants,
+    revoke_key,
+    rotate_key,
+    set_tool_hosts,
+)
+from cairn.store.db import Database
+
+
+def operate(
+    db: Database, event: dict[str, Any], *, stop: Callable[[], bool] | None = None
+) -> dict[str, Any]:
+    """An operator's action by name (the migrate function's payload, `cairn-admin`); `stop`
+    says when a long one (import_letta) must leave off, to be run again."""
+    action, org = event.get("action"), str(event.get("organization_id") or "")
+    if action == "import_letta":
+        from cairn.letta_import.importer import import_letta
+
+        return import_letta(
+            db,
+            str(event.get("source") or ""),
+            stop=stop,
+            letta_key=event.get("letta_encryption_key") or None,
+        ).as_dict()
+    if action == "create_tenant":
+        return create_tenant(
+            db, event.get("organization") or "default", event.get("user") or "admin"
+        )
+    if action == "list_tenants":
+        return list_tenants(db)
+    if action == "set_tool_hosts":
+        return set_tool_hosts(db, org, event.get("hosts"))
+    if action == "list_keys":
+        return list_keys(db, org)
+    if action == "create_key":
+        return create_key(db, org, str(event.get("name") or ""))
+    if action == "revoke_key":
+        return revoke_key(db, org, str(event.get("key_id") or ""))
+    if action == "rotate_key":
+        return rotate_key(db, org, str(event.get("key_id") or ""))
+    raise InvalidArgumentError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
+
+
+ACTIONS = (
+    "create_tenant",
+    "list_tenants",
+    "set_tool_hosts",
+    "list_keys",
+    "create_key",
+    "revoke_key",
+    "rotate_key",
+    "import_letta",
+)

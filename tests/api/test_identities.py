@@ -9,6 +9,7 @@ import pytest
 from letta_client import ConflictError, Letta, NotFoundError
 
 from cairn.domain import Organization, User
+from cairn.services.pages import Page
 from cairn.store import tenancy
 from tests.api.conftest import Stack
 
@@ -183,10 +184,7 @@ def test_a_page_of_agents_reads_its_relations_in_the_same_statements_however_lon
                 stack.runtime,
                 stack.org_id,
                 AgentFilter(tags=[tag]),
-                after=None,
-                before=None,
-                limit=50,
-                order="asc",
+                page=Page(limit=50, after=None, before=None, order="asc"),
                 relations=True,
             )
         finally:

@@ -30,6 +30,7 @@ from cairn.run.state import load
 from cairn.sealing import Sealer
 from cairn.services import identities as identity_service
 from cairn.services import providers
+from cairn.services.pages import Page
 from cairn.services.requests import CreateAgent, UpdateAgent
 from cairn.store import (
     agent_secrets,
@@ -44,7 +45,6 @@ from cairn.store import (
 )
 from cairn.store import identities as identity_rows
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 DEFAULT_DESCRIPTIONS = {
     "persona": "Who you are: your personality, voice and how you behave. Keep it current.",
@@ -212,15 +212,18 @@ def list_agents(
     org: str,
     where: AgentFilter,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
     relations: bool,
 ) -> list[AgentView]:
     with rt.db.connection() as conn:
         found = agents.list_agents(
-            conn, org, where, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            where,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
         return views_of(conn, found, sealer=rt.engine.sealer, relations=relations)
 
@@ -374,14 +377,17 @@ def tags(
     org: str,
     *,
     query_text: str | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[str]:
     with rt.db.connection() as conn:
         return agents.tags(
-            conn, org, query_text=query_text, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            query_text=query_text,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 

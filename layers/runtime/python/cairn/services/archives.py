@@ -18,6 +18,7 @@ from cairn.run import sending
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
+from cairn.services.pages import Page
 from cairn.services.requests import (
     ArchiveCreate,
     ArchivePassageCreate,
@@ -27,7 +28,6 @@ from cairn.services.requests import (
 from cairn.store import archives
 from cairn.store import search as sql_search
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 
 def _fetch(conn: Connection, org: str, archive_id: str) -> Archive:
@@ -56,10 +56,7 @@ def list_archives(
     *,
     name: str | None,
     agent_id: str | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Archive]:
     with rt.db.connection() as conn:
         if agent_id is not None:
@@ -67,7 +64,13 @@ def list_archives(
             own = archives.archive_for_agent(conn, org, agent_id)
             return [own] if own is not None and name in (None, own.name) else []
         return archives.list_archives(
-            conn, org, name=name, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            name=name,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 

@@ -18,10 +18,10 @@ from cairn.run.dispatch import publish_all, wake
 from cairn.run.lifecycle import StartedRun
 from cairn.run.runtime import Runtime
 from cairn.services import messages as message_service
+from cairn.services.pages import Page
 from cairn.services.requests import CreateBatch
 from cairn.store import agents, batches
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 
 def create(rt: Runtime, org: str, user_id: str | None, req: CreateBatch) -> Batch:
@@ -68,10 +68,15 @@ def retrieve(rt: Runtime, org: str, batch_id: str) -> Batch:
 
 
 def list_running(
-    rt: Runtime, org: str, *, after: str | None, before: str | None, limit: int, order: Order
+    rt: Runtime,
+    org: str,
+    *,
+    page: Page,
 ) -> list[Batch]:
     with rt.db.connection() as conn:
-        return batches.list_running(conn, org, after=after, before=before, limit=limit, order=order)
+        return batches.list_running(
+            conn, org, after=page.after, before=page.before, limit=page.limit, order=page.order
+        )
 
 
 def cancel(rt: Runtime, org: str, batch_id: str) -> None:
@@ -91,10 +96,7 @@ def messages(
     batch_id: str,
     *,
     agent_id: str | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Message]:
     with rt.db.connection() as conn:
         batch = _fetch(conn, org, batch_id)
@@ -103,8 +105,8 @@ def messages(
             org,
             batch.id,
             agent_id=agent_id,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )

@@ -9,11 +9,10 @@ from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
-from cairn.services.pages import window
+from cairn.services.pages import EVERYTHING, Page, window
 from cairn.services.requests import BlockUpdate, CreateBlock
 from cairn.store import agents, blocks, groups
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 
 def _edited(block: Block, req: BlockUpdate) -> Block:
@@ -55,15 +54,12 @@ def of_agent(
     org: str,
     agent_id: str,
     *,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int | None = None,
-    order: Order = "asc",
+    page: Page = EVERYTHING,
 ) -> list[Block]:
     with rt.db.connection() as conn:
         agent_service.fetch(conn, org, agent_id)
         found = blocks.for_agent(conn, org, agent_id)
-    return window(found, after=after, before=before, limit=limit, order=order)
+    return window(found, page)
 
 
 def by_label(rt: Runtime, org: str, agent_id: str, label: str) -> Block:
@@ -107,10 +103,7 @@ def list_blocks(
     org: str,
     *,
     label: str | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
     search: BlockSearch | None = None,
 ) -> list[Block]:
     with rt.db.connection() as conn:
@@ -119,10 +112,10 @@ def list_blocks(
             org,
             label=label,
             search=search,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -155,23 +148,14 @@ def agents_of(
     org: str,
     block_id: str,
     *,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int | None = None,
-    order: Order = "asc",
+    page: Page = EVERYTHING,
     relations: bool = True,
 ) -> list[AgentView]:
     with rt.db.connection() as conn:
         _fetch(conn, org, block_id)
         found = [agents.get(conn, org, a) for a in blocks.agent_ids(conn, org, block_id)]
-        page = window(
-            [a for a in found if a is not None],
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
-        )
+        shown = window([a for a in found if a is not None], page)
         return [
             agent_service.view_of(conn, a, sealer=rt.engine.sealer, relations=relations)
-            for a in page
+            for a in shown
         ]

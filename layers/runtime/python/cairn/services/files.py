@@ -31,9 +31,9 @@ from cairn.run.file_tools import FileWork
 from cairn.run.runtime import Runtime
 from cairn.services.agents import fetch as fetch_agent
 from cairn.services.folders import fetch as fetch_folder
+from cairn.services.pages import Page
 from cairn.store import files
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 logger = logging.getLogger(__name__)
 MAX_FILENAME_LENGTH = 255  # Letta's
@@ -180,15 +180,18 @@ def list_files(
     org: str,
     folder_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[FileMetadata]:
     with rt.db.connection() as conn:
         fetch_folder(conn, org, folder_id)
         return files.list_files(
-            conn, org, folder_id, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            folder_id,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -217,15 +220,18 @@ def passages(
     org: str,
     folder_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[FilePassage]:
     with rt.db.connection() as conn:
         fetch_folder(conn, org, folder_id)
         return files.list_passages(
-            conn, org, folder_id, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            folder_id,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -248,10 +254,7 @@ def agent_files(
     agent_id: str,
     *,
     is_open: bool | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> tuple[list[AgentFile], bool]:
     """A page of the files of the agent's folders as it sees them, and whether more follow."""
     with rt.db.connection() as conn:
@@ -263,13 +266,13 @@ def agent_files(
         for view in folder.files
         if is_open is None or view.is_open == is_open
     ]
-    listed.sort(key=lambda f: (f.view.last_accessed_at, f.id), reverse=order == "desc")
+    listed.sort(key=lambda f: (f.view.last_accessed_at, f.id), reverse=page.order == "desc")
     ids = [f.id for f in listed]
-    if after in ids:
-        listed = listed[ids.index(after) + 1 :]
-    elif before in ids:
-        listed = listed[: ids.index(before)]
-    return listed[:limit], len(listed) > limit
+    if page.after in ids:
+        listed = listed[ids.index(page.after) + 1 :]
+    elif page.before in ids:
+        listed = listed[: ids.index(page.before)]
+    return listed[: page.limit], len(listed) > page.limit
 
 
 def _work(rt: Runtime, conn: Connection, org: str, agent_id: str) -> FileWork:

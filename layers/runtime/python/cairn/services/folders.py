@@ -14,10 +14,10 @@ from cairn.llm.catalog import resolve_embedding
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
+from cairn.services.pages import Page
 from cairn.services.requests import FolderCreate, FolderUpdate
 from cairn.store import files, folders, tools
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 from cairn.tools.registry import BUILTIN_TOOLS, FILE_TOOLS
 
 
@@ -73,14 +73,17 @@ def list_folders(
     org: str,
     *,
     name: str | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Folder]:
     with rt.db.connection() as conn:
         return folders.list_folders(
-            conn, org, name=name, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            name=name,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -135,15 +138,18 @@ def agent_ids(
     org: str,
     folder_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[str]:
     with rt.db.connection() as conn:
         fetch(conn, org, folder_id)
         return folders.agent_ids(
-            conn, org, folder_id, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            folder_id,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -152,15 +158,18 @@ def of_agent(
     org: str,
     agent_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Folder]:
     with rt.db.connection() as conn:
         agent_service.fetch(conn, org, agent_id)
         return folders.of_agent(
-            conn, org, agent_id, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            agent_id,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 

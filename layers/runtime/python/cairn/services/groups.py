@@ -20,6 +20,7 @@ from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import messages as message_service
 from cairn.services import streams
+from cairn.services.pages import Page
 from cairn.services.requests import (
     GroupCreate,
     GroupUpdate,
@@ -29,7 +30,6 @@ from cairn.services.requests import (
 )
 from cairn.store import agents, blocks, groups, messages, runs
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 # Letta 0.16.1 has these kinds but cannot run a message through them: every multi-agent
 # class's constructor calls the new agent base class with the old arguments (TypeError),
@@ -175,10 +175,7 @@ def history(
     org: str,
     group_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Message]:
     """What was said in the group, shown oldest first (as an agent's history is): a group
     with a manager lists the manager's messages, as Letta 0.16.1 does."""
@@ -189,12 +186,12 @@ def history(
             org,
             group.manager_agent_id,
             group_id=group.id,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
-    if order == "desc":
+    if page.order == "desc":
         rows.reverse()
     return [m for m in rows if not m.is_err]
 
@@ -373,10 +370,7 @@ def list_groups(
     *,
     manager_type: str | None,
     agent_id: str | None = None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Group]:
     with rt.db.connection() as conn:
         if agent_id is not None:
@@ -386,10 +380,10 @@ def list_groups(
             org,
             manager_type=manager_type,
             agent_id=agent_id,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 

@@ -9,11 +9,11 @@ from cairn.domain.identities import Identity, IdentityProperty
 from cairn.domain.ids import is_id
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
 from cairn.run.runtime import Runtime
+from cairn.services.pages import Page
 from cairn.services.requests import IdentityCreate, IdentityUpdate, IdentityUpsert
 from cairn.store import blocks
 from cairn.store import identities as store
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 
 def fetch(conn: Connection, org: str, identity_id: str) -> Identity:
@@ -33,10 +33,7 @@ def list_identities(
     identifier_key: str | None,
     identity_type: str | None,
     project_id: str | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Identity]:
     with rt.db.connection() as conn:
         return store.list_identities(
@@ -46,10 +43,10 @@ def list_identities(
             identifier_key=identifier_key,
             identity_type=identity_type,
             project_id=project_id,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -118,10 +115,7 @@ def blocks_of(
     org: str,
     identity_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Block]:
     with rt.db.connection() as conn:
         fetch(conn, org, identity_id)
@@ -129,10 +123,10 @@ def blocks_of(
             conn,
             org,
             search=BlockSearch(identity_id=identity_id),
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 

@@ -21,6 +21,7 @@ from cairn.run import dispatch, sending, tasks
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import images
+from cairn.services.pages import Page
 from cairn.services.requests import (
     CaptureRequest,
     LettaRequest,
@@ -33,7 +34,6 @@ from cairn.services.requests.messages import ImagePart
 from cairn.store import agents, messages, runs
 from cairn.store import search as sql_search
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 logger = logging.getLogger(__name__)
 Sent = sending.Sent
@@ -160,19 +160,22 @@ def history(
     org: str,
     agent_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
     include_err: bool,
 ) -> list[Message]:
     """A page of the agent's messages, shown oldest first whatever the order paged by."""
     with rt.db.connection() as conn:
         agent = agent_service.fetch(conn, org, agent_id)
         rows = messages.list_for_agent(
-            conn, org, agent.id, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            agent.id,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
-    if order == "desc":
+    if page.order == "desc":
         rows.reverse()  # the newest page, shown oldest first, as 0.16.1 does
     return rows if include_err else [m for m in rows if not m.is_err]
 
@@ -372,14 +375,16 @@ def _edited(message: Message, req: MessageUpdate) -> Message:
 
 
 def list_all(
-    rt: Runtime, org: str, *, after: str | None, before: str | None, limit: int, order: Order
+    rt: Runtime,
+    org: str,
+    *,
+    page: Page,
 ) -> list[Message]:
     """A page of every agent's messages in the organization, in the order asked for; the
     cursors mean later / earlier *in that order* (Letta's list_all_messages), so the SDK's
     `after=<last id>` moves on in either order."""
-    if order == "desc":
-        after, before = before, after
+    after, before = (page.before, page.after) if page.order == "desc" else (page.after, page.before)
     with rt.db.connection() as conn:
         return messages.list_for_agent(
-            conn, org, None, after=after, before=before, limit=limit, order=order
+            conn, org, None, after=after, before=before, limit=page.limit, order=page.order
         )

@@ -13,10 +13,10 @@ from cairn.run import search, sending
 from cairn.run.dates import parse_when
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
+from cairn.services.pages import Page
 from cairn.services.requests import CreatePassage
 from cairn.store import archives
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 
 @dataclass
@@ -30,10 +30,7 @@ def list_passages(
     org: str,
     agent_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
     search_text: str | None,
 ) -> list[Passage]:
     with rt.db.connection() as conn:
@@ -42,7 +39,13 @@ def list_passages(
         if archive is None:
             return []
         found = archives.list_passages(
-            conn, org, archive.id, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            archive.id,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
     if search_text:
         found = [p for p in found if search_text.lower() in p.text.lower()]

@@ -16,10 +16,10 @@ from cairn.llm import catalog, endpoints
 from cairn.llm.clients import with_key
 from cairn.run.provider_vault import ProviderVault
 from cairn.run.runtime import Runtime
+from cairn.services.pages import Page
 from cairn.services.requests import ProviderCheck, ProviderCreate, ProviderUpdate
 from cairn.store import providers as store
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 
 def check_agent(
@@ -119,10 +119,7 @@ def list_providers(
     *,
     name: str | None,
     provider_type: str | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Provider]:
     with rt.db.connection() as conn:
         return store.list_providers(
@@ -130,10 +127,10 @@ def list_providers(
             org,
             name=name,
             provider_type=provider_type,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 

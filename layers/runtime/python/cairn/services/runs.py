@@ -11,11 +11,10 @@ from cairn.domain.runs import Run, Step
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, found
 from cairn.run.runtime import Runtime
 from cairn.services import streams
-from cairn.services.pages import window
+from cairn.services.pages import EVERYTHING, Page, window
 from cairn.store import messages, runs
 from cairn.store import steps as step_rows
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 
 ACTIVE = ["created", "running"]
 
@@ -35,10 +34,7 @@ def list_runs(
     background: bool | None,
     stop_reason: str | None,
     active: bool,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Run]:
     with rt.db.connection() as conn:
         return runs.list_runs(
@@ -48,10 +44,10 @@ def list_runs(
             statuses=ACTIVE if active else statuses,
             background=background,
             stop_reason=stop_reason,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -73,10 +69,7 @@ def messages_of(
     org: str,
     run_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Message]:
     with rt.db.connection() as conn:
         run = _fetch(conn, org, run_id)
@@ -85,10 +78,10 @@ def messages_of(
             org,
             run.agent_id,
             run_id=run.id,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -110,15 +103,18 @@ def steps_of(
     org: str,
     run_id: str,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Step]:
     with rt.db.connection() as conn:
         run = _fetch(conn, org, run_id)
         return step_rows.list_steps(
-            conn, org, run.id, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            run.id,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -150,10 +146,7 @@ def steps(
     *,
     agent_id: str | None,
     run_id: str | None,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Step]:
     with rt.db.connection() as conn:
         return step_rows.list_steps(
@@ -161,10 +154,10 @@ def steps(
             org,
             run_id,
             agent_id=agent_id,
-            after=after,
-            before=before,
-            limit=limit,
-            order=order,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -178,15 +171,12 @@ def step_messages(
     org: str,
     step_id: str,
     *,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int | None = None,
-    order: Order = "asc",
+    page: Page = EVERYTHING,
 ) -> list[Message]:
     with rt.db.connection() as conn:
         _step(conn, org, step_id)
         found = messages.for_step(conn, org, step_id)
-    return window(found, after=after, before=before, limit=limit, order=order)
+    return window(found, page)
 
 
 def feedback(

@@ -13,12 +13,11 @@ from cairn.run.custom_tools import run_in_sandbox, secrets_environment
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
-from cairn.services.pages import window
+from cairn.services.pages import EVERYTHING, Page, window
 from cairn.services.requests import ToolCreate, ToolRunFromSource, ToolSearch, ToolUpdate
 from cairn.store import agents, tenancy, tools
 from cairn.store.blocks import for_agent as blocks_of
 from cairn.store.db import Connection
-from cairn.store.rows import Order
 from cairn.tools.args_schema import schema_from_args
 from cairn.tools.registry import BUILTIN_TOOLS
 from cairn.tools.sandbox import Network, SandboxRequest, SandboxResult
@@ -41,15 +40,18 @@ def list_tools(
     org: str,
     where: ToolFilter,
     *,
-    after: str | None,
-    before: str | None,
-    limit: int,
-    order: Order,
+    page: Page,
 ) -> list[Tool]:
     with rt.db.connection() as conn:
         _builtins(conn, org)
         return tools.list_tools(
-            conn, org, where, after=after, before=before, limit=limit, order=order
+            conn,
+            org,
+            where,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
         )
 
 
@@ -154,15 +156,12 @@ def of_agent(
     org: str,
     agent_id: str,
     *,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int | None = None,
-    order: Order = "asc",
+    page: Page = EVERYTHING,
 ) -> list[Tool]:
     with rt.db.connection() as conn:
         agent_service.fetch(conn, org, agent_id)
         found = tools.for_agent(conn, org, agent_id)
-    return window(found, after=after, before=before, limit=limit, order=order)
+    return window(found, page)
 
 
 def attach(rt: Runtime, org: str, agent_id: str, tool_id: str, *, attach: bool) -> AgentView:

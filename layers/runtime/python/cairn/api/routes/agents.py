@@ -13,6 +13,7 @@ from cairn.api.params import After, AgentId, Before, Limit, Order
 from cairn.api.relations import relations_wanted
 from cairn.domain.agents import AgentFilter, StopReason
 from cairn.services import agents
+from cairn.services.pages import Page
 from cairn.services.requests import CreateAgent, ResetMessages, UpdateAgent
 
 router = APIGatewayHttpRouter()
@@ -46,10 +47,7 @@ def list_agents(
         http.rt(),
         http.org_id(),
         where,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
         relations=relations_wanted(include),
     )
     return http.json_reply(200, [letta.view_json(v) for v in found])
@@ -121,9 +119,6 @@ def list_tags(
         http.rt(),
         http.org_id(),
         query_text=name or query_text,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, found)

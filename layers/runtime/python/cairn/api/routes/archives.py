@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http, letta
 from cairn.api.params import After, AgentId, ArchiveId, Before, Limit, Order, PassageId
 from cairn.services import archives
+from cairn.services.pages import Page
 from cairn.services.requests import (
     ArchiveCreate,
     ArchivePassageCreate,
@@ -40,10 +41,7 @@ def list_archives(
         http.org_id(),
         name=name,
         agent_id=agent_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.archive_json(a) for a in found])
 

@@ -12,6 +12,7 @@ from cairn.api import http, letta
 from cairn.api.params import After, Before, Limit, Order
 from cairn.domain.ids import id_pattern
 from cairn.services import batches
+from cairn.services.pages import Page
 from cairn.services.requests import CreateBatch
 
 router = APIGatewayHttpRouter()
@@ -30,7 +31,7 @@ def list_batches(
     after: After = None, before: Before = None, limit: Limit = 100, order: Order = "desc"
 ) -> Response[Any]:
     found = batches.list_running(
-        http.rt(), http.org_id(), after=after, before=before, limit=limit, order=order
+        http.rt(), http.org_id(), page=Page(limit=limit, after=after, before=before, order=order)
     )
     return http.json_reply(200, [letta.batch_json(b) for b in found])
 
@@ -62,9 +63,6 @@ def list_batch_messages(
         http.org_id(),
         batch_id,
         agent_id=agent_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, {"messages": [letta.message_json(m) for m in found]})

@@ -13,6 +13,7 @@ from cairn.api import http, letta
 from cairn.api.params import After, AgentId, Before, FileId, FolderId, Limit, Order
 from cairn.domain.folders import DuplicateHandling, Folder
 from cairn.services import files, folders
+from cairn.services.pages import Page
 from cairn.services.requests import FolderCreate, FolderUpdate
 
 router = APIGatewayHttpRouter()
@@ -58,7 +59,10 @@ def list_folders(
     order: Order = "asc",
 ) -> Response[Any]:
     found = folders.list_folders(
-        http.rt(), http.org_id(), name=name, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        name=name,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [_shown(f) for f in found])
 
@@ -112,7 +116,10 @@ def folder_agents(
     order: Order = "desc",
 ) -> Response[Any]:
     found = folders.agent_ids(
-        http.rt(), http.org_id(), folder_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        folder_id,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, found)
 
@@ -121,7 +128,10 @@ def folder_agents(
 def source_agents(source_id: FolderId) -> Response[Any]:
     # Letta's sources route pages nothing: every agent of the source.
     found = folders.agent_ids(
-        http.rt(), http.org_id(), source_id, after=None, before=None, limit=10_000, order="desc"
+        http.rt(),
+        http.org_id(),
+        source_id,
+        page=Page(limit=10_000, after=None, before=None, order="desc"),
     )
     return http.json_reply(200, found)
 
@@ -136,7 +146,10 @@ def agent_folders(
     order: Order = "desc",
 ) -> Response[Any]:
     found = folders.of_agent(
-        http.rt(), http.org_id(), agent_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        agent_id,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [_shown(f) for f in found])
 
@@ -212,7 +225,10 @@ def list_folder_files(
     include_content: bool = False,
 ) -> Response[Any]:
     found = files.list_files(
-        http.rt(), http.org_id(), folder_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        folder_id,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [_file(f, include_content) for f in found])
 
@@ -260,7 +276,10 @@ def folder_passages(
     order: Order = "desc",
 ) -> Response[Any]:
     found = files.passages(
-        http.rt(), http.org_id(), folder_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        folder_id,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.file_passage_json(p) for p in found])
 
@@ -293,10 +312,7 @@ def agent_files(
         http.org_id(),
         agent_id,
         is_open=is_open,
-        after=after or cursor,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after or cursor, before=before, order=order),
     )
     shown = [letta.agent_file_json(f.id, f.view, f.folder_name) for f in found]
     return http.json_reply(

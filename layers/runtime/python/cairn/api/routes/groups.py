@@ -13,6 +13,7 @@ from cairn.api.params import After, AgentId, Before, BlockId, GroupId, Limit, Me
 from cairn.domain.groups import ManagerType
 from cairn.domain.runs import Usage
 from cairn.services import groups
+from cairn.services.pages import Page
 from cairn.services.requests import GroupCreate, GroupUpdate, LettaRequest, MessageUpdate
 
 router = APIGatewayHttpRouter()
@@ -30,10 +31,7 @@ def list_groups(
         http.rt(),
         http.org_id(),
         manager_type=manager_type,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.group_json(g) for g in found])
 
@@ -57,10 +55,7 @@ def agent_groups(
         http.org_id(),
         manager_type=manager_type,
         agent_id=agent_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.group_json(g) for g in found])
 
@@ -144,7 +139,10 @@ def list_group_messages(
     use_assistant_message: bool = True,
 ) -> Response[Any]:
     rows = groups.history(
-        http.rt(), http.org_id(), group_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        group_id,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, letta.expand(rows, use_assistant_message=use_assistant_message))
 

@@ -14,6 +14,7 @@ from cairn.api.relations import relations_wanted
 from cairn.domain.agents import AgentFilter
 from cairn.domain.identities import IdentityProperty, IdentityType
 from cairn.services import agents, blocks, identities
+from cairn.services.pages import Page
 from cairn.services.requests import IdentityCreate, IdentityUpdate, IdentityUpsert
 
 router = APIGatewayHttpRouter()
@@ -37,10 +38,7 @@ def list_identities(
         identifier_key=identifier_key,
         identity_type=identity_type,
         project_id=project_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.identity_json(i) for i in found])
 
@@ -104,10 +102,7 @@ def identity_agents(
         http.rt(),
         http.org_id(),
         AgentFilter(identity_id=identity_id),
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
         relations=relations_wanted(include),
     )
     return http.json_reply(200, [letta.view_json(v) for v in found])
@@ -125,10 +120,7 @@ def identity_blocks(
         http.rt(),
         http.org_id(),
         identity_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.block_json(b) for b in found])
 

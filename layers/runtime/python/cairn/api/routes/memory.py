@@ -13,6 +13,7 @@ from cairn.api.params import After, AgentId, Before, BlockId, Limit, OptionalLim
 from cairn.api.relations import relations_wanted
 from cairn.domain.blocks import BlockSearch
 from cairn.services import blocks, passages
+from cairn.services.pages import EVERYTHING, Page
 from cairn.services.requests import BlockUpdate, CreateBlock, CreatePassage
 
 router = APIGatewayHttpRouter()
@@ -37,7 +38,10 @@ def agent_blocks(
     order: Order = "asc",
 ) -> Response[Any]:
     found = blocks.of_agent(
-        http.rt(), http.org_id(), agent_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        agent_id,
+        page=Page(limit=limit or EVERYTHING.limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.block_json(b) for b in found])
 
@@ -108,10 +112,7 @@ def list_blocks(
         http.rt(),
         http.org_id(),
         label=label,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
         search=search,
     )
     return http.json_reply(200, [letta.block_json(b) for b in found])
@@ -154,10 +155,7 @@ def block_agents(
         http.rt(),
         http.org_id(),
         block_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit or EVERYTHING.limit, after=after, before=before, order=order),
         relations=relations_wanted(include),
     )
     return http.json_reply(200, [letta.view_json(v) for v in found])
@@ -179,10 +177,7 @@ def list_passages(
         http.rt(),
         http.org_id(),
         agent_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order="asc" if ascending else "desc",
+        page=Page(limit=limit, after=after, before=before, order="asc" if ascending else "desc"),
         search_text=search,
     )
     return http.json_reply(200, [letta.passage_json(p) for p in found])

@@ -13,6 +13,7 @@ from cairn.api.params import After, AgentId, Before, Limit, MessageId, Order
 from cairn.domain.runs import TERMINAL_RUN_STATUSES
 from cairn.errors import UnprocessableError
 from cairn.services import messages, streams
+from cairn.services.pages import Page
 from cairn.services.requests import (
     CancelRequest,
     CaptureRequest,
@@ -107,10 +108,7 @@ def list_messages(
         http.rt(),
         http.org_id(),
         agent_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
         include_err=include_err,
     )
     shown = letta.expand(rows, use_assistant_message=use_assistant_message)
@@ -162,7 +160,7 @@ def list_all_messages(
     after: After = None, before: Before = None, limit: Limit = 100, order: Order = "desc"
 ) -> Response[Any]:
     found = messages.list_all(
-        http.rt(), http.org_id(), after=after, before=before, limit=limit, order=order
+        http.rt(), http.org_id(), page=Page(limit=limit, after=after, before=before, order=order)
     )
     return http.json_reply(200, letta.expand(found))
 

@@ -12,6 +12,7 @@ from cairn.api import http, letta
 from cairn.api.params import After, Before, Limit, Order, ProviderId
 from cairn.domain.providers import ProviderType
 from cairn.services import providers
+from cairn.services.pages import Page
 from cairn.services.requests import ProviderCheck, ProviderCreate, ProviderUpdate
 
 router = APIGatewayHttpRouter()
@@ -31,10 +32,7 @@ def list_providers(
         http.org_id(),
         name=name,
         provider_type=provider_type,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.provider_json(p) for p in found])
 

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http, letta, streaming
 from cairn.api.params import After, Before, Limit, OptionalLimit, Order, RunId, StepId
 from cairn.services import runs
+from cairn.services.pages import EVERYTHING, Page
 from cairn.services.requests import RetrieveStream, StepFeedback
 
 router = APIGatewayHttpRouter()
@@ -37,10 +38,7 @@ def list_runs(
         background=background,
         stop_reason=stop_reason,
         active=active,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.run_json(r) for r in found])
 
@@ -84,7 +82,10 @@ def run_messages(
     order: Order = "asc",
 ) -> Response[Any]:
     found = runs.messages_of(
-        http.rt(), http.org_id(), run_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        run_id,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, http.within_response(letta.expand(found)))
 
@@ -98,7 +99,10 @@ def run_steps(
     order: Order = "desc",
 ) -> Response[Any]:
     found = runs.steps_of(
-        http.rt(), http.org_id(), run_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        run_id,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.step_json(s) for s in found])
 
@@ -138,10 +142,7 @@ def list_steps(
         http.org_id(),
         agent_id=agent_id,
         run_id=run_id,
-        after=after,
-        before=before,
-        limit=limit,
-        order=order,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.step_json(s) for s in found])
 
@@ -160,7 +161,10 @@ def step_messages(
     order: Order = "asc",
 ) -> Response[Any]:
     found = runs.step_messages(
-        http.rt(), http.org_id(), step_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        step_id,
+        page=Page(limit=limit or EVERYTHING.limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, letta.expand(found))
 

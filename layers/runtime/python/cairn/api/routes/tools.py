@@ -14,6 +14,7 @@ from cairn.domain.providers import ProviderType
 from cairn.domain.tools import ToolFilter
 from cairn.llm.catalog import embedding_models
 from cairn.services import providers, tools
+from cairn.services.pages import EVERYTHING, Page
 from cairn.services.requests import (
     ApprovalToggle,
     CodeInput,
@@ -51,7 +52,10 @@ def list_tools(
         only_letta=return_only_letta_tools,
     )
     found = tools.list_tools(
-        http.rt(), http.org_id(), where, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        where,
+        page=Page(limit=limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.tool_json(t) for t in found])
 
@@ -169,7 +173,10 @@ def agent_tools(
     order: Order = "asc",
 ) -> Response[Any]:
     found = tools.of_agent(
-        http.rt(), http.org_id(), agent_id, after=after, before=before, limit=limit, order=order
+        http.rt(),
+        http.org_id(),
+        agent_id,
+        page=Page(limit=limit or EVERYTHING.limit, after=after, before=before, order=order),
     )
     return http.json_reply(200, [letta.tool_json(t) for t in found])
 

@@ -45,7 +45,9 @@ def body(fake: McpFake, token: str = TOKEN) -> dict[str, Any]:
     }
 
 
-def test_a_server_added_by_name_registers_its_tools_one_by_one(stack: Stack, fake: McpFake) -> None:
+def test_a_server_added_by_name_brings_its_tools_and_one_can_be_registered_alone(
+    stack: Stack, fake: McpFake
+) -> None:
     with http(stack) as client:
         tested = ok(client.post("/tools/mcp/servers/test", json=body(fake)))
         assert {t["name"] for t in tested["tools"]} == {"add", "shout"}
@@ -56,10 +58,12 @@ def test_a_server_added_by_name_registers_its_tools_one_by_one(stack: Stack, fak
         listed = ok(client.get("/tools/mcp/servers/calc/tools"))
         assert {t["name"]: t["inputSchema"]["required"] for t in listed}["add"] == ["a", "b"]
         sdk = stack.client()
-        assert sdk.tools.list(name="add").items == []  # type: ignore[attr-defined]
-        tool = ok(client.post("/tools/mcp/servers/calc/add"))
-        assert tool["name"] == "add" and tool["tool_type"] == "external_mcp"
-        assert sdk.tools.list(name="shout").items == []  # type: ignore[attr-defined]
+        # Synced as Letta 0.16.1's add_mcp_server_to_config does (its tools kept at once).
+        synced = sdk.tools.list(name="add").items  # type: ignore[attr-defined]
+        assert [t.tool_type for t in synced] == ["external_mcp"]
+        assert [t.name for t in sdk.tools.list(name="shout").items] == ["shout"]  # type: ignore[attr-defined]
+        tool = ok(client.post("/tools/mcp/servers/calc/add"))  # registered again: the same
+        assert tool["name"] == "add" and tool["id"] == synced[0].id
         done = ok(
             client.post(
                 "/tools/mcp/servers/calc/tools/shout/execute", json={"args": {"text": "hi"}}
@@ -71,8 +75,9 @@ def test_a_server_added_by_name_registers_its_tools_one_by_one(stack: Stack, fak
         stack.fake.reply("ok")
         ret = tool_return(sdk.agents.messages.create(agent.id, input="sum"))
         assert ret.tool_return == "42"  # type: ignore[attr-defined]
+        fake.remove_tool("shout")
         report = ok(client.post("/tools/mcp/servers/calc/resync"))
-        assert report == {"added": ["shout"], "updated": [], "deleted": []}
+        assert report == {"added": [], "updated": [], "deleted": ["shout"]}
         renamed = ok(client.patch("/tools/mcp/servers/calc", json={"server_name": "calculator"}))
         assert renamed["server_name"] == "calculator"
         assert client.get("/tools/mcp/servers/calc/tools").status_code == 404
@@ -80,16 +85,35 @@ def test_a_server_added_by_name_registers_its_tools_one_by_one(stack: Stack, fak
         assert sdk.tools.list(name="add").items == []  # type: ignore[attr-defined]
 
 
-def test_refusals_are_4xx_naming_the_reason(stack: Stack, fake: McpFake) -> None:
+def test_servers_are_kept_as_letta_keeps_them_and_refusals_name_the_reason(
+    stack: Stack, fake: McpFake
+) -> None:
     with http(stack) as client:
-        wrong = client.put("/tools/mcp/servers", json=body(fake, token="wrong"))
-        assert wrong.status_code == 400 and "calc" in wrong.text
-        stdio = client.put(
-            "/tools/mcp/servers",
-            json={"server_name": "local", "command": "sh", "args": ["-c", "id"]},
+        # Kept though it refuses the token (synced later), as Letta keeps it.
+        ok(client.put("/tools/mcp/servers", json=body(fake, token="wrong")))
+        assert stack.client().tools.list(name="add").items == []  # type: ignore[attr-defined]
+        # A stdio server: kept and listed, never started.
+        ok(
+            client.put(
+                "/tools/mcp/servers",
+                json={"server_name": "local", "command": "sh", "args": ["-c", "id"]},
+            )
         )
-        assert stdio.status_code == 400 and "stdio" in stdio.text
+        listed = ok(client.get("/tools/mcp/servers"))
+        assert listed["local"] == {
+            "server_name": "local",
+            "type": "stdio",
+            "command": "sh",
+            "args": ["-c", "id"],
+            "env": None,
+        }
+        assert listed["calc"]["type"] == "streamable_http"
+        used = client.get("/tools/mcp/servers/local/tools")
+        assert used.status_code == 400 and "never starts" in used.text
+        ran = client.post("/tools/mcp/servers/local/tools/id/execute", json={"args": {}})
+        assert ran.status_code == 400 and "stdio" in ran.text
+        wrong = client.get("/tools/mcp/servers/calc/tools")  # asked for: the reason, a 400
+        assert wrong.status_code == 400 and "calc" in wrong.text
         nameless = client.put("/tools/mcp/servers", json={"server_url": fake.url})
         assert nameless.status_code == 400 and "server_name" in nameless.text
         assert client.get("/tools/mcp/servers/nope/tools").status_code == 404
-        assert ok(client.get("/tools/mcp/servers")) == {}

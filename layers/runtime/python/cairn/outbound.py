@@ -82,6 +82,27 @@ def check(url: str, opened: tuple[Network, ...]) -> None:
     resolve(parts.hostname, port, opened)
 
 
+def check_written(url: str, opened: tuple[Network, ...]) -> None:
+    """What `check` can say of a URL before it is reached, with no DNS lookup: Refused unless
+    it is http(s) with a host, and that host, when written as an address, is one the policy
+    reaches. (A name is checked when it is reached: it may not resolve yet.)"""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError as err:
+        raise Refused(f"`{url}` is not a URL: {err}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Refused(f"`{url}` is not an http(s) URL")
+    try:
+        written = ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        return
+    if not reachable(str(written), opened):
+        raise Refused(
+            f"`{parts.hostname}`: the server reaches only public addresses for a URL it was given"
+        )
+
+
 # The HTTP stacks the SDKs are built on: OpenAI's and Anthropic's on httpx2 (and refuse an
 # httpx client), Google's on httpx. Each gets a client of its own kind.
 STACKS = {"httpx": "httpcore", "httpx2": "httpcore2"}

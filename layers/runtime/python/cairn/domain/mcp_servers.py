@@ -1,16 +1,24 @@
-"""An organization's MCP server (Letta's StreamableHTTPMCPServer and SSEMCPServer)."""
+"""An organization's MCP server (Letta's StreamableHTTPMCPServer, SSEMCPServer and
+StdioMCPServer). A stdio server is kept and shown, never started: it would run a command on
+the server (`STDIO_NEVER_STARTED` says so to whoever tries to use one)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from cairn.domain.base import DomainModel, utc_now
 from cairn.domain.ids import new_id
 
-McpServerType = Literal["streamable_http", "sse"]
+McpServerType = Literal["streamable_http", "sse", "stdio"]
+
+STDIO_NEVER_STARTED = (
+    "is a stdio MCP server: Cairn keeps its configuration but never starts it, as that would "
+    "run a command on the server. Run it with a streamable HTTP (or SSE) transport and add it "
+    "by its URL."
+)
 
 
 class McpServer(DomainModel):
@@ -18,13 +26,29 @@ class McpServer(DomainModel):
     organization_id: str
     server_name: str = Field(min_length=1, max_length=200)
     server_type: McpServerType
-    server_url: str = Field(min_length=1, max_length=2000)
+    server_url: str | None = Field(default=None, min_length=1, max_length=2000)
     auth_header: str | None = None
     # Opened; sealed at rest (store/mcp_servers.py), never shown whole.
     auth_token: str | None = Field(default=None, repr=False)
     custom_headers: dict[str, str] | None = Field(default=None, repr=False)
+    # stdio's: kept and shown, never run. The environment is sealed at rest like the token.
+    command: str | None = Field(default=None, min_length=1, max_length=2000)
+    args: list[str] | None = None
+    env: dict[str, str] | None = Field(default=None, repr=False)
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now)
+
+    @model_validator(mode="after")
+    def _reached_somehow(self) -> McpServer:
+        if self.server_type == "stdio" and not self.command:
+            raise ValueError("command: a stdio MCP server names its command")
+        if self.server_type != "stdio" and not self.server_url:
+            raise ValueError("server_url: an MCP server needs its URL")
+        return self
+
+    @property
+    def stdio(self) -> bool:
+        return self.server_type == "stdio"
 
     def headers(self) -> dict[str, str]:
         """What each request to the server carries."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from cairn import outbound
 from cairn.config import Settings
-from cairn.domain.mcp_servers import McpServer
+from cairn.domain.mcp_servers import STDIO_NEVER_STARTED, McpServer
 from cairn.domain.tools import Tool
 from cairn.sealing import Sealer
 from cairn.store import mcp_servers
@@ -16,6 +16,8 @@ from cairn.tools.mcp_client import McpError, McpTarget, call_tool
 
 
 def target_of(server: McpServer) -> McpTarget:
+    """Where a streamable HTTP or SSE server is reached (never called for a stdio one)."""
+    assert server.server_url is not None and server.server_type != "stdio", server.server_type
     return McpTarget(server.server_url, server.server_type, server.headers())
 
 
@@ -34,6 +36,11 @@ def run_mcp_tool(
         server = mcp_servers.get(conn, sealer, tool.organization_id, server_id or "")
     if server is None:
         return {"success": False, "result": f"The MCP server of `{tool.name}` is gone."}
+    if server.stdio:
+        return {
+            "success": False,
+            "result": f"MCP server `{server.server_name}` {STDIO_NEVER_STARTED}",
+        }
     opened = outbound.networks(settings.outbound_networks)
     try:
         done = call_tool(target_of(server), tool.name, args, opened, settings.mcp_timeout_seconds)

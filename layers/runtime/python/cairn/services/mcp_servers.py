@@ -1,15 +1,22 @@
 """Organizations' MCP servers (Letta's /v1/mcp-servers): kept with their token sealed, their
 tools listed from the server into the organization's tools (tool_type external_mcp), run
-from a step or directly. Streamable HTTP and SSE; stdio is refused (it would run a command
-on the server). Every URL goes through the outbound-address policy, when added and on
-every call."""
+from a step or directly.
+
+As Letta does, a server is kept when it is added or changed whether or not it answers: its
+tools are synced best effort (a server that is down, or a name that does not resolve yet,
+is kept with no tools, the reason logged; a refresh syncs them later). Streamable HTTP and
+SSE servers are reached; stdio ones are kept and listed but never started (that would run
+an organization's command on the server), and using one is a 400 saying so. Every
+connection goes through the outbound-address policy when it is made; an address written in
+the URL that the policy refuses is a 400 at once."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from cairn import outbound
-from cairn.domain.mcp_servers import McpServer
+from cairn.domain.mcp_servers import STDIO_NEVER_STARTED, McpServer
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, NotFoundError, found
 from cairn.run.mcp_calls import run_mcp_tool, target_of
@@ -20,25 +27,20 @@ from cairn.store import tools
 from cairn.store.db import Connection
 from cairn.tools.mcp_client import McpError, McpTool, list_tools
 
-STDIO_REFUSED = (
-    "stdio MCP servers are not served: one would run a command on the server. Run the "
-    "server with a streamable HTTP (or SSE) transport and add it by its URL."
-)
+logger = logging.getLogger(__name__)
 
 
-def create(rt: Runtime, org: str, req: McpServerCreate, *, with_tools: bool = True) -> McpServer:
-    """The server, with its tools as listed by it now (without: reached, none kept; Letta's
-    by-name routes register them one by one); one that cannot be reached is a 400 saying
-    why, and nothing is kept."""
-    server = _server_of(org, req)
+def create(rt: Runtime, org: str, req: McpServerCreate) -> McpServer:
+    """The server kept, with the tools it lists now (best effort: see the module's doc)."""
+    server = _server_of(rt, org, req)
     with rt.db.connection() as conn:
         if store.by_name(conn, rt.engine.sealer, org, server.server_name) is not None:
             raise InvalidArgumentError(f"An MCP server named `{server.server_name}` exists")
-    listed = _listed(rt, server)
+    listed = _synced(rt, server)  # asked before the transaction: no lock held while it waits
     with rt.db.transaction() as conn:
         kept = store.put(conn, rt.engine.sealer, server)
-        if with_tools:
-            _keep_tools(conn, kept, listed)
+        if listed is not None:
+            _keep_tools(conn, kept, listed, best_effort=True)
     return kept
 
 
@@ -52,24 +54,27 @@ def retrieve(rt: Runtime, org: str, server_id: str) -> McpServer:
         return _server(conn, rt, org, server_id)
 
 
+REACHED_BY = ("server_url", "auth_header", "auth_token", "custom_headers")
+STARTED_BY = ("command", "args", "env")
+
+
 def update(rt: Runtime, org: str, server_id: str, req: McpServerUpdate) -> McpServer:
-    """New settings over the server's (its type stays); a new URL or credentials must
-    reach it."""
+    """New settings over the server's (its type stays). Kept whether or not the server
+    answers on its new URL or credentials: a failure to reach it is logged, as at create."""
     with rt.db.connection() as conn:
         found = _server(conn, rt, org, server_id)
-    changes = {
-        k: v
-        for k, v in req.config.items()
-        if k in ("server_url", "auth_header", "auth_token", "custom_headers")
-    }
+    settable = STARTED_BY if found.stdio else REACHED_BY
+    changes = {k: v for k, v in req.config.items() if k in settable}
     if req.server_name:
         changes["server_name"] = req.server_name
     try:
         changed = McpServer.model_validate(found.model_dump() | changes)
     except ValueError as err:
         raise InvalidArgumentError(f"config: {err}") from None
-    if {"server_url", "auth_header", "auth_token", "custom_headers"} & set(changes):
-        _listed(rt, changed)
+    if changed.server_url:
+        _written_url(rt, changed.server_url)
+    if not changed.stdio and set(REACHED_BY) & set(changes):
+        _synced(rt, changed)  # reached once, for the log; its tools change on a refresh
     with rt.db.transaction() as conn:
         other = store.by_name(conn, rt.engine.sealer, org, changed.server_name)
         if other is not None and other.id != server_id:
@@ -117,6 +122,10 @@ def refresh(rt: Runtime, org: str, server_id: str) -> dict[str, list[str]]:
 
 
 def _listed(rt: Runtime, server: McpServer) -> list[McpTool]:
+    """What the server lists now; a 400 saying why when it cannot be reached (a stdio
+    server never is)."""
+    if server.stdio:
+        raise InvalidArgumentError(f"MCP server `{server.server_name}` {STDIO_NEVER_STARTED}")
     opened = outbound.networks(rt.settings.outbound_networks)
     try:
         return list_tools(target_of(server), opened, rt.settings.mcp_timeout_seconds)
@@ -124,8 +133,25 @@ def _listed(rt: Runtime, server: McpServer) -> list[McpTool]:
         raise InvalidArgumentError(f"MCP server `{server.server_name}`: {err}") from None
 
 
+def _synced(rt: Runtime, server: McpServer) -> list[McpTool] | None:
+    """What the server lists now, or None (logged) when it cannot be reached: Letta keeps a
+    server it could not sync (a stdio one is never reached)."""
+    if server.stdio:
+        return None
+    try:
+        return _listed(rt, server)
+    except InvalidArgumentError as err:
+        logger.warning("MCP server kept without syncing its tools: %s", err)
+        return None
+
+
 def _keep_tools(
-    conn: Connection, server: McpServer, listed: list[McpTool], keep_others: set[str] | None = None
+    conn: Connection,
+    server: McpServer,
+    listed: list[McpTool],
+    keep_others: set[str] | None = None,
+    *,
+    best_effort: bool = False,
 ) -> dict[str, list[str]]:
     org = server.organization_id
     before = {t.name: t for t in tools.of_mcp_server(conn, org, server.id)}
@@ -135,10 +161,14 @@ def _keep_tools(
         schema = {"name": item.name, "description": item.description, "parameters": parameters}
         clash = tools.get_by_name(conn, org, item.name)
         if clash is not None and clash.id not in {t.id for t in before.values()}:
-            raise InvalidArgumentError(
+            why = (
                 f"MCP server `{server.server_name}` has a tool `{item.name}`, and this "
                 "organization has another tool of that name"
             )
+            if not best_effort:
+                raise InvalidArgumentError(why)
+            logger.warning("MCP tool not synced: %s", why)  # the others are
+            continue
         old = before.get(item.name)
         tool = Tool(
             organization_id=org,
@@ -201,6 +231,8 @@ def execute(
 ) -> dict[str, Any]:
     """A call of a tool of the server by name, kept or not."""
     server = named(rt, org, name)
+    if server.stdio:
+        raise InvalidArgumentError(f"MCP server `{name}` {STDIO_NEVER_STARTED}")
     transient = Tool(
         organization_id=org,
         name=tool_name,
@@ -212,16 +244,27 @@ def execute(
 
 def probe(rt: Runtime, org: str, req: McpServerCreate) -> list[McpTool]:
     """A server's tools, without adding it (Letta's test route); unreachable: a 400."""
-    return _listed(rt, _server_of(org, req))
+    return _listed(rt, _server_of(rt, org, req))
 
 
-def _server_of(org: str, req: McpServerCreate) -> McpServer:
-    """The server a body describes (not stored); stdio, or no URL, is a 400."""
+def _server_of(rt: Runtime, org: str, req: McpServerCreate) -> McpServer:
+    """The server a body describes (not stored): a 400 naming the field for a stdio one
+    with no command, another with no URL, or a URL the policy refuses as written."""
     config = req.config
     if config.mcp_server_type == "stdio":
-        raise InvalidArgumentError(STDIO_REFUSED)
+        if not config.command:
+            raise InvalidArgumentError("config.command: a stdio MCP server names its command")
+        return McpServer(
+            organization_id=org,
+            server_name=req.server_name,
+            server_type="stdio",
+            command=config.command,
+            args=config.args or [],
+            env=config.env,
+        )
     if not config.server_url:
         raise InvalidArgumentError("config.server_url: an MCP server needs its URL")
+    _written_url(rt, config.server_url)
     return McpServer(
         organization_id=org,
         server_name=req.server_name,
@@ -231,6 +274,13 @@ def _server_of(org: str, req: McpServerCreate) -> McpServer:
         auth_token=config.auth_token,
         custom_headers=config.custom_headers,
     )
+
+
+def _written_url(rt: Runtime, url: str) -> None:
+    try:
+        outbound.check_written(url, outbound.networks(rt.settings.outbound_networks))
+    except outbound.Refused as err:
+        raise InvalidArgumentError(f"config.server_url: {err}") from None
 
 
 def _execution(done: dict[str, Any]) -> dict[str, Any]:

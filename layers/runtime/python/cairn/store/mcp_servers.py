@@ -1,9 +1,12 @@
-"""Organizations' MCP servers, their token and custom headers sealed in the row."""
+"""Organizations' MCP servers, their token, custom headers and (stdio's) environment sealed in
+the row."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from psycopg.types.json import Jsonb
 
 from cairn.domain.mcp_servers import McpServer
 from cairn.sealing import Sealer
@@ -11,12 +14,13 @@ from cairn.store.db import Connection
 
 UPSERT = """
 INSERT INTO mcp_servers (id, organization_id, server_name, server_type, server_url, auth_header,
-                         secrets_sealed)
+                         command, args, secrets_sealed)
 VALUES (%(id)s, %(organization_id)s, %(server_name)s, %(server_type)s, %(server_url)s,
-        %(auth_header)s, %(secrets_sealed)s)
+        %(auth_header)s, %(command)s, %(args)s, %(secrets_sealed)s)
 ON CONFLICT (id) DO UPDATE SET
     server_name = EXCLUDED.server_name, server_type = EXCLUDED.server_type,
     server_url = EXCLUDED.server_url, auth_header = EXCLUDED.auth_header,
+    command = EXCLUDED.command, args = EXCLUDED.args,
     secrets_sealed = EXCLUDED.secrets_sealed, updated_at = now()
 RETURNING *
 """
@@ -28,10 +32,14 @@ def bound(org_id: str, server_id: str) -> str:
 
 def put(conn: Connection, sealer: Sealer, server: McpServer) -> McpServer:
     """The server stored (made, or changed in place by id)."""
-    secrets = {"auth_token": server.auth_token, "custom_headers": server.custom_headers}
+    secrets = {
+        "auth_token": server.auth_token,
+        "custom_headers": server.custom_headers,
+        "env": server.env,
+    }
     sealed = (
         sealer.seal(json.dumps(secrets), bound(server.organization_id, server.id))
-        if server.auth_token or server.custom_headers
+        if any(secrets.values())
         else None
     )
     row = conn.execute(
@@ -43,6 +51,8 @@ def put(conn: Connection, sealer: Sealer, server: McpServer) -> McpServer:
             "server_type": server.server_type,
             "server_url": server.server_url,
             "auth_header": server.auth_header,
+            "command": server.command,
+            "args": None if server.args is None else Jsonb(server.args),
             "secrets_sealed": sealed,
         },
     ).fetchone()

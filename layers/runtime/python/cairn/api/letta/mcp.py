@@ -1,5 +1,6 @@
-"""MCP servers as Letta's StreamableHTTPMCPServer and SSEMCPServer: the token and the custom
-headers' values masked (their last four characters at most), never shown whole."""
+"""MCP servers as Letta's StreamableHTTPMCPServer, SSEMCPServer and StdioMCPServer: the token,
+the custom headers' and the environment's values masked (their last four characters at
+most), never shown whole."""
 
 from __future__ import annotations
 
@@ -14,8 +15,20 @@ def masked(value: str | None) -> str | None:
     return None if value is None else f"...{hint(value)}"
 
 
+def _masked_all(values: dict[str, str] | None) -> dict[str, str | None] | None:
+    return None if values is None else {name: masked(value) for name, value in values.items()}
+
+
 def mcp_server_json(server: McpServer) -> dict[str, Any]:
-    headers = server.custom_headers
+    if server.stdio:
+        return {
+            "id": server.id,
+            "server_name": server.server_name,
+            "mcp_server_type": "stdio",
+            "command": server.command,
+            "args": server.args or [],
+            "env": _masked_all(server.env),
+        }
     return {
         "id": server.id,
         "server_name": server.server_name,
@@ -23,15 +36,21 @@ def mcp_server_json(server: McpServer) -> dict[str, Any]:
         "server_url": server.server_url,
         "auth_header": server.auth_header,
         "auth_token": masked(server.auth_token),
-        "custom_headers": None
-        if headers is None
-        else {name: masked(value) for name, value in headers.items()},
+        "custom_headers": _masked_all(server.custom_headers),
     }
 
 
 def mcp_config_json(server: McpServer) -> dict[str, Any]:
-    """Letta's older StreamableHTTPServerConfig / SSEServerConfig, by name."""
+    """Letta's older StreamableHTTPServerConfig / SSEServerConfig / StdioServerConfig, by name."""
     shown = mcp_server_json(server)
+    if server.stdio:
+        return {
+            "server_name": server.server_name,
+            "type": "stdio",
+            "command": shown["command"],
+            "args": shown["args"],
+            "env": shown["env"],
+        }
     return {
         "server_name": server.server_name,
         "type": server.server_type,

@@ -1,6 +1,6 @@
 """Letta's older MCP routes, by server name (/v1/tools/mcp/servers): the same servers and
-tools as /v1/mcp-servers. A server added here brings no tools until they are registered
-one by one (or resynced), as in Letta."""
+tools as /v1/mcp-servers, added the same way (kept, its tools synced best effort: Letta
+0.16.1's `add_mcp_server_to_config`); a tool may also be registered one by one."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def list_mcp_servers() -> Response[Any]:
 
 @router.put(f"{PREFIX}")
 def add_mcp_server(body: Annotated[dict[str, Any], Body()]) -> Response[Any]:
-    service.create(http.rt(), http.org_id(), _create_body(body), with_tools=False)
+    service.create(http.rt(), http.org_id(), _create_body(body))
     return http.json_reply(200, _all())
 
 

@@ -12,6 +12,7 @@ from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.run.custom_tools import run_in_sandbox, secrets_environment
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
+from cairn.services import memory_tools
 from cairn.services.agents import AgentView
 from cairn.services.pages import EVERYTHING, Page, window
 from cairn.services.requests import ToolCreate, ToolRunFromSource, ToolSearch, ToolUpdate
@@ -262,7 +263,8 @@ def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> tuple[str, Sand
 def run_for_agent(
     rt: Runtime, org: str, agent_id: str, tool_name: str, args: dict[str, Any]
 ) -> SandboxResult:
-    """Run one of the agent's custom tools outside a turn (nothing is written to its history)."""
+    """Run one of the agent's tools outside a run: a custom tool in the sandbox (nothing is
+    written), a memory tool on its blocks (its edit saved: `memory_tools.py`)."""
     with rt.db.connection() as conn:
         agent = agent_service.fetch(conn, org, agent_id)
         tool = next((t for t in tools.for_agent(conn, org, agent_id) if t.name == tool_name), None)
@@ -271,9 +273,12 @@ def run_for_agent(
         environment = secrets_environment(conn, rt.engine.sealer, agent)
     if tool is None:
         raise NotFoundError(f"Tool `{tool_name}` is not attached to agent {agent_id}")
+    if tool.tool_type != "custom" and memory_tools.runs_outside_a_step(tool.name):
+        return memory_tools.run(rt, org, agent, tool.name, args)
     if tool.tool_type != "custom":
         raise InvalidArgumentError(
-            f"`{tool_name}` is a built-in tool: it runs inside a step, where its edits are saved"
+            f"`{tool_name}` is a built-in tool that runs only inside a step (Cairn runs the "
+            "memory tools here, and custom tools)"
         )
     return run_in_sandbox(
         rt.engine.sandbox,

@@ -155,7 +155,10 @@ def run_agent_tool(
 ) -> Response[Any]:
     args = req.args if req is not None else {}
     done = tools.run_for_agent(http.rt(), http.org_id(), agent_id, tool_name, args)
-    return http.json_reply(200, letta.execution_json(done))
+    shown = letta.execution_json(done)
+    if not done.success:  # as Letta's route: no result for a failed call; why, in stderr
+        shown |= {"func_return": None, "stderr": [*done.stderr, done.value]}
+    return http.json_reply(200, shown)
 
 
 @router.delete("/tools/<tool_id>")

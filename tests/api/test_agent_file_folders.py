@@ -23,8 +23,9 @@ def exported_agent(client: Letta) -> tuple[str, str]:
     for made in (guide, report):
         assert settled(client, folder.id, made.id).processing_status == "completed"
     agent = client.agents.create(name="reader", llm_config=LLM)  # type: ignore[arg-type]
-    client.agents.folders.attach(folder.id, agent_id=agent.id)
-    client.agents.files.open(guide.id, agent_id=agent.id)
+    client.agents.folders.attach(folder.id, agent_id=agent.id)  # opens both, as in Letta
+    assert all(f.is_open for f in client.agents.files.list(agent.id))
+    client.agents.files.close(report.id, agent_id=agent.id)
     return agent.id, client.agents.export_file(agent.id)
 
 

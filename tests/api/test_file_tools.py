@@ -1,7 +1,9 @@
 """Letta's file tools through the whole stack: a folder attached gives the agent the tools
-and `<directories>` in its system prompt; open_files shows a window of a file there (least
-recently used closed first past max_files_open); grep_files and semantic_search_files answer
-Letta's texts; the agent's file routes open and close files as the tools do."""
+and `<directories>` in its system prompt, its files opened as Letta opens them (and an
+upload into it once read), within the open-files limit; detached, its views go; open_files
+shows a window of a file there (least recently used closed first past max_files_open);
+grep_files and semantic_search_files answer Letta's texts; the agent's file routes open and
+close files as the tools do."""
 
 from __future__ import annotations
 
@@ -33,6 +35,11 @@ def folder_with_files(client: Letta, *names: str) -> tuple[Any, dict[str, Any]]:
     return folder, made
 
 
+def folder_with_files_in(client: Letta, folder_id: str, name: str) -> tuple[str, Any]:
+    made = client.folders.files.upload(folder_id, file=(name, f"{name}\n".encode(), "text/plain"))
+    return name, settled(client, folder_id, made.id)
+
+
 def agent_with(client: Letta, folder_id: str, **extra: Any) -> Any:
     agent = client.agents.create(llm_config=LLM, **extra)  # type: ignore[arg-type]
     client.agents.folders.attach(folder_id, agent_id=agent.id)
@@ -54,18 +61,41 @@ def test_attaching_a_folder_gives_the_file_tools_and_shows_its_files(stack: Stac
     stack.fake.reply("hello")
     client.agents.messages.create(agent.id, input="hi")
     system = system_of(stack)
-    assert '<directory name="kb">' in system and "- current_files_open=0" in system
-    assert '<file status="closed" name="kb/guide.txt">' in system
+    # Its files open at once, as Letta opens them (insert_files_into_context_window).
+    assert '<directory name="kb">' in system and "- current_files_open=2" in system
+    assert '<file status="open" name="kb/guide.txt">' in system
+    assert "1: Step 1: add stone 1 to the cairn." in system
     assert "- max_files_open=5" in system  # Letta's default for a 32k window
     detached = client.agents.folders.detach(folder.id, agent_id=agent.id)
     assert detached is not None
     assert not {"open_files", "grep_files"} & {t.name for t in detached.tools}
+    assert list(client.agents.files.list(agent.id)) == []  # its views went with it
+    client.agents.folders.attach(folder.id, agent_id=agent.id)  # afresh: open again
+    assert sorted(f.file_name for f in client.agents.files.list(agent.id) if f.is_open) == [
+        "kb/guide.txt",
+        "kb/notes.txt",
+    ]
+
+
+def test_an_upload_into_an_attached_folder_opens_within_the_agents_limit(stack: Stack) -> None:
+    client = stack.client()
+    folder, _ = folder_with_files(client, "guide.txt", "notes.txt")
+    agent = agent_with(client, folder.id, max_files_open=2)
+    views = {f.file_name: f for f in client.agents.files.list(agent.id)}
+    assert views["kb/guide.txt"].is_open and views["kb/notes.txt"].is_open
+    # guide.txt read last: notes.txt is the least recently used of the two.
+    client.agents.files.open(views["kb/guide.txt"].file_id, agent_id=agent.id)
+    _, made = folder_with_files_in(client, folder.id, "c.txt")
+    assert made.processing_status == "completed"
+    shown = {f.file_name: f.is_open for f in client.agents.files.list(agent.id)}
+    assert shown == {"kb/guide.txt": True, "kb/notes.txt": False, "kb/c.txt": True}
 
 
 def test_open_files_shows_a_window_and_closes_the_least_recently_used(stack: Stack) -> None:
     client = stack.client()
     folder, _ = folder_with_files(client, "guide.txt", "notes.txt", "c.txt")
     agent = agent_with(client, folder.id, max_files_open=2)
+    client.agents.files.close_all(agent.id)  # attaching opened two: the model starts afresh
     window = [{"file_name": "kb/guide.txt", "offset": 2, "length": 3}]
     stack.fake.reply("", call("open_files", file_requests=window))
     stack.fake.reply("", call("open_files", file_requests=[{"file_name": "kb/notes.txt"}]))

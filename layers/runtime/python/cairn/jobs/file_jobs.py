@@ -16,11 +16,13 @@ from collections.abc import Callable
 from typing import Literal
 
 from cairn import faults
+from cairn.domain.base import utc_now
 from cairn.domain.folders import FileMetadata, FilePassage
 from cairn.jobs import documents, pdf_text
 from cairn.llm import deadline
+from cairn.run.file_opening import open_for
 from cairn.run.step import Engine
-from cairn.store import files, folders
+from cairn.store import agents, files, folders
 
 logger = logging.getLogger(__name__)
 BATCH = 64  # chunks to one embedding request
@@ -81,9 +83,17 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
                 return "gone"  # deleted meanwhile: its passages went with it
         faults.reached("file_batch")
     with engine.db.transaction() as conn:
-        files.set_status(
+        finished = files.set_status(
             conn, org_id, file_id, "completed", total=len(pieces), embedded=len(pieces)
         )
+        if finished is not None:  # readable now: open it for the folder's agents, as Letta does
+            for agent_id in folders.agent_ids(
+                conn, org_id, finished.folder_id, after=None, before=None, limit=10_000, order="asc"
+            ):
+                agent = agents.get(conn, org_id, agent_id)
+                seen = {v.file_id for v in files.views(conn, org_id, agent_id)}
+                if agent is not None and finished.id not in seen:  # an imported view stays
+                    open_for(conn, agent, [finished], utc_now())
     return "completed"
 
 

@@ -11,6 +11,7 @@ from cairn.domain.folders import Folder
 from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError
 from cairn.llm.catalog import resolve_embedding
+from cairn.run.file_opening import open_for
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
@@ -179,11 +180,13 @@ def attach(rt: Runtime, org: str, agent_id: str, folder_id: str, *, on: bool) ->
     with rt.db.transaction() as conn:
         agent = agent_service.fetch(conn, org, agent_id, for_update=True)
         fetch(conn, org, folder_id)
-        if on:
+        if on:  # its files open, as Letta opens them (run/file_opening.py)
             folders.attach(conn, org, folder_id, agent_id)
             attach_file_tools(conn, org, agent_id)
-        else:
+            open_for(conn, agent, files.completed_of_folder(conn, org, folder_id), utc_now())
+        else:  # and its files' views go (a later attach opens them afresh)
             folders.detach(conn, org, folder_id, agent_id)
+            files.forget_views_of_folder(conn, org, agent_id, folder_id)
             if not folders.of_agent(
                 conn, org, agent_id, after=None, before=None, limit=1, order="asc"
             ):

@@ -298,6 +298,25 @@ AGENT_FOLDERS = """
 """
 
 
+def forget_views_of_folder(conn: Connection, org_id: str, agent_id: str, folder_id: str) -> int:
+    """The agent's views of a folder's files gone (the folder detached from it)."""
+    gone = conn.execute(
+        "DELETE FROM files_agents WHERE organization_id = %s AND agent_id = %s AND folder_id = %s",
+        (org_id, agent_id, folder_id),
+    )
+    return gone.rowcount
+
+
+def completed_of_folder(conn: Connection, org_id: str, folder_id: str) -> list[FileMetadata]:
+    """A folder's readable files, oldest first (the order Letta opens them in)."""
+    rows = conn.execute(
+        "SELECT * FROM files WHERE organization_id = %s AND folder_id = %s"
+        " AND processing_status = 'completed' ORDER BY created_at, id",
+        (org_id, folder_id),
+    ).fetchall()
+    return [FileMetadata.model_validate(r) for r in rows]
+
+
 def agent_folders(conn: Connection, agent_id: str) -> list[AgentFolder]:
     query = "SELECT " + AGENT_FOLDERS.format(agent="%(agent)s") + " AS folders"
     row = conn.execute(query, {"agent": agent_id}).fetchone()

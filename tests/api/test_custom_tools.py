@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 
+import httpx
 import pytest
 from letta_client import APIStatusError
 
@@ -220,3 +221,33 @@ def test_a_supplied_schema_without_required_or_properties_runs(stack: Stack) -> 
         for t in stack.fake.requests[0].body["tools"]
     }
     assert sent["ping"]["properties"] == {} and sent["ping"]["required"] == []
+
+
+ENVIRONMENT = '''
+def environment(name: str) -> str:
+    """Read a variable of the environment.
+
+    Args:
+        name: The variable.
+    """
+    import os
+
+    return str(os.environ.get(name))
+'''
+
+
+def test_a_tool_run_from_source_gets_the_env_vars_it_is_given(stack: Stack) -> None:
+    """Letta's POST /v1/tools/run passes `env_vars` to the sandbox; the sandbox's own
+    variables stay its own."""
+    auth = {"Authorization": f"Bearer {stack.key}"}
+
+    def run(name: str, env_vars: dict[str, str]) -> httpx.Response:
+        body = {"source_code": ENVIRONMENT, "args": {"name": name}, "env_vars": env_vars}
+        return httpx.post(f"{stack.url}/v1/tools/run", json=body, headers=auth, timeout=60)
+
+    ran = run("GREETING", {"GREETING": "hello", "PATH": "/evil"})
+    assert ran.status_code == 200 and ran.json()["tool_return"] == "hello", ran.text
+    assert run("PATH", {"PATH": "/evil"}).json()["tool_return"] == "/usr/bin:/bin"
+    assert run("GREETING", {}).json()["tool_return"] == "None"
+    bad = run("X", {"1 BAD": "x"})
+    assert bad.status_code in (400, 422) and "env_vars" in bad.text and "1 BAD" in bad.text

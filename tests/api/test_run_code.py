@@ -47,3 +47,16 @@ def test_run_code_with_tools_has_the_agents_own_tools_defined(stack: Stack) -> N
     tool = stack.client().tools.create(source_code=SECRET)
     ret = ran(stack, "run_code_with_tools", "secret('abc') + '!'", tool_ids=[tool.id])
     assert shown_of(ret.tool_return)["results"] == ["'secret:abc!'"]
+
+
+def test_run_code_with_tools_has_the_agents_secrets_and_run_code_has_none(stack: Stack) -> None:
+    """As Letta's E2B runs: run_code_with_tools gets the agent's environment variables and
+    LETTA_AGENT_ID (the tools it defines need them); run_code gets neither."""
+    code = "import os\n[os.environ.get('API_TOKEN'), os.environ.get('LETTA_AGENT_ID')]"
+    tool = stack.client().tools.create(source_code=SECRET)
+    secrets = {"API_TOKEN": "tok-123456"}
+    ret = ran(stack, "run_code_with_tools", code, tool_ids=[tool.id], secrets=secrets)
+    token, agent_id = ast.literal_eval(shown_of(ret.tool_return)["results"][0])
+    assert token == "tok-123456" and agent_id.startswith("agent-")
+    bare = ran(stack, "run_code", code, secrets=secrets)
+    assert shown_of(bare.tool_return)["results"] == ["[None, None]"]

@@ -286,13 +286,14 @@ class StepToolContext:
         blocks: list[Block],
         *,
         with_secrets: bool,
+        extra: dict[str, str] | None = None,
     ) -> SandboxResult:
         agent = self.state.agent
-        environment: dict[str, str] = {}
+        environment: dict[str, str] = dict(extra or {})
         with self.db.connection() as conn:
             hosts = tenancy.tool_hosts(conn, agent.organization_id)
             if with_secrets and self.sealer is not None:
-                environment = secrets_environment(conn, self.sealer, agent)
+                environment |= secrets_environment(conn, self.sealer, agent)
         return run_in_sandbox(
             self.sandbox,
             tool,
@@ -324,9 +325,15 @@ class StepToolContext:
             name=code_runner.NAME,
             source_code=source,
         )
-        # As Letta's E2B run: no secrets, no memory blocks.
+        # As Letta's E2B runs: run_code with no secrets; run_code_with_tools with the agent's
+        # (its tools' calls need them) and LETTA_AGENT_ID; neither with memory blocks.
         done = self._sandboxed(
-            runner, args, f"code-{uuid.uuid4().hex[:12]}", [], with_secrets=False
+            runner,
+            args,
+            f"code-{uuid.uuid4().hex[:12]}",
+            [],
+            with_secrets=with_tools,
+            extra={"LETTA_AGENT_ID": self.state.agent.id} if with_tools else None,
         )
         return code_runner.shown(done)
 

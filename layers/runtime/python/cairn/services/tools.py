@@ -256,6 +256,7 @@ def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> tuple[str, Sand
             tool_call_id=_call_id(),
             timeout_seconds=rt.settings.tool_timeout_seconds,
             network=Network(org, hosts),
+            environment=dict(req.env_vars or {}),
         )
     )
 

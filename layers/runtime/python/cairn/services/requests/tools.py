@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from cairn.domain.agent_secrets import KEY_PATTERN
 from cairn.services.requests.base import RequestBody
+
+ENV_NAME = re.compile(KEY_PATTERN)
 
 
 class ToolCreate(RequestBody):
@@ -43,6 +47,18 @@ class ToolRunFromSource(RequestBody):
     args: dict[str, Any]
     name: str | None = None
     json_schema: dict[str, Any] | None = None
+    # The run's environment, as Letta passes it to the sandbox (names as the shell takes them).
+    env_vars: dict[str, str] | None = Field(default=None, max_length=100)
+
+    @field_validator("env_vars")
+    @classmethod
+    def _names(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for name, text in (value or {}).items():
+            if not ENV_NAME.fullmatch(name):
+                raise ValueError(f"`{name[:60]}` is not an environment variable's name")
+            if len(text) > 10_000:
+                raise ValueError(f"the value of `{name}` is over 10,000 characters")
+        return value
 
 
 class ToolRun(RequestBody):

@@ -445,8 +445,9 @@ def test_model_settings_are_the_models_and_change_what_is_sent(stack: Stack) -> 
     stack.fake.reply("hello")
     client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
     sent = stack.fake.requests[-1].body
-    assert sent["temperature"] == 0.2 and sent["max_tokens"] == 500
-    assert "reasoning_effort" not in sent
+    # OpenAI's own API takes the limit as max_completion_tokens, as Letta's client sends it.
+    assert sent["temperature"] == 0.2 and sent["max_completion_tokens"] == 500
+    assert "reasoning_effort" not in sent and "max_tokens" not in sent
 
     claude = client.agents.create(model="anthropic/claude-sonnet-4-5")
     assert claude.api_model_settings.model_dump() == {  # type: ignore[union-attr]
@@ -467,6 +468,33 @@ def test_model_settings_are_the_models_and_change_what_is_sent(stack: Stack) -> 
         },
     )
     assert thinking.llm_config.enable_reasoner and thinking.llm_config.max_reasoning_tokens == 2048
+
+
+def test_the_model_is_asked_with_what_the_agent_shows(stack: Stack) -> None:
+    """Each request carries the agent's settings as Letta 0.16.1's clients send them
+    (build_request_data): the temperature it shows (0.7 when none was given), the frequency
+    penalty when set, the token limit under the name the API takes, and `user`."""
+    client = stack.client()
+    agent = client.agents.create(
+        llm_config={"model": "gpt-4.1", "model_endpoint_type": "openai", "context_window": 32000}  # type: ignore[arg-type]
+    )
+    assert agent.llm_config.temperature == 0.7
+    stack.fake.reply("hello")
+    client.agents.messages.create(agent.id, input="hi")
+    sent = stack.fake.requests[-1].body
+    assert sent["temperature"] == 0.7 and sent["user"] == stack.org_id
+    assert "frequency_penalty" not in sent and "max_completion_tokens" not in sent
+    config = {**agent.llm_config.model_dump(), "frequency_penalty": 0.5, "max_tokens": 300}
+    client.agents.update(agent.id, llm_config=config)  # type: ignore[arg-type]
+    stack.fake.reply("again")
+    client.agents.messages.create(agent.id, input="hi")
+    sent = stack.fake.requests[-1].body
+    assert sent["frequency_penalty"] == 0.5 and sent["max_completion_tokens"] == 300
+    claude = client.agents.create(model="anthropic/claude-sonnet-4-5")
+    stack.fake.reply("hi from claude")
+    client.agents.messages.create(claude.id, input="hi")
+    sent = stack.fake.requests[-1].body
+    assert sent["temperature"] == 0.7 and sent["max_tokens"] == 16384 and "thinking" not in sent
 
 
 def test_settings_cairn_cannot_send_are_refused_by_name(stack: Stack) -> None:

@@ -115,7 +115,8 @@ def test_openai_reasoning_model_gets_effort_and_completion_tokens(fake: FakeLLM)
     response = client_for(req.config, settings(fake)).complete(req)
     body = fake.requests[0].body
     assert body["reasoning_effort"] == "high" and body["max_completion_tokens"] == 500
-    assert "temperature" not in body and "max_tokens" not in body
+    # Letta sends 1.0, the one temperature a reasoning model takes (supports_temperature_param).
+    assert body["temperature"] == 1.0 and "max_tokens" not in body
     assert response.text == "done" and response.reasoning[0].reasoning == "because"
 
 

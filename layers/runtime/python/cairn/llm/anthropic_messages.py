@@ -226,8 +226,9 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
         budget = max(config.max_reasoning_tokens, MIN_THINKING_BUDGET)
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         body["max_tokens"] = max(body["max_tokens"], budget + MIN_THINKING_BUDGET)
-    elif config.temperature is not None:
-        body["temperature"] = config.temperature
+        body["temperature"] = 1.0  # the only one Anthropic takes with thinking (as Letta sends)
+    else:
+        body["temperature"] = config.shown_temperature  # what the agent shows, as Letta
     if request.tools:
         body["tools"] = [
             {

@@ -266,8 +266,8 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
         body["inferenceConfig"]["maxTokens"] = max(
             body["inferenceConfig"]["maxTokens"], budget + MIN_THINKING_BUDGET
         )
-    elif config.temperature is not None:
-        body["inferenceConfig"]["temperature"] = config.temperature
+    else:
+        body["inferenceConfig"]["temperature"] = config.shown_temperature  # as the agent shows
     if request.tools:
         specs = [
             {

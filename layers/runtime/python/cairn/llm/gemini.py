@@ -164,8 +164,7 @@ def request_body(request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, A
         body["system_instruction"] = "\n\n".join(system)
     if config.max_tokens:
         body["max_output_tokens"] = config.max_tokens
-    if config.temperature is not None:
-        body["temperature"] = config.temperature
+    body["temperature"] = config.shown_temperature  # what the agent shows, as Letta sends
     if config.enable_reasoner or config.max_reasoning_tokens:
         budget = config.max_reasoning_tokens or -1  # -1: the model decides
         body["thinking_config"] = {"include_thoughts": True, "thinking_budget": budget}

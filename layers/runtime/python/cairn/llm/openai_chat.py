@@ -156,12 +156,20 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
     config = request.config
     body: dict[str, Any] = {"model": config.model, "messages": _messages(request)}
     reasoning = config.reasoning_effort is not None or config.model.startswith(_REASONING_PREFIXES)
+    # As Letta's OpenAI client asks (build_request_data): OpenAI's own API takes the token
+    # limit as max_completion_tokens (servers that only speak its older dialect, max_tokens);
+    # the temperature the agent shows, 1.0 for a model that takes no other; the frequency
+    # penalty when set; the caller as `user`.
     if config.max_tokens:
-        body["max_completion_tokens" if reasoning else "max_tokens"] = config.max_tokens
+        newer = reasoning or config.model_endpoint_type == "openai"
+        body["max_completion_tokens" if newer else "max_tokens"] = config.max_tokens
     if reasoning and config.reasoning_effort:
         body["reasoning_effort"] = config.reasoning_effort
-    elif config.temperature is not None and not reasoning:
-        body["temperature"] = config.temperature
+    body["temperature"] = 1.0 if reasoning else config.shown_temperature
+    if (penalty := (config.model_extra or {}).get("frequency_penalty")) is not None:
+        body["frequency_penalty"] = penalty
+    if request.user:
+        body["user"] = request.user
     if request.tools:
         body["tools"] = [{"type": "function", "function": t} for t in request.tools]
         choice = request.tool_choice

@@ -24,6 +24,9 @@ class LLMRequest(Value):
     messages: list[Message]  # [0] is the system message
     tools: list[dict[str, Any]] = Field(default_factory=list)  # {"name","description","parameters"}
     tool_choice: ToolChoice = "auto"
+    # Who the call is for, as OpenAI's `user` field takes it (Letta sends its actor's id;
+    # Cairn, the agent's organization's).
+    user: str | None = None
 
 
 class LLMUsage(Value):

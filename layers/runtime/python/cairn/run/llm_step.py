@@ -51,6 +51,7 @@ def llm_request(work: StepWork) -> tuple[LLMRequest | None, Message | None, list
         messages=messages,
         tools=schemas,
         tool_choice=work.policy.tool_choice if schemas else "auto",
+        user=state.org_id,
     )
     return request, system, history, allowed
 

@@ -214,3 +214,40 @@ def test_a_group_naming_another_organizations_block_is_refused_and_nothing_store
     assert theirs.id in str(err.value.body)
     assert list(client.agents.list()) == [] and list(client.blocks.list()) == []
     assert list(client.groups.list()) == []
+
+
+@pytest.mark.parametrize("name", ["agent-A", "agent-B", "agent-C"])
+def test_an_imported_letta_agent_is_asked_with_the_texts_it_had_in_letta(
+    stack: Stack, name: str
+) -> None:
+    """Its first request carries the system prompt of its file, word for word (tool rules in
+    Letta's words and order), and each tool's schema as the file has it (Letta's own texts
+    for the built-ins), plus the arguments Letta adds at run time (`thinking` first, with
+    Letta's description, for a model that puts its thoughts in the call)."""
+    client = stack.client()
+    file = fixture(f"{name}.af")
+    entry = file["agents"][0]
+    agent_id = upload(client, json.dumps(file))[0]
+    path = f"/v1/agents/{agent_id}/messages/preview-raw-payload"
+    payload: Any = client.post(path, body={"input": "hi"}, cast_to=object)
+    messages = {m["id"]: m for m in entry["messages"]}
+    system = messages[entry["in_context_message_ids"][0]]
+    assert payload["messages"][0]["content"] == "".join(c["text"] for c in system["content"])
+    sent = {t["function"]["name"]: t["function"] for t in payload["tools"]}
+    thoughts = entry["llm_config"].get("put_inner_thoughts_in_kwargs")
+    for tool in (t for t in file["tools"] if t["id"] in entry["tool_ids"]):
+        schema, got = tool["json_schema"], sent[tool["name"]]
+        assert got["description"] == schema["description"], tool["name"]
+        properties = dict(got["parameters"]["properties"])
+        required = list(got["parameters"]["required"])
+        if thoughts:
+            assert properties.pop("thinking") == {
+                "type": "string",
+                "description": "Deep inner monologue private to you only.",
+            }
+            assert required.pop(0) == "thinking"
+        if properties.pop("request_heartbeat", None) is not None:
+            required.remove("request_heartbeat")
+        assert {**got["parameters"], "properties": properties, "required": required} == schema[
+            "parameters"
+        ], tool["name"]

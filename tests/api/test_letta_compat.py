@@ -313,9 +313,10 @@ def test_base_tools_are_added_and_searchable(stack: Stack) -> None:
     auth = {"Authorization": f"Bearer {stack.key}"}
     added = httpx.post(f"{stack.url}/v1/tools/add-base-tools", headers=auth).json()
     assert {"memory_insert", "conversation_search", "send_message"} <= {t["name"] for t in added}
-    found = stack.client().tools.search(query="memory block insert", tool_types=["letta_core"])
+    # Letta's own descriptions (memory_insert's: "insert text at a specific location").
+    found = stack.client().tools.search(query="specific location", tool_types=["letta_core"])
     assert found == []  # memory_insert is a letta_sleeptime_core tool, filtered out
-    found = stack.client().tools.search(query="memory block insert")
+    found = stack.client().tools.search(query="specific location")
     assert found[0].tool.name == "memory_insert" and found[0].fts_rank == 1
 
 

@@ -278,7 +278,10 @@ def test_invalid_prefilled_args_are_an_invalid_tool_call(
         solver.merge_prefilled("archival_memory_search", {"query": "q"}, SEARCH, [])
 
 
-def test_every_rule_type_compiles_to_a_readable_line() -> None:
+def test_rules_compile_to_letta_s_lines_in_letta_s_order() -> None:
+    """Letta 0.16.1's compile_tool_rule_prompts: continue, then child/conditional/max-count,
+    then parent, then terminal rules, in its words; init, required-before-exit and approval
+    rules show nothing."""
     rules = tool_rules_adapter.validate_python(
         [
             {"type": "run_first", "tool_name": "a"},
@@ -298,17 +301,20 @@ def test_every_rule_type_compiles_to_a_readable_line() -> None:
         ]
     )
     lines = ToolRulesSolver.of(rules).prompt_lines()
-    assert len(lines) == 9
-    assert all(
-        line.startswith("<tool_rule>\n") and line.endswith("\n</tool_rule>") for line in lines
-    )
-    assert "send_message ends your turn" in lines[1]
-    assert "After a, call one of: b, c." in lines[3]
-    assert "'yes' -> b; otherwise -> c" in lines[4]
-    assert "at most 2 time(s)" in lines[5]
+    assert [
+        line.removeprefix("<tool_rule>\n").removesuffix("\n</tool_rule>") for line in lines
+    ] == [
+        "b requires continuing your response when called",
+        "After using a, you must use one of these tools: b, c",
+        "a will determine which tool to use next based on its output",
+        "b: at most 2 use(s) per response",
+        "c can only be used after a",
+        "send_message ends your response (yields control) when called",
+    ]
 
 
-def test_a_rule_prompt_template_replaces_the_default() -> None:
-    template = "Use {{ children }} after {{tool_name}}. {{ unknown }}"
+def test_a_rule_prompt_template_is_ignored_as_in_letta() -> None:
+    # Letta's BaseToolRule: "Optional template string (ignored)".
+    template = "Use {{ children }} after {{tool_name}}."
     rule = ChildToolRule(tool_name="a", children=["b"], prompt_template=template)
-    assert rule_prompt(rule) == "Use b after a. {{ unknown }}"
+    assert rule_prompt(rule) == "After using a, you must use one of these tools: b"

@@ -20,6 +20,7 @@ from cairn.memory.render import (
 )
 from cairn.run.policy import LoopPolicy
 from cairn.run.state import StepState
+from cairn.tools.registry import BUILTIN_TOOLS
 from cairn.tools.rules import ToolRulesSolver
 from cairn.tools.schema import with_runtime_arguments
 
@@ -132,13 +133,23 @@ def tool_schemas(
     by_name = {t.name: t for t in tools}
     return [
         with_runtime_arguments(
-            by_name[name].json_schema,
+            _schema_of(by_name[name]),
             request_heartbeat=policy.heartbeats and not solver.is_terminal(name),
             thinking=thinking,
         )
         for name in allowed
         if name in by_name
     ]
+
+
+def _schema_of(tool: Tool) -> dict[str, Any]:
+    """What the model reads of a tool: a built-in's schema as this version has it (Letta's,
+    word for word; a row written by an older version may hold other words, as Letta
+    re-writes its base tools at start), anything else's as stored."""
+    builtin = BUILTIN_TOOLS.get(tool.name)
+    if builtin is not None and tool.tool_type == builtin.tool_type:
+        return builtin.json_schema
+    return tool.json_schema
 
 
 # What an image counts for in the estimate: about what Anthropic charges a 1.15-megapixel

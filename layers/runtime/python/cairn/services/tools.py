@@ -26,9 +26,14 @@ from cairn.tools.source import SourceError, derive_schema, function_named, takes
 
 
 def _builtins(conn: Connection, org: str) -> None:
-    """Built-in tools exist in every organisation, as in Letta (created on first listing)."""
+    """Built-in tools exist in every organisation, as in Letta (created on first listing),
+    with this version's schemas (a row written by an older one is brought up to date, as
+    Letta re-writes its base tools at start)."""
     for spec in BUILTIN_TOOLS.values():
-        if tools.get_by_name(conn, org, spec.name) is None:
+        kept = tools.get_by_name(conn, org, spec.name)
+        if kept is None or (
+            kept.tool_type == spec.tool_type and kept.json_schema != spec.json_schema
+        ):
             tools.upsert(conn, spec.as_tool(org))
 
 

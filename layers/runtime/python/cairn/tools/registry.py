@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from cairn.domain.constants import TOOL_RETURN_CHAR_LIMIT
 from cairn.domain.tool_rules import ContinueToolRule, TerminalToolRule, ToolRule
 from cairn.domain.tools import Tool, ToolType
 from cairn.tools.builtin import agents, core, files, memory, schedule, voice
-from cairn.tools.builtin.letta_words import DESCRIPTIONS
+from cairn.tools.builtin.letta_words import letta_schemas
 from cairn.tools.context import ToolContext
 from cairn.tools.schema import args_model, function_schema, validate_arguments
 
@@ -57,12 +58,12 @@ class ToolSpec:
 
 
 def tool_spec(fn: Callable[..., Any], tool_type: ToolType, **settings: Any) -> ToolSpec:
-    """The spec of a built-in: its schema from its signature and docstring, described in
-    Letta's own words where a docstring's first line cannot carry them."""
+    """The spec of a built-in: Letta's schema of it, word for word (`letta_words.py`), or
+    for one of Cairn's own its signature's and docstring's."""
     model = args_model(fn)
-    schema = function_schema(fn, model)
-    if (description := DESCRIPTIONS.get(fn.__name__)) is not None:
-        schema["description"] = description
+    letta = letta_schemas().get(fn.__name__)
+    # Letta's own schema where it has the tool (the arguments are the same: a test holds it).
+    schema = copy.deepcopy(letta["json_schema"]) if letta else function_schema(fn, model)
     return ToolSpec(fn, tool_type, model, schema, **settings)
 
 

@@ -7,7 +7,6 @@ exactly what the interrupted one would have.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,19 +24,6 @@ from cairn.domain.tool_rules import (
     ToolRule,
 )
 
-# Cairn's wording; `prompt_template` on a rule replaces it, with `{{ field }}` placeholders.
-_DEFAULT_PROMPTS: dict[str, str] = {
-    "run_first": "Start each turn by calling {{ tool_name }}.",
-    "exit_loop": "{{ tool_name }} ends your turn when called.",
-    "continue_loop": "{{ tool_name }} keeps your turn going: after it you act again.",
-    "constrain_child_tools": "After {{ tool_name }}, call one of: {{ children }}.",
-    "conditional": "After {{ tool_name }}, the next tool depends on its result: {{ mapping }}.",
-    "max_count_per_step": "Call {{ tool_name }} at most {{ max_count_limit }} time(s) per turn.",
-    "parent_last_tool": "Call {{ children }} only right after {{ tool_name }}.",
-    "required_before_exit": "Call {{ tool_name }} before you end your turn.",
-    "requires_approval": "{{ tool_name }} waits for a person's approval before it runs.",
-}
-_PLACEHOLDER = re.compile(r"{{\s*(\w+)\s*}}")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
@@ -145,21 +131,37 @@ class ToolRulesSolver:
     # -- the prompt ---------------------------------------------------------------------
 
     def prompt_lines(self) -> list[str]:
-        """The `<tool_rule>` elements `<tool_usage_rules>` shows, one per rule."""
-        return [f"<tool_rule>\n{rule_prompt(rule)}\n</tool_rule>" for rule in self.rules]
+        """The `<tool_rule>` elements `<tool_usage_rules>` shows, as Letta 0.16.1 compiles them
+        (`ToolRulesSolver.compile_tool_rule_prompts`): continue rules, then child,
+        conditional and max-count rules, then parent rules, then terminal rules, each group
+        in the agent's order, in Letta's words. Init, required-before-exit and approval
+        rules show nothing, and a rule's `prompt_template` is ignored, as in Letta."""
+        groups: tuple[type[Any] | tuple[type[Any], ...], ...] = (
+            ContinueToolRule,
+            (ChildToolRule, ConditionalToolRule, MaxCountPerStepToolRule),
+            ParentToolRule,
+            TerminalToolRule,
+        )
+        ordered = [r for kinds in groups for r in self.rules if isinstance(r, kinds)]
+        return [f"<tool_rule>\n{rule_prompt(rule)}\n</tool_rule>" for rule in ordered]
 
 
 def rule_prompt(rule: ToolRule) -> str:
-    template = rule.prompt_template or _DEFAULT_PROMPTS[rule.type]
-    values = rule.model_dump()
-    if isinstance(rule, ChildToolRule | ParentToolRule):
-        values["children"] = ", ".join(rule.children)
+    """A rule in Letta's words (its `render_prompt`), for the rules Letta shows."""
+    name = rule.tool_name
+    if isinstance(rule, ContinueToolRule):
+        return f"{name} requires continuing your response when called"
+    if isinstance(rule, ChildToolRule):
+        return f"After using {name}, you must use one of these tools: {', '.join(rule.children)}"
     if isinstance(rule, ConditionalToolRule):
-        cases = [f"{key!r} -> {tool}" for key, tool in rule.child_output_mapping.items()]
-        if rule.default_child:
-            cases.append(f"otherwise -> {rule.default_child}")
-        values["mapping"] = "; ".join(cases)
-    return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), template)
+        return f"{name} will determine which tool to use next based on its output"
+    if isinstance(rule, MaxCountPerStepToolRule):
+        return f"{name}: at most {rule.max_count_limit} use(s) per response"
+    if isinstance(rule, ParentToolRule):
+        return f"{', '.join(rule.children)} can only be used after {name}"
+    if isinstance(rule, TerminalToolRule):
+        return f"{name} ends your response (yields control) when called"
+    raise ValueError(f"Letta shows no prompt for a {rule.type} rule")
 
 
 def check_prefilled(tool_name: str, prefilled: dict[str, Any], schema: dict[str, Any]) -> None:

@@ -19,13 +19,15 @@ from cairn.domain.constants import MAX_TOOL_NAME_LENGTH
 CONTEXT_PARAMETER = "ctx"
 REQUEST_HEARTBEAT = "request_heartbeat"
 THINKING = "thinking"
+# Letta 0.16.1's words (constants.REQUEST_HEARTBEAT_DESCRIPTION, local_llm/constants.py's
+# INNER_THOUGHTS_KWARG_DESCRIPTION): an agent from Letta reads what it read there.
 REQUEST_HEARTBEAT_DESCRIPTION = (
-    "Set to true to get control back after this call (to reply or call another tool); "
-    "false ends your turn once the call is done."
+    "Request an immediate heartbeat after function execution. You MUST set this value to "
+    "`True` if you want to send a follow-up message or run a follow-up tool call (chain "
+    "multiple tools together). If set to `False` (the default), then the chain of execution "
+    "will end immediately after this function call."
 )
-THINKING_DESCRIPTION = (
-    "Your private reasoning for this call, never shown to the user. Keep it short."
-)
+THINKING_DESCRIPTION = "Deep inner monologue private to you only."
 
 
 class ToolArgumentError(ValueError):

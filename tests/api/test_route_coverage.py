@@ -39,6 +39,8 @@ SCOPE = (
     "/v1/folders",
     "/v1/sources",
     "/v1/chat",
+    "/v1/jobs",
+    "/v1/embeddings",
 )
 METHODS = ("get", "post", "put", "patch", "delete")
 # Cairn's own addition, documented in docs/memory.md ("History capture").

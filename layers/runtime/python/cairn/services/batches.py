@@ -79,6 +79,14 @@ def list_running(
         )
 
 
+def delete(rt: Runtime, org: str, batch_id: str) -> Batch:
+    """The batch's record deleted (Letta's delete_job); its runs stay, ended or going on."""
+    with rt.db.transaction() as conn:
+        batch = _fetch(conn, org, batch_id)
+        batches.delete(conn, org, batch.id)
+    return batch
+
+
 def cancel(rt: Runtime, org: str, batch_id: str) -> None:
     """The batch is cancelled, and so is each of its runs still going; ended ones stay."""
     with rt.db.connection() as conn:

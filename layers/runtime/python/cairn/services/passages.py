@@ -7,8 +7,9 @@ from datetime import datetime
 
 from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
+from cairn.domain.constants import MAX_EMBEDDING_DIM
 from cairn.domain.passages import Archive, Passage
-from cairn.errors import NotFoundError, UnprocessableError
+from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.run import search, sending
 from cairn.run.dates import parse_when
 from cairn.run.runtime import Runtime
@@ -23,6 +24,21 @@ from cairn.store.db import Connection
 class Found:
     passage: Passage
     timezone: str  # the agent's: Letta shows each result's time in it
+
+
+# Letta's estimate (PassageManager.estimate_embeddings_size_async): each archival passage at
+# the largest embedding (4,096 dimensions of 4 bytes), in the unit asked for.
+STORAGE_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def embeddings_size(rt: Runtime, org: str, unit: str) -> float:
+    if unit not in STORAGE_UNITS:
+        raise InvalidArgumentError(
+            f"storage_unit: `{unit[:20]}` is not one of {', '.join(STORAGE_UNITS)}"
+        )
+    with rt.db.connection() as conn:
+        passages = archives.count_all_passages(conn, org)
+    return passages * 4 * MAX_EMBEDDING_DIM / STORAGE_UNITS[unit]
 
 
 def list_passages(

@@ -51,6 +51,16 @@ WHERE a.organization_id = %(org)s AND s.archive_id = %(archive_id)s
 """
 
 
+def count_all_passages(conn: Connection, org_id: str) -> int:
+    """Every archival passage of the organization (from the kept counts: one row an archive)."""
+    row = conn.execute(
+        "SELECT coalesce(sum(s.passages), 0) AS n FROM archive_stats s"
+        " JOIN archives a ON a.id = s.archive_id WHERE a.organization_id = %s",
+        (org_id,),
+    ).fetchone()
+    return int(row["n"]) if row else 0
+
+
 def create_archive(conn: Connection, archive: Archive) -> Archive:
     params = to_params(archive, json_fields=("embedding_config", "metadata"))
     return Archive.model_validate(conn.execute(INSERT_ARCHIVE, params).fetchone())

@@ -53,6 +53,14 @@ ORDER BY {order_by} LIMIT {limit}
 """
 
 
+def delete(conn: Connection, org_id: str, batch_id: str) -> bool:
+    """The batch's record gone (its runs stay, as runs of their agents)."""
+    gone = conn.execute(
+        "DELETE FROM batches WHERE organization_id = %s AND id = %s", (org_id, batch_id)
+    )
+    return gone.rowcount == 1
+
+
 def create(conn: Connection, batch: Batch) -> None:
     conn.execute(INSERT_BATCH, batch.model_dump())
     conn.execute(INSERT_RUNS, {"batch_id": batch.id, "run_ids": batch.run_ids})

@@ -96,7 +96,7 @@ def test_a_server_that_refuses_or_cannot_be_reached_is_kept_and_synced_by_a_refr
     sync its tools"), so a server added before it is up, or before its name resolves, works
     once it is."""
     client = stack.client()
-    with caplog.at_level(logging.WARNING, logger="cairn.services.mcp_servers"):
+    with caplog.at_level(logging.WARNING, logger="cairn.mcp_servers.service"):
         server = client.mcp_servers.create(server_name="calc", config=config(fake, token="wrong"))  # type: ignore[arg-type]
     assert [s.id for s in client.mcp_servers.list()] == [server.id]
     assert client.mcp_servers.tools.list(server.id) == []

@@ -123,7 +123,7 @@ RANKS = [
     {"local"},
     {"api"},
     {"assembly"},
-    {"telegram", "letta_import", "agent_files", "chat_completions"},
+    {"telegram", "letta_import", "agent_files", "chat_completions", "mcp_servers"},
     {"services"},
     {"adapters"},
     {"jobs"},
@@ -228,10 +228,17 @@ def test_only_the_local_stack_imports_the_cdk_app() -> None:
 
 
 # The edges: channels and integrations that use the core and are never named by it.
-EDGES = {"telegram", "letta_import", "agent_files", "chat_completions"}
+EDGES = {"telegram", "letta_import", "agent_files", "chat_completions", "mcp_servers"}
 # Who may name an edge or an adapter: what assembles the process, and the routes of an edge.
 ASSEMBLERS = {"assembly", "local"}
-EDGE_ROUTES = {"api/routes/telegram.py", "api/routes/agent_files.py", "api/routes/chat.py"}
+EDGE_ROUTES = {
+    "api/routes/telegram.py",
+    "api/routes/agent_files.py",
+    "api/routes/chat.py",
+    "api/routes/mcp_servers.py",
+    "api/routes/mcp_by_name.py",
+    "api/letta/mcp.py",  # an MCP server's and its tools' wire shapes
+}
 # Platform calls the core still makes directly, each a debt with its reason (issue 49 note):
 # Letta's import builds its own runtime parts outside the API; a Bedrock provider's check
 # lists its inference profiles.

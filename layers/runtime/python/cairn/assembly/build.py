@@ -22,6 +22,7 @@ from cairn.adapters.chosen import documents_for, vault_for
 from cairn.config import Settings
 from cairn.jobs import queue_kinds
 from cairn.llm import deadline
+from cairn.mcp_servers.calls import run_mcp_tool
 from cairn.run.ports import Scheduler, StepQueue, Workflows
 from cairn.run.provider_vault import ProviderKeys
 from cairn.run.routing import Outlets
@@ -89,6 +90,7 @@ def build_runtime(
         sealer=Sealer(sealing_key(settings)),
         scheduler=scheduler.put if scheduler is not None else None,
         run_end=telegram.RUN_END,
+        external_tools=run_mcp_tool,
     )
     if embeddings is None and settings.embed_queue_url:
         from cairn.adapters.aws.sqs import SqsStepQueue

@@ -29,7 +29,6 @@ from cairn.run.agent_messages import Messenger
 from cairn.run.custom_tools import run_in_sandbox, secrets_environment
 from cairn.run.dates import parse_when
 from cairn.run.file_tools import FileWork
-from cairn.run.mcp_calls import run_mcp_tool
 from cairn.run.state import StepState
 from cairn.sealing import Sealer
 from cairn.store import agents, folders, schedules, tenancy
@@ -43,6 +42,9 @@ from cairn.tools.sandbox import (
 from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 DEFAULT_SEARCH_LIMIT = 5
+# A call of a tool served outside Cairn (an MCP server's): {"success", "result"}; the MCP
+# integration's, handed to the engine at assembly.
+ExternalTools = Callable[[Database, Sealer, Settings, Tool, dict[str, Any]], dict[str, Any]]
 logger = logging.getLogger(__name__)
 
 
@@ -67,6 +69,8 @@ class StepToolContext:
     scheduler: Callable[[Schedule], object] | None = None
     # What the checkpoint starts besides its continuation (messages to other agents).
     outgoing: list[OutboxCommand] = field(default_factory=list)
+    # Calls tools served elsewhere (an MCP server's), given at assembly (None: none here).
+    external_tools: ExternalTools | None = None
 
     # -- other agents -------------------------------------------------------------------
 
@@ -358,9 +362,9 @@ class StepToolContext:
         return fetch(url, opened)
 
     def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
-        if self.sealer is None or self.settings is None:
+        if self.external_tools is None or self.sealer is None or self.settings is None:
             return {"success": False, "result": "MCP tools cannot run here."}
-        return run_mcp_tool(self.db, self.sealer, self.settings, tool, args)
+        return self.external_tools(self.db, self.sealer, self.settings, tool, args)
 
     # -- recall -----------------------------------------------------------------------
 

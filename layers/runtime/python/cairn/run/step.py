@@ -48,6 +48,7 @@ from cairn.llm.clients import LLMClient, client_for, wire_body
 from cairn.llm.types import MessageDelta
 from cairn.run import lifecycle
 from cairn.run.agent_messages import Messenger
+from cairn.run.context import ExternalTools
 from cairn.run.lifecycle import LEASE_SECONDS
 from cairn.run.state import StepState, load
 from cairn.run.step_model import ProviderKeyLookup, StepModel
@@ -111,6 +112,7 @@ class Engine:
         sealer: Sealer | None = None,
         scheduler: Callable[[Schedule], object] | None = None,
         run_end: tuple[RunEnd, ...] = (),
+        external_tools: ExternalTools | None = None,
     ) -> None:
         self.db = db
         self.settings = settings or Settings.from_env()
@@ -129,6 +131,9 @@ class Engine:
         # What a run's end starts besides the core's own (an edge's: a channel's reply),
         # written with the checkpoint that ends it; given at assembly.
         self.run_end = run_end
+        # Calls tools served elsewhere (MCP servers'), given at assembly: the run names no
+        # integration.
+        self.external_tools = external_tools
 
     def embedder_of(self, agent: Agent) -> Embedder:
         """The agent's embedder; agents created without a config get the server default."""
@@ -154,6 +159,7 @@ class Engine:
             self.sealer,
             messenger,
             self.scheduler,
+            self.external_tools,
         )
 
     # -- one step ---------------------------------------------------------------------

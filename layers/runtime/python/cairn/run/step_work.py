@@ -34,7 +34,7 @@ from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.run import calls
 from cairn.run.agent_messages import Messenger
-from cairn.run.context import StepToolContext
+from cairn.run.context import ExternalTools, StepToolContext
 from cairn.run.policy import CallOutcome, after_tools, must_call_first, policy_for
 from cairn.run.prompt import context_estimate, refreshed_system
 from cairn.run.state import StepState
@@ -62,6 +62,7 @@ class StepParts:
     sealer: Sealer  # opens the agent's secrets for its custom tools
     messenger: Messenger | None = None  # runs the turns of agents a tool messages
     scheduler: Callable[[Schedule], object] | None = None  # fires schedules on time
+    external_tools: ExternalTools | None = None  # calls MCP servers' tools (assembly's)
 
 
 class StepWork:
@@ -179,6 +180,7 @@ class StepWork:
             messenger=self.parts.messenger,
             embedder_for=self.parts.embedder_for,
             scheduler=self.parts.scheduler,
+            external_tools=self.parts.external_tools,
         )
         to_run = [p for p in prepared if p.call.id not in (overrides or {})]
         started = time.monotonic_ns()

@@ -8,7 +8,7 @@ from typing import Any
 
 from cairn.domain.mcp_servers import McpServer
 from cairn.domain.providers import hint
-from cairn.tools.mcp_client import McpTool
+from cairn.mcp_servers.client import McpTool
 
 
 def masked(value: str | None) -> str | None:

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.errors import InvalidArgumentError
-from cairn.services import mcp_servers as service
+from cairn.mcp_servers import service
 from cairn.services.requests import McpServerConfig, McpServerCreate, McpServerUpdate, McpToolRun
 
 router = APIGatewayHttpRouter()

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.services import mcp_servers as service
+from cairn.mcp_servers import service
 from cairn.services.requests import McpServerCreate, McpServerUpdate, McpToolRun
 
 router = APIGatewayHttpRouter()

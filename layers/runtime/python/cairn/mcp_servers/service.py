@@ -19,13 +19,13 @@ from cairn import outbound
 from cairn.domain.mcp_servers import STDIO_NEVER_STARTED, McpServer
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, NotFoundError, found
-from cairn.run.mcp_calls import run_mcp_tool, target_of
+from cairn.mcp_servers.calls import run_mcp_tool, target_of
+from cairn.mcp_servers.client import McpError, McpTool, list_tools
 from cairn.run.runtime import Runtime
 from cairn.services.requests import McpServerCreate, McpServerUpdate, McpToolRun
 from cairn.store import mcp_servers as store
 from cairn.store import tools
 from cairn.store.db import Connection
-from cairn.tools.mcp_client import McpError, McpTool, list_tools
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from cairn import outbound
 from cairn.config import Settings
 from cairn.domain.mcp_servers import STDIO_NEVER_STARTED, McpServer
 from cairn.domain.tools import Tool
+from cairn.mcp_servers.client import McpError, McpTarget, call_tool
 from cairn.sealing import Sealer
 from cairn.store import mcp_servers
 from cairn.store.db import Database
-from cairn.tools.mcp_client import McpError, McpTarget, call_tool
 
 
 def target_of(server: McpServer) -> McpTarget:

@@ -16,10 +16,10 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
 from cairn.run import group_chat, sending
+from cairn.run import streaming as streams
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import messages as message_service
-from cairn.services import streams
 from cairn.services.pages import Page
 from cairn.services.requests import (
     GroupCreate,

@@ -9,8 +9,8 @@ from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, found
+from cairn.run import streaming as streams
 from cairn.run.runtime import Runtime
-from cairn.services import streams
 from cairn.services.pages import EVERYTHING, Page, window
 from cairn.store import messages, runs
 from cairn.store import steps as step_rows

@@ -11,6 +11,7 @@ from cairn.config import Settings
 from cairn.domain import Agent, Block, LLMConfig, Message, Organization, TextContent
 from cairn.domain.runs import OutboxCommand, Run, RunOptions
 from cairn.domain.tool_rules import ToolRule
+from cairn.mcp_servers.calls import run_mcp_tool
 from cairn.run import lifecycle
 from cairn.run.agents import provision_agent
 from cairn.run.lifecycle import StartedRun
@@ -35,9 +36,10 @@ def engine_for(db: Database, fake: FakeLLM, *, fixed_clock: bool = False) -> Eng
         llm_max_retries=0,
         llm_timeout_seconds=10,
     )
+    # MCP tools are called as assembly hands them to the engine (mcp_servers/calls.py).
     if fixed_clock:
-        return Engine(db, settings, clock=lambda: NOW)
-    return Engine(db, settings)
+        return Engine(db, settings, clock=lambda: NOW, external_tools=run_mcp_tool)
+    return Engine(db, settings, external_tools=run_mcp_tool)
 
 
 def make_agent(

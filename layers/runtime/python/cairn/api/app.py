@@ -60,6 +60,35 @@ FORM_BODIES = ("multipart/form-data", "application/x-www-form-urlencoded")
 UPLOAD_PATH = re.compile(r"^/v1/(folders|sources)/[^/]+/upload$")  # a file to a folder
 
 
+# Deeper than any body Letta's API takes; far short of the interpreter's recursion limit.
+MAX_JSON_DEPTH = 256
+
+
+def nests_deeper(body: str, limit: int) -> bool:
+    """Whether the JSON text opens more than `limit` arrays or objects inside each other
+    (strings skipped); a body with fewer openers than that is not read through."""
+    if body.count("[") + body.count("{") <= limit:
+        return False
+    depth, in_string, escaped = 0, False, False
+    for ch in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
 def _detail(status: int, detail: object, headers: dict[str, str] | None = None) -> Response[Any]:
     if status == 422 and isinstance(detail, str):
         # Letta's 422 is FastAPI's: a list of errors, each naming where (the schema served
@@ -110,6 +139,11 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
         size = len(body) * 3 // 4 if app.current_event.get("isBase64Encoded") else len(body)
         if size > MAX_REQUEST_BYTES:
             return _detail(413, too_large(size))
+        if not app.current_event.get("isBase64Encoded") and nests_deeper(body, MAX_JSON_DEPTH):
+            # Refused before the JSON decoder recurses that deep: a garbage collection at
+            # the bottom of such a recursion runs other objects' finalisers with the
+            # interpreter's recursion budget spent.
+            return _detail(422, "The JSON body nests too deeply")
         return next_middleware(app)
 
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:

@@ -5,6 +5,8 @@ result and save nothing; another organization's agent is not found."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from letta_client import Letta, NotFoundError
 
@@ -26,11 +28,9 @@ def _history(db: Database, block_id: str) -> list[tuple[int, str, str]]:
     return [(r["version"], r["value"], r["actor_type"]) for r in rows]
 
 
-def test_a_memory_tool_runs_on_the_agents_blocks_and_its_edit_is_saved(
-    stack: Stack, db: Database
-) -> None:
-    client = stack.client()
-    agent = client.agents.create(
+def ada(client: Letta) -> Any:
+    """An agent with two memory tools, a block to edit and a read-only one."""
+    return client.agents.create(
         llm_config=LLM,  # type: ignore[arg-type]
         tools=["memory_insert", "core_memory_append"],
         memory_blocks=[
@@ -38,6 +38,13 @@ def test_a_memory_tool_runs_on_the_agents_blocks_and_its_edit_is_saved(
             {"label": "rules", "value": "Be kind.", "read_only": True},
         ],
     )
+
+
+def test_a_memory_tool_runs_on_the_agents_blocks_and_its_edit_is_saved(
+    stack: Stack, db: Database
+) -> None:
+    client = stack.client()
+    agent = ada(client)
     human = client.agents.blocks.retrieve("human", agent_id=agent.id)
     before = _history(db, human.id)
     done = client.agents.tools.run(
@@ -59,14 +66,7 @@ def test_wrong_arguments_or_an_edit_that_cannot_be_made_save_nothing(
     stack: Stack, db: Database
 ) -> None:
     client = stack.client()
-    agent = client.agents.create(
-        llm_config=LLM,  # type: ignore[arg-type]
-        tools=["memory_insert", "core_memory_append"],
-        memory_blocks=[
-            {"label": "human", "value": "Name: Ada."},
-            {"label": "rules", "value": "Be kind.", "read_only": True},
-        ],
-    )
+    agent = ada(client)
     human = client.agents.blocks.retrieve("human", agent_id=agent.id)
     before = _history(db, human.id)
     for name, args, why in (

@@ -4,8 +4,8 @@ an import run outside the API): the AWS one where the stack configured it, else 
 from __future__ import annotations
 
 from cairn.config import Settings
-from cairn.run.ports import DocumentStore
 from cairn.run.provider_vault import EnvelopeVault, ProviderVault
+from cairn.run.runtime import DocumentStore
 from cairn.sealing import envelope_key
 
 

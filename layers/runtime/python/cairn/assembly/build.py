@@ -23,10 +23,8 @@ from cairn.config import Settings
 from cairn.jobs import queue_kinds
 from cairn.llm import deadline
 from cairn.mcp_servers.calls import run_mcp_tool
-from cairn.run.ports import Scheduler, StepQueue, Workflows
 from cairn.run.provider_vault import ProviderKeys
-from cairn.run.routing import Outlets
-from cairn.run.runtime import Extensions, Runtime
+from cairn.run.runtime import Extensions, Outlets, Runtime, Scheduler, StepQueue, Workflows
 from cairn.run.step import Engine
 from cairn.sealing import Sealer
 from cairn.store.db import IDLE_CHECK_SECONDS, Database
@@ -92,6 +90,7 @@ def build_runtime(
         run_end=telegram.RUN_END,
         external_tools=run_mcp_tool,
     )
+    inline = False  # a part made here runs in this process: `serve` starts its consumer
     if embeddings is None and settings.embed_queue_url:
         from cairn.adapters.aws.sqs import SqsStepQueue
 
@@ -104,7 +103,7 @@ def build_runtime(
         else:
             from cairn.adapters.local.inline import InlineStepQueue
 
-            queue = InlineStepQueue()
+            queue, inline = InlineStepQueue(), True
             # Not behind the steps on their one thread: a slow embedding holds no turn.
             embeddings = embeddings or InlineStepQueue()
     if workflows is None:
@@ -117,7 +116,7 @@ def build_runtime(
         else:
             from cairn.adapters.local.inline import InlineWorkflows
 
-            workflows = InlineWorkflows()
+            workflows, inline = InlineWorkflows(), True
     files: StepQueue | None = None
     if settings.files_queue_url:
         from cairn.adapters.aws.sqs import SqsStepQueue
@@ -137,9 +136,10 @@ def build_runtime(
         yielding,
         EXTENSIONS,
     )
-    for part in (queue, workflows, embeddings):
-        if part is not None and hasattr(part, "attach"):  # in-process: through the outlets
-            part.attach(rt)
+    if inline:
+        from cairn.adapters.local.inline import serve
+
+        serve(rt)  # the consumers of the in-process queues and workflows, given the runtime
     return rt
 
 

@@ -1,5 +1,6 @@
-"""The parts a process shares across invocations, as one record, and what the edges add to
-the core (`Extensions`).
+"""The parts a process shares across invocations, as one record (`Runtime`); the ports it
+holds, as small protocols (what the run needs from the outside world); and what the edges add
+to the core (`Extensions`).
 
 Kept apart from `assembly/build.py`, which builds it and chooses the adapters: the adapters
 (inline queue, workers, tasks) take a Runtime without importing the module that builds them.
@@ -8,20 +9,107 @@ Every part is given at construction; nothing is assigned to it afterwards.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from cairn.config import Settings
 from cairn.domain.runs import OutboxCommand
-from cairn.run.ports import DocumentStore, Scheduler, Workflows
+from cairn.domain.schedules import Schedule
 from cairn.run.provider_vault import ProviderKeys, ProviderVault
-from cairn.run.routing import Outlets
 from cairn.run.step import Engine
 from cairn.store.db import Database
+
+
+class StepQueue(Protocol):
+    """Delivers step commands, in order per agent, at least once."""
+
+    def publish(self, command: OutboxCommand) -> None: ...
+
+
+class Workflows(Protocol):
+    """The approval and sleeptime workflows: started from the outbox, answered by token."""
+
+    def start(self, command: OutboxCommand) -> None: ...
+
+    def succeed(self, token: str, output: dict[str, Any]) -> bool:
+        """Hand a waiting task its result; False if no task waits on the token any more."""
+        ...
+
+    def fail(self, token: str, error: str, cause: str) -> bool: ...
+
+
+class DocumentStore(Protocol):
+    """Where the originals of uploaded files live (S3 on AWS), by key."""
+
+    def put(self, key: str, body: bytes, content_type: str) -> None: ...
+
+    def get(self, key: str) -> bytes:
+        """The object; KeyError if it is not there."""
+        ...
+
+    def delete(self, keys: list[str]) -> None:
+        """Remove these objects (those already gone are no error)."""
+        ...
+
+
+class Scheduler(Protocol):
+    """What fires scheduled messages on time besides the sweeper (EventBridge Scheduler)."""
+
+    def put(self, schedule: Schedule) -> bool: ...
+
+    def remove(self, schedule_id: str) -> None: ...
+
+
+# One publisher for every outbox kind: steps to the step queue, embedding jobs to theirs (never
+# in an agent's FIFO group, where the agent's next turn would queue behind them), the rest to
+# the workflows.
+WORKFLOW_KINDS = frozenset({"approval_wait", "sleeptime"})
+
+
+class Outlets:
+    """A StepQueue that routes by kind, so the outbox, the sweeper and the dispatcher need
+    not know which service a command goes to."""
+
+    def __init__(
+        self,
+        steps: StepQueue,
+        workflows: Workflows,
+        embeddings: StepQueue | None = None,
+        files: StepQueue | None = None,
+    ) -> None:
+        self.steps, self.workflows = steps, workflows
+        # A stack deployed before the embedding queue existed sends them with the steps.
+        self.embeddings = embeddings or steps
+        # Files' processing jobs: their own queue, else the embedding jobs' (never the
+        # steps': a long PDF must not hold an agent's turn).
+        self.files = files or self.embeddings
+
+    def publish(self, command: OutboxCommand) -> None:
+        if command.kind in WORKFLOW_KINDS:
+            self.workflows.start(command)
+        elif command.kind == "embed":
+            self.embeddings.publish(command)
+        elif command.kind == "file_job":
+            self.files.publish(command)
+        elif command.kind == "task_result":
+            send_result(self.workflows, command.payload)
+        else:
+            self.steps.publish(command)
+
+
+def send_result(workflows: Workflows, payload: dict[str, object]) -> None:
+    """A background run ended: succeed its workflow item, or fail it with the reason."""
+    token = str(payload["task_token"])
+    result = {k: payload.get(k) for k in ("run_id", "agent_id", "status", "stop_reason")}
+    if payload.get("status") == "completed":
+        workflows.succeed(token, result)
+    else:
+        workflows.fail(token, "RunFailed", json.dumps({**result, "error": payload.get("error")}))
 
 
 @dataclass(frozen=True)

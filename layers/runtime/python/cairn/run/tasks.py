@@ -16,8 +16,7 @@ from cairn.domain.runs import TERMINAL_RUN_STATUSES, RunOptions, task_result
 from cairn.errors import ConflictError
 from cairn.run import lifecycle, sleeptime
 from cairn.run.dispatch import publish_and_mark
-from cairn.run.routing import send_result
-from cairn.run.runtime import Runtime
+from cairn.run.runtime import Runtime, send_result
 from cairn.store import agents, messages, outbox, runs
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,11 @@
-"""A step queue inside the process: a worker thread runs each command (`worker.run_step`).
+"""Queues and workflows inside the process, for the local stack without SQS or Step Functions
+and for tests of the API that are not about them.
 
-For the local stack without SQS, and for tests of the API that are not about SQS. Same
-contract as the SQS queue: at least once, in order; a step for a busy agent waits in the
-outbox until the run holding the agent ends.
+As on AWS, a queue holds commands and something else consumes them: `InlineStepQueue` and
+`InlineWorkflows` are given to the Runtime, and `serve(rt)` then starts a consumer thread for
+each with the runtime given at its construction (SQS is the queue and the Lambda event source
+mapping the consumer). Same contract as the SQS queue: at least once, in order; a step for a
+busy agent waits in the outbox until the run holding the agent ends.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cairn.domain.runs import OutboxCommand
@@ -23,17 +27,11 @@ logger = logging.getLogger(__name__)
 
 
 class InlineStepQueue:
-    def __init__(self, *, max_attempts: int = 3, retry_seconds: float = 1.0) -> None:
-        self.max_attempts, self.retry_seconds = max_attempts, retry_seconds
-        self._attempts: dict[str, int] = {}
-        self._queue: queue.Queue[OutboxCommand | None] = queue.Queue()
-        # Its commands run on the runtime it belongs to (continuations go where that routes).
-        self.rt: Runtime | None = None
-        self._thread = threading.Thread(target=self._work, name="cairn-steps", daemon=True)
-        self._thread.start()
+    """Commands in memory, in order; `InlineConsumer` takes them."""
 
-    def attach(self, rt: Runtime) -> None:
-        self.rt = rt
+    def __init__(self) -> None:
+        self._queue: queue.Queue[OutboxCommand | None] = queue.Queue()
+        self._stopped = threading.Event()
 
     def publish(self, command: OutboxCommand) -> None:
         self._queue.put(command)
@@ -43,67 +41,108 @@ class InlineStepQueue:
         return self._queue.unfinished_tasks == 0 and later.idle()
 
     def close(self) -> None:
+        """Stop its consumer once what is queued before is done (waits at most 5 s)."""
         self._queue.put(None)
-        self._thread.join(timeout=5)
+        self._stopped.wait(timeout=5)
 
-    def _work(self) -> None:
-        while True:
-            command = self._queue.get()
-            try:
-                if command is None:
-                    return
-                self._run(command)
-            except Exception:
-                assert command is not None
-                self._failed(command)
-            finally:
-                self._queue.task_done()
+    # The consumer's side.
+    def take(self) -> OutboxCommand | None:
+        """The next command, waiting for one; None once the queue is closed."""
+        command = self._queue.get()
+        if command is None:
+            self._queue.task_done()
+            self._stopped.set()
+        return command
 
-    def _failed(self, command: OutboxCommand) -> None:
-        """Like SQS: deliver again a little later, and dead-letter after the last attempt."""
-        attempts = self._attempts[command.dedup_key] = self._attempts.get(command.dedup_key, 0) + 1
-        logger.exception("step %s failed (attempt %d)", command.dedup_key, attempts)
-        if attempts < self.max_attempts:
-            timer = threading.Timer(self.retry_seconds, self.publish, args=(command,))
-            timer.daemon = True
-            timer.start()
-            return
-        if self.rt is not None:
-            worker.dead_letter(self.rt, json.dumps(command.payload), attempts)
-
-    def _run(self, command: OutboxCommand) -> None:
-        assert self.rt is not None, "the runtime attaches its queues (build_runtime)"
-        worker.run_step(self.rt, command.payload, command)
+    def done(self) -> None:
+        """The command last taken is finished (or handed back for a retry)."""
+        self._queue.task_done()
 
 
 class InlineWorkflows:
-    """The workflows without Step Functions: approvals wait without a timeout, and the
-    sleeptime fan-out starts its runs from a thread without waiting for them."""
+    """The workflows without Step Functions: approvals wait without a timeout, and a
+    sleeptime fan-out is queued for a consumer that starts its runs without waiting for them."""
 
     def __init__(self) -> None:
-        self.rt: Runtime | None = None
-
-    def attach(self, rt: Runtime) -> None:
-        self.rt = rt
+        self.fan_outs = InlineStepQueue()
 
     def start(self, command: OutboxCommand) -> None:
-        if command.kind == "sleeptime" and self.rt is not None:
-            threading.Thread(target=self._fan_out, args=(command.payload,), daemon=True).start()
-
-    def _fan_out(self, payload: dict[str, Any]) -> None:
-        from cairn.run import tasks
-
-        assert self.rt is not None
-        try:
-            plan = tasks.sleeptime_task(self.rt, {**payload, "action": "plan"})
-            for item in plan["items"]:
-                tasks.start_background(self.rt, item, None)
-            tasks.sleeptime_task(self.rt, {**payload, "action": "finish"})
-        except Exception:
-            logger.exception("sleeptime fan-out failed")
+        if command.kind == "sleeptime":
+            self.fan_outs.publish(command)
 
     def succeed(self, token: str, output: dict[str, Any]) -> bool:
         return False
 
     def fail(self, token: str, error: str, cause: str) -> bool:
         return False
+
+
+class InlineConsumer:
+    """A thread that runs each command of one inline queue on the runtime it is given.
+
+    Like SQS: a command that raises is delivered again a little later, and dead-lettered
+    after the last attempt (`dead`, when the queue has a dead-letter meaning)."""
+
+    def __init__(
+        self,
+        rt: Runtime,
+        source: InlineStepQueue,
+        run: Callable[[Runtime, OutboxCommand], object],
+        *,
+        dead: Callable[[Runtime, OutboxCommand, int], object] | None = None,
+        max_attempts: int = 3,
+        retry_seconds: float = 1.0,
+    ) -> None:
+        self.rt, self.source, self.run, self.dead = rt, source, run, dead
+        self.max_attempts, self.retry_seconds = max_attempts, retry_seconds
+        self._attempts: dict[str, int] = {}
+        self._thread = threading.Thread(target=self._work, name="cairn-inline", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        while (command := self.source.take()) is not None:
+            try:
+                self.run(self.rt, command)
+            except Exception:
+                self._failed(command)
+            finally:
+                self.source.done()
+
+    def _failed(self, command: OutboxCommand) -> None:
+        key = command.dedup_key
+        attempts = self._attempts[key] = self._attempts.get(key, 0) + 1
+        logger.exception("inline command %s failed (attempt %d)", key, attempts)
+        if attempts < self.max_attempts:
+            timer = threading.Timer(self.retry_seconds, self.source.publish, args=(command,))
+            timer.daemon = True
+            timer.start()
+        elif self.dead is not None:
+            self.dead(self.rt, command, attempts)
+
+
+def serve(rt: Runtime) -> None:
+    """Start a consumer for each inline part of the runtime (none for SQS or Step Functions)."""
+    queues = {id(q): q for q in (rt.queue.steps, rt.queue.embeddings, rt.queue.files)}
+    for source in queues.values():
+        if isinstance(source, InlineStepQueue):
+            InlineConsumer(rt, source, _run_step, dead=_dead_letter)
+    if isinstance(rt.workflows, InlineWorkflows):
+        # A failed fan-out is logged, not retried (as Step Functions' would fail its execution).
+        InlineConsumer(rt, rt.workflows.fan_outs, _fan_out, max_attempts=1)
+
+
+def _run_step(rt: Runtime, command: OutboxCommand) -> None:
+    worker.run_step(rt, command.payload, command)
+
+
+def _dead_letter(rt: Runtime, command: OutboxCommand, attempts: int) -> None:
+    worker.dead_letter(rt, json.dumps(command.payload), attempts)
+
+
+def _fan_out(rt: Runtime, command: OutboxCommand) -> None:
+    from cairn.run import tasks
+
+    plan = tasks.sleeptime_task(rt, {**command.payload, "action": "plan"})
+    for item in plan["items"]:
+        tasks.start_background(rt, item, None)
+    tasks.sleeptime_task(rt, {**command.payload, "action": "finish"})

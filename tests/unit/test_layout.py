@@ -259,8 +259,9 @@ def test_the_core_names_no_edge() -> None:
         named_by = {m for m in _importers_of(edge) if m.split("/")[0] not in ASSEMBLERS}
         assert named_by <= EDGE_ROUTES, f"{edge} named by the core: {named_by - EDGE_ROUTES}"
     # Not by a word in the code either (a queue kind, a hook): the run and the jobs carry an
-    # edge's data without reading it. (The domain's step and reply commands still name the
-    # chat: the queued messages' wire shape; the note of issue 49 says so.)
+    # edge's data without reading it: a channel's run keeps its chat in its metadata
+    # (`channel`), which its steps' messages carry unread. (The domain's list of outbox kinds
+    # still names each edge's kind, as the outbox table's CHECK constraint does.)
     for package in ("run", "jobs"):
         for path in (LIBRARY / package).rglob("*.py"):
             code = path.read_text().lower()

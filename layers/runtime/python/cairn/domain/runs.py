@@ -200,7 +200,8 @@ def embed_command(
     )
 
 
-def _run_command(run: Run, kind: OutboxKind, key: str, payload: dict[str, Any]) -> OutboxCommand:
+def run_command(run: Run, kind: OutboxKind, key: str, payload: dict[str, Any]) -> OutboxCommand:
+    """A command of this run, keyed "run:key" (written twice, it is one command)."""
     return OutboxCommand(
         organization_id=run.organization_id,
         agent_id=run.agent_id,
@@ -212,39 +213,23 @@ def _run_command(run: Run, kind: OutboxKind, key: str, payload: dict[str, Any]) 
 
 
 def step_command(run: Run, step_index: int) -> OutboxCommand:
-    """One step of a run, for the step queue; "run:index" keys it. A Telegram
-    conversation's step names its chat (the worker shows the bot typing while it runs)."""
+    """One step of a run, for the step queue; "run:index" keys it. A run that came in by a
+    channel names it in its metadata (`channel`, e.g. a chat): its steps carry it for what the
+    channel does around a step (`Extensions.around_step`); the worker reads none of it."""
     payload: dict[str, Any] = {
         "organization_id": run.organization_id,
         "run_id": run.id,
         "step_index": step_index,
     }
-    if isinstance(chat := run.metadata.get("telegram"), dict):
-        payload["telegram"] = {"bot_id": chat["bot_id"], "chat_id": chat["chat_id"]}
-    return _run_command(run, "step", str(step_index), payload)
-
-
-def telegram_reply_command(run: Run) -> OutboxCommand | None:
-    """A Telegram conversation's reply, sent to its chat once its run has ended (None for
-    any other run, and for a cancelled one: nobody is waiting for it)."""
-    chat = run.metadata.get("telegram")
-    if not isinstance(chat, dict) or run.status == "cancelled":
-        return None
-    payload = {
-        "kind": "telegram_reply",
-        "organization_id": run.organization_id,
-        "run_id": run.id,
-        "bot_id": chat["bot_id"],
-        "chat_id": chat["chat_id"],
-        "reply_to": chat.get("message_id"),
-    }
-    return _run_command(run, "telegram_reply", "telegram_reply", payload)
+    if isinstance(channel := run.metadata.get("channel"), dict):
+        payload["channel"] = channel
+    return run_command(run, "step", str(step_index), payload)
 
 
 def approval_wait_command(run: Run) -> OutboxCommand:
     """Start the approval workflow of a run that stopped at `requires_approval`."""
     payload = {"organization_id": run.organization_id, "agent_id": run.agent_id, "run_id": run.id}
-    return _run_command(run, "approval_wait", "approval", payload)
+    return run_command(run, "approval_wait", "approval", payload)
 
 
 def group_turn_command(run: Run) -> OutboxCommand | None:
@@ -262,7 +247,7 @@ def group_turn_command(run: Run) -> OutboxCommand | None:
         "turn": chain["turn"] + 1,
         "turns": chain["turns"],
     }
-    return _run_command(run, "group_turn", "group_turn", payload)
+    return run_command(run, "group_turn", "group_turn", payload)
 
 
 def agent_message_command(
@@ -281,7 +266,7 @@ def agent_message_command(
         "run_id": stable_id("run", run.id, key),
         "text": text,
     }
-    return _run_command(run, "agent_message", f"agent_message:{key}", payload)
+    return run_command(run, "agent_message", f"agent_message:{key}", payload)
 
 
 # How many of one organization's files are processed at once (CAIRN_ORG_FILES_AT_ONCE).
@@ -322,4 +307,4 @@ def task_result(run: Run, token: str) -> dict[str, Any]:
 def task_result_command(run: Run) -> OutboxCommand:
     """Send a workflow item's token back: its background run has ended."""
     assert run.task_token is not None
-    return _run_command(run, "task_result", "task_result", task_result(run, run.task_token))
+    return run_command(run, "task_result", "task_result", task_result(run, run.task_token))

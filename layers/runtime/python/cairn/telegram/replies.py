@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 from cairn.domain.base import Value
-from cairn.domain.runs import OutboxCommand, Run, telegram_reply_command
+from cairn.domain.runs import OutboxCommand, Run, run_command
 from cairn.domain.telegram import parts
 from cairn.run.agent_messages import said
 from cairn.run.runtime import QueueKind, Runtime
@@ -38,13 +38,40 @@ def api_for(rt: Runtime, org_id: str, bot_id: str) -> BotApi | None:
     return None if bot is None else BotApi(rt.settings.telegram_api_url, bot.token)
 
 
+def channel(bot_id: str, chat_id: object, message_id: object) -> dict[str, Any]:
+    """What a conversation's run keeps in its metadata (`channel`): the chat to answer."""
+    return {"name": "telegram", "bot_id": bot_id, "chat_id": chat_id, "message_id": message_id}
+
+
+def chat_of(channel: object) -> dict[str, Any] | None:
+    """The chat a run's (or its step's) channel names, if it is a Telegram chat."""
+    if not isinstance(channel, dict) or channel.get("name") != "telegram":
+        return None
+    return channel if isinstance(channel.get("bot_id"), str) else None
+
+
+def reply_command(run: Run) -> OutboxCommand | None:
+    """A conversation's reply, sent to its chat once its run has ended (None for any other
+    run, and for a cancelled one: nobody is waiting for it)."""
+    chat = chat_of(run.metadata.get("channel"))
+    if chat is None or run.status == "cancelled":
+        return None
+    payload = {
+        "kind": "telegram_reply",
+        "organization_id": run.organization_id,
+        "run_id": run.id,
+        "bot_id": chat["bot_id"],
+        "chat_id": chat["chat_id"],
+        "reply_to": chat.get("message_id"),
+    }
+    return run_command(run, "telegram_reply", "telegram_reply", payload)
+
+
 @contextmanager
 def typing(rt: Runtime, org_id: str, step: dict[str, Any]) -> Iterator[None]:
     """While the step runs, its chat shows the bot typing (nothing for a step of no chat:
-    a Telegram conversation's step message names its chat, `domain.runs.step_command`)."""
-    chat = step.get("telegram")
-    if not (isinstance(chat, dict) and isinstance(chat.get("bot_id"), str)):
-        chat = None
+    a conversation's step message carries its run's channel, `domain.runs.step_command`)."""
+    chat = chat_of(step.get("channel"))
     api = api_for(rt, org_id, chat["bot_id"]) if chat else None
     if api is None or chat is None:
         yield
@@ -157,5 +184,5 @@ def prune_updates(rt: Runtime, _: dict[str, str]) -> int:
 # indicator around a conversation's steps, its reply when a run ends, its sweeper phase.
 KINDS = {"telegram_reply": QueueKind(TelegramReply, _reply, _reply_dead)}
 AROUND_STEP = (typing,)
-RUN_END = (telegram_reply_command,)
+RUN_END = (reply_command,)
 SWEEP = (("telegram_updates", prune_updates),)

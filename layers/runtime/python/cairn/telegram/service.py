@@ -43,6 +43,7 @@ from cairn.services.requests import (
 )
 from cairn.store import identities as identity_rows
 from cairn.store import telegram as store
+from cairn.telegram import replies
 from cairn.telegram.bot_api import BotApi, TelegramError
 
 logger = logging.getLogger(__name__)
@@ -157,11 +158,7 @@ def _start(
 ) -> str:
     meta = {
         "run_type": "telegram",
-        "telegram": {
-            "bot_id": bot.id,
-            "chat_id": chat.get("id"),
-            "message_id": message.get("message_id"),
-        },
+        "channel": replies.channel(bot.id, chat.get("id"), message.get("message_id")),
     }
     # One chat's burst is one turn when its agent coalesces; a shared agent's chats never
     # join each other's turns (the reply goes to the chat that started it).

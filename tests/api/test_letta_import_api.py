@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 from letta_client import Letta
 
+from cairn.assembly.operator import import_letta
 from cairn.domain import User
-from cairn.letta_import.importer import import_letta
 from cairn.store import tenancy
 from tests.api.conftest import Stack
 from tests.integration.test_letta_import import IDS, ORG, letta_url

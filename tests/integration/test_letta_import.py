@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from cairn.assembly.operator import import_letta
 from cairn.faults import SimulatedCrash
-from cairn.letta_import.importer import import_letta
 from cairn.store import agents, archives, blocks, groups, messages, runs, tools
 from cairn.store.db import Database
 

@@ -8,8 +8,8 @@ import json
 
 import psycopg
 
+from cairn.assembly.operator import import_letta
 from cairn.domain.agents import AgentFilter
-from cairn.letta_import.importer import import_letta
 from cairn.store import agents, identities
 from cairn.store.db import Database
 from tests.integration.test_letta_import import IDS, ORG, fingerprint, letta_url

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
-from cairn.letta_import.importer import import_letta
+from cairn.assembly.operator import import_letta
 from cairn.run.provider_vault import EnvelopeVault, ProviderVault
 from cairn.store import providers
 from cairn.store.db import Database

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from cairn.letta_import.importer import import_letta
+from cairn.assembly.operator import import_letta
 from cairn.sealing import Sealer
 from cairn.store import agent_secrets
 from cairn.store.db import Database

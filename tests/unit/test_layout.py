@@ -239,10 +239,6 @@ EDGE_ROUTES = {
     "api/routes/mcp_by_name.py",
     "api/letta/mcp.py",  # an MCP server's and its tools' wire shapes
 }
-# Platform calls the core still makes directly, each a debt with its reason (issue 49 note):
-# Letta's import builds its own runtime parts outside the API; a Bedrock provider's check
-# lists its inference profiles.
-ADAPTER_DEBTS = {"letta_import/importer.py", "services/providers.py"}
 
 
 def _importers_of(package: str) -> set[str]:
@@ -270,7 +266,7 @@ def test_the_core_names_no_edge() -> None:
 
 def test_adapters_are_reached_only_through_assembly() -> None:
     named_by = {m for m in _importers_of("adapters") if m.split("/")[0] not in ASSEMBLERS}
-    assert named_by <= ADAPTER_DEBTS, named_by - ADAPTER_DEBTS
+    assert named_by == set()
     # And the adapter folders hold adapters only: one folder per platform, plus the choice.
     top = {p.name for p in (LIBRARY / "adapters").iterdir() if p.name != "__pycache__"}
     assert top == {"__init__.py", "aws", "local", "chosen.py"}

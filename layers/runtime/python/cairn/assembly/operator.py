@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cairn.adapters.aws import bedrock
+from cairn.adapters.aws.secrets import sealing_key
+from cairn.adapters.chosen import documents_for, vault_for
+from cairn.config import Settings
 from cairn.errors import InvalidArgumentError
+from cairn.letta_import import importer
+from cairn.letta_import.report import Progress, Report
+from cairn.run.provider_vault import ProviderVault
+from cairn.sealing import Sealer
 from cairn.services.tenants import (
     create_key,
     create_tenant,
@@ -26,8 +34,6 @@ def operate(
     says when a long one (import_letta) must leave off, to be run again."""
     action, org = event.get("action"), str(event.get("organization_id") or "")
     if action == "import_letta":
-        from cairn.letta_import.importer import import_letta
-
         return import_letta(
             db,
             str(event.get("source") or ""),
@@ -63,3 +69,28 @@ ACTIONS = (
     "rotate_key",
     "import_letta",
 )
+
+
+def import_letta(
+    db: Database,
+    source_url: str,
+    progress: Progress | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+    settings: Settings | None = None,
+    vault: ProviderVault | None = None,
+    letta_key: str | None = None,
+    sealer: Sealer | None = None,
+) -> Report:
+    """Letta's import (`letta_import/importer.py`) with the parts the settings choose, as the
+    API's: providers' keys in its vault, agents' secrets sealed with its key, files' originals
+    in its store. `letta_key` is the Letta server's LETTA_ENCRYPTION_KEY, if it had one."""
+    settings = settings or Settings.from_env()
+    bedrock.install()  # passages embedded again may go to Bedrock
+    parts = importer.ImportParts(
+        vault or vault_for(settings),
+        letta_key or None,
+        sealer or Sealer(sealing_key(settings)),
+        documents_for(settings),
+    )
+    return importer.import_letta(db, source_url, parts, progress, stop=stop, settings=settings)

@@ -19,9 +19,6 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from cairn.adapters.aws import bedrock
-from cairn.adapters.aws.secrets import sealing_key
-from cairn.adapters.chosen import documents_for, vault_for
 from cairn.config import Settings
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block, BlockHistoryEntry
@@ -42,6 +39,7 @@ from cairn.letta_import.memory import (
 from cairn.letta_import.report import Progress, Report
 from cairn.llm import endpoints
 from cairn.run.provider_vault import ProviderVault
+from cairn.run.runtime import DocumentStore
 from cairn.sealing import Sealer
 from cairn.services.providers import named as provider_named
 from cairn.store import (
@@ -68,21 +66,16 @@ class _Paused(Exception):
 def import_letta(
     db: Database,
     source_url: str,
+    parts: ImportParts,
     progress: Progress | None = None,
     *,
     stop: Callable[[], bool] | None = None,
     settings: Settings | None = None,
-    vault: ProviderVault | None = None,
-    letta_key: str | None = None,
-    sealer: Sealer | None = None,
 ) -> Report:
     """Import everything; with `stop`, end early (`finished` false) between two units of
     work once it says so: a run in a Lambda invocation leaves before its deadline and the
-    next invocation goes on (nothing is done twice). `letta_key` is the Letta server's
-    LETTA_ENCRYPTION_KEY, for the providers' keys and agents' secrets it stored encrypted;
-    `vault` keeps the keys here and `sealer` seals the secrets (by default the settings',
-    as the API's)."""
-    bedrock.install()  # passages embedded again may go to Bedrock
+    next invocation goes on (nothing is done twice). `parts` are the process's, given by
+    its assembly (`assembly/operator.import_letta`)."""
     report = Report()
     shown = progress or (lambda phase, done, total: None)
 
@@ -95,21 +88,21 @@ def import_letta(
             raise _Paused
 
     settings = settings or Settings.from_env()
-    keys = _Keys(
-        vault or vault_for(settings), letta_key or None, sealer or Sealer(sealing_key(settings))
-    )
     try:
-        _import(db, source_url, report, tick, settings, keys)
+        _import(db, source_url, report, tick, settings, parts)
     except _Paused:
         report.finished = False
     return report
 
 
-@dataclass
-class _Keys:
+@dataclass(frozen=True)
+class ImportParts:
+    """What an import writes through besides the database."""
+
     vault: ProviderVault  # where imported providers' keys go
-    letta_key: str | None  # what opens the ones Letta encrypted
-    sealer: Sealer  # what agents' secrets are sealed with here
+    letta_key: str | None  # the Letta server's LETTA_ENCRYPTION_KEY: opens what it encrypted
+    sealer: Sealer  # what agents' secrets are sealed with here (the API's)
+    documents: DocumentStore  # where files' originals go
 
 
 def _import(
@@ -118,7 +111,7 @@ def _import(
     report: Report,
     tick: Progress,
     settings: Settings,
-    keys: _Keys,
+    keys: ImportParts,
 ) -> None:
     with letta_source.connect(source_url) as source:
         if (found := letta_source.revision(source)) is None:
@@ -149,7 +142,7 @@ class _Org:
         report: Report,
         tick: Progress,
         settings: Settings,
-        keys: _Keys,
+        keys: ImportParts,
     ) -> None:
         self.db, self.source, self.org, self.report, self.tick = db, source, org, report, tick
         self.settings, self.keys = settings, keys
@@ -167,7 +160,7 @@ class _Org:
         memory.windows(agent_rows)
         memory.archives()
         FilesImport(
-            self.db, self.source, self.org, self.report, self.tick, documents_for(self.settings)
+            self.db, self.source, self.org, self.report, self.tick, self.keys.documents
         ).run()
         self.groups()
 

@@ -228,14 +228,26 @@ def _bedrock(endpoint: str | None, timeout: float, retries: int, own: BedrockOwn
     )
 
 
-# Bedrock's runtime client is made by an AWS adapter (boto3 lives there only);
-# the runtime installs its factory (adapters/aws/bedrock.py).
+# Bedrock's clients are made by an AWS adapter (boto3 lives there only); the process's
+# assembly installs them once at start (adapters/aws/bedrock.py): the runtime client's
+# factory, and the lister of a key's inference profiles.
 _bedrock_factory: Callable[[str | None, float, int, BedrockOwnKey], Any] | None = None
+_bedrock_profiles: Callable[[str | None, BedrockOwnKey], list[str]] | None = None
 
 
-def use_bedrock(factory: Callable[[str | None, float, int, BedrockOwnKey], Any]) -> None:
-    global _bedrock_factory
-    _bedrock_factory = factory
+def use_bedrock(
+    factory: Callable[[str | None, float, int, BedrockOwnKey], Any],
+    profiles: Callable[[str | None, BedrockOwnKey], list[str]],
+) -> None:
+    global _bedrock_factory, _bedrock_profiles
+    _bedrock_factory, _bedrock_profiles = factory, profiles
+
+
+def bedrock_profiles(endpoint: str | None, own: BedrockOwnKey) -> list[str]:
+    """The inference profiles a Bedrock key may use, by ARN (as Letta lists its models)."""
+    if _bedrock_profiles is None:
+        raise LLMError("bad_request", "Bedrock is not set up in this process")
+    return _bedrock_profiles(endpoint, own)
 
 
 def bedrock_runtime(

@@ -41,7 +41,7 @@ def progress(phase: str, done: int, total: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    from cairn.letta_import.importer import import_letta
+    from cairn.assembly.operator import import_letta
     from cairn.local.postgres import local_database
 
     try:

@@ -12,7 +12,7 @@ from cairn.domain.configs import EmbeddingConfig, LLMConfig
 from cairn.domain.ids import is_id
 from cairn.domain.providers import CALLABLE, RESERVED, Provider, hint
 from cairn.errors import ConflictError, InvalidArgumentError, found
-from cairn.llm import catalog, endpoints
+from cairn.llm import catalog, clients, endpoints
 from cairn.llm.clients import with_key
 from cairn.run.provider_vault import ProviderVault
 from cairn.run.runtime import Runtime
@@ -200,12 +200,10 @@ def _models_with(
         return []
     settings = with_key(rt.settings, provider_type, secret, base_url, region)
     if provider_type == "bedrock":  # its inference profiles, by ARN, as Letta lists them
-        from cairn.adapters.aws import bedrock
-
         own = settings.bedrock_own_key
         kept_as = ("bedrock", base_url or "", catalog.digest(own))
         return catalog.kept_list(
-            kept_as, lambda: bedrock.inference_profiles(base_url, own), strict=strict
+            kept_as, lambda: clients.bedrock_profiles(base_url, own), strict=strict
         )
     return catalog.remote_models(provider_type, settings, strict=strict)
 

@@ -59,4 +59,4 @@ def _client(service: str, endpoint: str | None, own: BedrockOwnKey, config: Any)
 
 
 def install() -> None:
-    clients.use_bedrock(runtime_client)
+    clients.use_bedrock(runtime_client, inference_profiles)

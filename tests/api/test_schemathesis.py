@@ -18,12 +18,21 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from tests.api.conftest import Stack
-from tests.fakes.llm_server import Reply
+from tests.fakes.llm_server import Recorded, Reply, call
 
 EXAMPLES = int(os.environ.get("CAIRN_SCHEMATHESIS_EXAMPLES", "12"))
 
 
+def writes_the_tool(request: Recorded) -> Reply:
+    name = request.last_text().split("named ", 1)[1].split(" ", 1)[0]
+    source = f'def {name}() -> str:\n    """Say hello."""\n    return "hello"\n'
+    sample = {"raw_source_code": source, "sample_args_json": "{}", "pip_requirements_json": "{}"}
+    return Reply(tool_calls=[call("generate_tool", **sample)])
+
+
 def test_no_generated_request_gets_a_server_error(stack: Stack) -> None:
+    # A model asked to write a tool (tools/generate-tool) writes one, named as it was asked.
+    stack.fake.when(lambda r: r.tool_names == ["generate_tool"], writes_the_tool)
     stack.fake.when(lambda _: True, Reply(text="ok"))
     schema = schemathesis.openapi.from_url(f"{stack.url}/openapi.json")
     headers = {"Authorization": f"Bearer {stack.key}"}

@@ -142,15 +142,18 @@ class Engine:
     def embedder_for(self, config: EmbeddingConfig | None) -> Embedder:
         return self._embedder_for(config or providers.default_config(self.settings))
 
+    def model(self) -> StepModel:
+        """The model clients, with the server's keys or an organization's own."""
+        return StepModel(self.db, self.settings, self._llm_for, self._provider_keys)
+
     def step_parts(self, messenger: Messenger | None = None) -> StepParts:
         """What a step's work is done with, as the engine has them now (tests swap parts);
         `messenger` runs the turns of agents its tools message (None: such tools answer an
         error), handed in by whoever drives the step, which is what runs turns."""
         from cairn.run.step_work import StepParts
 
-        model = StepModel(self.db, self.settings, self._llm_for, self._provider_keys)
         return StepParts(
-            model,
+            self.model(),
             self.db,
             self.settings,
             self.sandbox,

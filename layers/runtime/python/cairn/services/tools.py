@@ -92,7 +92,7 @@ def retrieve(rt: Runtime, org: str, tool_id: str) -> Tool:
         return _fetch(conn, org, tool_id)
 
 
-def _from_source(
+def from_source(
     req: ToolCreate, org: str, existing: Tool | None = None, *, source_given: bool = True
 ) -> Tool:
     """The tool `req` describes. Its schema is `json_schema` as given (named after a function
@@ -144,11 +144,11 @@ def _from_source(
 def upsert(rt: Runtime, org: str, req: ToolCreate) -> Tool:
     """Letta: POST and PUT both upsert by name; the id stays."""
     with rt.db.transaction() as conn:
-        probe = _from_source(req, org)
+        probe = from_source(req, org)
         existing = tools.get_by_name(conn, org, probe.name)
         if existing is not None and existing.tool_type != "custom":
             raise InvalidArgumentError(f"`{probe.name}` is a built-in tool and cannot be replaced")
-        return tools.upsert(conn, _from_source(req, org, existing))
+        return tools.upsert(conn, from_source(req, org, existing))
 
 
 def delete(rt: Runtime, org: str, tool_id: str) -> None:
@@ -229,7 +229,7 @@ def modify(rt: Runtime, org: str, tool_id: str, req: ToolUpdate) -> Tool:
             ),
         )
         given = "source_code" in req.model_fields_set
-        updated = _from_source(merged, org, tool, source_given=given)
+        updated = from_source(merged, org, tool, source_given=given)
         clash = tools.get_by_name(conn, org, updated.name)
         if clash is not None and clash.id != tool.id:
             raise InvalidArgumentError(f"A tool named `{updated.name}` exists already")
@@ -246,7 +246,7 @@ def _either(value: bool | None, default: bool) -> bool:
 def run_source(rt: Runtime, org: str, req: ToolRunFromSource) -> tuple[str, SandboxResult]:
     """Try a tool's source without storing it: the same sandbox as a step's calls. Returns
     the tool's name (from its source) and what the run gave."""
-    tool = _from_source(ToolCreate(source_code=req.source_code, json_schema=req.json_schema), org)
+    tool = from_source(ToolCreate(source_code=req.source_code, json_schema=req.json_schema), org)
     if req.name is not None and req.name != tool.name:
         raise InvalidArgumentError(f"name: the source defines `{tool.name}`, not `{req.name}`")
     if takes_agent_state(tool.source_code or "", tool.name):

@@ -13,11 +13,12 @@ from cairn.api.params import After, AgentId, Before, Limit, OptionalLimit, Order
 from cairn.domain.providers import ProviderType
 from cairn.domain.tools import ToolFilter
 from cairn.llm.catalog import embedding_models
-from cairn.services import providers, tools
+from cairn.services import providers, tool_generation, tools
 from cairn.services.pages import EVERYTHING, Page
 from cairn.services.requests import (
     ApprovalToggle,
     CodeInput,
+    GenerateToolInput,
     ToolCreate,
     ToolRun,
     ToolRunFromSource,
@@ -141,6 +142,19 @@ def modify_tool(tool_id: ToolId, req: Annotated[ToolUpdate, Body()]) -> Response
 @router.post("/tools/generate-schema")
 def generate_schema(req: Annotated[CodeInput, Body()]) -> Response[Any]:
     return http.json_reply(200, tools.generate_schema(req.code, req.source_type))
+
+
+@router.post("/tools/generate-tool")
+def generate_tool(req: Annotated[GenerateToolInput, Body()]) -> Response[Any]:
+    made = tool_generation.generate(http.rt(), http.org_id(), req)
+    return http.json_reply(
+        200,
+        {
+            "tool": letta.tool_json(made.tool),
+            "sample_args": made.sample_args,
+            "response": made.response,
+        },
+    )
 
 
 @router.post("/tools/run")

@@ -64,6 +64,7 @@ from cairn.services.requests.telegram import TelegramBotCreate
 from cairn.services.requests.tools import (
     ApprovalToggle,
     CodeInput,
+    GenerateToolInput,
     ToolCreate,
     ToolRun,
     ToolRunFromSource,
@@ -89,6 +90,7 @@ __all__ = [
     "CreatePassage",
     "FolderCreate",
     "FolderUpdate",
+    "GenerateToolInput",
     "GroupCreate",
     "GroupUpdate",
     "IdentityCreate",

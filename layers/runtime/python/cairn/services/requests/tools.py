@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -76,3 +76,13 @@ class ToolSearch(RequestBody):
 class CodeInput(RequestBody):
     code: str = Field(max_length=100_000)
     source_type: str | None = None
+
+
+class GenerateToolInput(RequestBody):
+    """Letta's body of POST /v1/tools/generate-tool."""
+
+    tool_name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    prompt: str = Field(min_length=1, max_length=20_000)
+    handle: str | None = Field(default=None, max_length=300)
+    starter_code: str | None = Field(default=None, max_length=100_000)
+    validation_errors: list[Annotated[str, Field(max_length=4_000)]] = Field(max_length=50)

@@ -175,3 +175,17 @@ def test_include_usage_ends_the_stream_with_a_usage_chunk(stack: Stack) -> None:
         )
     )
     assert all(c.usage is None for c in without)
+
+
+def test_the_deprecated_voice_door_answers_410_as_letta_s_does(stack: Stack) -> None:
+    path = f"{stack.url}/v1/voice-beta/agent-00000000-0000-4000-8000-000000000000/chat/completions"
+    auth = {"Authorization": f"Bearer {stack.key}"}
+    before = len(stack.fake.requests)
+    gone = httpx.post(path, json={"model": "x", "messages": [], "vapi": {"extra": 1}}, headers=auth)
+    assert gone.status_code == 410
+    assert gone.json() == {
+        "detail": "The /voice-beta endpoint has been deprecated and is no longer available."
+    }
+    assert httpx.post(path, json=[1], headers=auth).status_code == 422  # an object, as Letta's
+    assert httpx.post(path, json={}).status_code == 401  # a key, as every route
+    assert len(stack.fake.requests) == before

@@ -41,6 +41,7 @@ SCOPE = (
     "/v1/chat",
     "/v1/jobs",
     "/v1/embeddings",
+    "/v1/voice-beta",
 )
 METHODS = ("get", "post", "put", "patch", "delete")
 # Cairn's own addition, documented in docs/memory.md ("History capture").

@@ -43,3 +43,13 @@ def create_chat_completion(req: Annotated[ChatCompletionRequest, Body()]) -> Res
     ]
     usage = letta.usage_json(sent.run)
     return http.json_reply(200, chat_completions.completion(agent, sent.run.id, texts, usage))
+
+
+@router.post("/voice-beta/<agent_id>/chat/completions")
+def create_voice_chat_completions(
+    agent_id: str, req: Annotated[dict[str, Any], Body()]
+) -> Response[Any]:
+    """Letta 0.16.1's deprecated voice door: it answers 410 to every request, and so does
+    Cairn (a voice client uses the agent's messages or the chat completions above)."""
+    detail = "The /voice-beta endpoint has been deprecated and is no longer available."
+    return http.json_reply(410, {"detail": detail})

@@ -269,6 +269,7 @@ def test_a_tool_with_no_arguments_or_only_optional_ones_runs_in_a_step(
         t["function"]["name"]: t["function"]["parameters"]
         for t in stack.fake.requests[-1].body["tools"]
     }
-    assert sent["ping"]["required"] == [] and sent["greet"]["required"] == []
+    # Strict, as Letta's OpenAI client sends every tool: each property required.
+    assert sent["ping"]["required"] == [] and sent["greet"]["required"] == ["name"]
     assert sent["ping"]["type"] == "object"
     assert fake.calls == [("ping", {}), ("greet", {"name": "world"})]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
+from cairn.llm.strict_tools import strict
 from cairn.llm.transcript import Turn, turns
 from cairn.llm.types import (
     Delta,
@@ -137,19 +138,44 @@ class Assembled:
         return self.head | {"choices": [choice], "usage": self.usage}
 
 
+# Letta cuts every tool call id it sends OpenAI to 29 characters (TOOL_CALL_ID_MAX_LEN).
+TOOL_CALL_ID_CHARS = 29
+
+
 def _messages(request: LLMRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    in_kwargs = request.config.put_inner_thoughts_in_kwargs
     for turn in turns(request.messages):
         if turn.role == "tool":
-            out.append({"role": "tool", "tool_call_id": turn.tool_call_id, "content": turn.text})
+            call_id = (turn.tool_call_id or "")[:TOOL_CALL_ID_CHARS]
+            out.append({"role": "tool", "tool_call_id": call_id, "content": turn.text})
         elif turn.role == "assistant":
-            message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
-            if turn.tool_calls:
-                message["tool_calls"] = [c.model_dump() for c in turn.tool_calls]
+            thoughts = turn.text or None
+            calls = [c.model_dump() for c in turn.tool_calls]
+            for call in calls:
+                call["id"] = call["id"][:TOOL_CALL_ID_CHARS]
+                if in_kwargs:  # the thoughts go back where the model wrote them
+                    call["function"]["arguments"] = _with_thoughts(call, thoughts)
+            content = None if in_kwargs and calls else thoughts
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = calls
             out.append(message)
         else:
             out.append({"role": turn.role, "content": _user_content(turn)})
     return out
+
+
+def _with_thoughts(call: dict[str, Any], thoughts: str | None) -> str:
+    """A call's arguments with the inner thoughts first, as Letta writes them back for an
+    agent that thinks in its calls (add_inner_thoughts_to_tool_call: indented JSON)."""
+    try:
+        args = json.loads(call["function"]["arguments"] or "{}")
+    except ValueError:
+        return str(call["function"]["arguments"])
+    if not isinstance(args, dict):
+        return str(call["function"]["arguments"])
+    return json.dumps({"thinking": thoughts, **args}, indent=2, ensure_ascii=False)
 
 
 def request_body(request: LLMRequest) -> dict[str, Any]:
@@ -171,7 +197,11 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
     if request.user:
         body["user"] = request.user
     if request.tools:
-        body["tools"] = [{"type": "function", "function": t} for t in request.tools]
+        # Strict, as Letta sends every tool, but to the one server it knows refuses it.
+        strict_ok = "nebius.com" not in (config.model_endpoint or "")
+        body["tools"] = [
+            {"type": "function", "function": strict(t) if strict_ok else t} for t in request.tools
+        ]
         choice = request.tool_choice
         body["tool_choice"] = (
             choice

@@ -450,13 +450,15 @@ def test_model_settings_are_the_models_and_change_what_is_sent(stack: Stack) -> 
     assert sent["temperature"] == 0.2 and sent["max_completion_tokens"] == 500
     assert "reasoning_effort" not in sent and "max_tokens" not in sent
 
+    # A letta_v1_agent on a model that thinks does by default (Letta's create applies
+    # apply_reasoning_setting_to_config: reasoning on, a 1,024-token budget).
     claude = client.agents.create(model="anthropic/claude-sonnet-4-5")
     assert claude.api_model_settings.model_dump() == {  # type: ignore[union-attr]
         "max_output_tokens": 16384,
         "parallel_tool_calls": False,
         "provider_type": "anthropic",
         "temperature": 0.7,
-        "thinking": {"type": "disabled", "budget_tokens": 1024},
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
         "response_format": None,
         "verbosity": None,
         "effort": None,
@@ -491,9 +493,18 @@ def test_the_model_is_asked_with_what_the_agent_shows(stack: Stack) -> None:
     client.agents.messages.create(agent.id, input="hi")
     sent = stack.fake.requests[-1].body
     assert sent["frequency_penalty"] == 0.5 and sent["max_completion_tokens"] == 300
+    # Claude thinks by default, as Letta creates it, so is asked at 1.0 (Anthropic's only
+    # temperature with thinking); created with reasoning off it is asked at the one it shows.
     claude = client.agents.create(model="anthropic/claude-sonnet-4-5")
     stack.fake.reply("hi from claude")
     client.agents.messages.create(claude.id, input="hi")
+    sent = stack.fake.requests[-1].body
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert sent["temperature"] == 1.0 and sent["max_tokens"] == 16384
+    plain = client.agents.create(model="anthropic/claude-sonnet-4-5", reasoning=False)
+    assert not plain.llm_config.enable_reasoner
+    stack.fake.reply("hi from claude")
+    client.agents.messages.create(plain.id, input="hi")
     sent = stack.fake.requests[-1].body
     assert sent["temperature"] == 0.7 and sent["max_tokens"] == 16384 and "thinking" not in sent
 

@@ -78,7 +78,7 @@ def test_tool_calls_reasoning_usage_and_the_converse_request(fake: FakeLLM) -> N
 
 def test_a_forced_tool_and_plain_text(fake: FakeLLM) -> None:
     fake.reply("plain answer")
-    req = request(fake)
+    req = request(fake, enable_reasoner=False)  # as an agent made through the API has it
     answer = client_for(req.config, settings(fake)).complete(req)
     assert answer.text == "plain answer" and answer.finish_reason == "stop"
     assert fake.requests[0].body["toolConfig"]["toolChoice"] == {"any": {}}

@@ -101,7 +101,10 @@ def test_openai_tool_calls_and_request_shape(fake: FakeLLM) -> None:
     body = fake.requests[0].body
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool"]
     assert body["tool_choice"] == "required" and body["parallel_tool_calls"] is False
-    assert body["tools"][0] == {"type": "function", "function": TOOL}
+    # Strict, as Letta 0.16.1's OpenAI client sends every tool (convert_to_structured_output).
+    strict = {**TOOL, "strict": True}
+    strict["parameters"] = {**TOOL["parameters"], "additionalProperties": False}
+    assert body["tools"][0] == {"type": "function", "function": strict}
     # returns are cut per request, the stored one stays whole
     assert len(body["messages"][3]["content"]) < 5100
     assert {k.lower(): v for k, v in fake.requests[0].headers.items()}[
@@ -175,12 +178,17 @@ def test_anthropic_prompt_caching_marks_the_stable_prefixes_and_counts_what_it_s
 def test_anthropic_extended_thinking_allows_only_auto_tool_choice(fake: FakeLLM) -> None:
     fake.reply("ok")
     req = request(
-        "anthropic", model="claude-fake-1", enable_reasoner=True, max_reasoning_tokens=2000
+        "anthropic", model="claude-sonnet-4-5", enable_reasoner=True, max_reasoning_tokens=2000
     )
     client_for(req.config, settings(fake)).complete(req)
     body = fake.requests[0].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2000}
     assert body["tool_choice"]["type"] == "auto" and body["max_tokens"] > 2000
+    # A model Letta does not ask to think is asked without, whatever the config says.
+    fake.reply("ok")
+    req = request("anthropic", model="claude-fake-1", enable_reasoner=True)
+    client_for(req.config, settings(fake)).complete(req)
+    assert "thinking" not in fake.requests[1].body
 
 
 @pytest.mark.parametrize("endpoint", ["openai", "anthropic"])

@@ -29,7 +29,8 @@ class LLMConfig(_Config):
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     put_inner_thoughts_in_kwargs: bool = False
-    enable_reasoner: bool = False
+    # Letta's default: a model that can think does (Anthropic's, Gemini's thinking models).
+    enable_reasoner: bool = True
     reasoning_effort: ReasoningEffort | None = None
     max_reasoning_tokens: int = Field(default=0, ge=0)
     parallel_tool_calls: bool = False

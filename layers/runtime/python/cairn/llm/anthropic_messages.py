@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from cairn.domain.configs import LLMConfig
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
+from cairn.llm.reasoning import ANTHROPIC_THINKING
 from cairn.llm.transcript import call_arguments, merged, turns
 from cairn.llm.types import (
     Delta,
@@ -24,6 +26,16 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
+
+
+def thinks(config: LLMConfig) -> bool:
+    """Asked to think, as Letta 0.16.1 asks: `enable_reasoner` on a model that can (its
+    AnthropicClient.is_reasoning_model); any other model is asked without thinking. A
+    Bedrock id is read by its model part (Letta reads it whole, so never asks Bedrock)."""
+    model = config.model.rsplit("anthropic.", 1)[-1]
+    return config.enable_reasoner and model.startswith(ANTHROPIC_THINKING)
+
+
 _USAGE_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -196,8 +208,17 @@ def _messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
         elif turn.text:
             pairs.append(("user", [{"type": "text", "text": turn.text}]))
     opener = {"type": "text", "text": "(session start)"}
-    out = [{"role": role, "content": blocks} for role, blocks in merged(pairs, opener)]
+    out = [
+        {"role": role, "content": _plain(role, blocks)} for role, blocks in merged(pairs, opener)
+    ]
     return "\n\n".join(system), out
+
+
+def _plain(role: str, blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A user's message of one text is sent as its text, as Letta's client sends it."""
+    only = blocks[0] if role == "user" and len(blocks) == 1 else {}
+    plain = only.keys() == {"type", "text"} and only["type"] == "text"
+    return str(only["text"]) if plain else blocks
 
 
 # Prompt caching: a step sends the whole context again, and Anthropic caches a prompt's
@@ -211,6 +232,8 @@ CACHE = {"type": "ephemeral"}
 def request_body(request: LLMRequest) -> dict[str, Any]:
     config = request.config
     system, messages = _messages(request)
+    if messages and isinstance(messages[-1]["content"], str):  # a block, to take the mark
+        messages[-1]["content"] = [{"type": "text", "text": messages[-1]["content"]}]
     if messages and messages[-1]["content"]:
         last = messages[-1]["content"][-1]
         if last.get("type") in ("text", "tool_result"):  # not thinking: it takes no mark
@@ -221,7 +244,7 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
         "messages": messages,
         "max_tokens": config.max_tokens or DEFAULT_MAX_TOKENS,
     }
-    thinking = config.enable_reasoner
+    thinking = thinks(config)
     if thinking:
         budget = max(config.max_reasoning_tokens, MIN_THINKING_BUDGET)
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}

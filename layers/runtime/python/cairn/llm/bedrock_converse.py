@@ -12,6 +12,7 @@ from typing import Any
 
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
+from cairn.llm.anthropic_messages import thinks
 from cairn.llm.transcript import call_arguments, merged, turns
 from cairn.llm.types import (
     Delta,
@@ -258,7 +259,7 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
         "system": system,
         "inferenceConfig": {"maxTokens": config.max_tokens or DEFAULT_MAX_TOKENS},
     }
-    if config.enable_reasoner:
+    if thinks(config):
         budget = max(config.max_reasoning_tokens, MIN_THINKING_BUDGET)
         body["additionalModelRequestFields"] = {
             "thinking": {"type": "enabled", "budget_tokens": budget}
@@ -278,7 +279,7 @@ def request_body(request: LLMRequest) -> dict[str, Any]:
             for t in request.tools
         ]
         body["toolConfig"] = {"tools": [{"toolSpec": spec} for spec in specs]}
-        choice = _tool_choice(request.tool_choice, thinking=config.enable_reasoner)
+        choice = _tool_choice(request.tool_choice, thinking=thinks(config))
         if choice is not None:
             body["toolConfig"]["toolChoice"] = choice
     return body

@@ -21,6 +21,7 @@ from typing import Any
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import translate_errors
+from cairn.llm.reasoning import GEMINI_THINKING
 from cairn.llm.transcript import call_arguments, merged, turns
 from cairn.llm.types import (
     Delta,
@@ -45,6 +46,10 @@ _FINISH: dict[str, FinishReason] = {
     "SPII": "content_filter",
 }
 _STATUS: dict[int, ErrorKind] = {401: "auth", 403: "auth", 429: "rate_limit", 408: "timeout"}
+
+
+# The models Letta 0.16.1 gives a thinking config (its Google client's is_reasoning_model).
+THINKING_MODELS = (*GEMINI_THINKING, "gemini-3")
 
 
 class Gemini:
@@ -165,7 +170,10 @@ def request_body(request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, A
     if config.max_tokens:
         body["max_output_tokens"] = config.max_tokens
     body["temperature"] = config.shown_temperature  # what the agent shows, as Letta sends
-    if config.enable_reasoner or config.max_reasoning_tokens:
+    # Thinking for the models Letta gives a thinking config (its Google client's
+    # is_reasoning_model, or a flash model), when the agent asks for it.
+    thinking_model = config.model.startswith(THINKING_MODELS) or "flash" in config.model
+    if thinking_model and (config.enable_reasoner or config.max_reasoning_tokens):
         budget = config.max_reasoning_tokens or -1  # -1: the model decides
         body["thinking_config"] = {"include_thoughts": True, "thinking_budget": budget}
     if request.tools:

@@ -87,7 +87,10 @@ def _describe(
     from cairn.llm.catalog import resolve_model
 
     assert settings.vision_model is not None
-    config = resolve_model(settings.vision_model, settings)
+    # A description needs no thinking (a thinking model would spend its budget on each one).
+    config = resolve_model(settings.vision_model, settings).model_copy(
+        update={"enable_reasoner": False}
+    )
     ask = Message(
         organization_id="org-00000000-0000-4000-8000-000000000000",
         agent_id="agent-00000000-0000-4000-8000-000000000000",

@@ -20,6 +20,7 @@ from cairn.domain.runs import Run
 from cairn.domain.tools import Tool
 from cairn.embeddings.providers import default_config
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
+from cairn.llm import reasoning
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
 from cairn.run import prompt
@@ -122,10 +123,19 @@ def create(rt: Runtime, org: str, req: CreateAgent) -> AgentView:
         llm = providers.resolve_handle(
             rt, org, req.model, context_window=req.context_window_limit, max_tokens=req.max_tokens
         )
+        # A handle's config takes the request's (deprecated) reasoning fields, as Letta's.
+        asked = {
+            "enable_reasoner": req.enable_reasoner,
+            "max_reasoning_tokens": req.max_reasoning_tokens,
+        }
+        llm = llm.model_copy(update={k: v for k, v in asked.items() if v is not None})
     else:
         raise InvalidArgumentError("Must specify either model or llm_config in request")
     if req.model_settings is not None:
         llm = _with_settings(llm, req)
+    # Letta's reasoning policy for the model and agent type (llm/reasoning.py).
+    wanted = req.reasoning if req.reasoning is not None else reasoning.default_reasoning(llm)
+    llm = reasoning.apply(llm, wanted, req.agent_type)
     # Pinned at creation: vectors of one agent must keep one size even if the server's
     # default changes later (a key added, the local model installed).
     embedding = req.embedding_config or (
@@ -266,6 +276,9 @@ def modify(rt: Runtime, org: str, agent_id: str, req: UpdateAgent) -> AgentView:
                 changes["llm_config"] = agent.llm_config.model_copy(update=limits)
         if req.model_settings is not None:
             changes["llm_config"] = _with_settings(changes.get("llm_config", agent.llm_config), req)
+        if req.reasoning is not None:  # Letta applies its policy again only when asked
+            llm = changes.get("llm_config", agent.llm_config)
+            changes["llm_config"] = reasoning.apply(llm, req.reasoning, agent.agent_type)
         try:
             updated = Agent.model_validate(agent.model_dump() | changes)
         except ValueError as err:

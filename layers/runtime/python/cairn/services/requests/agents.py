@@ -99,6 +99,10 @@ class CreateAgent(RequestBody):
     llm_config: LLMConfig | None = None
     context_window_limit: int | None = Field(default=None, ge=MIN_CONTEXT_WINDOW)
     max_tokens: int | None = Field(default=None, ge=1)
+    # Letta's deprecated reasoning fields, still honoured as its server does.
+    max_reasoning_tokens: int | None = Field(default=None, ge=0)
+    enable_reasoner: bool | None = True
+    reasoning: bool | None = None
     model_settings: ModelSettings | None = None
     embedding: str | None = None
     embedding_config: EmbeddingConfig | None = None
@@ -136,6 +140,7 @@ class UpdateAgent(RequestBody):
     llm_config: LLMConfig | None = None
     context_window_limit: int | None = Field(default=None, ge=MIN_CONTEXT_WINDOW)
     max_tokens: int | None = Field(default=None, ge=1)
+    reasoning: bool | None = None
     model_settings: ModelSettings | None = None
     embedding_config: EmbeddingConfig | None = None
     compaction_settings: CompactionSettings | None = None

@@ -113,7 +113,8 @@ def refreshed_system(
         agent,
         blocks,
         now=now,
-        recall_count=state.recall_count,
+        # Letta's count: the messages stored beyond those in the context window.
+        recall_count=state.recall_count - len(state.context),
         archival_count=state.archival_count,
         archival_tags=state.archival_tags,
         solver=solver,

@@ -61,7 +61,7 @@ def blocks(conn: psycopg.Connection[Row], org: str) -> list[Row]:
 
 
 def agents(conn: psycopg.Connection[Row], org: str) -> list[Row]:
-    """Each agent with its tags, blocks (in attachment order) and tools."""
+    """Each agent with its tags, blocks (in the order its prompt shows them) and tools."""
     return conn.execute(
         """SELECT a.id, a.name, a.description, a.agent_type, a.system, a.message_ids,
                   a.llm_config, a.embedding_config, a.tool_rules, a.metadata_ AS metadata,
@@ -70,11 +70,23 @@ def agents(conn: psycopg.Connection[Row], org: str) -> list[Row]:
                   coalesce(a.hidden, false) AS hidden, a.compaction_settings, a.created_at,
                   coalesce((SELECT array_agg(t.tag ORDER BY t.tag) FROM agents_tags t
                             WHERE t.agent_id = a.id), '{}') AS tags,
-                  coalesce((SELECT array_agg(b.block_id ORDER BY b.ctid)
-                            FROM blocks_agents b WHERE b.agent_id = a.id), '{}') AS block_ids,
+                  coalesce((SELECT array_agg(b.block_id ORDER BY
+                                      nullif(strpos(shown.blocks, '<' || bl.label || '>'), 0)
+                                      NULLS LAST, b.ctid)
+                            FROM blocks_agents b JOIN block bl ON bl.id = b.block_id
+                            WHERE b.agent_id = a.id), '{}') AS block_ids,
                   coalesce((SELECT array_agg(t.tool_id ORDER BY t.tool_id)
                             FROM tools_agents t WHERE t.agent_id = a.id), '{}') AS tool_ids
-           FROM agents a WHERE a.organization_id = %s AND NOT a.is_deleted
+           FROM agents a
+           -- The memory section of the system message the model saw last: its blocks'
+           -- order is the agent's (Letta keeps no order of its own: its prompt shows the
+           -- blocks as the database returned them then).
+           LEFT JOIN LATERAL (
+               SELECT substr(t.txt, strpos(t.txt, '<memory_blocks>')) AS blocks
+               FROM (SELECT coalesce(m.content -> 0 ->> 'text', m.text, '') AS txt
+                     FROM messages m WHERE m.id = a.message_ids ->> 0) t
+           ) shown ON true
+           WHERE a.organization_id = %s AND NOT a.is_deleted
            ORDER BY a.created_at, a.id""",
         (org,),
     ).fetchall()

@@ -564,3 +564,28 @@ def test_a_sleeptime_agent_with_sleeptime_and_a_persona_is_created(stack: Stack)
     (helper_id,) = group.agent_ids
     personas = [b for b in client.agents.blocks.list(helper_id) if b.label == "memory_persona"]
     assert [p.value for p in personas] == ["I keep notes."]
+
+
+def test_reasoning_follows_letta_s_policy_at_create_and_update(stack: Stack) -> None:
+    """Letta 0.16.1's apply_reasoning_setting_to_config, at create and on an update with
+    `reasoning` (cairn/llm/reasoning.py): what each agent type and model ends up with."""
+    client = stack.client()
+    gpt = {"model": "gpt-4o-mini", "model_endpoint_type": "openai", "context_window": 32000}
+    # A letta_v1_agent on a model that cannot think does not, whatever is asked.
+    plain = client.agents.create(llm_config=gpt, reasoning=True)  # type: ignore[arg-type]
+    assert not plain.llm_config.enable_reasoner
+    assert not plain.llm_config.put_inner_thoughts_in_kwargs
+    # A memgpt_v2_agent on the same model thinks in its calls (Letta's LLMConfig default).
+    v2 = client.agents.create(agent_type="memgpt_v2_agent", llm_config=gpt)  # type: ignore[arg-type]
+    assert v2.llm_config.enable_reasoner and v2.llm_config.put_inner_thoughts_in_kwargs
+    # Claude: off when created so, on again by an update, with Letta's 1,024-token budget.
+    claude = client.agents.create(model="anthropic/claude-sonnet-4-5", reasoning=False)
+    assert not claude.llm_config.enable_reasoner
+    on = client.agents.update(claude.id, reasoning=True)
+    assert on.llm_config.enable_reasoner and on.llm_config.max_reasoning_tokens == 1024
+    assert not on.llm_config.put_inner_thoughts_in_kwargs
+    # OpenAI's reasoning models always reason (GPT-5 at minimal effort unless told).
+    five = {**gpt, "model": "gpt-5-mini"}
+    reasoner = client.agents.create(llm_config=five, reasoning=False)  # type: ignore[arg-type]
+    assert reasoner.llm_config.enable_reasoner
+    assert reasoner.llm_config.reasoning_effort == "minimal"

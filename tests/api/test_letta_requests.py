@@ -86,7 +86,10 @@ def test_imported_agents_ask_the_model_as_letta_asked_it(stack: Stack, letta_db:
         )
         sent = stack.fake.requests[before]
         theirs, ours = letta["body"], sent.body
-        assert sent.provider == letta["provider"], case
+        assert sent.provider == letta["provider"] and sent.path == letta["path"], case
+        if "anthropic" in case:  # thinking between calls (Letta's source: not recorded)
+            headers = {k.lower(): v for k, v in sent.headers.items()}
+            assert headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
 
         # Parameters: all of Letta's, but `user` names the caller (Letta: its user; Cairn:
         # the organization, the tenant a provider's abuse report should name).

@@ -133,6 +133,11 @@ def test_anthropic_tool_call_arguments_stream_and_add_up_to_the_stored_call(
     kinds = [e["message_type"] for e in got]
     assert kinds.index("tool_return_message") > kinds.index("tool_call_message")
     assert "Found it." in "".join(e.get("content") or "" for e in got)
+    # The beta Messages API, tool arguments in fine pieces, as Letta's client streams it.
+    streamed = stack.fake.requests[-1]
+    assert streamed.path == "/v1/messages?beta=true"
+    headers = {k.lower(): v for k, v in streamed.headers.items()}
+    assert "fine-grained-tool-streaming-2025-05-14" in headers["anthropic-beta"].split(",")
 
 
 def test_a_model_stream_cut_midway_fails_the_run_and_stores_nothing_of_it(stack: Stack) -> None:

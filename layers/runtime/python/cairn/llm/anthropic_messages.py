@@ -64,7 +64,7 @@ class AnthropicMessages:
                 "/v1/messages",
                 body=request_body(request),
                 cast_to=object,
-                options=deadline.request_options(),
+                options=_options(request.config, streamed=False),
             )
         return parse(json_object(answer))
 
@@ -81,7 +81,7 @@ class AnthropicMessages:
                 cast_to=object,
                 stream=True,
                 stream_cls=anthropic.Stream[object],
-                options=deadline.request_options(),
+                options=_options(request.config, streamed=True),
             )
             with events:
                 for event in events:
@@ -91,6 +91,25 @@ class AnthropicMessages:
         if assembled.message is None or not assembled.stopped:
             raise LLMError("connection", "The model's stream ended before its message did")
         return parse(assembled.message)
+
+
+def betas(config: LLMConfig, *, streamed: bool) -> list[str]:
+    """The beta features Letta 0.16.1's Anthropic client asks for (it always calls the beta
+    Messages API): tool arguments streamed in fine pieces, thinking between tool calls when
+    the agent may think, and Opus 4.5's context management of thinking blocks."""
+    asked = ["fine-grained-tool-streaming-2025-05-14"] if streamed else []
+    if config.enable_reasoner:
+        asked.append("interleaved-thinking-2025-05-14")
+        if config.model.startswith("claude-opus-4-5"):
+            asked.append("context-management-2025-06-27")
+    return asked
+
+
+def _options(config: LLMConfig, *, streamed: bool) -> dict[str, Any]:
+    options: dict[str, Any] = {**deadline.request_options(), "params": {"beta": "true"}}
+    if asked := betas(config, streamed=streamed):
+        options["headers"] = {"anthropic-beta": ",".join(asked)}
+    return options
 
 
 class Assembled:

@@ -12,12 +12,17 @@ from tests.api.conftest import Stack
 from tests.integration.test_letta_import import IDS, ORG, letta_url
 
 
-def test_an_imported_agent_goes_on_talking_through_the_api(stack: Stack, letta_url: str) -> None:
+def imported_client(stack: Stack, letta_url: str) -> Letta:
+    """The Letta database imported, and a client of a user made in its organization."""
     import_letta(stack.runtime.db, letta_url)
     with stack.runtime.db.transaction() as conn:
         user = tenancy.create_user(conn, User(organization_id=ORG, name="migrated"))
         _, key = tenancy.create_api_key(conn, ORG, user.id, name="after import")
-    client = Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
+    return Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
+
+
+def test_an_imported_agent_goes_on_talking_through_the_api(stack: Stack, letta_url: str) -> None:
+    client = imported_client(stack, letta_url)
     agent = client.agents.retrieve(IDS["A"], include=["agent.blocks"])
     assert {b.label for b in agent.memory.blocks} >= {"human", "persona", "preferences"}
 

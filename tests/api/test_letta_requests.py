@@ -14,12 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from letta_client import Letta
 
-from cairn.assembly.operator import import_letta
-from cairn.domain import User
-from cairn.store import tenancy
 from tests.api.conftest import Stack
+from tests.api.test_letta_import_api import imported_client
 from tests.fakes.llm_server import call
 from tests.integration import test_letta_import
 from tests.integration.test_letta_import import ORG
@@ -63,11 +60,7 @@ def built(system: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_imported_agents_ask_the_model_as_letta_asked_it(stack: Stack, letta_db: str) -> None:
-    import_letta(stack.runtime.db, letta_db)
-    with stack.runtime.db.transaction() as conn:
-        user = tenancy.create_user(conn, User(organization_id=ORG, name="migrated"))
-        _, key = tenancy.create_api_key(conn, ORG, user.id, name="after import")
-    client = Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
+    client = imported_client(stack, letta_db)
     for case in ORDER:
         letta = recorded(case)
         agent = client.agents.retrieve(letta["agent_id"])

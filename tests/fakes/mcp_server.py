@@ -1,6 +1,7 @@
 """A real MCP server for the tests, made with the official `mcp` SDK and served over
 streamable HTTP or SSE (uvicorn) on a free local port: it counts its calls, can demand a bearer
-token, and can gain or lose tools between listings."""
+token, sign its users in with OAuth (`oauth=True`: the SDK's own authorization server, see
+tests/fakes/oauth_server.py), and can gain or lose tools between listings."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class McpFake:
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     headers_seen: list[dict[str, str]] = field(default_factory=list)
     server: Any = None
+    auth: Any = None  # the FakeAuthServer when signing in with OAuth
 
     def add_tool(self, fn: Any) -> None:
         self.server.tool()(fn)
@@ -30,18 +32,26 @@ class McpFake:
 
 
 @contextmanager
-def mcp_server(token: str | None = None, transport: str = "streamable_http") -> Iterator[McpFake]:
+def mcp_server(
+    token: str | None = None, transport: str = "streamable_http", *, oauth: bool = False
+) -> Iterator[McpFake]:
     import uvicorn
     from mcp.server.mcpserver.server import MCPServer
 
     for noisy in ("mcp", "httpx", "httpx2", "uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    server = MCPServer("cairn-test")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     path = "/sse" if transport == "sse" else "/mcp"
-    fake = McpFake(f"http://127.0.0.1:{port}{path}", token, server=server)
+    auth = _oauth(f"http://127.0.0.1:{port}", path) if oauth else {}
+    server = MCPServer("cairn-test", **auth)
+    fake = McpFake(
+        f"http://127.0.0.1:{port}{path}",
+        token,
+        server=server,
+        auth=auth.get("auth_server_provider"),
+    )
 
     @server.tool()
     def add(a: int, b: int) -> int:
@@ -81,3 +91,22 @@ def mcp_server(token: str | None = None, transport: str = "streamable_http") -> 
     finally:
         runner.should_exit = True
         thread.join(timeout=10)
+
+
+def _oauth(base: str, path: str) -> dict[str, Any]:
+    """The SDK's authorization server in front of the MCP server, with dynamic registration."""
+    import warnings
+
+    from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+
+    from tests.fakes.oauth_server import FakeAuthServer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        settings = AuthSettings(
+            issuer_url=base,  # type: ignore[arg-type]
+            resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
+            client_registration_options=ClientRegistrationOptions(enabled=True),
+            validate_token_resource=False,
+        )
+    return {"auth_server_provider": FakeAuthServer(), "auth": settings}

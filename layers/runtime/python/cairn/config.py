@@ -88,6 +88,9 @@ class Settings(BaseModel):
     public_url: str | None = None
     # How long a call to an organization's MCP server (listing its tools, a tool call) may take.
     mcp_timeout_seconds: float = Field(default=30.0, gt=0, le=900)
+    # How long a connect stream waits for its user to finish an MCP server's OAuth sign-in
+    # (Letta's 5 minutes), within what is left of the request.
+    mcp_oauth_wait_seconds: float = Field(default=300.0, gt=0, le=900)
     # Images for models without vision: those models (names or handles, comma-separated)
     # get each image described by the vision model (a handle) instead, at most this many
     # new descriptions a step.
@@ -223,6 +226,7 @@ class Settings(BaseModel):
             "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
             "mcp_timeout_seconds": "CAIRN_MCP_TIMEOUT_SECONDS",
+            "mcp_oauth_wait_seconds": "CAIRN_MCP_OAUTH_WAIT_SECONDS",
             "agent_reply_seconds": "CAIRN_AGENT_REPLY_SECONDS",
             "text_only_models": "CAIRN_TEXT_ONLY_MODELS",
             "vision_model": "CAIRN_VISION_MODEL",

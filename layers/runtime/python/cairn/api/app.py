@@ -52,7 +52,9 @@ from cairn.services import tenants
 
 logger = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/v1/health/", "/v1/health", "/openapi.json"})
-KEYLESS = re.compile(r"^/console(/[\w.-]*)?$|^/v1/telegram/webhook/[\w-]+$")
+KEYLESS = re.compile(
+    r"^/console(/[\w.-]*)?$|^/v1/telegram/webhook/[\w-]+$|^/v1/tools/mcp/oauth/callback/[\w-]+$"
+)
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Routes that take a form (an uploaded file) instead of JSON.
 FORM_PATHS = frozenset({"/v1/agents/import"})
@@ -149,7 +151,8 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         path = app.current_event.path
         # The console's own files (static: the page asks for a key and sends it with its
-        # calls). Telegram's webhook carries the bot's secret token (the route checks).
+        # calls). Telegram's webhook carries the bot's secret token (the route checks); an MCP
+        # server's OAuth callback, its sign-in's unguessable id (mcp_servers/oauth.py).
         # Whole-path shapes, so no other route is reached by a path that starts like these.
         if path in PUBLIC_PATHS or KEYLESS.match(path):
             http.bind(app.current_event, None)

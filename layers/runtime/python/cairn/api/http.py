@@ -112,6 +112,18 @@ def header(name: str) -> str | None:
     return next((v for k, v in (current().headers or {}).items() if k.lower() == wanted), None)
 
 
+def base_url() -> str:
+    """Where clients reach this API: CAIRN_PUBLIC_URL when the operator set it, else the
+    host the request came to (API Gateway's or the function URL's domain, set by AWS; the
+    local stack's address)."""
+    if configured := rt().settings.public_url:
+        return configured.rstrip("/")
+    host = header("host") or current().request_context.domain_name
+    local = host.split(":")[0] in ("127.0.0.1", "localhost", "[::1]")
+    scheme = header("x-forwarded-proto") or ("http" if local else "https")
+    return f"{scheme}://{host}"
+
+
 def sdk_1x() -> bool:
     """The 1.x SDKs announce themselves; Letta then leaves relationships out unless asked."""
     headers = current().headers or {}

@@ -22,6 +22,7 @@ from cairn.adapters.chosen import documents_for, vault_for
 from cairn.config import Settings
 from cairn.jobs import queue_kinds
 from cairn.llm import deadline
+from cairn.mcp_servers import connect as mcp_connect
 from cairn.mcp_servers.calls import run_mcp_tool
 from cairn.run.provider_vault import ProviderKeys
 from cairn.run.runtime import Extensions, Outlets, Runtime, Scheduler, StepQueue, Workflows
@@ -37,7 +38,7 @@ from cairn.tools.subprocess_sandbox import SubprocessSandbox
 EXTENSIONS = Extensions(
     kinds={**queue_kinds.KINDS, **telegram.KINDS},
     around_step=telegram.AROUND_STEP,
-    sweep=(("embedded", queue_kinds.backfill_phase), *telegram.SWEEP),
+    sweep=(("embedded", queue_kinds.backfill_phase), *telegram.SWEEP, *mcp_connect.SWEEP),
 )
 
 _lock = threading.Lock()

@@ -29,6 +29,7 @@ PREFIXES = (
     "sandbox",
     "sandbox-env",
     "mcp_server",
+    "mcp-oauth",
     "source",  # folders keep the id prefix of their older name
     "file",
     "schedule",

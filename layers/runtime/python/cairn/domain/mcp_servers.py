@@ -5,7 +5,7 @@ the server (`STDIO_NEVER_STARTED` says so to whoever tries to use one)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -56,3 +56,35 @@ class McpServer(DomainModel):
         if self.auth_token:
             found[self.auth_header or "Authorization"] = self.auth_token
         return found
+
+
+OAuthStatus = Literal["pending", "authorized", "error"]
+
+
+class McpOAuthSession(DomainModel):
+    """One OAuth sign-in to an MCP server (Letta's MCPOAuth), by the organization: pending
+    until its callback brings the authorization code, then authorized with the tokens."""
+
+    id: str = Field(default_factory=lambda: new_id("mcp-oauth"))
+    organization_id: str
+    server_url: str
+    server_name: str
+    status: OAuthStatus = "pending"
+    authorization_url: str | None = None
+    redirect_uri: str | None = None
+    client_id: str | None = None
+    state: str | None = None
+    token_type: str | None = None
+    scope: str | None = None
+    expires_at: datetime | None = None
+    # The authorization server's metadata as discovered (its token endpoint, for refreshes).
+    oauth_metadata: dict[str, Any] | None = None
+    # Opened; sealed at rest (store/mcp_oauth.py), never shown.
+    # The client the authorization server registered (its secret included), as the SDK
+    # reads it back (OAuthClientInformationFull).
+    client_info: dict[str, Any] | None = Field(default=None, repr=False)
+    authorization_code: str | None = Field(default=None, repr=False)
+    access_token: str | None = Field(default=None, repr=False)
+    refresh_token: str | None = Field(default=None, repr=False)
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)

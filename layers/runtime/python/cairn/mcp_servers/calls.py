@@ -9,16 +9,18 @@ from cairn import outbound
 from cairn.config import Settings
 from cairn.domain.mcp_servers import STDIO_NEVER_STARTED, McpServer
 from cairn.domain.tools import Tool
+from cairn.mcp_servers import oauth
 from cairn.mcp_servers.client import McpError, McpTarget, call_tool
 from cairn.sealing import Sealer
 from cairn.store import mcp_servers
 from cairn.store.db import Database
 
 
-def target_of(server: McpServer) -> McpTarget:
-    """Where a streamable HTTP or SSE server is reached (never called for a stdio one)."""
+def target_of(server: McpServer, signed_in: Any = None) -> McpTarget:
+    """Where a streamable HTTP or SSE server is reached (never called for a stdio one), with
+    the organization's OAuth sign-in to it if any (`oauth.stored`)."""
     assert server.server_url is not None and server.server_type != "stdio", server.server_type
-    return McpTarget(server.server_url, server.server_type, server.headers())
+    return McpTarget(server.server_url, server.server_type, server.headers(), signed_in)
 
 
 def server_of(tool: Tool) -> str | None:
@@ -43,7 +45,8 @@ def run_mcp_tool(
         }
     opened = outbound.networks(settings.outbound_networks)
     try:
-        done = call_tool(target_of(server), tool.name, args, opened, settings.mcp_timeout_seconds)
+        target = target_of(server, oauth.stored(db, sealer, server))
+        done = call_tool(target, tool.name, args, opened, settings.mcp_timeout_seconds)
     except McpError as err:
         return {"success": False, "result": str(err)}
     return {"success": not done.is_error, "result": done.text}

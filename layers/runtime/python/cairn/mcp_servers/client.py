@@ -1,7 +1,9 @@
 """A step's (or the API's) calls to an organization's MCP server, through the official
 `mcp` SDK: list its tools, call one. Streamable HTTP and SSE; every connection goes through
 the outbound-address policy (`cairn.outbound`), since the URL is a tenant's. Each use opens
-a session and closes it (no connection outlives a call in a Lambda environment)."""
+a session and closes it (no connection outlives a call in a Lambda environment). A server
+that signs its users in with OAuth is reached with `McpTarget.auth`, the SDK's OAuth client
+(mcp_servers/oauth.py); one that answers 401 without it raises `McpSignInRequired`."""
 
 from __future__ import annotations
 
@@ -20,11 +22,16 @@ class McpError(RuntimeError):
     """The server could not be reached, or answered with an error; the message says which."""
 
 
+class McpSignInRequired(McpError):
+    """The server answered 401 Unauthorized: it wants a token (an OAuth sign-in)."""
+
+
 @dataclass(frozen=True)
 class McpTarget:
     url: str
     transport: Transport
     headers: dict[str, str] = field(default_factory=dict, repr=False)  # may hold a token
+    auth: Any = field(default=None, repr=False)  # an httpx2.Auth: the SDK's OAuth client
 
 
 @dataclass(frozen=True)
@@ -81,12 +88,14 @@ def _with_session(
         raise McpError(str(err)) from None
     import anyio
 
+    statuses: list[int] = []  # every answer's status: the SDK's errors do not say 401
+
     async def main() -> Any:
         from mcp.client.session import ClientSession
 
         with anyio.fail_after(timeout):
             async with (
-                _streams(target, opened, timeout) as (read, write, *_),
+                _streams(target, _Guarded(opened, statuses), timeout) as (read, write, *_),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
@@ -101,13 +110,29 @@ def _with_session(
     except McpError:
         raise
     except BaseException as err:  # the SDK's task groups wrap what failed
+        if isinstance(inner := _innermost(err), McpSignInRequired):
+            raise inner from None  # the stored sign-in's own word (mcp_servers/oauth.py)
+        if type(inner).__module__.startswith("mcp.client.auth"):  # the SDK's OAuth errors
+            raise McpError(f"the OAuth sign-in to {target.url} failed: {inner}") from None
+        if 401 in statuses:
+            raise McpSignInRequired(
+                f"the MCP server at {target.url} answered 401 Unauthorized: it needs a token "
+                "or an OAuth sign-in"
+            ) from None
         raise McpError(f"the MCP server at {target.url} failed: {_cause(err)}") from None
 
 
+@dataclass(frozen=True)
+class _Guarded:
+    """How the transport's HTTP clients are made: through the outbound-address policy,
+    noting each answer's status."""
+
+    opened: tuple[outbound.Network, ...]
+    statuses: list[int]
+
+
 @asynccontextmanager
-async def _streams(
-    target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float
-) -> AsyncIterator[Any]:
+async def _streams(target: McpTarget, guarded: _Guarded, timeout: float) -> AsyncIterator[Any]:
     """The transport's streams, over a client whose every connection is guarded."""
     if target.transport == "sse":
         from mcp.client.sse import sse_client
@@ -116,14 +141,16 @@ async def _streams(
             target.url,
             headers=target.headers,
             timeout=timeout,
-            httpx_client_factory=_factory(opened),
+            httpx_client_factory=_factory(guarded),
+            auth=target.auth,
         ) as streams:
             yield streams
         return
     from mcp.client.streamable_http import streamable_http_client
 
+    make = _factory(guarded)
     async with (
-        _factory(opened)(headers=target.headers, timeout=_timeout(timeout)) as client,
+        make(headers=target.headers, timeout=_timeout(timeout), auth=target.auth) as client,
         streamable_http_client(target.url, http_client=client) as streams,
     ):
         yield streams
@@ -135,21 +162,33 @@ def _timeout(seconds: float) -> Any:
     return httpx2.Timeout(seconds)
 
 
-def _factory(opened: tuple[outbound.Network, ...]) -> Any:
+def _factory(guarded: _Guarded) -> Any:
     """The SSE transport makes its own clients: guarded ones."""
+
+    async def noted(response: Any) -> None:
+        guarded.statuses.append(response.status_code)
 
     def make(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
         import httpx2
 
         return httpx2.AsyncClient(
-            headers=headers, timeout=timeout, auth=auth, transport=outbound.async_transport(opened)
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+            transport=outbound.async_transport(guarded.opened),
+            event_hooks={"response": [noted]},
         )
 
     return make
 
 
-def _cause(err: BaseException) -> str:
+def _innermost(err: BaseException) -> BaseException:
     """The first real error inside the SDK's exception groups."""
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
-    return f"{type(err).__name__}: {err}"
+    return err
+
+
+def _cause(err: BaseException) -> str:
+    inner = _innermost(err)
+    return f"{type(inner).__name__}: {inner}"

@@ -19,6 +19,7 @@ from cairn import outbound
 from cairn.domain.mcp_servers import STDIO_NEVER_STARTED, McpServer
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, NotFoundError, found
+from cairn.mcp_servers import oauth
 from cairn.mcp_servers.calls import run_mcp_tool, target_of
 from cairn.mcp_servers.client import McpError, McpTool, list_tools
 from cairn.run.runtime import Runtime
@@ -128,7 +129,8 @@ def _listed(rt: Runtime, server: McpServer) -> list[McpTool]:
         raise InvalidArgumentError(f"MCP server `{server.server_name}` {STDIO_NEVER_STARTED}")
     opened = outbound.networks(rt.settings.outbound_networks)
     try:
-        return list_tools(target_of(server), opened, rt.settings.mcp_timeout_seconds)
+        signed_in = oauth.stored(rt.db, rt.engine.sealer, server)
+        return list_tools(target_of(server, signed_in), opened, rt.settings.mcp_timeout_seconds)
     except McpError as err:
         raise InvalidArgumentError(f"MCP server `{server.server_name}`: {err}") from None
 
@@ -244,7 +246,12 @@ def execute(
 
 def probe(rt: Runtime, org: str, req: McpServerCreate) -> list[McpTool]:
     """A server's tools, without adding it (Letta's test route); unreachable: a 400."""
-    return _listed(rt, _server_of(rt, org, req))
+    return _listed(rt, described(rt, org, req))
+
+
+def described(rt: Runtime, org: str, req: McpServerCreate) -> McpServer:
+    """The server a body describes, not kept (400s as at create)."""
+    return _server_of(rt, org, req)
 
 
 def _server_of(rt: Runtime, org: str, req: McpServerCreate) -> McpServer:

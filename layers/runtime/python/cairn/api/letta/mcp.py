@@ -4,6 +4,8 @@ most), never shown whole."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cairn.domain.mcp_servers import McpServer
@@ -73,3 +75,11 @@ def mcp_tool_json(tool: McpTool) -> dict[str, Any]:
         "_meta": None,
         "health": None,
     }
+
+
+def connect_frames(events: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """A connect stream's events as Letta's `oauth_stream_event` frames (`data: {...}`)."""
+    for event in events:
+        if event["event"] == "success":
+            event = {**event, "tools": [mcp_tool_json(t) for t in event["tools"]]}
+        yield f"data: {json.dumps(event)}\n\n".encode()

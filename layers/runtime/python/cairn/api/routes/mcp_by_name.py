@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.errors import InvalidArgumentError
-from cairn.mcp_servers import service
+from cairn.mcp_servers import connect, service
 from cairn.services.requests import McpServerConfig, McpServerCreate, McpServerUpdate, McpToolRun
 
 router = APIGatewayHttpRouter()
@@ -55,6 +55,15 @@ def test_mcp_server(body: Annotated[dict[str, Any], Body()]) -> Response[Any]:
     return http.json_reply(
         200, {"status": "success", "tools": [letta.mcp_tool_json(t) for t in found]}
     )
+
+
+@router.post(f"{PREFIX}/connect")
+def connect_mcp_server(body: Annotated[dict[str, Any], Body()]) -> Response[Any]:
+    """A server described in the body (not kept) reached, with an OAuth sign-in when it
+    wants one: the stream of GET /v1/mcp-servers/connect/{id}."""
+    server = service.described(http.rt(), http.org_id(), _create_body(body))
+    events = connect.events(http.rt(), server, http.base_url())
+    return http.stream_reply(letta.connect_frames(events))
 
 
 @router.get(f"{PREFIX}/<mcp_server_name>/tools")

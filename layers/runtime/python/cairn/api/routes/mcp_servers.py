@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.mcp_servers import service
+from cairn.mcp_servers import connect, service
+from cairn.mcp_servers.oauth import record_callback
 from cairn.services.requests import McpServerCreate, McpServerUpdate, McpToolRun
 
 router = APIGatewayHttpRouter()
@@ -74,3 +75,34 @@ def mcp_refresh_mcp_server_tools(
     """The server's tools listed again (`agent_id` is accepted, as in Letta's document)."""
     del agent_id
     return http.json_reply(200, service.refresh(http.rt(), http.org_id(), mcp_server_id))
+
+
+@router.get("/mcp-servers/connect/<mcp_server_id>")
+def mcp_connect_mcp_server(mcp_server_id: str) -> Response[Any]:
+    """The server reached, with an OAuth sign-in when it wants one (events as Letta's)."""
+    server = service.retrieve(http.rt(), http.org_id(), mcp_server_id)
+    events = connect.events(http.rt(), server, http.base_url())
+    return http.stream_reply(letta.connect_frames(events))
+
+
+@router.get("/tools/mcp/oauth/callback/<session_id>")
+def mcp_oauth_callback(
+    session_id: str,
+    code: Annotated[str | None, Query()] = None,
+    state: Annotated[str | None, Query()] = None,
+    error: Annotated[str | None, Query()] = None,
+    error_description: Annotated[str | None, Query()] = None,
+) -> Response[Any]:
+    """Where the authorization server sends the user's browser back (no API key: the
+    sign-in's unguessable id is the key, and its code is taken once)."""
+    rt = http.rt()
+    done = record_callback(
+        rt.db,
+        rt.engine.sealer,
+        session_id,
+        code=code,
+        state=state,
+        error=error,
+        error_description=error_description,
+    )
+    return http.json_reply(200, done)

@@ -10,7 +10,7 @@ def window(*ids: str) -> list[tuple[int, str]]:
 
 
 def apply(old: list[tuple[int, str]], changes: Changes) -> list[str]:
-    kept = [e for e in old if e[0] not in changes.removed]
+    kept = [e for e in old if e[0] not in changes.positions_removed]
     return [i for _, i in sorted(kept + changes.added)]
 
 
@@ -24,7 +24,7 @@ def test_a_compaction_deletes_the_evicted_and_slots_the_summary_in_their_place()
     old = window("sys", "u1", "a1", "u2", "a2", "u3")
     new = ["sys", "summary", "a2", "u3"]
     changes = plan(old, new)
-    assert changes.removed == [1, 2, 3] and changes.added == [(1, "summary")]
+    assert changes.positions_removed == [1, 2, 3] and changes.added == [(1, "summary")]
     assert apply(old, changes) == new
 
 

@@ -74,6 +74,9 @@ class Settings(BaseModel):
     embed_max_tries: int = Field(default=10, ge=1)
     # Sent outbox rows are history nobody reads; the sweeper deletes them after this long.
     outbox_retention_days: float = Field(default=7.0, gt=0)
+    # How long agents' history (time travel: docs/history.md) is kept; older versions are
+    # folded into the oldest one kept by the sweeper.
+    history_retention_days: float = Field(default=90.0, gt=0)
     # The sweeper's watchdog re-sends the step of a run that made no progress for this long
     # (a lost queue message, a worker that died mid-step). Longer than any step can run:
     # a Lambda runs at most 900 s, and a failed delivery waits out the queue's visibility.
@@ -245,6 +248,7 @@ class Settings(BaseModel):
             "stream_ping_seconds": "CAIRN_STREAM_PING_SECONDS",
             "run_stall_seconds": "CAIRN_RUN_STALL_SECONDS",
             "outbox_retention_days": "CAIRN_OUTBOX_RETENTION_DAYS",
+            "history_retention_days": "CAIRN_HISTORY_RETENTION_DAYS",
             "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",
             "openai_api_key": "OPENAI_API_KEY",
             "openai_base_url": "OPENAI_BASE_URL",

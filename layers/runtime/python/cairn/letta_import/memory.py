@@ -19,7 +19,6 @@ from cairn.llm import endpoints
 from cairn.store import (
     agents,
     archives,
-    context,
     letta_source,
     messages,
     runs,
@@ -113,7 +112,12 @@ class MemoryImport:
                     window = [i for i in wanted if i in present]
                     changed = agent.message_ids != window
                     if changed:
-                        context.replace(conn, self.org, agent.id, window)
+                        # As a version of its own in the agent's history.
+                        agents.update(
+                            conn,
+                            agent.model_copy(update={"message_ids": window}),
+                            expected_version=agent.version,
+                        )
                     self.report.count("context windows", changed)
             self.tick("context windows", n, len(rows))
 

@@ -85,6 +85,7 @@ def provision_agent(
             conn,
             agent.model_copy(update={"message_ids": [m.id for m in first]}),
             expected_version=agent.version,
+            kind="create",  # the agent's first version in its history, whole
         )
     return agent
 

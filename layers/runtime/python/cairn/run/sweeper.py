@@ -16,6 +16,7 @@ from cairn.run.dispatch import prune, sweep
 from cairn.run.runtime import Runtime
 from cairn.run.schedules import fire_due
 from cairn.run.watchdog import redrive_stalled, resume_files
+from cairn.store import history
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,9 @@ def sweep_once(rt: Runtime) -> dict[str, Any]:
     # Files whose processing stopped (its job lost, or killed mid-way): their jobs again.
     phase("files", lambda: resume_files(rt))
     phase("pruned", lambda: prune(rt.db, retention_days=rt.settings.outbox_retention_days))
+    phase(
+        "history", lambda: history.prune(rt.db, retention_days=rt.settings.history_retention_days)
+    )
     # The edges' and jobs' own (the embeddings' backfill, a channel's records), given at
     # assembly.
     for name, work in rt.extensions.sweep:

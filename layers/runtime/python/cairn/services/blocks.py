@@ -11,7 +11,7 @@ from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
 from cairn.services.pages import EVERYTHING, Page, window
 from cairn.services.requests import BlockUpdate, CreateBlock
-from cairn.store import agents, blocks, groups
+from cairn.store import agents, blocks, groups, history
 from cairn.store.db import Connection
 
 
@@ -70,9 +70,11 @@ def by_label(rt: Runtime, org: str, agent_id: str, label: str) -> Block:
 def edit_by_label(rt: Runtime, org: str, agent_id: str, label: str, req: BlockUpdate) -> Block:
     with rt.db.transaction() as conn:
         block = _by_label(conn, org, agent_id, label)
-        return blocks.update(
+        edited = blocks.update(
             conn, _edited(block, req), expected_version=block.version, actor_type="user"
         )
+        history.bump(conn, org, agent_id, f"block {label} edited")
+        return edited
 
 
 def attach(rt: Runtime, org: str, agent_id: str, block_id: str, *, attach: bool) -> AgentView:
@@ -86,6 +88,7 @@ def attach(rt: Runtime, org: str, agent_id: str, block_id: str, *, attach: bool)
                 blocks.attach_to_sleeptime_agents(conn, org, group.agent_ids, block_id)
         else:
             blocks.detach(conn, org, agent.id, block_id)
+        history.bump(conn, org, agent.id, f"block {'attached' if attach else 'detached'}")
         return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)
 
 

@@ -17,7 +17,7 @@ from cairn.domain.agents import Agent
 from cairn.errors import NotFoundError
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.run.runtime import Runtime
-from cairn.store import agents, blocks
+from cairn.store import agents, blocks, history
 from cairn.store.db import Connection
 from cairn.tools.builtin import memory as memory_tools
 from cairn.tools.registry import BUILTIN_TOOLS, ToolSpec
@@ -68,3 +68,5 @@ def _save(conn: Connection, org: str, agent_id: str, memory: CoreMemory) -> None
         blocks.detach(conn, org, agent_id, block.id)
         if not blocks.agent_ids(conn, org, block.id):
             blocks.delete(conn, org, block.id)
+    if created or updated or deleted:
+        history.bump(conn, org, agent_id, "memory tool run")

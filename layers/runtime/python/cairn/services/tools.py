@@ -16,7 +16,7 @@ from cairn.services import memory_tools
 from cairn.services.agents import AgentView
 from cairn.services.pages import EVERYTHING, Page, window
 from cairn.services.requests import ToolCreate, ToolRunFromSource, ToolSearch, ToolUpdate
-from cairn.store import agents, tenancy, tools
+from cairn.store import agents, history, tenancy, tools
 from cairn.store.blocks import for_agent as blocks_of
 from cairn.store.db import Connection
 from cairn.tools.args_schema import schema_from_args
@@ -178,6 +178,7 @@ def attach(rt: Runtime, org: str, agent_id: str, tool_id: str, *, attach: bool) 
             tools.attach(conn, org, agent.id, tool.id)
         else:
             tools.detach(conn, org, agent.id, tool.id)
+        history.bump(conn, org, agent.id, f"tool {'attached' if attach else 'detached'}")
         return agent_service.view_of(conn, agent, sealer=rt.engine.sealer)
 
 

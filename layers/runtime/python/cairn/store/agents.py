@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from psycopg import sql
 
 from cairn.domain.agents import Agent, AgentFilter
 from cairn.errors import VersionConflictError
-from cairn.store import context
+from cairn.store import context, history
 from cairn.store.db import Connection
 from cairn.store.rows import Order, contained, filtered_page, from_row, to_params
 
@@ -94,7 +96,7 @@ def create(conn: Connection, agent: Agent) -> Agent:
     row = conn.execute(INSERT_AGENT, _params(agent)).fetchone()
     assert row is not None
     if agent.message_ids:
-        context.replace(conn, agent.organization_id, agent.id, agent.message_ids)
+        context.replace(conn, agent.organization_id, agent.id, agent.message_ids, version=1)
     return Agent.model_validate({**row, "message_ids": agent.message_ids})
 
 
@@ -109,15 +111,34 @@ def get(conn: Connection, org_id: str, agent_id: str, *, for_update: bool = Fals
     return from_row(Agent, conn.execute(query, {"org": org_id, "id": agent_id}).fetchone())
 
 
-def update(conn: Connection, agent: Agent, *, expected_version: int) -> Agent:
-    """Write every mutable field of `agent` if the stored version is still `expected_version`."""
+def update(
+    conn: Connection,
+    agent: Agent,
+    *,
+    expected_version: int,
+    kind: str = "update",
+    detail: dict[str, Any] | None = None,
+) -> Agent:
+    """Write every mutable field of `agent` if the stored version is still `expected_version`,
+    kept in its history as a version of that `kind` (store/history.py)."""
     params = {**_params(agent), "expected_version": expected_version}
     row = conn.execute(UPDATE_AGENT, params).fetchone()
     if row is None:
         raise VersionConflictError(
             f"Agent {agent.id} changed since version {expected_version} was read"
         )
-    context.replace(conn, agent.organization_id, agent.id, agent.message_ids)
+    org, version = agent.organization_id, row["version"]
+    context.replace(conn, org, agent.id, agent.message_ids, version=version)
+    history.record(
+        conn,
+        org,
+        agent.id,
+        version,
+        kind,
+        with_config=True,
+        system_id=agent.message_ids[0] if agent.message_ids else None,
+        detail=detail,
+    )
     return Agent.model_validate({**row, "message_ids": agent.message_ids})
 
 

@@ -17,7 +17,7 @@ from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
 from cairn.errors import VersionConflictError
-from cairn.store import archives, blocks, context, files, messages, outbox, steps
+from cairn.store import archives, blocks, context, files, history, messages, outbox, steps
 from cairn.store.db import Connection, Database, pipeline
 from cairn.store.rows import to_params
 
@@ -232,13 +232,34 @@ def _write(  # noqa: C901
     window = context.plan(
         list(zip(cp.context_positions, cp.agent.message_ids, strict=True)), cp.message_ids
     )
+    version = cp.agent.version + 1  # the one CHECKPOINT_AGENT below writes, or nothing is
+    if window:
+        conn.execute(
+            history.INSERT_CHANGES,
+            history.change_params(agent_id, version, window.removed, window.added),
+        )
     if window.removed:
-        conn.execute(context.DELETE_ENTRIES, {"agent_id": agent_id, "positions": window.removed})
+        conn.execute(
+            context.DELETE_ENTRIES, {"agent_id": agent_id, "positions": window.positions_removed}
+        )
     entry_rows = None
     if window.added:
         entry_rows = conn.execute(
             context.INSERT_ENTRIES, context.entry_params(org, agent_id, window.added)
         )
+    conn.execute(
+        history.INSERT_VERSION,
+        history.version_params(
+            org,
+            agent_id,
+            version,
+            "step",
+            step_id=cp.step.id,
+            run_id=run.id,
+            system_id=cp.system_rewrite.id if cp.system_rewrite is not None else None,
+            passage_ids=[p.id for p in cp.passages],
+        ),
+    )
     run_row = conn.execute(FINISH_RUN, {**to_params(run, ("usage", "error")), "now": now})
     agent_row = conn.execute(
         CHECKPOINT_AGENT,

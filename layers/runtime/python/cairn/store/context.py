@@ -15,6 +15,7 @@ import itertools
 from typing import NamedTuple
 
 from cairn.errors import NotFoundError
+from cairn.store import history
 from cairn.store.db import Connection
 
 Entry = tuple[int, str]  # (position, message id)
@@ -41,8 +42,12 @@ MESSAGE_IDS = (
 
 
 class Changes(NamedTuple):
-    removed: list[int]  # positions whose entries go
+    removed: list[Entry]  # entries that go
     added: list[Entry]  # entries to write
+
+    @property
+    def positions_removed(self) -> list[int]:
+        return [p for p, _ in self.removed]
 
     def __bool__(self) -> bool:
         return bool(self.removed or self.added)
@@ -59,7 +64,7 @@ def plan(old: list[Entry], new_ids: list[str]) -> Changes:
     wanted = set(zip(positions, new_ids, strict=True))
     had = set(old)
     return Changes(
-        removed=[p for p, i in old if (p, i) not in wanted],
+        removed=[(p, i) for p, i in old if (p, i) not in wanted],
         added=[(p, i) for p, i in zip(positions, new_ids, strict=True) if (p, i) not in had],
     )
 
@@ -95,11 +100,17 @@ def _positions(old: list[Entry], new_ids: list[str]) -> list[int]:
     return [p for p in out if p is not None]
 
 
-def write(conn: Connection, org_id: str, agent_id: str, changes: Changes) -> None:
-    """Apply the changes (in the caller's transaction); a message id the organization does
-    not hold is a NotFoundError."""
+def write(conn: Connection, org_id: str, agent_id: str, changes: Changes, *, version: int) -> None:
+    """Apply the changes (in the caller's transaction), logged as the agent's `version`'s
+    (store/history.py); a message id the organization does not hold is a NotFoundError."""
+    if not changes:
+        return
+    conn.execute(
+        history.INSERT_CHANGES,
+        history.change_params(agent_id, version, changes.removed, changes.added),
+    )
     if changes.removed:
-        conn.execute(DELETE_ENTRIES, {"agent_id": agent_id, "positions": changes.removed})
+        conn.execute(DELETE_ENTRIES, {"agent_id": agent_id, "positions": changes.positions_removed})
     if changes.added:
         params = entry_params(org_id, agent_id, changes.added)
         written = {r["message_id"] for r in conn.execute(INSERT_ENTRIES, params).fetchall()}
@@ -117,6 +128,9 @@ def entry_params(org_id: str, agent_id: str, entries: list[Entry]) -> dict[str, 
     }
 
 
-def replace(conn: Connection, org_id: str, agent_id: str, new_ids: list[str]) -> None:
-    """Make the agent's context window `new_ids`, writing only the entries that change."""
-    write(conn, org_id, agent_id, plan(read(conn, agent_id), new_ids))
+def replace(
+    conn: Connection, org_id: str, agent_id: str, new_ids: list[str], *, version: int
+) -> None:
+    """Make the agent's context window `new_ids`, writing only the entries that change, as
+    the agent's `version` (the one its row now has)."""
+    write(conn, org_id, agent_id, plan(read(conn, agent_id), new_ids), version=version)

@@ -102,13 +102,14 @@ def search_passages(
     ]
 
 
+# A rewound message (store/history.py) is out of the agent's recall: kept, never found here.
 HYBRID = """
 WITH q AS (SELECT websearch_to_tsquery('english', %(text)s) AS t),
 fts AS (
     SELECT m.id, row_number() OVER (ORDER BY ts_rank(m.fts, q.t) DESC, m.id) AS rank
     FROM messages m, q
     WHERE m.organization_id = %(org)s AND m.agent_id = %(agent)s AND m.search_text <> ''
-      AND m.fts @@ q.t
+      AND m.fts @@ q.t AND m.rewound_at IS NULL
       AND (%(roles)s::text[] IS NULL OR m.role = ANY(%(roles)s))
       AND (%(start)s::timestamptz IS NULL OR m.created_at >= %(start)s)
       AND (%(end)s::timestamptz IS NULL OR m.created_at <= %(end)s)
@@ -129,7 +130,7 @@ VECTOR_PART = """
     SELECT m.id, row_number() OVER (ORDER BY m.embedding::{vt} <=> %(q)s::{vt}) AS rank
     FROM messages m
     WHERE m.organization_id = %(org)s AND m.agent_id = %(agent)s AND m.search_text <> ''
-      AND vector_dims(m.embedding) = %(dim)s
+      AND vector_dims(m.embedding) = %(dim)s AND m.rewound_at IS NULL
       AND (%(roles)s::text[] IS NULL OR m.role = ANY(%(roles)s))
       AND (%(start)s::timestamptz IS NULL OR m.created_at >= %(start)s)
       AND (%(end)s::timestamptz IS NULL OR m.created_at <= %(end)s)

@@ -53,6 +53,13 @@ CAIRN_ONLY = {
     ("GET", "/v1/agents/{}/schedules"),
     ("GET", "/v1/agents/{}/schedules/{}"),
     ("DELETE", "/v1/agents/{}/schedules/{}"),
+    # An agent's history (docs/history.md): Letta 0.16.1 has none.
+    ("GET", "/v1/agents/{}/history"),
+    ("GET", "/v1/agents/{}/history/{}"),
+    ("GET", "/v1/agents/{}/history/{}/diff"),
+    ("GET", "/v1/agents/{}/history/{}/export"),
+    ("POST", "/v1/agents/{}/rewind"),
+    ("POST", "/v1/agents/{}/fork"),
     # Telegram bots (docs/telegram.md): Letta 0.16.1 has none.
     ("POST", "/v1/telegram/bots"),
     ("GET", "/v1/telegram/bots"),

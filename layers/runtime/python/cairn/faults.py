@@ -18,6 +18,8 @@ FaultPoint = Literal[
     "after_commit",
     "file_parsed",  # a file job: its text and chunk count written, nothing embedded
     "file_batch",  # a file job: a batch of chunks embedded and written
+    "inside_rewind",  # a rewind's every statement sent; COMMIT not yet
+    "inside_fork",  # a fork's every statement sent; COMMIT not yet
 ]
 
 

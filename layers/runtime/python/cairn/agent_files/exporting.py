@@ -20,6 +20,7 @@ from cairn.domain.messages import Message
 from cairn.domain.tools import Tool
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
+from cairn.services import fork
 from cairn.store import agent_secrets, agents, blocks, groups, messages, tools
 from cairn.store.db import Connection
 
@@ -95,26 +96,52 @@ class _Ids:
 
 
 def export(rt: Runtime, org: str, agent_id: str) -> dict[str, Any]:
-    ids = _Ids()
     with rt.db.connection() as conn:
-        agent = agent_service.fetch(conn, org, agent_id)
-        group = groups.managed_by(conn, org, agent.id)
-        members = [agent]
-        if group is not None:
-            members += [a for a in (agents.get(conn, org, i) for i in group.agent_ids) if a]
-        ids(agent.id)
-        for member in members[1:]:
-            ids(member.id)
-        entries: list[dict[str, Any]] = []
-        all_blocks: dict[str, Block] = {}
-        all_tools: dict[str, Tool] = {}
-        for member in members:
-            held_blocks = blocks.for_agent(conn, org, member.id)
-            held_tools = tools.for_agent(conn, org, member.id)
-            all_blocks.update({b.id: b for b in held_blocks})
-            all_tools.update({t.id: t for t in held_tools})
-            entries.append(_agent_entry(conn, member, held_blocks, held_tools, group, ids))
-        documents = agent_folders.export(conn, members, ids)
+        return export_in(conn, org, agent_id)
+
+
+class _Discarded(Exception):
+    """Rolls back the fork an export as of a version reads (it carries the file out)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+
+def export_at(rt: Runtime, org: str, agent_id: str, version: int) -> dict[str, Any]:
+    """The agent as of a version of its history (docs/history.md): a fork of it at that
+    version, under its name then, exported and never committed."""
+    try:
+        with rt.db.transaction() as conn:
+            then = fork.fork_in(conn, org, agent_id, version)
+            named = then.model_copy(update={"name": then.name.removesuffix(" (fork)")})
+            agents.update(conn, named, expected_version=then.version, kind="update")
+            raise _Discarded(export_in(conn, org, then.id))
+    except _Discarded as done:
+        return done.data
+
+
+def export_in(conn: Connection, org: str, agent_id: str) -> dict[str, Any]:
+    """The agent file, read on the caller's connection (an uncommitted fork's, for an agent
+    exported as of a version: services/fork.py)."""
+    ids = _Ids()
+    agent = agent_service.fetch(conn, org, agent_id)
+    group = groups.managed_by(conn, org, agent.id)
+    members = [agent]
+    if group is not None:
+        members += [a for a in (agents.get(conn, org, i) for i in group.agent_ids) if a]
+    ids(agent.id)
+    for member in members[1:]:
+        ids(member.id)
+    entries: list[dict[str, Any]] = []
+    all_blocks: dict[str, Block] = {}
+    all_tools: dict[str, Tool] = {}
+    for member in members:
+        held_blocks = blocks.for_agent(conn, org, member.id)
+        held_tools = tools.for_agent(conn, org, member.id)
+        all_blocks.update({b.id: b for b in held_blocks})
+        all_tools.update({t.id: t for t in held_tools})
+        entries.append(_agent_entry(conn, member, held_blocks, held_tools, group, ids))
+    documents = agent_folders.export(conn, members, ids)
     for member, entry in zip(members, entries, strict=True):
         entry.update(documents.by_agent[member.id])
     return {

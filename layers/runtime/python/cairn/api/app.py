@@ -31,6 +31,7 @@ from cairn.api.routes import (
     folders,
     groups,
     health,
+    history,
     identities,
     jobs,
     mcp_by_name,
@@ -129,6 +130,7 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
         folders,
         chat,
         schedules,
+        history,
         telegram,
     )
     for module in modules:

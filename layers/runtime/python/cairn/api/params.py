@@ -34,3 +34,5 @@ IdentityId = Annotated[str, _id("identity")]
 SandboxConfigId = Annotated[str, _id("sandbox")]
 FolderId = Annotated[str, _id("source")]
 FileId = Annotated[str, _id("file")]
+# A version of an agent in its history (docs/history.md).
+Version = Annotated[int, Path(ge=1, le=2**62, description="A version of the agent")]

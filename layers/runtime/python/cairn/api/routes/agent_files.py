@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import File, Form, Heade
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http
-from cairn.api.params import AgentId
+from cairn.api.params import AgentId, Version
 from cairn.errors import InvalidArgumentError
 
 router = APIGatewayHttpRouter()
@@ -27,6 +27,16 @@ def export_agent(
     from cairn.agent_files import exporting
 
     data = exporting.export(http.rt(), http.org_id(), agent_id)
+    body = json.dumps(data, indent=2, ensure_ascii=False)
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=body)
+
+
+@router.get("/agents/<agent_id>/history/<version>/export")
+def export_agent_version(agent_id: AgentId, version: Version) -> Response[Any]:
+    """The agent as of a version of its history, as an agent file (docs/history.md)."""
+    from cairn.agent_files import exporting
+
+    data = exporting.export_at(http.rt(), http.org_id(), agent_id, version)
     body = json.dumps(data, indent=2, ensure_ascii=False)
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=body)
 

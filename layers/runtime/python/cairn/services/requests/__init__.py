@@ -19,6 +19,7 @@ from cairn.services.requests.base import RequestBody, StrictBody
 from cairn.services.requests.chat import ChatCompletionRequest
 from cairn.services.requests.folders import FolderCreate, FolderUpdate
 from cairn.services.requests.groups import GroupCreate, GroupUpdate, ManagerConfig
+from cairn.services.requests.history import ForkRequest, RewindRequest
 from cairn.services.requests.identities import (
     IdentityCreate,
     IdentityKey,
@@ -90,6 +91,7 @@ __all__ = [
     "CreatePassage",
     "FolderCreate",
     "FolderUpdate",
+    "ForkRequest",
     "GenerateToolInput",
     "GroupCreate",
     "GroupUpdate",
@@ -116,6 +118,7 @@ __all__ = [
     "RequestBody",
     "ResetMessages",
     "RetrieveStream",
+    "RewindRequest",
     "SandboxConfigBody",
     "SandboxEnvVarCreate",
     "SandboxEnvVarUpdate",

@@ -326,6 +326,64 @@ def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_pa
     assert "The request this step sent" in d.page_source  # traces are on in this stack
 
 
+def test_the_history_page_shows_diffs_and_rewinds_and_forks(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    url, _ = stack
+    d = browser
+    http = api(url)
+    made = http.post(
+        "/v1/agents/",
+        json={
+            "name": "Ridge log",
+            "model": "openai/gpt-test",
+            "memory_blocks": [{"label": "human", "value": "Hiker."}],
+        },
+    ).json()
+    agent_id = made["id"]
+    http.post(
+        f"/v1/agents/{agent_id}/messages",
+        json={"messages": [{"role": "user", "content": "please file this"}]},
+    )
+    assert "north trail" in http.get(f"/v1/agents/{agent_id}/core-memory/blocks/human").json()[
+        "value"
+    ]
+    versions = http.get(f"/v1/agents/{agent_id}/history").json()
+    edit = next(v for v in versions if v["changes"]["blocks"])
+    created = versions[-1]["version"]
+
+    d.get(f"{url}/console")  # signed in for this tab (the key kept as the sign-in keeps it)
+    d.execute_script("sessionStorage.setItem('cairn.console.key', arguments[0])", KEY)
+    d.get(f"{url}/console#/agents/{agent_id}/history")
+    page_is(d, "history")
+    accessible(d, "history")
+    assert "human edited" in d.page_source and "Created" in d.page_source
+    button(d, "Show changes")  # drawn
+    by_css(d, f"[aria-label='Show the changes of version {edit['version']}']").click()
+    added = until(d, lambda d: d.find_elements("css selector", "pre.diff .added"))
+    assert "+The north trail is closed." in added[-1].text
+    shot(d, "8-history")
+
+    # Rewind to the agent as it was made (confirmed): the block is back, a new version says so.
+    by_css(d, f"[aria-label='Rewind to version {created}']").click()
+    d.switch_to.alert.accept()
+    until(
+        d,
+        lambda d: (
+            http.get(f"/v1/agents/{agent_id}/core-memory/blocks/human").json()["value"]
+            == "Hiker."
+        ),
+    )
+    until(d, lambda d: f"back to version {created}" in d.page_source)
+    # Fork from the edit: a new agent, opened, with the block as it was then.
+    by_css(d, f"[aria-label='Fork from version {edit['version']}']").click()
+    page_is(d, "agent")
+    fork_id = d.current_url.rsplit("/", 1)[-1]
+    assert fork_id != agent_id
+    human = http.get(f"/v1/agents/{fork_id}/core-memory/blocks/human").json()["value"]
+    assert "north trail" in human
+
+
 def test_an_agent_of_1000_messages_renders_quickly(
     stack: tuple[str, FakeLLM], browser: Any
 ) -> None:

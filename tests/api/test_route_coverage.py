@@ -60,6 +60,8 @@ CAIRN_ONLY = {
     ("GET", "/v1/agents/{}/history/{}/export"),
     ("POST", "/v1/agents/{}/rewind"),
     ("POST", "/v1/agents/{}/fork"),
+    # Usage (docs/operations.md): Letta 0.16.1 has none.
+    ("GET", "/v1/usage"),
     # Telegram bots (docs/telegram.md): Letta 0.16.1 has none.
     ("POST", "/v1/telegram/bots"),
     ("GET", "/v1/telegram/bots"),

@@ -345,9 +345,9 @@ def test_the_history_page_shows_diffs_and_rewinds_and_forks(
         f"/v1/agents/{agent_id}/messages",
         json={"messages": [{"role": "user", "content": "please file this"}]},
     )
-    assert "north trail" in http.get(f"/v1/agents/{agent_id}/core-memory/blocks/human").json()[
-        "value"
-    ]
+    assert (
+        "north trail" in http.get(f"/v1/agents/{agent_id}/core-memory/blocks/human").json()["value"]
+    )
     versions = http.get(f"/v1/agents/{agent_id}/history").json()
     edit = next(v for v in versions if v["changes"]["blocks"])
     created = versions[-1]["version"]
@@ -370,8 +370,7 @@ def test_the_history_page_shows_diffs_and_rewinds_and_forks(
     until(
         d,
         lambda d: (
-            http.get(f"/v1/agents/{agent_id}/core-memory/blocks/human").json()["value"]
-            == "Hiker."
+            http.get(f"/v1/agents/{agent_id}/core-memory/blocks/human").json()["value"] == "Hiker."
         ),
     )
     until(d, lambda d: f"back to version {created}" in d.page_source)

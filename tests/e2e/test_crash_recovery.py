@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from letta_client import Letta
 
@@ -186,6 +187,22 @@ def test_every_run_ends_with_every_effect_once_whatever_the_kill(stack: Stack) -
         assert kinds(client, run.id) == ONE_TURN, point
         stack.kill()  # an idle stack killed: nothing to recover, nothing lost
     assert "recovered after restart: {'redriven': 0" in stack.outputs[-1]
+    # Usage counts each step once, however often it was delivered: two steps a run (the
+    # two tool calls, then the answer), two model calls, two tool calls.
+    client = stack.start()
+    used = httpx.get(
+        f"http://127.0.0.1:{stack.port}/v1/usage",
+        params={"agent_id": agent.id},
+        headers={"Authorization": f"Bearer {KEY}"},
+        timeout=30,
+    ).json()["total"]
+    runs = len(STEP_POINTS)
+    assert (used["steps"], used["model_calls"], used["tool_calls"]) == (
+        2 * runs,
+        2 * runs,
+        2 * runs,
+    )
+    stack.kill()
 
     # -- an approval: killed while it waits, and while its answer runs ----------------
     client = stack.start(crash_at="inside_commit:2")

@@ -77,6 +77,8 @@ class Settings(BaseModel):
     # How long agents' history (time travel: docs/history.md) is kept; older versions are
     # folded into the oldest one kept by the sweeper.
     history_retention_days: float = Field(default=90.0, gt=0)
+    # Prices over the listed ones, for usage's estimated cost (JSON: cairn/prices.py).
+    prices: str = ""
     # The sweeper's watchdog re-sends the step of a run that made no progress for this long
     # (a lost queue message, a worker that died mid-step). Longer than any step can run:
     # a Lambda runs at most 900 s, and a failed delivery waits out the queue's visibility.
@@ -182,6 +184,15 @@ class Settings(BaseModel):
         outbound.networks(value)  # ValueError names the bad one
         return value
 
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, value: str) -> str:
+        from cairn import prices
+
+        if value:
+            prices.parse_prices(value)  # ValueError names the bad one
+        return value
+
     @property
     def reserve_at(self) -> int:
         """How many agents all organizations may hold before one that holds some must wait
@@ -249,6 +260,7 @@ class Settings(BaseModel):
             "run_stall_seconds": "CAIRN_RUN_STALL_SECONDS",
             "outbox_retention_days": "CAIRN_OUTBOX_RETENTION_DAYS",
             "history_retention_days": "CAIRN_HISTORY_RETENTION_DAYS",
+            "prices": "CAIRN_PRICES",
             "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",
             "openai_api_key": "OPENAI_API_KEY",
             "openai_base_url": "OPENAI_BASE_URL",

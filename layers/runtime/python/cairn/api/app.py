@@ -44,6 +44,7 @@ from cairn.api.routes import (
     schedules,
     telegram,
     tools,
+    usage,
 )
 from cairn.assembly.build import current_settings
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
@@ -131,6 +132,7 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
         chat,
         schedules,
         history,
+        usage,
         telegram,
     )
     for module in modules:

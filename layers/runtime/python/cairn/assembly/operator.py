@@ -15,6 +15,7 @@ from cairn.letta_import import importer
 from cairn.letta_import.report import Progress, Report
 from cairn.run.provider_vault import ProviderVault
 from cairn.sealing import Sealer
+from cairn.services import usage
 from cairn.services.tenants import (
     create_key,
     create_tenant,
@@ -56,6 +57,8 @@ def operate(
         return revoke_key(db, org, str(event.get("key_id") or ""))
     if action == "rotate_key":
         return rotate_key(db, org, str(event.get("key_id") or ""))
+    if action == "usage":
+        return usage_report(db, event)
     raise InvalidArgumentError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
 
 
@@ -67,8 +70,30 @@ ACTIONS = (
     "create_key",
     "revoke_key",
     "rotate_key",
+    "usage",
     "import_letta",
 )
+
+
+def usage_report(db: Database, event: dict[str, Any]) -> dict[str, Any]:
+    """Every organization's usage (or one's: `organization_id`), days `start_date` to
+    `end_date` (ISO dates; the last 30 by default)."""
+    from datetime import date
+
+    def day(name: str) -> date | None:
+        value = event.get(name)
+        try:
+            return date.fromisoformat(value) if value else None
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"{name}: a date as YYYY-MM-DD") from None
+
+    return usage.report(
+        db,
+        event.get("organization_id") or None,
+        start=day("start_date"),
+        end=day("end_date"),
+        overrides=Settings.from_env().prices,
+    )
 
 
 def import_letta(

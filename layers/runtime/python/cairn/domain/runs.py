@@ -125,6 +125,10 @@ class Step(DomainModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int = 0  # of the prompt's, read from the provider's cache
+    cache_write_tokens: int = 0  # of the prompt's, written to it (Anthropic, Bedrock)
+    reasoning_tokens: int = 0  # of the completion's
+    tool_calls: int = 0  # asked for by the model's answer
     error: dict[str, Any] | None = None
     started_at: datetime | None = None
     completed_at: datetime | None = None

@@ -37,6 +37,17 @@ class LLMUsage(Value):
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
 
+    def step_fields(self) -> dict[str, int]:
+        """What a step keeps of it (steps' columns of the same names)."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
+
     @classmethod
     def with_cache(cls, uncached: int, output: int, cache_read: int, cache_write: int) -> LLMUsage:
         """Usage of a provider that counts cache reads and writes apart from the other input

@@ -13,6 +13,7 @@ answer of the command that made it.
     cairn-admin rotate-key ORG_ID KEY_ID        # a new key; the old one stops at once
     cairn-admin revoke-key ORG_ID KEY_ID
     cairn-admin tool-hosts ORG_ID api.github.com '*.wikipedia.org'   # none: no network
+    cairn-admin usage [--org ORG_ID] [--start 2026-11-01] [--end 2026-11-30]   # tokens, cost
     cairn-admin --stack cairn import-letta postgresql://...   # a Letta database, on AWS
 
 A Letta server run with LETTA_ENCRYPTION_KEY stored its providers' keys encrypted: set the
@@ -56,6 +57,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     hosts = commands.add_parser("tool-hosts", help="the hosts an organization's tools may reach")
     hosts.add_argument("org")
     hosts.add_argument("hosts", nargs="*")
+    used = commands.add_parser("usage", help="usage per organization, day, agent and model")
+    used.add_argument("--org", help="one organization (all by default)")
+    used.add_argument("--start", help="the first day, YYYY-MM-DD (30 days ago by default)")
+    used.add_argument("--end", help="the last day, YYYY-MM-DD (today by default)")
     letta = commands.add_parser("import-letta", help="import a Letta 0.16.x database")
     letta.add_argument("source", help="the Letta database's URL (read only)")
     return parser.parse_args(argv)
@@ -83,6 +88,12 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
             "key_id": args.key_id,
         },
         "import-letta": lambda: {"action": "import_letta", "source": args.source, **letta_key()},
+        "usage": lambda: {
+            "action": "usage",
+            "organization_id": args.org,
+            "start_date": args.start,
+            "end_date": args.end,
+        },
         "tool-hosts": lambda: {
             "action": "set_tool_hosts",
             "organization_id": org,

@@ -45,9 +45,7 @@ def compaction_step(work: StepWork) -> Checkpoint | None:
     )
     work.step = work.step.model_copy(
         update={
-            "prompt_tokens": response.usage.prompt_tokens,
-            "completion_tokens": response.usage.completion_tokens,
-            "total_tokens": response.usage.total_tokens,
+            **response.usage.step_fields(),
         }
     )
     kept = state.context[cut:]

@@ -73,9 +73,8 @@ def llm_step(work: StepWork) -> Checkpoint:
         return work.failed("llm_api_error", str(err), system=system, kind=err.kind)
     work.step = work.step.model_copy(
         update={
-            "prompt_tokens": response.usage.prompt_tokens,
-            "completion_tokens": response.usage.completion_tokens,
-            "total_tokens": response.usage.total_tokens,
+            **response.usage.step_fields(),
+            "tool_calls": len(response.tool_calls),
             "model": response.model or work.step.model,
         }
     )

@@ -14,11 +14,13 @@ from cairn.store.rows import Order, from_row, page, to_params
 INSERT_STEP = """
 INSERT INTO steps (id, organization_id, run_id, agent_id, step_index, kind, status, stop_reason,
                    provider_name, model, model_endpoint, context_window_limit, prompt_tokens,
-                   completion_tokens, total_tokens, error, started_at, completed_at, created_at,
+                   completion_tokens, total_tokens, cached_input_tokens, cache_write_tokens,
+                   reasoning_tokens, tool_calls, error, started_at, completed_at, created_at,
                    llm_request_ns, tool_execution_ns)
 VALUES (%(id)s, %(organization_id)s, %(run_id)s, %(agent_id)s, %(step_index)s, %(kind)s,
         %(status)s, %(stop_reason)s, %(provider_name)s, %(model)s, %(model_endpoint)s,
         %(context_window_limit)s, %(prompt_tokens)s, %(completion_tokens)s, %(total_tokens)s,
+        %(cached_input_tokens)s, %(cache_write_tokens)s, %(reasoning_tokens)s, %(tool_calls)s,
         %(error)s, %(started_at)s, %(completed_at)s, %(created_at)s, %(llm_request_ns)s,
         %(tool_execution_ns)s)
 ON CONFLICT (run_id, step_index) DO NOTHING

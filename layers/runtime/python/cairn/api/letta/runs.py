@@ -109,6 +109,11 @@ def step_json(step: Step) -> dict[str, Any]:
             "created_at",
             "llm_request_ns",
             "tool_execution_ns",
+            # Cairn's usage columns (GET /v1/usage reads them): not in Letta's Step.
+            "cached_input_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+            "tool_calls",
         },
     )
     error = step.error or {}

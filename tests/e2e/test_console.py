@@ -383,6 +383,35 @@ def test_the_history_page_shows_diffs_and_rewinds_and_forks(
     assert "north trail" in human
 
 
+def test_the_usage_page_shows_the_organizations_steps_and_tokens(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    url, _ = stack
+    d = browser
+    http = api(url)
+    made = http.post("/v1/agents/", json={"name": "Counted", "model": "openai/gpt-test"}).json()
+    http.post(
+        f"/v1/agents/{made['id']}/messages",
+        json={"messages": [{"role": "user", "content": "hello"}]},
+    )
+    used = http.get("/v1/usage").json()
+    d.get(f"{url}/console")
+    d.execute_script("sessionStorage.setItem('cairn.console.key', arguments[0])", KEY)
+    d.get(f"{url}/console#/usage")
+    page_is(d, "usage")
+    accessible(d, "usage")
+    shot(d, "9-usage")
+    table = by_css(d, "main table")
+    assert "Counted" in table.text
+    total = by_css(d, "main tfoot").text
+    assert f"{used['total']['steps']:,}" in total and f"{used['total']['prompt_tokens']:,}" in total
+    # Another range: the page asks again for those days.
+    labelled(d, "From").send_keys("01012020")
+    labelled(d, "To").send_keys("01022020")
+    button(d, "Show").click()
+    until(d, lambda d: "Nothing used in these days." in d.page_source)
+
+
 def test_an_agent_of_1000_messages_renders_quickly(
     stack: tuple[str, FakeLLM], browser: Any
 ) -> None:

@@ -16,6 +16,7 @@ const routes = [
   [/^#\/agents\/([\w-]+)\/runs$/, "runs", runsPage],
   [/^#\/agents\/([\w-]+)\/history$/, "history", historyPage],
   [/^#\/runs\/([\w-]+)$/, "run", runPage],
+  [/^#\/usage(\?.*)?$/, "usage", usagePage],
 ];
 
 let current = 0; // the latest render: an older one still loading must not draw over it
@@ -512,6 +513,47 @@ function diffLines(text) {
     class: line.startsWith("+") && !line.startsWith("+++") ? "added"
       : line.startsWith("-") && !line.startsWith("---") ? "removed" : null,
   }, `${line}\n`));
+}
+
+// -- usage --------------------------------------------------------------------------------
+
+async function usagePage(show) {
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  const start = h("input", { type: "date", value: params.get("start_date") || "" });
+  const end = h("input", { type: "date", value: params.get("end_date") || "" });
+  const found = await get("/v1/usage", { start_date: start.value, end_date: end.value });
+  start.value = found.start_date;
+  end.value = found.end_date;
+  const agents = await get("/v1/agents/", { limit: 200, include_relationships: [] }).catch(() => []);
+  const names = Object.fromEntries(agents.map((a) => [a.id, a.name]));
+  const money = (v) => (v === null || v === undefined ? "no price" : `$${v.toFixed(4)}`);
+  const num = (v) => Number(v || 0).toLocaleString();
+  const form = h("form", { onsubmit: (e) => {
+    e.preventDefault();
+    location.hash = `#/usage?start_date=${start.value}&end_date=${end.value}`;
+  } }, h("div", { class: "row" }, field("From", start), field("To", end),
+    h("div", {}, h("button", { type: "submit" }, "Show"))));
+  const heads = ["Day", "Agent", "Model", "Steps", "Model calls", "Input tokens", "Output tokens", "Cached", "Tool calls", "Cost (estimate)"];
+  const rows = found.rows.map((r) => h("tr", {},
+    h("td", {}, r.day),
+    h("td", {}, names[r.agent_id] ? h("a", { href: `#/agents/${r.agent_id}` }, names[r.agent_id]) : r.agent_id),
+    h("td", {}, r.model || ""), h("td", {}, num(r.steps)), h("td", {}, num(r.model_calls)),
+    h("td", {}, num(r.prompt_tokens)), h("td", {}, num(r.completion_tokens)),
+    h("td", {}, num(r.cached_input_tokens)), h("td", {}, num(r.tool_calls)),
+    h("td", {}, money(r.estimated_cost))));
+  const t = found.total;
+  const table = found.rows.length
+    ? h("table", {}, h("caption", { class: "visually-hidden" }, "Usage per day, agent and model"),
+      h("thead", {}, h("tr", {}, heads.map((x) => h("th", { scope: "col" }, x)))),
+      h("tbody", {}, rows),
+      h("tfoot", {}, h("tr", {}, h("th", { scope: "row", colspan: "3" }, "In all"),
+        h("td", {}, num(t.steps)), h("td", {}, num(t.model_calls)), h("td", {}, num(t.prompt_tokens)),
+        h("td", {}, num(t.completion_tokens)), h("td", {}, num(t.cached_input_tokens)),
+        h("td", {}, num(t.tool_calls)), h("td", {}, money(t.estimated_cost)))))
+    : h("p", { class: "muted" }, "Nothing used in these days.");
+  show("Usage", h("p", { class: "muted" }, `Your organization's steps and tokens, ${found.start_date} to ${found.end_date} (UTC); costs are estimates from the server's price table.`),
+    form, table,
+    found.unpriced_models.length ? h("p", { class: "muted" }, `No price for: ${found.unpriced_models.join(", ")}.`) : null);
 }
 
 window.addEventListener("hashchange", render);

@@ -1,6 +1,6 @@
 """What an agent's history costs (docs/history.md): N messages to one agent through the local
 HTTP bridge, the fake LLM answering at once (every 10th turn edits a block first, every 50th
-archives a passage). Prints the bytes the history tables gained per step, their size after N
+archives a passage; the agent's 16k-token window is compacted as it fills, as a real one is). Prints the bytes the history tables gained per step, their size after N
 steps, and how long the history's reads take at the end (the timeline's first page, the state
 at the newest and at the oldest version, a diff across the whole history). Round trips per
 step are held by tests/integration/test_step_worker.py (the history adds none).
@@ -25,13 +25,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "layers" / "runtime" / "python"))
 
 from tests.api.conftest import make_stack  # noqa: E402
-from tests.fakes.llm_server import call  # noqa: E402
+from tests.fakes.llm_server import Recorded, Reply, call  # noqa: E402
 
 from cairn.local.postgres import start_embedded  # noqa: E402
 from cairn.store import Database  # noqa: E402
 from cairn.store.migrate import apply_migrations  # noqa: E402
 
-LLM = {"model": "gpt-bench", "model_endpoint_type": "openai", "context_window": 128_000}
+LLM = {"model": "gpt-bench", "model_endpoint_type": "openai", "context_window": 16_000}
 EMBEDDING = {
     "embedding_model": "cairn-hash",
     "embedding_endpoint_type": "hash",
@@ -45,6 +45,21 @@ SELECT (SELECT coalesce(sum(pg_column_size(v.*)), 0) FROM agent_versions v) AS v
        (SELECT coalesce(sum(pg_column_size(m.*)), 0) FROM messages m) AS messages,
        (SELECT count(*) FROM steps) AS steps
 """
+
+
+def answer(request: Recorded) -> Reply:
+    """A turn's answer by its message number: an edit first every 10th, an archived passage
+    every 50th; a summary for a compaction; plain words after a tool's return."""
+    last = request.body["messages"][-1]
+    if last["role"] == "tool" or "memory_insert" not in request.tool_names:
+        return Reply(text="ok")  # after a tool, or a compaction's summary
+    text = request.last_text()
+    n = int(text.rsplit(" ", 1)[-1]) if text.startswith("message ") else 1
+    if n % 50 == 0:
+        return Reply(tool_calls=[call("archival_memory_insert", content=f"Note {n}")])
+    if n % 10 == 0:
+        return Reply(tool_calls=[call("memory_insert", label="human", new_str=f"Fact {n}")])
+    return Reply(text=f"ok {n}")
 
 
 def timed(fn):  # type: ignore[no-untyped-def]
@@ -70,15 +85,13 @@ def main() -> None:
                 embedding_config=EMBEDDING,
                 tools=["archival_memory_insert"],
             )  # type: ignore[arg-type]
+            stack.fake.when(lambda _: True, answer)
+            started = time.perf_counter()
             for i in range(args.n):
-                if i % 10 == 0:
-                    stack.fake.reply("", call("memory_insert", label="human", new_str=f"Fact {i}"))
-                if i % 50 == 0:
-                    stack.fake.reply("", call("archival_memory_insert", content=f"Note {i}"))
-                stack.fake.reply(f"ok {i}")
                 client.agents.messages.create(
                     agent.id, messages=[{"role": "user", "content": f"message {i}"}]
                 )
+            took = time.perf_counter() - started
             with db.connection() as conn:
                 sizes = conn.execute(SIZES).fetchone()
             assert sizes is not None
@@ -108,7 +121,9 @@ def main() -> None:
         db.close()
         del server
     steps = sizes["steps"]
-    print(f"messages {args.n}, steps {steps}, load {os.getloadavg()[0]:.2f}")
+    print(
+        f"messages {args.n}, steps {steps}, {took:.0f} s, load {os.getloadavg()[0]:.2f}"
+    )
     print(
         f"agent_versions: {sizes['version_rows']} rows, {sizes['versions'] / 1024:.0f} KiB,"
         f" {sizes['versions'] / steps:.0f} B/step"

@@ -1,9 +1,10 @@
 """What an agent's history costs (docs/history.md): N messages to one agent through the local
 HTTP bridge, the fake LLM answering at once (every 10th turn edits a block first, every 50th
-archives a passage; the agent's 16k-token window is compacted as it fills, as a real one is). Prints the bytes the history tables gained per step, their size after N
-steps, and how long the history's reads take at the end (the timeline's first page, the state
-at the newest and at the oldest version, a diff across the whole history). Round trips per
-step are held by tests/integration/test_step_worker.py (the history adds none).
+archives a passage; the agent's 16k-token window is compacted as it fills, as a real one is).
+Prints the bytes the history tables gained per step, their size after N steps, and how long
+the history's reads take at the end (the timeline's first page, the state at the newest and
+at the oldest version, a diff across the whole history). Round trips per step are held by
+tests/integration/test_step_worker.py (the history adds none).
 
     .venv/bin/python bench/history.py [-n 2000]
 """
@@ -121,9 +122,7 @@ def main() -> None:
         db.close()
         del server
     steps = sizes["steps"]
-    print(
-        f"messages {args.n}, steps {steps}, {took:.0f} s, load {os.getloadavg()[0]:.2f}"
-    )
+    print(f"messages {args.n}, steps {steps}, {took:.0f} s, load {os.getloadavg()[0]:.2f}")
     print(
         f"agent_versions: {sizes['version_rows']} rows, {sizes['versions'] / 1024:.0f} KiB,"
         f" {sizes['versions'] / steps:.0f} B/step"

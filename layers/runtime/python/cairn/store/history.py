@@ -108,12 +108,6 @@ SELECT_ONE = """
 SELECT * FROM agent_versions
 WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND version = %(version)s
 """
-# The latest row at or before a version: what a version without a row of its own inherits.
-SELECT_AT_OR_BEFORE = """
-SELECT * FROM agent_versions
-WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND version <= %(version)s
-ORDER BY version DESC LIMIT 1
-"""
 # The latest value of a column kept only when written (settings, system text), at or before.
 SELECT_LATEST_OF = """
 SELECT version, {column} AS value FROM agent_versions
@@ -140,10 +134,6 @@ SELECT version, position, added, message_id FROM context_changes
 WHERE agent_id = %(agent_id)s AND version = ANY(%(versions)s)
 ORDER BY version, added, position
 """
-FIRST_VERSION = """
-SELECT min(version) AS first FROM agent_versions
-WHERE organization_id = %(org)s AND agent_id = %(agent_id)s
-"""
 
 
 def page(
@@ -156,11 +146,6 @@ def page(
 def one(conn: Connection, org: str, agent_id: str, version: int) -> dict[str, Any] | None:
     params = {"org": org, "agent_id": agent_id, "version": version}
     return conn.execute(SELECT_ONE, params).fetchone()
-
-
-def at_or_before(conn: Connection, org: str, agent_id: str, version: int) -> dict[str, Any] | None:
-    params = {"org": org, "agent_id": agent_id, "version": version}
-    return conn.execute(SELECT_AT_OR_BEFORE, params).fetchone()
 
 
 def latest_of(
@@ -190,11 +175,6 @@ def changes_of(
         kind = "added" if r["added"] else "removed"
         found.setdefault(r["version"], {"added": [], "removed": []})[kind].append(r["message_id"])
     return found
-
-
-def first_version(conn: Connection, org: str, agent_id: str) -> int | None:
-    row = conn.execute(FIRST_VERSION, {"org": org, "agent_id": agent_id}).fetchone()
-    return None if row is None else row["first"]
 
 
 BLOCK_VERSIONS = """

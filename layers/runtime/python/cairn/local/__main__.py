@@ -85,8 +85,11 @@ def main() -> int:
     workers = start_workers(dsn, recover=True)
     heap.settle("runtime")  # the stack is built: as on Lambda, keep the collector off it
     http = make_server("127.0.0.1", settings.port)
-    # SIGTERM (e.g. from a process manager) stops as cleanly as Ctrl-C.
+    # SIGTERM (e.g. from a process manager) stops as cleanly as Ctrl-C. And Ctrl-C (SIGINT)
+    # stops it even when it was started with SIGINT ignored, as a shell's background job is
+    # (`cmd &`): Python then leaves SIGINT ignored, and the stack would never stop on it.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(f"Cairn {__version__} listening on http://127.0.0.1:{settings.port}", flush=True)
     if not settings.api_key:
         print(f"API key: {api_key} (kept in {key_file}; CAIRN_API_KEY sets your own)", flush=True)

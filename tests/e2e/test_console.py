@@ -165,6 +165,27 @@ def button(driver: Any, text: str) -> Any:
     )
 
 
+def press(driver: Any, text: str) -> None:
+    """Find the button and click it, again if the page was drawn anew in between (a search
+    whose answer replaces the list the button was found in)."""
+
+    def attempt(d: Any) -> bool:
+        found = next(
+            (
+                b
+                for b in d.find_elements("tag name", "button")
+                if b.text.strip() == text and b.is_displayed() and b.is_enabled()
+            ),
+            None,
+        )
+        if found is None:
+            return False
+        found.click()
+        return True
+
+    until(driver, attempt)
+
+
 def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.keys import Keys
 
@@ -205,7 +226,7 @@ def test_the_console_end_to_end(stack: tuple[str, FakeLLM], browser: Any, tmp_pa
             [a.text for a in d.find_elements("css selector", "main table a")] == ["Old scout"]
         ),
     )
-    button(d, "Delete").click()
+    press(d, "Delete")
     d.switch_to.alert.accept()
     until(d, lambda d: "No agents match." in d.page_source)
     assert http.get("/v1/agents/", params={"name": "Old scout"}).json() == []

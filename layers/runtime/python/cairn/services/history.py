@@ -64,7 +64,7 @@ def timeline(
                 )
             out.append(
                 {
-                    **_summary(row),
+                    **summary(row),
                     "changes": {
                         "blocks": _block_changes(previous, row, labels),
                         "messages_added": [
@@ -176,7 +176,8 @@ def checked_version(value: Any, name: str = "version") -> int:
     return value
 
 
-def _summary(row: dict[str, Any]) -> dict[str, Any]:
+def summary(row: dict[str, Any]) -> dict[str, Any]:
+    """A version's own fields, as the timeline and the state at it show them."""
     return {
         "version": row["version"],
         "kind": row["kind"],

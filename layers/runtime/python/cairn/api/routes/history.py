@@ -43,14 +43,8 @@ def list_agent_history(
 @router.get("/agents/<agent_id>/history/<version>")
 def retrieve_agent_version(agent_id: AgentId, version: Version) -> Response[Any]:
     at = history.state(http.rt(), http.org_id(), agent_id, version)
-    row = at.row
     shown = {
-        "version": row["version"],
-        "kind": row["kind"],
-        "step_id": row["step_id"],
-        "run_id": row["run_id"],
-        "created_at": row["created_at"],
-        "detail": row["detail"],
+        **history.summary(at.row),
         "blocks": [
             {k: b[k] for k in ("block_id", "version", "label", "value", "limit", "description")}
             | {"read_only": b["read_only"]}

@@ -202,6 +202,19 @@ def test_every_run_ends_with_every_effect_once_whatever_the_kill(stack: Stack) -
         2 * runs,
         2 * runs,
     )
+    # And so does the month's total the budgets are checked against (bumped by the same
+    # checkpoints): the organization's tokens this month, as its steps have them.
+    headers = {"Authorization": f"Bearer {KEY}"}
+    month = httpx.get(
+        f"http://127.0.0.1:{stack.port}/v1/usage/limits", headers=headers, timeout=30
+    ).json()["month"]
+    steps = httpx.get(
+        f"http://127.0.0.1:{stack.port}/v1/usage",
+        params={"start_date": month["start"]},
+        headers=headers,
+        timeout=30,
+    ).json()["total"]
+    assert month["tokens"] == steps["prompt_tokens"] + steps["completion_tokens"] > 0
     stack.kill()
 
     # -- an approval: killed while it waits, and while its answer runs ----------------

@@ -717,6 +717,73 @@ def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
     assert worker.fake.gates_timed_out == 0
 
 
+def test_an_organizations_own_max_runs_holds_it_to_fewer_agents_than_the_share(
+    worker: Worker, db: Database
+) -> None:
+    """The operator's `max_runs` for one organization (migration 0037) replaces the share
+    every organization has (CAIRN_ORG_MAX_RUNS=3): six workers; with its limit at 1, one of
+    the small organization's four hanging runs calls the model at a time while the big one
+    has three, a bystander's turn completes meanwhile, and every held-back run ends once the
+    model answers."""
+    from cairn.assembly.operator import operate
+    from cairn.store import tenancy
+
+    hang = threading.Event()
+    hangs = lambda r: "PLEASE-HANG" in json.dumps(r.body)  # noqa: E731
+    worker.fake.when(hangs, Reply(text="late", gate=hang))
+    worker.fake.when(lambda r: not hangs(r), Reply(text="Hello, bystander."))
+    settings = worker.rt.settings.model_copy(update={"org_max_runs": 3})
+    rt = build_runtime(settings, db=db, queue=SqsStepQueue(worker.queue_url, worker.sqs))
+    use_runtime(rt)
+    worker.sqs.set_queue_attributes(
+        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
+    )
+    with db.transaction() as conn:
+        small, big, quiet = (
+            tenancy.create_organization(conn, Organization(name=n))
+            for n in ("small", "big", "quiet")
+        )
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CAIRN_ORG_MAX_RUNS", "3")
+        shown = operate(db, {"action": "limits", "organization_id": small.id, "max_runs": 1})
+    assert shown["limits"]["max_runs"] == 1
+
+    def calls(word: str) -> int:
+        return sum(f"PLEASE-HANG {word}" in json.dumps(r.body) for r in worker.fake.requests)
+
+    started: dict[str, list[str]] = {}
+    try:
+        with worker.workers(6):
+            for org, word in ((small, "small"), (big, "big")):
+                started[org.id] = [
+                    sending.send(
+                        rt,
+                        org.id,
+                        a.id,
+                        [user(a, f"PLEASE-HANG {word}")],
+                        RunOptions(),
+                        wait=False,
+                    ).run.id
+                    for a in [make_agent(db, org) for _ in range(4)]
+                ]
+            eventually(lambda: calls("small") >= 1 and calls("big") >= 3)
+            bystander = make_agent(db, quiet)
+            run = sending.send(
+                rt, quiet.id, bystander.id, [user(bystander, "hi")], RunOptions(), wait=False
+            ).run
+            eventually(lambda: worker.run(quiet.id, run.id).status == "completed")
+            assert (calls("small"), calls("big")) == (1, 3)
+            hang.set()
+            for org in (small, big):
+                for run_id in started[org.id]:
+                    eventually(
+                        lambda o=org, r=run_id: worker.run(o.id, r).status == "completed", 60
+                    )
+    finally:
+        hang.set()
+    assert (calls("small"), calls("big")) == (4, 4)
+
+
 def test_hangs_of_three_organizations_leave_a_fourth_its_turn_and_then_end_once(
     worker: Worker, db: Database
 ) -> None:

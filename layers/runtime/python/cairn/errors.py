@@ -75,6 +75,17 @@ class TooLargeError(CairnError):
     status_code = 413
 
 
+class LimitExceededError(CairnError):
+    """Past one of the organization's limits (docs/operations.md, "Budgets and limits"):
+    429, with Retry-After saying when the limit's window ends."""
+
+    status_code = 429
+
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = max(1, retry_after_seconds)
+
+
 def found(value: T | None, kind: str, ident: str) -> T:
     """`value`, or the 404 Letta answers for a `kind` of that id that is not there (or is
     another organization's: the same answer, so an id reveals nothing)."""

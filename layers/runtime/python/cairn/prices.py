@@ -9,6 +9,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+# A step's token counts a cost is computed from (domain.runs.Step's fields).
+TOKENS = {"prompt_tokens", "completion_tokens", "cached_input_tokens", "cache_write_tokens"}
+
 
 @cache
 def _listed() -> dict[str, dict[str, float]]:
@@ -63,3 +66,15 @@ def cost(row: dict[str, Any], price: dict[str, float] | None) -> float | None:
         + int(row["completion_tokens"]) * price.get("output", 0)
     )
     return round(dollars / 1_000_000, 6)
+
+
+@cache
+def _table(overrides: str) -> dict[str, dict[str, float]]:
+    return prices(overrides)
+
+
+def step_cost(model: str | None, tokens: dict[str, Any], overrides: str = "") -> float:
+    """What a step's model call cost at the operator's prices (0 for a model not priced):
+    the month's total a cost budget is checked against (docs/operations.md)."""
+    price = price_of(model, _table(overrides)) if model else None
+    return cost(tokens, price) or 0.0

@@ -48,7 +48,7 @@ from cairn.api.routes import (
 )
 from cairn.assembly.build import current_settings
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
-from cairn.errors import CairnError, PendingApprovalError, UnavailableError
+from cairn.errors import CairnError, LimitExceededError, PendingApprovalError, UnavailableError
 from cairn.llm.types import LLMError
 from cairn.services import tenants
 
@@ -104,6 +104,10 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
         body={"detail": detail},
         headers=headers,
     )
+
+
+def _limited(exc: LimitExceededError) -> Response[Any]:
+    return _detail(429, str(exc), headers={"Retry-After": str(exc.retry_after_seconds)})
 
 
 # Complexity: each branch is one of the app's nested middleware or error handlers, registered
@@ -163,7 +167,10 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
             return next_middleware(app)
         headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
         scheme, _, token = headers.get("authorization", "").partition(" ")
-        org = _organization_of(token.strip()) if scheme.lower() == "bearer" and token else None
+        try:
+            org = _organization_of(token.strip()) if scheme.lower() == "bearer" and token else None
+        except LimitExceededError as exc:
+            return _limited(exc)
         if org is None:
             return _detail(401, "Unauthorized")
         http.bind(app.current_event, org)
@@ -203,6 +210,10 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
     @app.exception_handler(UnavailableError)
     def unavailable(exc: UnavailableError) -> Response[Any]:
         return _detail(503, str(exc), headers={"Retry-After": str(exc.retry_after_seconds)})
+
+    @app.exception_handler(LimitExceededError)
+    def limited(exc: LimitExceededError) -> Response[Any]:
+        return _limited(exc)
 
     @app.exception_handler(CairnError)
     def cairn_error(exc: CairnError) -> Response[Any]:

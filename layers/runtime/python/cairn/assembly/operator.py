@@ -15,7 +15,7 @@ from cairn.letta_import import importer
 from cairn.letta_import.report import Progress, Report
 from cairn.run.provider_vault import ProviderVault
 from cairn.sealing import Sealer
-from cairn.services import usage
+from cairn.services import limits, usage
 from cairn.services.tenants import (
     create_key,
     create_tenant,
@@ -59,6 +59,8 @@ def operate(
         return rotate_key(db, org, str(event.get("key_id") or ""))
     if action == "usage":
         return usage_report(db, event)
+    if action == "limits":
+        return set_limits(db, org, event)
     raise InvalidArgumentError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
 
 
@@ -71,8 +73,18 @@ ACTIONS = (
     "revoke_key",
     "rotate_key",
     "usage",
+    "limits",
     "import_letta",
 )
+
+
+def set_limits(db: Database, org: str, event: dict[str, Any]) -> dict[str, Any]:
+    """An organization's budgets and limits: those named in the event set (0 or null: none),
+    the others kept; answers them all with this month's use."""
+    asked = {k: event[k] for k in limits.KINDS if k in event}
+    if not asked:
+        return limits.show(db, org)
+    return limits.change(db, org, asked, share=Settings.from_env().org_max_runs)
 
 
 def usage_report(db: Database, event: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ answer of the command that made it.
     cairn-admin revoke-key ORG_ID KEY_ID
     cairn-admin tool-hosts ORG_ID api.github.com '*.wikipedia.org'   # none: no network
     cairn-admin usage [--org ORG_ID] [--start 2026-11-01] [--end 2026-11-30]   # tokens, cost
+    cairn-admin limits ORG_ID --monthly-tokens 5000000 --rpm 120   # 0: no limit; none: show
     cairn-admin --stack cairn import-letta postgresql://...   # a Letta database, on AWS
 
 A Letta server run with LETTA_ENCRYPTION_KEY stored its providers' keys encrypted: set the
@@ -61,6 +62,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     used.add_argument("--org", help="one organization (all by default)")
     used.add_argument("--start", help="the first day, YYYY-MM-DD (30 days ago by default)")
     used.add_argument("--end", help="the last day, YYYY-MM-DD (today by default)")
+    limit = commands.add_parser("limits", help="an organization's budgets and rate limits")
+    limit.add_argument("org")
+    limit.add_argument("--monthly-tokens", type=int, help="input and output tokens a month")
+    limit.add_argument("--monthly-cost", type=float, help="estimated US dollars a month")
+    limit.add_argument("--rpm", type=int, help="requests per minute, per API key")
+    limit.add_argument("--max-runs", type=int, help="agents its runs may hold at once")
     letta = commands.add_parser("import-letta", help="import a Letta 0.16.x database")
     letta.add_argument("source", help="the Letta database's URL (read only)")
     return parser.parse_args(argv)
@@ -93,6 +100,20 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
             "organization_id": args.org,
             "start_date": args.start,
             "end_date": args.end,
+        },
+        "limits": lambda: {
+            "action": "limits",
+            "organization_id": org,
+            **{
+                name: value
+                for name, value in (
+                    ("monthly_tokens", args.monthly_tokens),
+                    ("monthly_cost_usd", args.monthly_cost),
+                    ("requests_per_minute", args.rpm),
+                    ("max_runs", args.max_runs),
+                )
+                if value is not None
+            },
         },
         "tool-hosts": lambda: {
             "action": "set_tool_hosts",

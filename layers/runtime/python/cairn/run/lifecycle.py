@@ -7,6 +7,7 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import NamedTuple
 
+from cairn.domain.limits import budget_spent
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, RunOptions, step_command
 from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, PendingApprovalError
@@ -85,6 +86,8 @@ def start_run(
         )
     if not row["found"]:
         raise NotFoundError(f"Agent with ID {agent_id} not found")
+    if row["spent"] is not None:
+        raise budget_spent(row["spent"])
     if row["joined"] is not None:
         waiting = Run.model_validate(row["joined"])
         return StartedRun(waiting, step_command(waiting, 0), joined=True)

@@ -24,6 +24,7 @@ from cairn.config import Settings
 from cairn.domain.agents import MAX_COALESCE_SECONDS, Agent
 from cairn.domain.base import utc_now
 from cairn.domain.configs import EmbeddingConfig, LLMConfig
+from cairn.domain.limits import budget_spent
 from cairn.domain.messages import Message
 from cairn.domain.runs import (
     TERMINAL_RUN_STATUSES,
@@ -46,6 +47,7 @@ from cairn.errors import (
 )
 from cairn.llm.clients import LLMClient, client_for, wire_body
 from cairn.llm.types import MessageDelta
+from cairn.prices import TOKENS, step_cost
 from cairn.run import lifecycle
 from cairn.run.agent_messages import Messenger
 from cairn.run.context import ExternalTools
@@ -254,7 +256,11 @@ class Engine:
         from cairn.run.step_work import StepWork
 
         work = StepWork(self.step_parts(messenger), state, journal, now, on_delta)
-        if run.request_config.get("compact_only"):
+        if got.spent is not None:
+            # The organization spent its monthly budget: the run ends here, before another
+            # model call (the step before it finished and is kept).
+            cp = work.failed("error", str(budget_spent(got.spent)), kind="budget_exceeded")
+        elif run.request_config.get("compact_only"):
             cp = compaction_step(work) or work.finish("end_turn")
         elif work.inputs and work.inputs[-1].role == "approval":
             cp = approval_step(work)
@@ -264,6 +270,8 @@ class Engine:
             cp = llm_step(work)
         faults.reached("before_commit")
         _add_commands(cp, self.run_end)
+        tokens = cp.step.model_dump(include=TOKENS)
+        cp.cost_usd = step_cost(cp.step.model, tokens, self.settings.prices)
         try:
             done = commit(self.db, cp, now=self._clock(), org_cap=self.settings.org_max_runs)
         except AlreadyCommitted:

@@ -5,14 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from cairn.domain import Organization, User
+from cairn.domain.limits import too_many_requests
 from cairn.errors import InvalidArgumentError, NotFoundError
 from cairn.store import Database, tenancy
 
 
 def organization_of(db: Database, token: str) -> str | None:
-    """The organization an API key opens, or None for an unknown or revoked key."""
+    """The organization an API key opens, or None for an unknown or revoked key; a
+    LimitExceededError past the organization's requests per minute for one key."""
     with db.connection() as conn:
-        key = tenancy.authenticate(conn, token)
+        key, over, left = tenancy.admit(conn, token)
+    if over is not None:
+        raise too_many_requests(over, left)
     return key.organization_id if key is not None else None
 
 

@@ -19,7 +19,7 @@ from cairn.errors import InvalidArgumentError
 from cairn.llm import deadline
 from cairn.llm.types import LLMError, LLMRequest
 from cairn.run.runtime import Runtime
-from cairn.services import tools
+from cairn.services import limits, tools
 from cairn.services.providers import resolve_handle
 from cairn.services.requests import GenerateToolInput, ToolCreate
 
@@ -90,6 +90,7 @@ def ask(req: GenerateToolInput) -> str:
 
 
 def generate(rt: Runtime, org: str, req: GenerateToolInput) -> Generated:
+    limits.ensure_budget(rt.db, org)  # a model call, if not a step: refused once it is spent
     config = resolve_handle(rt, org, req.handle or DEFAULT_HANDLE)
     said = [("system", system_prompt()), ("assistant", ACK), ("user", ask(req))]
     messages = [

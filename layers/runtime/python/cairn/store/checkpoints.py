@@ -17,7 +17,17 @@ from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import OutboxCommand, Run, Step
 from cairn.errors import VersionConflictError
-from cairn.store import archives, blocks, context, files, history, messages, outbox, steps
+from cairn.store import (
+    archives,
+    blocks,
+    context,
+    files,
+    history,
+    limits,
+    messages,
+    outbox,
+    steps,
+)
 from cairn.store.db import Connection, Database, pipeline
 from cairn.store.rows import to_params
 
@@ -54,6 +64,8 @@ class Checkpoint:
     context_tokens_upto: int | None = None
     # The provider request and response of this step (CAIRN_PROVIDER_TRACES), kept with it.
     trace: tuple[dict[str, Any], dict[str, Any]] | None = None
+    # The step's model call at the operator's prices (cairn/prices.py), for the month's total.
+    cost_usd: float = 0.0
 
 
 # The statements below only write; every check reads its result after all were sent. In
@@ -293,6 +305,10 @@ def _write(  # noqa: C901
         if ended
         else None
     )
+    tokens = cp.step.prompt_tokens + cp.step.completion_tokens
+    if tokens or cp.cost_usd:
+        # Last, so the organization's month row is held only until the COMMIT that follows.
+        conn.execute(limits.ADD_TO_MONTH, {"org": org, "tokens": tokens, "cost": cp.cost_usd})
 
     def check() -> Committed:
         # A failed check raises before COMMIT is sent: the whole checkpoint rolls back.

@@ -22,6 +22,7 @@ from cairn.domain.runs import OutboxCommand, Run
 from cairn.domain.tools import Tool
 from cairn.store.db import Connection
 from cairn.store.files import AGENT_FOLDERS
+from cairn.store.limits import ORG_CAP, SPENT
 from cairn.store.messages import MESSAGE_COLUMNS
 
 # The lease: free, ours, or lapsed; and no older run of the agent still waiting (runs are
@@ -37,7 +38,7 @@ WITH run AS (
     -- question takes the organization's turn (migration 0020), before the agent row below
     -- is locked. A CTE with a volatile function is evaluated once.
     SELECT CASE WHEN %(cap)s <= 0 OR a.lease_run_id = %(run)s THEN false
-                ELSE cairn_org_full(%(org)s, %(run)s, %(cap)s, %(turn_taken)s,
+                ELSE cairn_org_full(%(org)s, %(run)s, {ORG_CAP}, %(turn_taken)s,
                                     %(reserve_at)s) END AS is_full
     FROM run JOIN agents a ON a.organization_id = %(org)s AND a.id = run.agent_id
 ), held AS (
@@ -110,7 +111,9 @@ SELECT
     (SELECT coalesce(jsonb_object_agg(key, payload), '{{}}') FROM step_journal
      WHERE run_id = %(run)s AND step_index = %(idx)s) AS journal,
     (SELECT kind FROM steps WHERE run_id = %(run)s AND step_index = %(idx)s - 1) AS previous_kind,
-    (SELECT {AGENT_FOLDERS.format(agent="l.id")} FROM lease l) AS folders
+    (SELECT {AGENT_FOLDERS.format(agent="l.id")} FROM lease l) AS folders,
+    -- A spent monthly budget ends the run at its next step (migration 0037).
+    {SPENT.format(org="%(org)s")} AS spent
 """
 
 
@@ -139,6 +142,8 @@ class Claim:
     folders: list[AgentFolder] | None = None  # attached, with the agent's views of their files
     # No agent: the run's first step waits this long yet for more messages to join it.
     held_seconds: float = 0.0
+    # The organization's spent monthly budget ('monthly_tokens', 'monthly_cost_usd') if any.
+    spent: str | None = None
 
 
 def claim(
@@ -219,4 +224,5 @@ def read(cursor: Cursor[dict[str, Any]]) -> Claim:
         org_full=bool(row["org_full"]),
         held_seconds=float(row["held"] or 0.0),
         folders=[AgentFolder.model_validate(f) for f in row["folders"] or ()],
+        spent=row["spent"],
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cairn.domain.runs import OutboxCommand
 from cairn.store.db import Connection
+from cairn.store.limits import ORG_CAP
 from cairn.store.rows import from_row, to_params
 
 # Keyed by its natural key: a retried checkpoint writes the same command once.
@@ -120,8 +121,8 @@ SELECT o.* FROM outbox o JOIN agents a ON a.organization_id = o.organization_id
 WHERE o.organization_id = %(org)s AND o.sent_at IS NULL AND o.kind = 'step'
   AND (a.lease_run_id IS NULL OR a.lease_expires_at < now())
 ORDER BY o.id
-LIMIT greatest(%(cap)s - (SELECT n FROM held), 0)
-"""
+LIMIT greatest({ORG_CAP} - (SELECT n FROM held), 0)
+""".replace("{ORG_CAP}", ORG_CAP)
 
 
 # What a run's end frees, read by its checkpoint in one statement (after it let the agent
@@ -139,11 +140,11 @@ UNION ALL
  WHERE %(cap)s > 0 AND o.organization_id = %(org)s AND o.sent_at IS NULL AND o.kind = 'step'
    AND o.agent_id <> %(agent_id)s AND (a.lease_run_id IS NULL OR a.lease_expires_at < now())
  ORDER BY o.id
- LIMIT greatest(%(cap)s - (
+ LIMIT greatest({ORG_CAP} - (
      SELECT count(*) FROM agents
      WHERE organization_id = %(org)s AND lease_run_id IS NOT NULL
        AND lease_expires_at >= now()), 0))
-"""
+""".replace("{ORG_CAP}", ORG_CAP)
 
 
 def waiting_in_organization(conn: Connection, org_id: str, cap: int) -> list[OutboxCommand]:

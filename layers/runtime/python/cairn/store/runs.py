@@ -9,6 +9,7 @@ from psycopg.types.json import Jsonb
 from cairn.domain.runs import OutboxCommand, Run
 from cairn.store import claim as claims
 from cairn.store.db import Connection, pipeline
+from cairn.store.limits import SPENT
 from cairn.store.rows import Order, from_row, page, to_params
 
 RUN_JSON = ("metadata", "request_config", "usage", "error")
@@ -52,6 +53,9 @@ WITH agent AS (
       -- every claim does (migration 0020).
       AND (NOT %(org_turn)s OR cairn_org_turn(a.organization_id))
     FOR UPDATE
+), spent AS (
+    -- A spent monthly budget starts no run, takes no answer, joins no input (migration 0037).
+    SELECT {spent} AS budget
 ), last AS (
     SELECT m.id, m.run_id, m.role = 'approval' AND m.tool_calls IS NOT NULL AS pending
     FROM agent JOIN messages m ON m.id = agent.last_id
@@ -63,10 +67,12 @@ WITH agent AS (
     UPDATE runs r SET approval_answered_by = %(id)s, approval_task_token = NULL
     FROM waiting
     WHERE %(answering)s AND r.id = waiting.id AND r.approval_answered_by IS NULL
+      AND (SELECT budget FROM spent) IS NULL
     RETURNING waiting.token
 ), allowed AS (
     SELECT 1 FROM agent
-    WHERE CASE WHEN %(answering)s THEN EXISTS (SELECT 1 FROM answered)
+    WHERE (SELECT budget FROM spent) IS NULL
+      AND CASE WHEN %(answering)s THEN EXISTS (SELECT 1 FROM answered)
                ELSE NOT coalesce((SELECT pending FROM last), false) END
 ), joinable AS (
     -- The agent's newest run not ended, if it coalesces: never an older one, whose turn
@@ -123,8 +129,9 @@ SELECT (SELECT count(*) FROM agent) AS found,
        (SELECT to_jsonb(command) FROM command) AS command,
        (SELECT token FROM answered) AS approval_token,
        (SELECT to_jsonb(joined) FROM joined) AS joined,
-       (SELECT request_config ->> 'coalesce_until' FROM run) AS coalesce_until
-"""
+       (SELECT request_config ->> 'coalesce_until' FROM run) AS coalesce_until,
+       (SELECT budget FROM spent) AS spent
+""".replace("{spent}", SPENT.format(org="%(organization_id)s"))
 
 
 UPDATE_RUN = """

@@ -37,16 +37,34 @@ VALUES (%(id)s, %(organization_id)s, %(user_id)s, %(name)s, %(key_hash)s, %(key_
 SELECT_API_KEY = "SELECT * FROM api_keys WHERE organization_id = %(org)s AND id = %(id)s"
 # The one unscoped lookup: it is how a request finds its organization. Every request asks
 # (no cache: a revoked key fails on the very next request, in every process). It reads; the
-# key's last use is written at most once a minute, so a busy key costs no commit per request.
+# key's last use is written at most once a minute, so a busy key costs no commit per request,
+# unless its organization has a rate limit (migration 0037): then it counts the key's
+# requests in the calendar minute, in the same statement (no round trip of its own).
 AUTHENTICATE = """
 WITH found AS (
-    SELECT * FROM api_keys WHERE key_hash = %(key_hash)s AND revoked_at IS NULL
+    SELECT k.*, l.requests_per_minute AS rate_limit
+    FROM api_keys k LEFT JOIN org_limits l ON l.organization_id = k.organization_id
+    WHERE k.key_hash = %(key_hash)s AND k.revoked_at IS NULL
 ), touched AS (
-    UPDATE api_keys k SET last_used_at = now() FROM found
+    UPDATE api_keys k
+    SET last_used_at = CASE WHEN found.last_used_at IS NULL
+                                 OR found.last_used_at < now() - interval '1 minute'
+                            THEN now() ELSE k.last_used_at END,
+        minute_start = CASE WHEN found.rate_limit IS NULL THEN k.minute_start
+                            ELSE date_trunc('minute', now()) END,
+        minute_count = CASE WHEN found.rate_limit IS NULL THEN k.minute_count
+                            WHEN k.minute_start = date_trunc('minute', now())
+                            THEN k.minute_count + 1 ELSE 1 END
+    FROM found
     WHERE k.id = found.id
-      AND (found.last_used_at IS NULL OR found.last_used_at < now() - interval '1 minute')
+      AND (found.rate_limit IS NOT NULL OR found.last_used_at IS NULL
+           OR found.last_used_at < now() - interval '1 minute')
+    RETURNING k.minute_count
 )
-SELECT * FROM found
+SELECT found.*, (SELECT minute_count FROM touched) AS requests_this_minute,
+       ceil(60 - extract(epoch FROM now() - date_trunc('minute', now())))::int
+           AS minute_left_seconds
+FROM found
 """
 # Operators' views: every organization, and one organization's keys (never their hashes).
 LIST_ORGANIZATIONS = """
@@ -111,8 +129,19 @@ def get_api_key(conn: Connection, org_id: str, key_id: str) -> ApiKey | None:
 
 
 def authenticate(conn: Connection, plain_key: str) -> ApiKey | None:
+    return admit(conn, plain_key)[0]
+
+
+def admit(conn: Connection, plain_key: str) -> tuple[ApiKey | None, int | None, int]:
+    """The key (None: unknown or revoked), its organization's requests-per-minute limit
+    (None: none) with this request counted, and the seconds left in the minute; over the
+    limit when the count is above it."""
     row = conn.execute(AUTHENTICATE, {"key_hash": hash_api_key(plain_key)}).fetchone()
-    return from_row(ApiKey, row)
+    if row is None:
+        return None, None, 0
+    limit, count = row["rate_limit"], row["requests_this_minute"]
+    over = limit if limit is not None and count is not None and count > limit else None
+    return ApiKey.model_validate(row), over, int(row["minute_left_seconds"])
 
 
 def revoke_api_key(conn: Connection, org_id: str, key_id: str) -> bool:

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http
-from cairn.services import usage
+from cairn.services import limits, usage
 
 router = APIGatewayHttpRouter()
 
@@ -33,3 +33,9 @@ def get_usage(
         overrides=rt.settings.prices,
     )
     return http.json_reply(200, found)
+
+
+@router.get("/usage/limits")
+def get_limits() -> Response[Any]:
+    """The organization's budgets and limits (set by the operator) and this month's use."""
+    return http.json_reply(200, limits.show(http.rt().db, http.org_id()))

@@ -1,0 +1,80 @@
+"""An organization's budgets and limits (migration 0037) and what it used this month."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn.store.db import Connection
+
+KINDS = ("monthly_tokens", "monthly_cost_usd", "requests_per_minute", "max_runs")
+
+THIS_MONTH = "date_trunc('month', now() AT TIME ZONE 'UTC')::date"
+
+# Which monthly budget the organization spent, if one is ('monthly_tokens' or
+# 'monthly_cost_usd', else NULL): one row by its key in each table, read inside the statement
+# that starts a run (store/runs.py) or claims a step (store/claim.py). `{org}` is the
+# statement's own parameter for the organization.
+SPENT = f"""
+(SELECT CASE WHEN m.tokens >= l.monthly_tokens THEN 'monthly_tokens'
+             WHEN m.cost_usd >= l.monthly_cost_usd THEN 'monthly_cost_usd' END
+ FROM org_limits l
+ JOIN org_usage_months m ON m.organization_id = l.organization_id AND m.month = {THIS_MONTH}
+ WHERE l.organization_id = {{org}})
+"""
+
+# The agents an organization's runs may hold at once: its own limit, else the share every
+# organization has (CAIRN_ORG_MAX_RUNS), in statements naming them %(org)s and %(cap)s;
+# asked only where the share is on (cap > 0).
+ORG_CAP = "coalesce((SELECT max_runs FROM org_limits WHERE organization_id = %(org)s), %(cap)s)"
+
+# Sent last in the checkpoint's pipeline (store/checkpoints.py), so the organization's row
+# is locked only from here to the commit that follows.
+ADD_TO_MONTH = f"""
+INSERT INTO org_usage_months (organization_id, month, tokens, cost_usd)
+VALUES (%(org)s, {THIS_MONTH}, %(tokens)s, %(cost)s)
+ON CONFLICT (organization_id, month) DO UPDATE
+SET tokens = org_usage_months.tokens + EXCLUDED.tokens,
+    cost_usd = org_usage_months.cost_usd + EXCLUDED.cost_usd
+"""
+
+PUT_LIMITS = """
+INSERT INTO org_limits (organization_id, monthly_tokens, monthly_cost_usd, requests_per_minute,
+                        max_runs, updated_at)
+VALUES (%(org)s, %(monthly_tokens)s, %(monthly_cost_usd)s, %(requests_per_minute)s,
+        %(max_runs)s, now())
+ON CONFLICT (organization_id) DO UPDATE
+SET monthly_tokens = EXCLUDED.monthly_tokens, monthly_cost_usd = EXCLUDED.monthly_cost_usd,
+    requests_per_minute = EXCLUDED.requests_per_minute, max_runs = EXCLUDED.max_runs,
+    updated_at = now()
+"""
+
+SELECT_LIMITS = f"""
+SELECT o.id AS organization_id, l.monthly_tokens, l.monthly_cost_usd::float8,
+       l.requests_per_minute, l.max_runs, l.updated_at,
+       {THIS_MONTH} AS month, coalesce(m.tokens, 0) AS month_tokens,
+       coalesce(m.cost_usd, 0)::float8 AS month_cost_usd,
+       ceil(extract(epoch FROM (date_trunc('month', now() AT TIME ZONE 'UTC')
+                                + interval '1 month') - now() AT TIME ZONE 'UTC'))::int
+           AS month_ends_in_seconds
+FROM organizations o
+LEFT JOIN org_limits l ON l.organization_id = o.id
+LEFT JOIN org_usage_months m ON m.organization_id = o.id AND m.month = {THIS_MONTH}
+WHERE o.id = %(org)s
+"""
+
+
+def put(conn: Connection, org_id: str, limits: dict[str, Any]) -> None:
+    conn.execute(PUT_LIMITS, {"org": org_id, **{k: limits.get(k) for k in KINDS}})
+
+
+def get(conn: Connection, org_id: str) -> dict[str, Any] | None:
+    """The organization's limits and this month's use; None for an unknown organization."""
+    row = conn.execute(SELECT_LIMITS, {"org": org_id}).fetchone()
+    return dict(row) if row else None
+
+
+def spent(conn: Connection, org_id: str) -> str | None:
+    """Which monthly budget the organization spent, if one is."""
+    row = conn.execute("SELECT " + SPENT.format(org="%(org)s") + " AS spent", {"org": org_id})
+    found = row.fetchone()
+    return found["spent"] if found else None

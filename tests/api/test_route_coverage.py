@@ -62,6 +62,7 @@ CAIRN_ONLY = {
     ("POST", "/v1/agents/{}/fork"),
     # Usage (docs/operations.md): Letta 0.16.1 has none.
     ("GET", "/v1/usage"),
+    ("GET", "/v1/usage/limits"),
     # Telegram bots (docs/telegram.md): Letta 0.16.1 has none.
     ("POST", "/v1/telegram/bots"),
     ("GET", "/v1/telegram/bots"),

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from cairn import tracing
 from cairn.api.app import buffered, build_app
 from cairn.assembly.build import preload_for_snapshot
 from cairn.llm import deadline
@@ -19,6 +20,7 @@ ANSWER_SECONDS = 2.0
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracing.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A sync send waits within CAIRN_SYNC_BUDGET_SECONDS and within what is left of this
     # invocation, whichever ends first (a cold start has eaten some of it).

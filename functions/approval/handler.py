@@ -8,6 +8,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from cairn import tracing
 from cairn.assembly.build import runtime
 from cairn.run.tasks import approval_task
 
@@ -15,6 +16,7 @@ logger = Logger(service="cairn-approval")
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracing.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(action=event.get("action"), run_id=event.get("run_id"))
     return approval_task(runtime(), event)

@@ -14,6 +14,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from cairn import tracing
 from cairn.assembly.build import preload_for_snapshot, runtime
 from cairn.llm import deadline
 from cairn.run import later, worker
@@ -69,6 +70,7 @@ def _receives(record: SQSRecord) -> int:
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracing.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     """Records of the step queue and of the embedding jobs' queue."""
     answer = process_partial_response(

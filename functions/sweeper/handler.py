@@ -10,6 +10,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from cairn import tracing
 from cairn.assembly.build import runtime
 from cairn.run.schedules import fire_one
 from cairn.run.sweeper import sweep_once
@@ -18,6 +19,7 @@ logger = Logger(service="cairn-sweeper")
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracing.flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("action") == "fire_schedule":  # EventBridge Scheduler: one occurrence
         occurrence = datetime.fromisoformat(str(event["occurrence"]).replace("Z", "+00:00"))

@@ -54,6 +54,8 @@ class Shape:
     # Browser origins allowed to call the API (the functions answer CORS themselves, behind
     # API Gateway and at the streaming URL alike).
     cors_origins: tuple[str, ...] = ()
+    # An OTLP/HTTP collector the functions send their traces to (docs/operations.md).
+    otel_endpoint: str | None = None
 
     @property
     def small(self) -> bool:
@@ -113,6 +115,9 @@ class Shape:
         )
         if bad := [o for o in origins if not o.startswith(("https://", "http://"))]:
             raise ValueError(f"cors_origins: origins are http(s)://host[:port], not {bad[0]!r}")
+        otel = text("otel_endpoint")
+        if otel is not None and not otel.startswith(("https://", "http://")):
+            raise ValueError(f"otel_endpoint: an http(s):// URL of a collector, not {otel!r}")
         size = (text("size") or "production").lower()
         if size not in SIZES:
             raise ValueError(f"size: one of {', '.join(SIZES)}, not {text('size')!r}")
@@ -133,6 +138,7 @@ class Shape:
             approval_timeout_hours=number("approval_timeout_hours", 1 / 60, 24 * 365, whole=False)
             or 168,
             cors_origins=origins,
+            otel_endpoint=otel.rstrip("/") if otel else None,
         )
         if shape.min_acu > shape.db_max_acu:
             raise ValueError(

@@ -186,6 +186,11 @@ class CairnStack(Stack):
         }
         if shape.cors_origins:
             environment["CAIRN_CORS_ORIGINS"] = ",".join(shape.cors_origins)
+        if shape.otel_endpoint:  # traces over OTLP, one per run (docs/operations.md)
+            environment |= {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": shape.otel_endpoint,
+                "OTEL_SERVICE_NAME": self.stack_name,
+            }
         egress = None
         if shape.tool_network:  # tools reach their organization's allowed hosts (docs/tools.md)
             egress = EgressProxy(

@@ -48,8 +48,9 @@ ONE_TURN = ["user_message", "tool_call_message", "tool_return_message", "assista
 
 
 class Stack:
-    def __init__(self, data_dir: Path, fake: FakeLLM) -> None:
+    def __init__(self, data_dir: Path, fake: FakeLLM, env: dict[str, str] | None = None) -> None:
         self.data_dir, self.fake, self.port = data_dir, fake, free_port()
+        self.env = env or {}  # more of the stack's environment (tests/e2e/test_traces.py)
         self.proc: subprocess.Popen[str] | None = None
         self.outputs: list[str] = []
 
@@ -60,6 +61,7 @@ class Stack:
             "OPENAI_BASE_URL": f"{self.fake.base_url}/v1",
             "CAIRN_LLM_MAX_RETRIES": "0",
             "CAIRN_SLEEPTIME_RUN_TIMEOUT_SECONDS": "20",
+            **self.env,
         }
         if crash_at:
             env["CAIRN_LOCAL_CRASH_AT"] = crash_at

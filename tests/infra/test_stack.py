@@ -974,3 +974,16 @@ def test_browser_origins_are_a_flag_the_functions_answer_cors_with() -> None:
     assert "CAIRN_CORS_ORIGINS" not in json.dumps(synth()[1].to_json())
     with pytest.raises(ValueError, match="cors_origins"):
         Shape.from_context({"cors_origins": "console.example.com"}.get)
+
+
+def test_a_collector_flag_sends_every_functions_traces_there() -> None:
+    """`-c otel_endpoint=...` sets the standard OTLP variables on every function (each
+    exports its spans before it answers: cairn/tracing.py); unset, none has them."""
+    _, t = synth(otel_endpoint="https://otel.example.com:4318/")
+    for name in ("api", "stream", "step", "approval", "sleeptime", "sweeper"):
+        env = function(t.to_json(), name)["Properties"]["Environment"]["Variables"]
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "https://otel.example.com:4318"
+        assert "OTEL_SERVICE_NAME" in env
+    assert "OTEL_EXPORTER" not in json.dumps(synth()[1].to_json())
+    with pytest.raises(ValueError, match="otel_endpoint"):
+        Shape.from_context({"otel_endpoint": "otel.example.com"}.get)

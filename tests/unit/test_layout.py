@@ -130,7 +130,7 @@ RANKS = [
     {"run"},
     {"memory", "tools", "llm", "embeddings", "store"},
     {"domain"},
-    {"config", "errors", "faults", "heap", "outbound", "prices", "sealing", "__init__"},
+    {"config", "errors", "faults", "heap", "outbound", "prices", "sealing", "tracing", "__init__"},
 ]
 SAME_FLOOR = {
     ("tools", "memory"),  # the memory tools run memory's edits

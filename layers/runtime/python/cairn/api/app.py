@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError as Rout
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from cairn import tracing
 from cairn.api import cors, http
 from cairn.api.openapi import with_letta_responses
 from cairn.api.routes import (
@@ -143,6 +144,37 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
         app.include_router(module.router, prefix="/v1")
     app.include_router(console.router)
 
+    def traced(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+        # The request's span (HTTP server conventions), continuing a caller's `traceparent`.
+        event = app.current_event
+        route = app.context.get("_route")
+        template = route.openapi_path if route is not None else event.path
+        headers = {k.lower(): v for k, v in (event.headers or {}).items()}
+        method = event.http_method.upper()
+        with tracing.span(
+            f"{method} {template}",
+            kind=tracing.SERVER,
+            parent=headers.get("traceparent"),
+            attributes={"http.request.method": method, "http.route": template},
+            errors=False,  # a 4xx is the caller's: only a 5xx marks the span
+        ) as span:
+            try:
+                response = next_middleware(app)
+            except Exception as exc:  # answered by the handlers below
+                span.set_attribute("error.type", type(exc).__name__)
+                client = isinstance(exc, RequestValidationError) or (
+                    isinstance(exc, CairnError) and exc.status_code < 500
+                )
+                if not client:
+                    tracing.failed(span, type(exc).__name__)
+                raise
+            span.set_attribute("http.response.status_code", response.status_code)
+            if org := http.bound_org():
+                span.set_attribute("cairn.organization_id", org)
+            if response.status_code >= 500:
+                tracing.failed(span, str(response.status_code))
+            return response
+
     def limit_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         # Before anything parses it: Lambda refuses larger synchronous payloads anyway.
         body = app.current_event.get("body") or ""
@@ -176,7 +208,7 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
         http.bind(app.current_event, org)
         return next_middleware(app)
 
-    app.use([limit_body, authenticate])
+    app.use([traced, limit_body, authenticate])
 
     described: list[str] = []  # built on the first request, then kept
 

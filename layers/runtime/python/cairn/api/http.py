@@ -35,6 +35,12 @@ def current() -> APIGatewayProxyEventV2:
     return _request.get()[0]
 
 
+def bound_org() -> str | None:
+    """The request's organization once its key was checked (None before, or keyless)."""
+    found = _request.get(None)
+    return found[1] if found else None
+
+
 def org_id() -> str:
     org = _request.get()[1]
     if org is None:

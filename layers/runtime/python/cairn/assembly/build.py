@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
-from cairn import heap
+from cairn import heap, tracing
 from cairn.adapters.aws import bedrock
 from cairn.adapters.aws.secrets import (
     database_conninfo,
@@ -55,6 +55,7 @@ def build_runtime(
     yielding: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> Runtime:
     bedrock.install()  # model and embedding calls to Bedrock get their boto3 client here
+    tracing.configure()  # OTLP export when the OTEL_* variables ask for it (cairn/tracing.py)
     database = db or Database(
         database_conninfo(settings),
         max_size=settings.db_pool_size,

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cairn import __version__, faults, heap
+from cairn import __version__, faults, heap, tracing
 from cairn.adapters.aws.stepfunctions import stepfunctions_client
 from cairn.adapters.local import lambdas, stepfunctions
 from cairn.adapters.local.queue import Consumer, LocalQueue, LocalStepQueue
@@ -100,6 +100,7 @@ def main() -> int:
     finally:
         http.server_close()
         workers.stop()
+        tracing.shutdown()  # the spans still buffered, exported before the process ends
         if server_handle is not None:
             server_handle.cleanup()  # type: ignore[attr-defined]
     return 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cairn import faults
+from cairn import faults, tracing
 from cairn.domain.messages import ToolCall, ToolReturn
 from cairn.domain.tools import Tool
 from cairn.memory import packaging
@@ -114,12 +114,30 @@ def execute(
 ) -> list[CallResult]:
     """Run the calls: parallel-safe ones together, the rest in order; results in call order."""
 
+    step_context = tracing.current_context()  # the pool's threads start with none
+
     def run(item: PreparedCall) -> CallResult:
         key = f"tool:{item.call.id}"
         if key in journaled:
             done = journaled[key]
         else:
-            done = _invoke(item, ctx)
+            with (
+                tracing.within(step_context),
+                tracing.span(
+                    f"execute_tool {item.name}",
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": item.name,
+                        "gen_ai.tool.call.id": item.call.id,
+                        "gen_ai.tool.type": "extension"  # an MCP server's
+                        if item.tool is not None and item.tool.tool_type == "external_mcp"
+                        else "function",
+                    },
+                ) as span,
+            ):
+                done = _invoke(item, ctx)
+                if not done["success"]:
+                    tracing.failed(span, str(done["result"]))
             outside = item.spec is None or item.spec.journaled
             if outside and item.tool is not None and item.error is None:
                 write_journal(key, done)  # outside effects: this call never runs twice

@@ -7,6 +7,7 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import NamedTuple
 
+from cairn import tracing
 from cairn.domain.limits import budget_spent
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, RunOptions, step_command
@@ -74,7 +75,21 @@ def start_run(
         **({"compact_only": True} if options.compact_only else {}),
     }
     first = step_command(run, 0)
-    with nullcontext(conn) if conn is not None else db.connection() as on:
+    # The run's span; its context is kept with the run, so each of its steps, wherever and
+    # whenever it runs, is a child of it (one trace a run: cairn/tracing.py).
+    with (
+        tracing.span(
+            "run",
+            attributes={
+                "cairn.run_id": run.id,
+                "cairn.agent_id": agent_id,
+                "cairn.organization_id": org_id,
+            },
+        ),
+        nullcontext(conn) if conn is not None else db.connection() as on,
+    ):
+        if parent := tracing.traceparent():
+            run.request_config["traceparent"] = parent
         row, first_claim = runs.start_run(
             on,
             run,

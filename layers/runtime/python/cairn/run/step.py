@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from cairn import faults
+from cairn import faults, tracing
 from cairn.config import Settings
 from cairn.domain.agents import MAX_COALESCE_SECONDS, Agent
 from cairn.domain.base import utc_now
@@ -232,6 +232,37 @@ class Engine:
             return StepOutcome("run_finished", run_status=run.status)
         if got.agent is None:  # another run holds it, or its organization holds its share
             return StepOutcome("throttled" if got.org_full else "busy", agent_id=run.agent_id)
+        # The step's span, a child of its run's wherever the run started (cairn/tracing.py).
+        with tracing.span(
+            "step",
+            parent=run.request_config.get("traceparent"),
+            attributes={
+                "cairn.run_id": run_id,
+                "cairn.agent_id": run.agent_id,
+                "cairn.organization_id": org_id,
+                "cairn.step_index": step_index,
+            },
+        ) as span:
+            outcome = self._take(got, run, step_index, on_delta, messenger)
+            span.set_attribute("cairn.step.outcome", outcome.status)
+            if outcome.stop_reason:
+                span.set_attribute("cairn.stop_reason", outcome.stop_reason)
+            if outcome.run_status == "failed":
+                tracing.failed(span, outcome.stop_reason or "failed")
+            return outcome
+
+    def _take(
+        self,
+        got: Claim,
+        run: Run,
+        step_index: int,
+        on_delta: MessageDelta | None,
+        messenger: Messenger | None,
+    ) -> StepOutcome:
+        """The step's work once its claim holds the agent: the model, the tools, the
+        checkpoint."""
+        org_id, run_id = run.organization_id, run.id
+        assert got.agent is not None
         state = StepState(
             run=run,
             step_index=step_index,
@@ -273,7 +304,16 @@ class Engine:
         tokens = cp.step.model_dump(include=TOKENS)
         cp.cost_usd = step_cost(cp.step.model, tokens, self.settings.prices)
         try:
-            done = commit(self.db, cp, now=self._clock(), org_cap=self.settings.org_max_runs)
+            with tracing.span(
+                "checkpoint",
+                kind=tracing.CLIENT,
+                attributes={
+                    "db.system.name": "postgresql",
+                    "cairn.messages": len(cp.new_messages),
+                    "cairn.run_status": cp.run.status,
+                },
+            ):
+                done = commit(self.db, cp, now=self._clock(), org_cap=self.settings.org_max_runs)
         except AlreadyCommitted:
             return StepOutcome("already_done")
         faults.reached("after_commit")

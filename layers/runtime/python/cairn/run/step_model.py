@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cairn import faults
+from cairn import faults, tracing
 from cairn.config import Settings
 from cairn.domain.configs import LLMConfig
 from cairn.domain.providers import Provider
@@ -29,6 +29,15 @@ LLM_JOURNAL_KEY = "llm"
 
 # (organization, provider name) -> the provider and its key, or None if it has none by that name.
 ProviderKeyLookup = Callable[[str, str], "tuple[Provider, dict[str, str]] | None"]
+
+
+# The GenAI conventions' provider names for Letta's endpoint types.
+PROVIDERS = {
+    "google_ai": "gcp.gemini",
+    "google_vertex": "gcp.vertex_ai",
+    "bedrock": "aws.bedrock",
+    "azure": "azure.ai.openai",
+}
 
 
 @dataclass(frozen=True)
@@ -70,9 +79,31 @@ class StepModel:
         client = self.client(state.org_id, request.config)
         # One bound for the call and all its retries (CAIRN_LLM_TIMEOUT_SECONDS): a model
         # that hangs or crawls frees its worker well within the step's time (docs/tenancy.md).
-        with deadline.bounded(self.settings.llm_timeout_seconds):
+        config = request.config
+        with (
+            tracing.span(
+                f"chat {config.model}",
+                kind=tracing.CLIENT,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": PROVIDERS.get(
+                        config.model_endpoint_type, config.model_endpoint_type
+                    ),
+                    "gen_ai.request.model": config.model,
+                },
+            ) as span,
+            deadline.bounded(self.settings.llm_timeout_seconds),
+        ):
             response = deadline.retried(
                 lambda: client.complete(request, on_delta), self.settings.llm_max_retries
+            )
+            span.set_attributes(
+                {
+                    "gen_ai.response.model": response.model or config.model,
+                    "gen_ai.usage.input_tokens": response.usage.prompt_tokens,
+                    "gen_ai.usage.output_tokens": response.usage.completion_tokens,
+                    "gen_ai.response.finish_reasons": [response.finish_reason],
+                }
             )
         if not response.tool_calls:
             return response

@@ -12,6 +12,9 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step, Usage
 from cairn.services.requests import LettaRequest
 
+# Cairn's own keys of a run's request, not Letta's.
+INTERNAL = ("input", "coalesce_until", "traceparent")
+
 
 def run_json(run: Run) -> dict[str, Any]:
     data = run.model_dump(
@@ -34,7 +37,9 @@ def run_json(run: Run) -> dict[str, Any]:
         "created_at": iso(run.created_at),
         "completed_at": iso(run.completed_at),
         "request_config": {
-            k: v for k, v in run.request_config.items() if k not in ("input", "coalesce_until")
+            k: v
+            for k, v in run.request_config.items()
+            if k not in ("input", "coalesce_until", "traceparent")
         },
     }
 

@@ -45,6 +45,7 @@ PRICES = {
     "snapstart_cache_gb_second": 0.0000015046,  # SnapStart (Python), cache per GB-second
     "sqs_fifo_million": 0.50,  # SQS FIFO, per million requests
     "logs_gb": 0.50,  # CloudWatch Logs ingestion, per GB
+    "custom_metric_month": 0.30,  # CloudWatch custom metric (EMF), per metric-month (first 10k)
 }
 # Billed only for what is used (requests, storage, ingestion): nothing while idle.
 BY_USE = {
@@ -336,6 +337,11 @@ def per_million_steps(template: dict[str, Any], latency: float) -> list[Line]:
             1e6 * 0.2 * p["lambda_gb_second"] + 3 * p["sqs_fifo_million"],
         ),
         Line("CloudWatch Logs", f"~1 KB a step x ${p['logs_gb']}/GB", 1e6 * 1e-6 * p["logs_gb"]),
+        Line(
+            "steps' metrics (two EMF log lines)",
+            f"~0.8 KB a step x ${p['logs_gb']}/GB",
+            1e6 * 0.8e-6 * p["logs_gb"],
+        ),
     ]
     (cluster,) = _of(template, "AWS::RDS::DBCluster")
     if float(cluster["ServerlessV2ScalingConfiguration"]["MinCapacity"]) == 0 and not _of(
@@ -359,6 +365,27 @@ def per_million_steps(template: dict[str, Any], latency: float) -> list[Line]:
     return lines
 
 
+def metrics_per_month(template: dict[str, Any], organizations: int) -> list[Line]:
+    """The steps' custom metrics (CAIRN_METRICS=emf), billed per metric-month while they are
+    published: each for the stack, and again for each organization with steps that month.
+    None in a month without steps (nothing is published)."""
+    environment = _function(template, "step").get("Environment", {}).get("Variables", {})
+    if environment.get("CAIRN_METRICS") != "emf":
+        return []
+    sys.path.insert(0, str(ROOT / "layers" / "runtime" / "python"))
+    from cairn.adapters.aws.metrics import METRICS, PER_ORGANIZATION
+
+    n, each, price = len(METRICS), len(PER_ORGANIZATION), PRICES["custom_metric_month"]
+    return [
+        Line("the stack's", f"{n} metrics x ${price}", n * price),
+        Line(
+            "each organization's",
+            f"{organizations} organizations x {each} metrics x ${price}",
+            organizations * each * price,
+        ),
+    ]
+
+
 def synthesised(context: dict[str, str]) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "infra"))
     import aws_cdk as cdk
@@ -372,12 +399,18 @@ def synthesised(context: dict[str, str]) -> dict[str, Any]:
     return template
 
 
-def report(template: dict[str, Any], latency: float) -> str:
+def report(template: dict[str, Any], latency: float, organizations: int = 10) -> str:
     out = []
     for title, lines in (
         ("Idle floor, per month", idle_floor(template)),
         (f"Per million steps, model latency {latency:g} s", per_million_steps(template, latency)),
+        (
+            f"Metrics in a month with steps, {organizations} organizations active",
+            metrics_per_month(template, organizations),
+        ),
     ):
+        if not lines:
+            continue
         out.append(f"{title}:\n")
         out.append("| part | arithmetic | $ |\n| --- | --- | --- |")
         out += [f"| {x.part} | {x.arithmetic} | {x.dollars:,.2f} |" for x in lines]
@@ -397,9 +430,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a context flag as name=value, as `cdk -c`",
     )
     parser.add_argument("--latency", type=float, default=2.0, help="the model's, in seconds")
+    parser.add_argument(
+        "--organizations", type=int, default=10, help="organizations with steps in a month"
+    )
     args = parser.parse_args(argv)
     context = dict(c.split("=", 1) for c in args.context)
-    print(report(synthesised(context), args.latency))
+    print(report(synthesised(context), args.latency, args.organizations))
     return 0
 
 

@@ -1,6 +1,7 @@
 """What an operator watches (one dashboard) and what needs a person (alarms to one SNS topic):
 dead-lettered steps, function errors and throttles, tails close to a timeout, a queue that
-stops draining, failed workflows, and the database or its proxy running out of room.
+stops draining, failed workflows, the database or its proxy running out of room, and from
+the steps' own metrics (per organization too) a slow model and runs that keep failing.
 
 Alarms must stay quiet at normal load: a slow tail must hold for 15 minutes, and the API's
 is measured against the request's cut at 29 s, since a sync send waiting 25 s for a slow
@@ -29,6 +30,10 @@ SLOW_SHARE_DEFAULT = 0.8
 # A step waiting this long in the queue means the steps are not keeping up (or are stuck).
 QUEUE_AGE_SECONDS = 15 * 60
 METRICS_NAMESPACE = "Cairn"
+# The steps' own metrics worth a person: model calls over a minute at p99, and runs failing
+# steadily (each for 15 minutes).
+MODEL_P99_MS = 60_000
+RUNS_FAILED = 10
 
 
 @dataclass(frozen=True)
@@ -152,8 +157,48 @@ class Alarms(Construct):
             filter_pattern=logs.FilterPattern.literal('"failed: llm_api_error"'),
             metric_value="1",
         ).metric(period=five, statistic="Sum")
+
+        # The steps' own metrics (CAIRN_METRICS=emf: cairn/adapters/aws/metrics.py), for the
+        # whole stack; each also exists per organization (dimension `organization_id`).
+        def cairn(name: str, statistic: str = "Sum", period: Duration = five) -> cw.Metric:
+            return cw.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=name,
+                dimensions_map={"service": "cairn"},
+                statistic=statistic,
+                period=period,
+            )
+
+        alarm(
+            "ModelLatencyP99",
+            cairn("ModelLatency", "p99"),
+            MODEL_P99_MS,
+            periods=3,
+            alarm_description="Model calls take over a minute at p99: a provider is degraded.",
+        )
+        alarm(
+            "RunsFailed",
+            cairn("RunsFailed"),
+            RUNS_FAILED,
+            periods=3,
+            alarm_description="Runs keep failing (10 or more every 5 minutes for 15 minutes).",
+        )
+
+        def by_organization(name: str) -> cw.MathExpression:
+            # One line per organization that published it (CloudWatch's SEARCH: dashboards
+            # only, so the alarms above read the stack's own dimension).
+            return cw.MathExpression(
+                expression=(
+                    f"SEARCH('{{{METRICS_NAMESPACE},organization_id,service}} "
+                    f"MetricName=\"{name}\"', 'Sum', 300)"
+                ),
+                using_metrics={},
+                label=name,
+                period=five,
+            )
+
         step, api, approval = w.functions["step"], w.functions["api"], w.state_machines["approval"]
-        rows = [
+        rows: list[list[tuple[str, Sequence[cw.IMetric]]]] = [
             [
                 ("Steps per minute", [step.metric_invocations(period=minute)]),
                 (
@@ -191,6 +236,20 @@ class Alarms(Construct):
                 ),
             ],
         ]
+        rows.append(
+            [
+                ("Tokens by organization (input)", [by_organization("InputTokens")]),
+                (
+                    "Model and step latency (ms)",
+                    [cairn("ModelLatency", p, minute) for p in ("p50", "p99")]
+                    + [cairn("StepLatency", "p99", minute)],
+                ),
+                (
+                    "Throttles and failed runs",
+                    [cairn("Throttles", period=minute), cairn("RunsFailed", period=minute)],
+                ),
+            ]
+        )
         cw.Dashboard(
             self,
             "Dashboard",

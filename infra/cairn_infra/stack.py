@@ -149,6 +149,8 @@ class CairnStack(Stack):
             "CAIRN_ORG_MAX_RUNS": str(shape.step_concurrency // 2),
             "CAIRN_STEP_CONCURRENCY": str(shape.step_concurrency),
             "CAIRN_ORG_RESERVE": str(max(1, shape.step_concurrency // 5)),
+            # Steps' metrics, per organization too, as log lines CloudWatch reads (EMF).
+            "CAIRN_METRICS": "emf",
         }
         if shape.small:
             environment |= {

@@ -96,3 +96,19 @@ def test_the_small_shape_idles_for_pocket_money(templates: dict[str, dict[str, A
     steps = {line.part for line in COST.per_million_steps(templates["small"], 2.0)}
     assert "Aurora awake for the steps (at most: one step at a time)" in steps
     assert "NAT data to the provider" not in steps
+
+
+def test_the_steps_metrics_are_priced_per_organization_from_what_they_publish(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    """The steps' custom metrics (EMF) bill per metric-month: the stack's set, and one more
+    set for each organization with steps that month; the count is the adapter's own list."""
+    from cairn.adapters.aws.metrics import METRICS, PER_ORGANIZATION
+
+    lines = {x.part: x.dollars for x in COST.metrics_per_month(templates["production"], 4)}
+    price = COST.PRICES["custom_metric_month"]
+    assert lines == {
+        "the stack's": pytest.approx(len(METRICS) * price),
+        "each organization's": pytest.approx(4 * len(PER_ORGANIZATION) * price),
+    }
+    assert "Metrics in a month with steps, 10 organizations" in COST.report(templates["small"], 2.0)

@@ -373,7 +373,13 @@ def test_alarms_cover_errors_throttles_p99_and_database_capacity(template: dict[
     for a in alarms:
         key = a.get("ExtendedStatistic") or a.get("MetricName")
         by_metric[key] = by_metric.get(key, 0) + 1
-    assert by_metric["Errors"] == by_metric["Throttles"] == by_metric["p99"] == 10
+    assert by_metric["Errors"] == by_metric["Throttles"] == 10
+    assert by_metric["p99"] == 10 + 1  # each function's tail, and the model's (below)
+    # From the steps' own metrics (EMF), for the whole stack: a slow model, failing runs.
+    own = {a["MetricName"]: a for a in alarms if a.get("Namespace") == "Cairn"}
+    assert set(own) >= {"ModelLatency", "RunsFailed"}
+    assert own["ModelLatency"]["Dimensions"] == [{"Name": "service", "Value": "cairn"}]
+    assert own["ModelLatency"]["Threshold"] == 60_000
     assert by_metric["ServerlessDatabaseCapacity"] == 1
     assert by_metric["ApproximateAgeOfOldestMessage"] == 1
     assert by_metric["ExecutionsFailed"] == by_metric["ExecutionsTimedOut"] == 2
@@ -642,8 +648,22 @@ def test_a_dashboard_shows_what_an_operator_watches(template: dict[str, Any]) ->
         "Approval waits started",
         "Proxy connections",
         "Aurora capacity",
+        "Tokens by organization",
+        "Model and step latency",
+        "Throttles and failed runs",
     ):
         assert title in body, title
+    # Per organization: a search over the dimension every step's metrics carry.
+    assert "SEARCH('{Cairn,organization_id,service} MetricName=" in body.replace('\\"', '"')
+    # Every metric the dashboard and alarms read is one the steps publish, and the
+    # functions are told to publish them.
+    from cairn.adapters.aws.metrics import METRICS
+
+    named = set(re.findall(r'"Cairn",\s*"(\w+)"', body.replace('\\"', '"')))
+    assert named and named - {"LlmApiErrors"} <= set(METRICS), named  # that one: a log filter
+    for key in ("api", "step", "stream"):
+        env = function(template, key)["Properties"]["Environment"]["Variables"]
+        assert env["CAIRN_METRICS"] == "emf"
     (llm,) = resources(template, "AWS::Logs::MetricFilter").values()
     assert llm["Properties"]["FilterPattern"] == '"failed: llm_api_error"'
 

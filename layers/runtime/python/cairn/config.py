@@ -79,6 +79,8 @@ class Settings(BaseModel):
     history_retention_days: float = Field(default=90.0, gt=0)
     # Prices over the listed ones, for usage's estimated cost (JSON: cairn/prices.py).
     prices: str = ""
+    # The operator's metrics (docs/operations.md): "emf" on AWS (CloudWatch), "" none.
+    metrics: Literal["", "emf"] = ""
     # The sweeper's watchdog re-sends the step of a run that made no progress for this long
     # (a lost queue message, a worker that died mid-step). Longer than any step can run:
     # a Lambda runs at most 900 s, and a failed delivery waits out the queue's visibility.
@@ -261,6 +263,7 @@ class Settings(BaseModel):
             "outbox_retention_days": "CAIRN_OUTBOX_RETENTION_DAYS",
             "history_retention_days": "CAIRN_HISTORY_RETENTION_DAYS",
             "prices": "CAIRN_PRICES",
+            "metrics": "CAIRN_METRICS",
             "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",
             "openai_api_key": "OPENAI_API_KEY",
             "openai_base_url": "OPENAI_BASE_URL",

@@ -81,9 +81,12 @@ class LimitExceededError(CairnError):
 
     status_code = 429
 
-    def __init__(self, message: str, retry_after_seconds: int) -> None:
+    def __init__(
+        self, message: str, retry_after_seconds: int, *, limit: str, organization_id: str
+    ) -> None:
         super().__init__(message)
         self.retry_after_seconds = max(1, retry_after_seconds)
+        self.limit, self.organization_id = limit, organization_id  # for the operator's metrics
 
 
 def found(value: T | None, kind: str, ident: str) -> T:

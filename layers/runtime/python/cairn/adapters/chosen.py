@@ -4,6 +4,7 @@ an import run outside the API): the AWS one where the stack configured it, else 
 from __future__ import annotations
 
 from cairn.config import Settings
+from cairn.run.metering import Meter, NoMeter
 from cairn.run.provider_vault import EnvelopeVault, ProviderVault
 from cairn.run.runtime import DocumentStore
 from cairn.sealing import envelope_key
@@ -27,3 +28,13 @@ def documents_for(settings: Settings) -> DocumentStore:
     from cairn.adapters.local.directory_documents import DirectoryDocuments
 
     return DirectoryDocuments(settings.data_dir / "documents")
+
+
+def meter_for(settings: Settings) -> Meter:
+    """The operator's metrics: CloudWatch's embedded format where the stack asks for it
+    (CAIRN_METRICS=emf), else none."""
+    if settings.metrics == "emf":
+        from cairn.adapters.aws.metrics import EmfMeter
+
+        return EmfMeter()
+    return NoMeter()

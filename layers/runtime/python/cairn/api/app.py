@@ -108,6 +108,7 @@ def _detail(status: int, detail: object, headers: dict[str, str] | None = None) 
 
 
 def _limited(exc: LimitExceededError) -> Response[Any]:
+    http.rt().engine.meter.throttled(exc.organization_id, exc.limit)
     return _detail(429, str(exc), headers={"Retry-After": str(exc.retry_after_seconds)})
 
 

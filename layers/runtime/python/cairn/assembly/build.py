@@ -18,7 +18,7 @@ from cairn.adapters.aws.secrets import (
     sealing_key,
     with_provider_keys,
 )
-from cairn.adapters.chosen import documents_for, vault_for
+from cairn.adapters.chosen import documents_for, meter_for, vault_for
 from cairn.config import Settings
 from cairn.jobs import queue_kinds
 from cairn.llm import deadline
@@ -91,6 +91,7 @@ def build_runtime(
         scheduler=scheduler.put if scheduler is not None else None,
         run_end=telegram.RUN_END,
         external_tools=run_mcp_tool,
+        meter=meter_for(settings),
     )
     inline = False  # a part made here runs in this process: `serve` starts its consumer
     if embeddings is None and settings.embed_queue_url:

@@ -22,7 +22,7 @@ def next_month(now: datetime) -> datetime:
     )
 
 
-def budget_spent(kind: str, now: datetime | None = None) -> LimitExceededError:
+def budget_spent(org_id: str, kind: str, now: datetime | None = None) -> LimitExceededError:
     """The organization spent its monthly `kind` budget: nothing more runs until next month."""
     now = now or datetime.now(UTC)
     resumes = next_month(now)
@@ -30,12 +30,16 @@ def budget_spent(kind: str, now: datetime | None = None) -> LimitExceededError:
         f"The organization's {NAMES[kind]} ({kind}) is spent: runs resume on "
         f"{resumes.date().isoformat()} (UTC), or when the operator raises it",
         int((resumes - now).total_seconds()) + 1,
+        limit=kind,
+        organization_id=org_id,
     )
 
 
-def too_many_requests(limit: int, retry_after_seconds: int) -> LimitExceededError:
+def too_many_requests(org_id: str, limit: int, retry_after_seconds: int) -> LimitExceededError:
     return LimitExceededError(
         f"Rate limit exceeded: the {NAMES['requests_per_minute']} "
         f"(requests_per_minute: {limit}); try again in {retry_after_seconds} s",
         retry_after_seconds,
+        limit="requests_per_minute",
+        organization_id=org_id,
     )

@@ -102,7 +102,7 @@ def start_run(
     if not row["found"]:
         raise NotFoundError(f"Agent with ID {agent_id} not found")
     if row["spent"] is not None:
-        raise budget_spent(row["spent"])
+        raise budget_spent(org_id, row["spent"])
     if row["joined"] is not None:
         waiting = Run.model_validate(row["joined"])
         return StartedRun(waiting, step_command(waiting, 0), joined=True)

@@ -52,6 +52,7 @@ from cairn.run import lifecycle
 from cairn.run.agent_messages import Messenger
 from cairn.run.context import ExternalTools
 from cairn.run.lifecycle import LEASE_SECONDS
+from cairn.run.metering import Meter, NoMeter
 from cairn.run.state import StepState, load
 from cairn.run.step_model import ProviderKeyLookup, StepModel
 from cairn.sealing import Sealer, envelope_key
@@ -115,8 +116,11 @@ class Engine:
         scheduler: Callable[[Schedule], object] | None = None,
         run_end: tuple[RunEnd, ...] = (),
         external_tools: ExternalTools | None = None,
+        meter: Meter | None = None,
     ) -> None:
         self.db = db
+        # The operator's metrics (CloudWatch on AWS): given at assembly, none by default.
+        self.meter: Meter = meter or NoMeter()
         self.settings = settings or Settings.from_env()
         # Opens agents' secrets for their tools' calls (the local envelope key by default).
         self.sealer = sealer or Sealer(lambda: envelope_key(self.settings))
@@ -231,6 +235,8 @@ class Engine:
         if run.status in TERMINAL_RUN_STATUSES:
             return StepOutcome("run_finished", run_status=run.status)
         if got.agent is None:  # another run holds it, or its organization holds its share
+            if got.org_full:
+                self.meter.throttled(org_id, "max_runs")
             return StepOutcome("throttled" if got.org_full else "busy", agent_id=run.agent_id)
         # The step's span, a child of its run's wherever the run started (cairn/tracing.py).
         with tracing.span(
@@ -261,6 +267,7 @@ class Engine:
     ) -> StepOutcome:
         """The step's work once its claim holds the agent: the model, the tools, the
         checkpoint."""
+        began = time.perf_counter()
         org_id, run_id = run.organization_id, run.id
         assert got.agent is not None
         state = StepState(
@@ -290,7 +297,8 @@ class Engine:
         if got.spent is not None:
             # The organization spent its monthly budget: the run ends here, before another
             # model call (the step before it finished and is kept).
-            cp = work.failed("error", str(budget_spent(got.spent)), kind="budget_exceeded")
+            self.meter.throttled(org_id, got.spent)
+            cp = work.failed("error", str(budget_spent(org_id, got.spent)), kind="budget_exceeded")
         elif run.request_config.get("compact_only"):
             cp = compaction_step(work) or work.finish("end_turn")
         elif work.inputs and work.inputs[-1].role == "approval":
@@ -317,6 +325,14 @@ class Engine:
         except AlreadyCommitted:
             return StepOutcome("already_done")
         faults.reached("after_commit")
+        self.meter.step(
+            org_id,
+            step_ms=(time.perf_counter() - began) * 1000,
+            model_ms=cp.step.llm_request_ns / 1e6 if cp.step.llm_request_ns else None,
+            input_tokens=cp.step.prompt_tokens,
+            output_tokens=cp.step.completion_tokens,
+            run_failed=cp.run.status == "failed",
+        )
         return StepOutcome(
             "committed",
             done.next_command,

@@ -29,7 +29,7 @@ def ensure_budget(db: Database, org_id: str) -> None:
     with db.connection() as conn:
         spent = limits.spent(conn, org_id)
     if spent is not None:
-        raise budget_spent(spent)
+        raise budget_spent(org_id, spent)
 
 
 def change(db: Database, org_id: str, asked: dict[str, Any], *, share: int) -> dict[str, Any]:

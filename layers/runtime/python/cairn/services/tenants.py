@@ -15,8 +15,8 @@ def organization_of(db: Database, token: str) -> str | None:
     LimitExceededError past the organization's requests per minute for one key."""
     with db.connection() as conn:
         key, over, left = tenancy.admit(conn, token)
-    if over is not None:
-        raise too_many_requests(over, left)
+    if over is not None and key is not None:
+        raise too_many_requests(key.organization_id, over, left)
     return key.organization_id if key is not None else None
 
 

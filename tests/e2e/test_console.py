@@ -426,6 +426,10 @@ def test_the_usage_page_shows_the_organizations_steps_and_tokens(
     assert "Counted" in table.text
     total = by_css(d, "main tfoot").text
     assert f"{used['total']['steps']:,}" in total and f"{used['total']['prompt_tokens']:,}" in total
+    # This month against the organization's limits (none set here).
+    month = http.get("/v1/usage/limits").json()["month"]
+    shown = by_css(d, "main section.month").text
+    assert f"{month['tokens']:,} (no budget)" in shown and "no limit" in shown
     # Another range: the page asks again for those days.
     labelled(d, "From").send_keys("01012020")
     labelled(d, "To").send_keys("01022020")

@@ -541,6 +541,7 @@ async function usagePage(show) {
     h("td", {}, num(r.prompt_tokens)), h("td", {}, num(r.completion_tokens)),
     h("td", {}, num(r.cached_input_tokens)), h("td", {}, num(r.tool_calls)),
     h("td", {}, money(r.estimated_cost))));
+  const month = await get("/v1/usage/limits").catch(() => null);
   const t = found.total;
   const table = found.rows.length
     ? h("table", {}, h("caption", { class: "visually-hidden" }, "Usage per day, agent and model"),
@@ -552,8 +553,24 @@ async function usagePage(show) {
         h("td", {}, num(t.tool_calls)), h("td", {}, money(t.estimated_cost)))))
     : h("p", { class: "muted" }, "Nothing used in these days.");
   show("Usage", h("p", { class: "muted" }, `Your organization's steps and tokens, ${found.start_date} to ${found.end_date} (UTC); costs are estimates from the server's price table.`),
+    month ? limitsOf(month, num, money) : null,
     form, table,
     found.unpriced_models.length ? h("p", { class: "muted" }, `No price for: ${found.unpriced_models.join(", ")}.`) : null);
+}
+
+// This month against the organization's budgets and limits (set by the operator).
+function limitsOf(found, num, money) {
+  const l = found.limits, m = found.month;
+  const of = (used, limit, shown) => (limit ? `${shown(used)} of ${shown(limit)}` : `${shown(used)} (no budget)`);
+  const items = [
+    ["Tokens this month", of(m.tokens, l.monthly_tokens, num)],
+    ["Estimated cost this month", of(m.estimated_cost, l.monthly_cost_usd, money)],
+    ["Requests a minute, per API key", l.requests_per_minute ? num(l.requests_per_minute) : "no limit"],
+    ["Agents running at once", l.max_runs ? num(l.max_runs) : "the server's share"],
+  ];
+  return h("section", { "aria-labelledby": "month-title", class: "month" },
+    h("h2", { id: "month-title" }, `This month (from ${m.start})`),
+    h("dl", {}, items.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
 }
 
 window.addEventListener("hashchange", render);

@@ -223,7 +223,14 @@ def test_a_sync_send_answers_within_its_budget_however_long_the_provider_takes(
         stack.fake.reply("from the worker")
         started = time.monotonic()
         sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
-        assert sent.status_code == 202 and time.monotonic() - started < 5
+        assert time.monotonic() - started < 5
+        if sent.status_code == 200:
+            # The queue's worker took the step at once and finished the run before the send
+            # read it back (a loaded machine's order): the answer is whole, and the worker's.
+            said = [m.get("content") for m in sent.json()["messages"]]
+            assert said[-1] == "from the worker", said
+            return
+        assert sent.status_code == 202, sent.text
         state = _ended(client, sent.json()["id"])
         assert state["status"] == "completed" and state["stop_reason"] == "end_turn"
         replies = client.get(f"/v1/runs/{state['id']}/messages").json()

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test check invoke bench synth lint typecheck clean
+.PHONY: dev test check invoke bench synth rds-ca lint typecheck clean
 
 # Re-install only when the dependency list changes.
 $(STAMP): pyproject.toml
@@ -68,6 +68,12 @@ $(CDK): package.json
 # CDK_ARGS="-c skip_bundling=true"); `cdk deploy` takes the same flags, e.g. -c dev=true.
 synth: $(STAMP) $(CDK)
 	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(CDK) synth --quiet $(CDK_ARGS)
+
+# The RDS certificate authorities the small shape's functions check the cluster against,
+# refreshed from AWS's trust store into infra/cairn_infra/rds-ca-bundle.pem (commit it);
+# tests/infra/test_packaging.py fails 90 days before one of them expires.
+rds-ca: $(STAMP)
+	cd infra && ../$(VENV)/bin/python -m cairn_infra.packaging
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

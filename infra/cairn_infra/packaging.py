@@ -3,15 +3,17 @@ the `cairn` library.
 
 The dependency layer is `[project] dependencies` of pyproject.toml installed by pip for the
 Lambda runtime's platform and Python (`--platform manylinux2014_aarch64 --only-binary=:all:`),
-and the RDS certificate authorities' bundle, downloaded from AWS's trust store as AWS
-documents ("Using SSL/TLS to encrypt a connection to a DB cluster"): a function connecting to
-the cluster itself (`size=small`) checks its certificate against it.
+and the RDS certificate authorities' bundle that AWS documents ("Using SSL/TLS to encrypt a
+connection to a DB cluster"), kept in the repository (`rds-ca-bundle.pem`, refreshed from
+AWS's trust store by `make rds-ca`): a function connecting to the cluster itself
+(`size=small`) checks its certificate against it.
 Both layers are compiled to `.pyc` by that same Python version: `/opt` is read-only on
 Lambda, so uncompiled modules would be compiled again on every cold start.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import shutil
 import subprocess
@@ -20,11 +22,15 @@ import tomllib
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
+
+if TYPE_CHECKING:
+    from cryptography.x509 import Certificate
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = lambda_.Runtime.PYTHON_3_12
@@ -36,8 +42,13 @@ EXCLUDED = ("boto3",)
 RUNTIME_SOURCE = ROOT / "layers" / "runtime"
 # Local build leftovers that never ship (the editable install writes the egg-info).
 SKIP = ("__pycache__", "*.pyc", "*.egg-info")
-# Every commercial region's RDS root and intermediate CAs, in one file.
+# Every commercial region's RDS root CAs (and Amazon's roots, which RDS Proxy's certificates
+# chain to), kept in the repository so that a synth needs no network but the package
+# registries; `make rds-ca` refreshes it from AWS's trust store.
 RDS_CA_URL = "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem"
+RDS_CA_SOURCE = Path(__file__).resolve().parent / "rds-ca-bundle.pem"
+# A bundle is refreshed before any of its certificates has less than this left.
+RDS_CA_MARGIN_DAYS = 90
 # Where the bundle is in the functions (the layer unpacks under /opt).
 RDS_CA_PATH = Path("rds-ca") / "global-bundle.pem"
 RDS_CA_BUNDLE = f"/opt/{RDS_CA_PATH}"
@@ -60,9 +71,11 @@ def target_python() -> str | None:
 
 
 def build_dependency_layer(
-    output_dir: Path, platform: str = PLATFORM, rds_ca_url: str = RDS_CA_URL
+    output_dir: Path, platform: str = PLATFORM, rds_ca: Path = RDS_CA_SOURCE
 ) -> None:
-    """`python/` of the dependency layer in output_dir, with .pyc for the runtime's Python."""
+    """`python/` of the dependency layer in output_dir, with .pyc for the runtime's Python,
+    and the RDS CA bundle (checked: CAs only, none about to expire)."""
+    check_rds_ca(rds_ca.read_bytes(), str(rds_ca))
     site = output_dir / "python"
     # --no-compile: this interpreter is not the runtime's; compileall below is.
     subprocess.run(
@@ -89,28 +102,67 @@ def build_dependency_layer(
         check=True,
     )
     compile_for_runtime(site)
-    fetch_rds_ca(output_dir / RDS_CA_PATH, rds_ca_url)
+    (output_dir / RDS_CA_PATH).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(rds_ca, output_dir / RDS_CA_PATH)
 
 
-def fetch_rds_ca(target: Path, url: str = RDS_CA_URL) -> None:
-    """The RDS CA bundle at `target`, refused unless it is a PEM file of CA certificates."""
+def check_rds_ca(
+    data: bytes, where: str, *, now: datetime.datetime | None = None
+) -> list[Certificate]:
+    """The bundle's certificates; a RuntimeError naming the first that is not a CA or
+    expires within RDS_CA_MARGIN_DAYS (refresh it: `make rds-ca`)."""
     from cryptography import x509
 
-    with urllib.request.urlopen(url, timeout=60) as answer:
-        data = answer.read()
     try:
         certificates = x509.load_pem_x509_certificates(data)
     except ValueError as err:
-        raise RuntimeError(f"{url}: not a PEM bundle of certificates ({err})") from err
+        raise RuntimeError(f"{where}: not a PEM bundle of certificates ({err})") from err
+    soon = (now or datetime.datetime.now(datetime.UTC)) + datetime.timedelta(
+        days=RDS_CA_MARGIN_DAYS
+    )
     for certificate in certificates:
+        name = certificate.subject.rfc4514_string()
         try:
             is_ca = certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
         except x509.ExtensionNotFound:
             is_ca = False
         if not is_ca:
-            raise RuntimeError(f"{url}: {certificate.subject.rfc4514_string()} is not a CA")
+            raise RuntimeError(f"{where}: {name} is not a CA")
+        if certificate.not_valid_after_utc < soon:
+            raise RuntimeError(
+                f"{where}: {name} expires {certificate.not_valid_after_utc.date()}, within "
+                f"{RDS_CA_MARGIN_DAYS} days: refresh the bundle (make rds-ca)"
+            )
+    return certificates
+
+
+def refresh_rds_ca(
+    url: str = RDS_CA_URL, target: Path = RDS_CA_SOURCE, *, now: datetime.datetime | None = None
+) -> int:
+    """Download AWS's bundle into `target` (the repository's), leaving out certificates that
+    expire within the margin (AWS keeps old roots in it for a while); refused unless the rest
+    are CA certificates. Returns how many were kept."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        data = answer.read()
+    try:
+        found = x509.load_pem_x509_certificates(data)
+    except ValueError as err:
+        raise RuntimeError(f"{url}: not a PEM bundle of certificates ({err})") from err
+    soon = (now or datetime.datetime.now(datetime.UTC)) + datetime.timedelta(
+        days=RDS_CA_MARGIN_DAYS
+    )
+    kept = b"".join(
+        c.public_bytes(serialization.Encoding.PEM) for c in found if c.not_valid_after_utc >= soon
+    )
+    check_rds_ca(kept, url, now=now)
+    if not kept:
+        raise RuntimeError(f"{url}: no certificate valid for {RDS_CA_MARGIN_DAYS} more days")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    target.write_bytes(kept)
+    return kept.count(b"-----BEGIN CERTIFICATE-----")
 
 
 def build_runtime_layer(output_dir: Path) -> None:
@@ -204,5 +256,11 @@ class Layers(Construct):
 
 
 def _requirements_hash() -> str:
-    text = "\n".join([PLATFORM, PYTHON_VERSION, RDS_CA_URL, *runtime_requirements()])
+    bundle = hashlib.sha256(RDS_CA_SOURCE.read_bytes()).hexdigest()
+    text = "\n".join([PLATFORM, PYTHON_VERSION, bundle, *runtime_requirements()])
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+if __name__ == "__main__":  # `make rds-ca`
+    kept = refresh_rds_ca()
+    print(f"{RDS_CA_SOURCE}: {kept} certificates from {RDS_CA_URL}")

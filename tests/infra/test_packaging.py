@@ -15,14 +15,16 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from cairn_infra.packaging import (
     RDS_CA_PATH,
+    RDS_CA_SOURCE,
     RUNTIME_SOURCE,
     build_runtime_layer,
-    fetch_rds_ca,
+    check_rds_ca,
+    refresh_rds_ca,
     target_python,
 )
 
 
-def certificate(name: str, *, ca: bool) -> bytes:
+def certificate(name: str, *, ca: bool, days: int = 1) -> bytes:
     """A self-signed certificate, PEM: a CA's, or a server's."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -39,7 +41,7 @@ def certificate(name: str, *, ca: bool) -> bytes:
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
@@ -70,20 +72,43 @@ def trust_store() -> Iterator[tuple[str, dict[str, bytes]]]:
         server.server_close()
 
 
-def test_the_rds_ca_bundle_is_kept_only_if_it_is_certificate_authorities(
+def test_the_rds_ca_bundle_in_the_repository_is_certificate_authorities_far_from_expiry() -> None:
+    """Shipped in the layer from the repository (a synth needs no network but the package
+    registries): CA certificates only, none expiring within 90 days (this test fails in
+    time to run `make rds-ca`), the regions' RDS roots as AWS's global bundle has them
+    (RDS Proxy's certificates chain to Amazon's public roots instead: certifi's)."""
+    from cryptography import x509
+
+    found = check_rds_ca(RDS_CA_SOURCE.read_bytes(), str(RDS_CA_SOURCE))
+    names = {c.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value for c in found}
+    for region in ("us-east-1", "eu-west-1", "ap-southeast-2"):
+        for kind in ("RSA2048", "RSA4096", "ECC384"):
+            assert f"Amazon RDS {region} Root CA {kind} G1" in names
+    assert all(name.startswith("Amazon RDS ") for name in names)
+
+
+def test_a_refreshed_bundle_keeps_only_certificate_authorities_far_from_expiry(
     tmp_path: Path, trust_store: tuple[str, dict[str, bytes]]
 ) -> None:
     url, files = trust_store
-    files["/global.pem"] = certificate("Root A", ca=True) + certificate("Root B", ca=True)
-    files["/server.pem"] = certificate("db.example", ca=False)
+    files["/global.pem"] = (
+        certificate("Root A", ca=True, days=400)
+        + certificate("Old root", ca=True, days=30)
+        + certificate("Root B", ca=True, days=4000)
+    )
+    files["/server.pem"] = certificate("db.example", ca=False, days=400)
     files["/page.pem"] = b"<html>not a bundle</html>"
-    fetch_rds_ca(tmp_path / "ok" / RDS_CA_PATH, f"{url}/global.pem")
-    assert (tmp_path / "ok" / RDS_CA_PATH).read_bytes() == files["/global.pem"]
+    target = tmp_path / "ok.pem"
+    assert refresh_rds_ca(f"{url}/global.pem", target) == 2  # the one about to expire: out
+    assert b"Old root" not in target.read_bytes()
     with pytest.raises(RuntimeError, match="is not a CA"):
-        fetch_rds_ca(tmp_path / "server" / RDS_CA_PATH, f"{url}/server.pem")
+        refresh_rds_ca(f"{url}/server.pem", tmp_path / "server.pem")
     with pytest.raises(RuntimeError, match="not a PEM bundle"):
-        fetch_rds_ca(tmp_path / "page" / RDS_CA_PATH, f"{url}/page.pem")
-    assert not (tmp_path / "server").exists() and not (tmp_path / "page").exists()
+        refresh_rds_ca(f"{url}/page.pem", tmp_path / "page.pem")
+    assert not (tmp_path / "server.pem").exists() and not (tmp_path / "page.pem").exists()
+    # And a bundle that would expire soon stops the synth's layer build, naming it.
+    with pytest.raises(RuntimeError, match="within 90 days"):
+        check_rds_ca(certificate("Old root", ca=True, days=30), "bundle")
 
 
 def test_the_runtime_layer_ships_the_sources_with_bytecode_for_python_312(tmp_path: Path) -> None:
@@ -102,9 +127,7 @@ def test_the_runtime_layer_ships_the_sources_with_bytecode_for_python_312(tmp_pa
         assert all(".cpython-312." in name for name in compiled)
 
 
-def test_every_function_imports_as_shipped_on_a_clean_python_312(
-    tmp_path: Path, trust_store: tuple[str, dict[str, bytes]]
-) -> None:
+def test_every_function_imports_as_shipped_on_a_clean_python_312(tmp_path: Path) -> None:
     """Each function's asset with its layers, in a Python 3.12 that has nothing else: what
     Lambda unpacks (/var/task, /opt/python) and what its runtime adds (boto3). The layer's
     wheels are this machine's platform, not Lambda's arm64, so that they can be imported
@@ -120,12 +143,8 @@ def test_every_function_imports_as_shipped_on_a_clean_python_312(
     assert python is not None, "Python 3.12 (the Lambda runtime's) is needed to check this"
     machine = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
     build_runtime_layer(tmp_path / "runtime")
-    url, files = trust_store
-    files["/rds.pem"] = certificate("RDS Root", ca=True)
-    build_dependency_layer(
-        tmp_path / "deps", platform=f"manylinux2014_{machine}", rds_ca_url=f"{url}/rds.pem"
-    )
-    assert (tmp_path / "deps" / RDS_CA_PATH).read_bytes() == files["/rds.pem"]
+    build_dependency_layer(tmp_path / "deps", platform=f"manylinux2014_{machine}")
+    assert (tmp_path / "deps" / RDS_CA_PATH).read_bytes() == RDS_CA_SOURCE.read_bytes()
     provided = tmp_path / "lambda-runtime"  # the runtime's own boto3
     subprocess.run(
         [

@@ -38,12 +38,12 @@ class Shape:
     dev: bool = False
     size: str = "production"
     tool_network: bool = False
-    sweep_minutes: int | None = None  # None: 1; 30 with dev; 60 with size=small
+    sweep_minutes: int | None = None  # None: 1; 60 with size=small
     api_rate_limit: int = 100  # requests a second the API stage admits (bursts of twice)
     stream_concurrency: int | None = None  # reserved concurrency of `stream`
     api_concurrency: int | None = None  # reserved concurrency of `api`
     bedrock_models: tuple[str, ...] = ()
-    db_min_acu: float | None = None  # None: 0 with dev or size=small, 0.5 otherwise
+    db_min_acu: float | None = None  # None: 0 with size=small, 0.5 otherwise
     db_max_acu: float = 8
     step_concurrency: int = STEP_CONCURRENCY
     embed_concurrency: int = EMBED_CONCURRENCY
@@ -63,17 +63,22 @@ class Shape:
 
     @property
     def min_acu(self) -> float:
+        # Only the small shape pauses: every other shape has RDS Proxy in front, and a
+        # cluster behind a proxy never pauses (AWS documents auto-pause and RDS Proxy as
+        # incompatible), so a 0 floor there would only promise a pause that never comes.
+        # `dev` keeps production's connection path (what a dev stack tests is what runs)
+        # at 0.5 ACU; a cheap stack is `size=small` (with `dev` for a disposable one).
         if self.db_min_acu is not None:
             return self.db_min_acu
-        return 0 if self.dev or self.small else 0.5
+        return 0 if self.small else 0.5
 
     @property
     def sweep_every(self) -> int:
         """Minutes between sweeps. Each sweep wakes a paused database, which pauses again
-        only after 5 idle minutes: the shapes that pause sweep rarely."""
+        only after 5 idle minutes: the shape that pauses (small) sweeps rarely."""
         if self.sweep_minutes is not None:
             return self.sweep_minutes
-        return 60 if self.small else 30 if self.dev else 1
+        return 60 if self.small else 1
 
     @classmethod
     def from_context(cls, get: Callable[[str], object]) -> Shape:
@@ -140,6 +145,12 @@ class Shape:
             cors_origins=origins,
             otel_endpoint=otel.rstrip("/") if otel else None,
         )
+        if shape.min_acu == 0 and not shape.small:
+            raise ValueError(
+                "db_min_acu: 0 (auto-pause) needs size=small: the other shapes put RDS Proxy "
+                "in front of the cluster, which keeps it from pausing (AWS documents the two "
+                "as incompatible); use 0.5, or -c size=small for a stack that pauses"
+            )
         if shape.min_acu > shape.db_max_acu:
             raise ValueError(
                 f"db_min_acu: {shape.min_acu:g} is above db_max_acu {shape.db_max_acu:g}"

@@ -102,8 +102,15 @@ def test_cdk_nag_aws_solutions_pass_with_reasoned_acknowledgments(
     context: dict[str, str],
 ) -> None:
     app = cdk.App(context={**project_context(), "skip_bundling": "true", **context})
-    build_app(app)
+    stack = build_app(app)
     app.synth()  # raises ValidationFailed on any unacknowledged finding
+    # And no shape pairs a cluster that pauses (MinCapacity 0) with RDS Proxy, which keeps
+    # it from pausing (AWS documents the two as incompatible): only the small shape pauses.
+    template = Template.from_stack(stack).to_json()
+    (cluster,) = resources(template, "AWS::RDS::DBCluster").values()
+    pauses = cluster["Properties"]["ServerlessV2ScalingConfiguration"]["MinCapacity"] == 0
+    assert not (pauses and resources(template, "AWS::RDS::DBProxy"))
+    assert pauses == (context.get("size") == "small")
     from cairn_infra.suppressions import DEV_REASONS, REASONS, SMALL_REASONS
 
     reasons = [*REASONS.values(), *DEV_REASONS.values(), *SMALL_REASONS.values()]
@@ -513,14 +520,16 @@ def test_dev_flag_relaxes_protection_only() -> None:
     )
     t.resource_count_is("AWS::EC2::NatGateway", 1)
     t.resource_count_is("AWS::RDS::DBInstance", 1)
-    # Sweeps far enough apart that the idle database pauses (after 5 minutes) between them.
-    t.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(30 minutes)"})
+    # Production's connection path (the proxy), so its database does not pause (0.5 ACU),
+    # and it sweeps as production does.
+    t.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
     t.has_resource_properties(
         "AWS::RDS::DBCluster",
         Match.object_like(
-            {"ServerlessV2ScalingConfiguration": Match.object_like({"MinCapacity": 0})}
+            {"ServerlessV2ScalingConfiguration": Match.object_like({"MinCapacity": 0.5})}
         ),
     )
+    t.resource_count_is("AWS::RDS::DBProxy", 1)
 
 
 # Properties naming something that must be unique in an account and region.
@@ -876,6 +885,8 @@ def test_the_large_knobs_are_flags_that_reach_the_template() -> None:
         ({"db_max_acu": "300"}, "db_max_acu: from 0 to 256"),
         ({"db_min_acu": "0.3"}, "db_min_acu: 0, or 0.5 to 256 in half units"),
         ({"db_min_acu": "16", "db_max_acu": "8"}, "db_min_acu: 16 is above db_max_acu 8"),
+        ({"db_min_acu": "0"}, "db_min_acu: 0 (auto-pause) needs size=small"),
+        ({"db_min_acu": "0", "dev": "true"}, "RDS Proxy"),
         ({"step_concurrency": "1"}, "step_concurrency: from 2 to 1000"),
         ({"step_concurrency": "many"}, "step_concurrency: a whole number"),
         ({"fifo_high_throughput": "maybe"}, "fifo_high_throughput: true or false"),

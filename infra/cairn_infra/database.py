@@ -55,8 +55,15 @@ class Database(Construct):
             default_database_name=DB_NAME,
             writer=rds.ClusterInstance.serverless_v2("Writer"),
             # A reader in the second AZ takes over if the writer's AZ fails (not in dev or
-            # small, which take the hour a new writer needs instead).
-            readers=[rds.ClusterInstance.serverless_v2("Reader", scale_with_writer=True)]
+            # small, which take the hour a new writer needs instead). Cairn reads nothing
+            # from it, so it scales on its own (promotion tier 2) and idles at the floor:
+            # scaling with the writer would bill it at the writer's capacity all the time,
+            # e.g. a writer averaging 4 ACU costs 3.5 ACU x $0.12 x 730 h = $307 a month
+            # more. The price: after a failover the new writer starts at 0.5 ACU and scales
+            # up in seconds (Aurora Serverless v2 doubles as it needs), so the first
+            # requests after a failover are slower; the failover itself (~30 s) and the
+            # steps' retries dominate that.
+            readers=[rds.ClusterInstance.serverless_v2("Reader", scale_with_writer=False)]
             if reader
             else [],
             serverless_v2_min_capacity=min_capacity,

@@ -1018,3 +1018,13 @@ def test_a_collector_flag_sends_every_functions_traces_there() -> None:
     assert "OTEL_EXPORTER" not in json.dumps(synth()[1].to_json())
     with pytest.raises(ValueError, match="otel_endpoint"):
         Shape.from_context({"otel_endpoint": "otel.example.com"}.get)
+
+
+def test_the_reader_scales_on_its_own_and_is_not_paid_as_a_second_writer(
+    template: dict[str, Any],
+) -> None:
+    """Cairn reads nothing from the reader: promotion tier 2 (scales independently, at the
+    floor while idle), not 0-1 (at the writer's capacity all the time): database.py."""
+    instances = resources(template, "AWS::RDS::DBInstance").values()
+    tiers = sorted(i["Properties"].get("PromotionTier", 1) for i in instances)
+    assert len(tiers) == 2 and tiers[-1] == 2

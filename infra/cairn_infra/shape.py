@@ -56,6 +56,9 @@ class Shape:
     cors_origins: tuple[str, ...] = ()
     # An OTLP/HTTP collector the functions send their traces to (docs/operations.md).
     otel_endpoint: str | None = None
+    # One organization (or several that trust each other): no share of the steps'
+    # concurrency per organization, so one tenant can use all of it (docs/tenancy.md).
+    single_tenant: bool = False
 
     @property
     def small(self) -> bool:
@@ -144,6 +147,7 @@ class Shape:
             or 168,
             cors_origins=origins,
             otel_endpoint=otel.rstrip("/") if otel else None,
+            single_tenant=flag("single_tenant"),
         )
         if shape.min_acu == 0 and not shape.small:
             raise ValueError(

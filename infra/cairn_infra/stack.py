@@ -146,7 +146,9 @@ class CairnStack(Stack):
             # model hangs leaves the other half to everyone else; and a fifth of it is kept
             # for organizations with nothing running, so hangs of several tenants, each
             # under its share, do not fill it either (docs/tenancy.md).
-            "CAIRN_ORG_MAX_RUNS": str(shape.step_concurrency // 2),
+            # A single-tenant stack (`single_tenant`) has no share: its one organization may
+            # use the whole concurrency.
+            "CAIRN_ORG_MAX_RUNS": "0" if shape.single_tenant else str(shape.step_concurrency // 2),
             "CAIRN_STEP_CONCURRENCY": str(shape.step_concurrency),
             "CAIRN_ORG_RESERVE": str(max(1, shape.step_concurrency // 5)),
             # Steps' metrics, per organization too, as log lines CloudWatch reads (EMF).

@@ -1028,3 +1028,14 @@ def test_the_reader_scales_on_its_own_and_is_not_paid_as_a_second_writer(
     instances = resources(template, "AWS::RDS::DBInstance").values()
     tiers = sorted(i["Properties"].get("PromotionTier", 1) for i in instances)
     assert len(tiers) == 2 and tiers[-1] == 2
+
+
+def test_a_single_tenant_stack_has_no_organization_share() -> None:
+    """By default one organization's runs hold at most half the steps' concurrency (25 of
+    50); `-c single_tenant=true` turns the share off, so its tenant can use all of it."""
+    for context, share in (({}, "25"), ({"single_tenant": "true"}, "0")):
+        _, t = synth(**context)
+        env = function(t.to_json(), "step")["Properties"]["Environment"]["Variables"]
+        assert env["CAIRN_ORG_MAX_RUNS"] == share, context
+    with pytest.raises(ValueError, match="single_tenant"):
+        Shape.from_context({"single_tenant": "perhaps"}.get)

@@ -34,6 +34,8 @@ METRICS_NAMESPACE = "Cairn"
 # steadily (each for 15 minutes).
 MODEL_P99_MS = 60_000
 RUNS_FAILED = 10
+# The small shape's function alarms: the two that serve every turn.
+COMPACT_FUNCTIONS = ("api", "step")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,11 @@ class Watched:
     cluster: rds.DatabaseCluster
     proxy: rds.DatabaseProxy | None  # None: the functions connect to the cluster
     max_capacity: float
+    # The small shape's watch: the alarms that say a person must act, each once for the
+    # stack (not each function's errors, throttles and tails), and no dashboard unless
+    # asked for: at its size they were the largest line of its idle bill.
+    compact: bool = False
+    dashboard: bool = True
 
 
 class Alarms(Construct):
@@ -86,7 +93,11 @@ class Alarms(Construct):
             alarm_description="Steps wait over 15 minutes: workers are failing or saturated.",
         )
         for key, fn in w.functions.items():
+            if w.compact and key not in COMPACT_FUNCTIONS:
+                continue
             alarm(f"{key}Errors", fn.metric_errors(period=five), 1)
+            if w.compact:
+                continue
             alarm(f"{key}Throttles", fn.metric_throttles(period=five), 1)
             if fn.timeout is not None:
                 share = SLOW_SHARE.get(key, SLOW_SHARE_DEFAULT)
@@ -103,7 +114,8 @@ class Alarms(Construct):
                 1,
                 alarm_description=f"A {kind} workflow ended in failure.",
             )
-            alarm(f"{kind}ExecutionsTimedOut", machine.metric_timed_out(period=five), 1)
+            if not w.compact:
+                alarm(f"{kind}ExecutionsTimedOut", machine.metric_timed_out(period=five), 1)
         alarm(
             "DatabaseCapacity",
             w.cluster.metric_serverless_database_capacity(period=five),
@@ -250,6 +262,8 @@ class Alarms(Construct):
                 ),
             ]
         )
+        if not w.dashboard:
+            return
         cw.Dashboard(
             self,
             "Dashboard",

@@ -59,10 +59,16 @@ class Shape:
     # One organization (or several that trust each other): no share of the steps'
     # concurrency per organization, so one tenant can use all of it (docs/tenancy.md).
     single_tenant: bool = False
+    # The CloudWatch dashboard ($3 a month): None, yes but with size=small.
+    dashboard: bool | None = None
 
     @property
     def small(self) -> bool:
         return self.size == "small"
+
+    @property
+    def wants_dashboard(self) -> bool:
+        return self.dashboard if self.dashboard is not None else not self.small
 
     @property
     def min_acu(self) -> float:
@@ -148,6 +154,7 @@ class Shape:
             cors_origins=origins,
             otel_endpoint=otel.rstrip("/") if otel else None,
             single_tenant=flag("single_tenant"),
+            dashboard=flag("dashboard") if text("dashboard") is not None else None,
         )
         if shape.min_acu == 0 and not shape.small:
             raise ValueError(

@@ -269,6 +269,20 @@ class CairnStack(Stack):
         embed_queue.connect(fns.entry["step"], by["step-dead-letter"])
         files_queue.connect(by["files"], by["step-dead-letter"])
 
+        if shape.small:
+            # A round wakes the paused database for six minutes: the sweeper skips it when
+            # no function ran for a stalled run's wait and two rounds (nothing can be left).
+            active = [by[k] for k in ("api", "stream", "step", "files", "approval", "sleeptime")]
+            by["sweeper"].add_environment(
+                "CAIRN_SWEEP_ACTIVITY_FUNCTIONS", ",".join(f.function_name for f in active)
+            )
+            stall = int(environment["CAIRN_RUN_STALL_SECONDS"])
+            by["sweeper"].add_environment(
+                "CAIRN_SWEEP_ACTIVITY_SECONDS", str(stall + 2 * 60 * shape.sweep_every)
+            )
+            by["sweeper"].add_to_role_policy(
+                iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])
+            )
         # Every minute; rarer where the database pauses (Shape.sweep_every).
         events.Rule(
             self,
@@ -313,6 +327,8 @@ class CairnStack(Stack):
                 cluster=database.cluster,
                 proxy=database.proxy,
                 max_capacity=shape.db_max_acu,
+                compact=shape.small,
+                dashboard=shape.wants_dashboard,
             ),
         )
         CfnOutput(self, "AlarmTopic", value=alarms.topic.topic_arn)

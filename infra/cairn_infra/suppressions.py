@@ -17,9 +17,11 @@ REASONS = {
     "AWSLambdaVPCAccessExecutionRole]": "Required for a function in a VPC to create and delete "
     "its network interfaces; the EC2 ENI actions do not support resource-level permissions.",
     "AwsSolutions::AwsSolutions-IAM5[Resource::*]": "Only X-Ray (PutTraceSegments, "
-    "PutTelemetryRecords, sampling) and Step Functions' CloudWatch Logs delivery actions are on "
-    "'*': neither service supports resource-level permissions for them. tests/infra checks "
-    "that no other statement has a wildcard.",
+    "PutTelemetryRecords, sampling), Step Functions' CloudWatch Logs delivery actions and, in "
+    "the small shape, the sweeper's cloudwatch:GetMetricData (it reads the functions' "
+    "invocation counts to skip a round that would wake the paused database) are on '*': "
+    "none of these supports resource-level permissions. tests/infra checks that no other "
+    "statement has a wildcard.",
     "AwsSolutions::AwsSolutions-IAM5[Resource::<FunctionssandboxFCA814B5.Arn>:*]": "lambda:"
     "InvokeFunction on the sandbox function's versions and aliases (':*'), as grantInvoke "
     "writes it; it names that one function.",

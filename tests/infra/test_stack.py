@@ -31,6 +31,7 @@ STAR_ONLY = {
     *("logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery"),
     *("logs:DeleteLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy"),
     *("logs:DescribeResourcePolicies", "logs:DescribeLogGroups"),
+    "cloudwatch:GetMetricData",  # the small shape's sweeper (is anything running?)
 }
 
 
@@ -936,6 +937,22 @@ def test_the_small_shape_pauses_its_database_and_has_no_proxy_or_nat_gateway() -
     assert migrate["CAIRN_DB_SECRET_ARN"] == {"Ref": attached}
     (sweep,) = resources(template, "AWS::Events::Rule").values()
     assert sweep["Properties"]["ScheduleExpression"] == "rate(1 hour)"
+    # Its rounds are skipped while none of the stack's functions ran (a round would wake
+    # the paused database): it reads their invocation counts, over a stalled run's wait
+    # and two rounds.
+    sweeper = function(template, "sweeper")["Properties"]["Environment"]["Variables"]
+    asked = json.dumps(sweeper["CAIRN_SWEEP_ACTIVITY_FUNCTIONS"])
+    assert asked.count('"Ref"') == 6 and "Functionsstep" in asked
+    stall = int(sweeper["CAIRN_RUN_STALL_SECONDS"])
+    assert int(sweeper["CAIRN_SWEEP_ACTIVITY_SECONDS"]) == stall + 2 * 3600
+    # Alarms sized for it: those that need a person, once for the stack; no dashboard.
+    alarms = resources(template, "AWS::CloudWatch::Alarm")
+    assert len(alarms) == 9 and not resources(template, "AWS::CloudWatch::Dashboard")
+    named = json.dumps(alarms)
+    assert "DeadLetteredSteps" in named and "ModelLatency" in named
+    assert resources(
+        synth(size="small", dashboard="true")[1].to_json(), "AWS::CloudWatch::Dashboard"
+    )
     # The app role may connect to this cluster (its resource id), and nothing broader.
     connects = [
         st

@@ -79,6 +79,10 @@ class Settings(BaseModel):
     history_retention_days: float = Field(default=90.0, gt=0)
     # Prices over the listed ones, for usage's estimated cost (JSON: cairn/prices.py).
     prices: str = ""
+    # The sweeper skips a round when none of these functions (comma-separated names) ran in
+    # the last `sweep_activity_seconds`: the small shape, whose database a round would wake.
+    sweep_activity_functions: str = ""
+    sweep_activity_seconds: float = Field(default=0.0, ge=0)
     # The operator's metrics (docs/operations.md): "emf" on AWS (CloudWatch), "" none.
     metrics: Literal["", "emf"] = ""
     # The sweeper's watchdog re-sends the step of a run that made no progress for this long
@@ -264,6 +268,8 @@ class Settings(BaseModel):
             "history_retention_days": "CAIRN_HISTORY_RETENTION_DAYS",
             "prices": "CAIRN_PRICES",
             "metrics": "CAIRN_METRICS",
+            "sweep_activity_functions": "CAIRN_SWEEP_ACTIVITY_FUNCTIONS",
+            "sweep_activity_seconds": "CAIRN_SWEEP_ACTIVITY_SECONDS",
             "provider_secret_arn": "CAIRN_PROVIDER_SECRET_ARN",
             "openai_api_key": "OPENAI_API_KEY",
             "openai_base_url": "OPENAI_BASE_URL",

@@ -508,3 +508,31 @@ def test_a_sleeptime_item_sent_twice_starts_its_run_once(
         helper_runs = runs.list_runs(conn, org.id, agent_ids=[item["agent_id"]])
     assert [r.id for r in helper_runs] == [again["run_id"]]
     assert state_of(db, primary)[1]["human"].count("Fact A") == 1
+
+
+def test_a_spent_budget_skips_a_sleeptime_run_and_fails_no_workflow(
+    fresh: Flows, db: Database, org: Organization
+) -> None:
+    """A fan-out item whose organization spent its monthly budget starts no background run
+    and answers its Task as skipped (a failure would alarm and retry for nothing)."""
+    from cairn.assembly.operator import operate
+
+    primary, group_id = sleeptime_agent(db, org)
+    fresh.fake.when(is_helper, helper_replies(["Fact A"]))
+    Primary(fresh.fake).reply("Noted.")
+    first = turn(fresh, primary, "I like tea")
+    fresh.finished("sleeptime", f"sleeptime:{group_id}:{first.id}", timeout=60)
+    plan = {
+        "organization_id": org.id,
+        "action": "plan",
+        "group_id": group_id,
+        "upto_message_id": first_last_message(db, first),
+    }
+    (item,) = tasks.sleeptime_task(fresh.rt, plan)["items"]
+    operate(db, {"action": "limits", "organization_id": org.id, "monthly_tokens": 1})
+    later = {**item, "upto_message_id": "message-of-a-later-fan-out"}
+    answer = tasks.sleeptime_task(fresh.rt, {**plan, "action": "run", "item": later})
+    assert answer == {"run_id": None}
+    with db.connection() as conn:
+        helper_runs = runs.list_runs(conn, org.id, agent_ids=[item["agent_id"]])
+    assert len(helper_runs) == 1  # the first fan-out's, and no other

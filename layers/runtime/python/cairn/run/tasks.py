@@ -13,7 +13,7 @@ from typing import Any
 from cairn.domain.ids import stable_id
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, RunOptions, task_result
-from cairn.errors import ConflictError
+from cairn.errors import ConflictError, LimitExceededError
 from cairn.run import lifecycle, sleeptime
 from cairn.run.dispatch import publish_and_mark
 from cairn.run.runtime import Runtime, send_result
@@ -165,8 +165,13 @@ def start_background(rt: Runtime, item: dict[str, str], token: str | None) -> di
         run_id=run_id,
         metadata={"run_type": "sleeptime", "group_id": item["group_id"]},
     )
-    started = lifecycle.start_run(
-        rt.db, org, item["agent_id"], [message], options, org_cap=rt.settings.org_max_runs
-    )
+    try:
+        started = lifecycle.start_run(
+            rt.db, org, item["agent_id"], [message], options, org_cap=rt.settings.org_max_runs
+        )
+    except LimitExceededError as err:  # a spent budget: no background run, and no failure
+        if token:
+            rt.workflows.succeed(token, {"run_id": None, "status": "skipped", "why": str(err)})
+        return {"run_id": None}
     publish_and_mark(rt.db, rt.queue, started.command)
     return {"run_id": started.run.id}

@@ -437,6 +437,70 @@ def test_the_usage_page_shows_the_organizations_steps_and_tokens(
     until(d, lambda d: "Nothing used in these days." in d.page_source)
 
 
+def signed_in(d: Any, url: str, route: str) -> None:
+    d.get(f"{url}/console")
+    d.execute_script("sessionStorage.setItem('cairn.console.key', arguments[0])", KEY)
+    d.get(f"{url}/console{route}")
+
+
+def test_the_chat_shows_the_conversation_oldest_first_after_a_reload(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """The chat's history (the newest page, which the API lists oldest first as Letta's
+    does) reads top to bottom in the order it was said: each question above its answer,
+    the latest next to the message box."""
+    url, _ = stack
+    d, http = browser, api(url)
+    made = http.post("/v1/agents/", json={"name": "Ordered", "model": "openai/gpt-test"}).json()
+    for text in ("first question", "second question"):
+        sent = http.post(
+            f"/v1/agents/{made['id']}/messages",
+            json={"messages": [{"role": "user", "content": text}]},
+        )
+        assert sent.status_code == 200, sent.text
+    signed_in(d, url, f"#/agents/{made['id']}/chat")
+    page_is(d, "chat")
+    said = d.execute_script(
+        "return [...document.querySelectorAll('ol.messages > li')].map(li => "
+        "[li.className.split(' ').find(c => c.endsWith('_message')), "
+        "li.querySelector('.content')?.textContent || ''])"
+    )
+    kinds = [k for k, _ in said if k in ("user_message", "assistant_message")]
+    texts = [t for k, t in said if k == "user_message"]
+    assert [t for t in texts if "question" in t] == ["first question", "second question"], said
+    assert kinds[-1] == "assistant_message" and kinds.index("user_message") < kinds.index(
+        "assistant_message"
+    ), said
+
+
+def test_agent_search_filters_by_name_and_tag_and_keeps_what_was_asked(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """Searching by name shows the agents the API finds (not all of them) and keeps the
+    words in the box; the search is the page's address, so `#/?tag=...` is a page too."""
+    url, _ = stack
+    d, http = browser, api(url)
+    for name, tags in (("Zephyr-one", ["breeze"]), ("Zephyr-two", []), ("Other", ["breeze"])):
+        body = {"name": name, "model": "openai/gpt-test", "tags": tags}
+        assert http.post("/v1/agents/", json=body).status_code == 200
+    everyone = len(http.get("/v1/agents/", params={"limit": 200}).json())
+    signed_in(d, url, "#/")
+    page_is(d, "agents")
+
+    def names(d: Any) -> list[str]:
+        return [a.text for a in d.find_elements("css selector", "main tbody td:first-child a")]
+
+    until(d, lambda d: len(names(d)) == everyone)
+    labelled(d, "Name contains").send_keys("Zephyr")
+    press(d, "Search")
+    until(d, lambda d: sorted(names(d)) == ["Zephyr-one", "Zephyr-two"])
+    assert labelled(d, "Name contains").get_attribute("value") == "Zephyr"
+    d.get(f"{url}/console#/?tag=breeze")
+    page_is(d, "agents")
+    until(d, lambda d: sorted(names(d)) == ["Other", "Zephyr-one"])
+    assert labelled(d, "Tag").get_attribute("value") == "breeze"
+
+
 def test_an_agent_of_1000_messages_renders_quickly(
     stack: tuple[str, FakeLLM], browser: Any
 ) -> None:

@@ -10,7 +10,7 @@ const view = document.getElementById("view");
 const signOut = document.getElementById("sign-out");
 
 const routes = [
-  [/^#?\/?$/, "agents", agentsPage],
+  [/^#?\/?(\?.*)?$/, "agents", agentsPage],
   [/^#\/agents\/([\w-]+)$/, "agent", agentPage],
   [/^#\/agents\/([\w-]+)\/chat$/, "chat", chatPage],
   [/^#\/agents\/([\w-]+)\/runs$/, "runs", runsPage],
@@ -102,7 +102,14 @@ async function agentsPage(show) {
   });
   const search = h("form", { role: "search", onsubmit: (e) => {
     e.preventDefault();
-    render();
+    // The search is the page's address (it survives a reload, and a link names it); the
+    // page reads it back from there. The same search again draws the page again.
+    const asked = new URLSearchParams();
+    if (name.value) asked.set("name", name.value);
+    if (tag.value) asked.set("tag", tag.value);
+    const hash = asked.toString() ? `#/?${asked}` : "#/";
+    if (location.hash === hash) render();
+    else location.hash = hash;
   } }, h("div", { class: "row" }, field("Name contains", name), field("Tag", tag),
     h("div", {}, h("button", { type: "submit" }, "Search"))));
   const rows = agents.map((a) => h("tr", {},
@@ -314,8 +321,9 @@ async function chatPage(show, id) {
     get(`/v1/agents/${id}`, { include_relationships: [] }),
     get(`/v1/agents/${id}/messages`, { limit: 100, order: "desc" }),
   ]);
-  // The system message is the overview's to show (the context window): not a chat turn.
-  const turns = history.reverse().filter((m) => m.message_type !== "system_message");
+  // The newest page, which the API (as Letta's) lists oldest first already. The system
+  // message is the overview's to show (the context window): not a chat turn.
+  const turns = history.filter((m) => m.message_type !== "system_message");
   const log = new MessageList(turns, { onApprove: (call, approve) => answer(call, approve) });
   const state = h("p", { class: "muted", role: "status", "aria-live": "polite" });
   const text = h("textarea", { rows: 3 });

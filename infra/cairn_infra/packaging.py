@@ -113,13 +113,8 @@ def check_rds_ca(
     expires within RDS_CA_MARGIN_DAYS (refresh it: `make rds-ca`)."""
     from cryptography import x509
 
-    try:
-        certificates = x509.load_pem_x509_certificates(data)
-    except ValueError as err:
-        raise RuntimeError(f"{where}: not a PEM bundle of certificates ({err})") from err
-    soon = (now or datetime.datetime.now(datetime.UTC)) + datetime.timedelta(
-        days=RDS_CA_MARGIN_DAYS
-    )
+    soon = _margin(now)
+    certificates = _certificates(data, where)
     for certificate in certificates:
         name = certificate.subject.rfc4514_string()
         try:
@@ -142,27 +137,34 @@ def refresh_rds_ca(
     """Download AWS's bundle into `target` (the repository's), leaving out certificates that
     expire within the margin (AWS keeps old roots in it for a while); refused unless the rest
     are CA certificates. Returns how many were kept."""
-    from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
     with urllib.request.urlopen(url, timeout=60) as answer:
-        data = answer.read()
-    try:
-        found = x509.load_pem_x509_certificates(data)
-    except ValueError as err:
-        raise RuntimeError(f"{url}: not a PEM bundle of certificates ({err})") from err
-    soon = (now or datetime.datetime.now(datetime.UTC)) + datetime.timedelta(
-        days=RDS_CA_MARGIN_DAYS
-    )
-    kept = b"".join(
-        c.public_bytes(serialization.Encoding.PEM) for c in found if c.not_valid_after_utc >= soon
-    )
-    check_rds_ca(kept, url, now=now)
-    if not kept:
+        found = _certificates(answer.read(), url)
+    soon = _margin(now)
+    lasting = [c for c in found if c.not_valid_after_utc >= soon]
+    if not lasting:
         raise RuntimeError(f"{url}: no certificate valid for {RDS_CA_MARGIN_DAYS} more days")
+    kept = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in lasting)
+    check_rds_ca(kept, url, now=now)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(kept)
-    return kept.count(b"-----BEGIN CERTIFICATE-----")
+    return len(lasting)
+
+
+def _certificates(data: bytes, where: str) -> list[Certificate]:
+    from cryptography import x509
+
+    try:
+        return x509.load_pem_x509_certificates(data)
+    except ValueError as err:
+        raise RuntimeError(f"{where}: not a PEM bundle of certificates ({err})") from err
+
+
+def _margin(now: datetime.datetime | None) -> datetime.datetime:
+    """The date before which no certificate of the bundle may expire."""
+    today = now or datetime.datetime.now(datetime.UTC)
+    return today + datetime.timedelta(days=RDS_CA_MARGIN_DAYS)
 
 
 def build_runtime_layer(output_dir: Path) -> None:

@@ -501,6 +501,83 @@ def test_agent_search_filters_by_name_and_tag_and_keeps_what_was_asked(
     assert labelled(d, "Tag").get_attribute("value") == "breeze"
 
 
+def in_view(d: Any, selector: str) -> bool:
+    """Whether the element shows inside the window as it is (no scrolling needed)."""
+    return bool(
+        d.execute_script(
+            "const e = document.querySelector(arguments[0]); if (!e) return false;"
+            "const r = e.getBoundingClientRect();"
+            "return r.width > 0 && r.height > 0 && r.top < innerHeight && r.left < innerWidth"
+            " && r.bottom > 0 && r.right > 0;",
+            selector,
+        )
+    )
+
+
+def test_the_workspace_shows_settings_conversation_and_memory_at_once(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """An agent's chat is a workspace, as the ADE's: its settings, the conversation and its
+    memory side by side on a laptop's screen (one column, the conversation first, on a
+    phone's); the settings save through the API, and the memory pane shows a block the
+    agent edited as soon as its turn ends."""
+    url, _ = stack
+    d, http = browser, api(url)
+    body = {
+        "name": "Builder",
+        "model": "openai/gpt-test",
+        "memory_blocks": [{"label": "human", "value": "A hiker."}],
+    }
+    made = http.post("/v1/agents/", json=body).json()
+    try:
+        d.set_window_size(1366, 768)
+        signed_in(d, url, f"#/agents/{made['id']}/chat")
+        page_is(d, "chat")
+        for part in (
+            "aside.settings textarea",
+            "section.conversation textarea",
+            "aside.memory .bar",
+        ):
+            assert in_view(d, part), part
+        assert in_view(d, "aside.memory form.panel textarea")  # the human block's editor
+        accessible(d, "workspace")
+        shot(d, "10-workspace")
+        # Settings: the system prompt, saved through the API.
+        prompt = labelled(d, "System prompt")
+        prompt.clear()
+        prompt.send_keys("You are a trail guide.")
+        press(d, "Save settings")
+        until(
+            d,
+            lambda d: (
+                http.get(f"/v1/agents/{made['id']}").json()["system"] == "You are a trail guide."
+            ),
+        )
+        # A turn that edits memory: the pane shows the new value without a reload.
+        labelled(d, "Message").send_keys("please file this")
+        press(d, "Send")
+        until(
+            d,
+            lambda d: (
+                "north trail is closed"
+                in (labelled(d, "Block “human”").get_attribute("value") or "")
+            ),
+        )
+        # On a phone's screen: one column, the conversation above the memory, still usable.
+        d.set_window_size(390, 844)
+        tops = d.execute_script(
+            "return ['section.conversation', 'aside.memory', 'aside.settings'].map("
+            "s => document.querySelector(s).getBoundingClientRect().top)"
+        )
+        assert tops == sorted(tops), tops
+        assert d.execute_script(  # nothing wider than the screen: no sideways scrolling
+            "return document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        shot(d, "11-workspace-narrow")
+    finally:
+        d.set_window_size(1280, 1000)
+
+
 def test_an_agent_of_1000_messages_renders_quickly(
     stack: tuple[str, FakeLLM], browser: Any
 ) -> None:

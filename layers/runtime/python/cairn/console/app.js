@@ -20,11 +20,15 @@ const routes = [
 ];
 
 let current = 0; // the latest render: an older one still loading must not draw over it
+// What runs when a chat's turn ends (the workspace's memory pane draws itself again).
+let afterTurn = null;
 
 async function render() {
   const mine = ++current;
   const started = performance.now();
   delete document.body.dataset.page;
+  view.classList.remove("wide");
+  afterTurn = null;
   signOut.hidden = !session.key;
   if (!session.key) {
     signIn();
@@ -345,6 +349,7 @@ async function chatPage(show, id) {
     } finally {
       send.disabled = false;
       log.scroll();
+      if (afterTurn) await afterTurn().catch(() => {});
     }
   }
 
@@ -366,11 +371,66 @@ async function chatPage(show, id) {
     await run({ messages: [{ role: "user", content }] });
   } }, field("Message", text), field("Attach an image", image), h("p", {}, send), state);
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
-  show(`Chat with ${agent.name}`, tabs(agent, "chat"), log.element, form);
+  // The workspace: the agent's settings, the conversation and its memory side by side (one
+  // column on a narrow screen, the conversation first), the memory drawn again after each
+  // turn so a builder watches it change while chatting.
+  const memory = h("aside", { class: "pane memory", "aria-label": "Memory" });
+  const drawMemory = async () => {
+    const [now, context] = await Promise.all([get(`/v1/agents/${id}`), get(`/v1/agents/${id}/context`)]);
+    memory.replaceChildren(memorySection(now), contextUse(context), archivalSection(now));
+  };
+  afterTurn = drawMemory;
+  const conversation = h("section", { class: "pane conversation", "aria-label": "Conversation" }, log.element, form);
+  show(`Chat with ${agent.name}`, tabs(agent, "chat"),
+    h("div", { class: "workspace" }, settingsPane(agent), conversation, memory));
+  view.classList.add("wide");
   log.element.classList.add("chat-log");
-  log.element.setAttribute("aria-label", "Conversation");
+  log.element.setAttribute("aria-label", "Messages");
   log.element.setAttribute("tabindex", "0");
   log.scroll();
+  await drawMemory();
+}
+
+// The agent's settings, saved through the API as the ADE does (PATCH /v1/agents/{id}).
+function settingsPane(agent) {
+  const name = h("input", { type: "text", required: true, value: agent.name });
+  const model = h("input", { type: "text", list: "workspace-models", value: agent.model || "" });
+  const models = h("datalist", { id: "workspace-models" });
+  get("/v1/models/").then((found) => models.replaceChildren(...found.map((m) => h("option", { value: m.handle })))).catch(() => {});
+  const description = h("input", { type: "text", value: agent.description || "" });
+  const system = h("textarea", { rows: 10 });
+  system.value = agent.system || "";
+  const note = h("div", { role: "status" });
+  const form = h("form", { onsubmit: async (e) => {
+    e.preventDefault();
+    note.replaceChildren();
+    const changes = { name: name.value.trim(), description: description.value, system: system.value };
+    if (model.value.trim() && model.value.trim() !== agent.model) changes.model = model.value.trim();
+    try {
+      const saved = await call("PATCH", `/v1/agents/${agent.id}`, changes);
+      Object.assign(agent, saved);
+      note.replaceChildren(h("p", { class: "muted" }, `Saved at ${new Date().toLocaleTimeString()}.`));
+      announce("Saved the settings");
+      if (afterTurn) await afterTurn();
+    } catch (err) {
+      note.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
+    }
+  } }, models, field("Name", name), field("Model", model), field("Description", description),
+  field("System prompt", system), h("p", {}, h("button", { type: "submit" }, "Save settings")), note);
+  return h("aside", { class: "pane settings", "aria-labelledby": "settings-title" },
+    h("h2", { id: "settings-title" }, "Settings"), form);
+}
+
+// How full the context window is, in a line and a bar (the overview has the details).
+function contextUse(context) {
+  const max = context.context_window_size_max || 1;
+  const used = PARTS.reduce((n, [, , key]) => n + (context[key] || 0), 0);
+  const bar = h("div", { class: "bar", role: "img",
+    "aria-label": `${used} of ${max} tokens: ${PARTS.map(([, label, key]) => `${label} ${context[key] || 0}`).join(", ")}` },
+  PARTS.map(([kind, label, key]) => h("span", { class: `k-${kind}`, title: `${label}: ${context[key] || 0} tokens`,
+    style: `width: ${Math.min(100, (100 * (context[key] || 0)) / max)}%` })));
+  return h("section", { "aria-labelledby": "context-use" }, h("h2", { id: "context-use" }, "Context window"),
+    bar, h("p", { class: "muted", "data-context-used": String(used) }, `${used} of ${max} tokens`));
 }
 
 function base64(file) {

@@ -578,6 +578,110 @@ def test_the_workspace_shows_settings_conversation_and_memory_at_once(
         d.set_window_size(1280, 1000)
 
 
+def confirmed(d: Any) -> None:
+    until(d, lambda d: d.switch_to.alert).accept()
+
+
+def open_details(d: Any, summary: str) -> None:
+    until(
+        d,
+        lambda d: next(
+            (s for s in d.find_elements("tag name", "summary") if s.text.strip() == summary), None
+        ),
+    ).click()
+
+
+def test_a_builder_manages_blocks_passages_the_conversation_and_agent_files(
+    stack: tuple[str, FakeLLM], browser: Any, tmp_path: Path
+) -> None:
+    """Through the overview, as an ADE user would, all through the public API: add a block
+    (label, value, limit, read-only), change its settings, detach it; add a passage and
+    delete it; export the agent file; reset the messages; and, on the agents page, import
+    an agent file as a new agent."""
+    url, _ = stack
+    d, http = browser, api(url)
+    body = {
+        "name": "Workbench",
+        "model": "openai/gpt-test",
+        "memory_blocks": [{"label": "human", "value": "A hiker."}],
+    }
+    made = http.post("/v1/agents/", json=body).json()
+    agent_id = made["id"]
+
+    def blocks() -> dict[str, Any]:
+        found = http.get(f"/v1/agents/{agent_id}/core-memory/blocks").json()
+        return {b["label"]: b for b in found}
+
+    signed_in(d, url, f"#/agents/{agent_id}")
+    page_is(d, "agent")
+    accessible(d, "agent overview")
+    # A block: added and attached, its settings changed, then detached.
+    open_details(d, "Add a block")
+    labelled(d, "Label").send_keys("trail")
+    labelled(d, "Value").send_keys("North loop")
+    limit = labelled(d, "Limit")
+    limit.clear()
+    limit.send_keys("200")
+    press(d, "Add block")
+    until(d, lambda d: "trail" in blocks())
+    assert (blocks()["trail"]["value"], blocks()["trail"]["limit"]) == ("North loop", 200)
+    until(d, lambda d: labelled(d, "Block “trail”"))
+    open_details(d, "Settings of trail")
+    limit = labelled(d, "Limit of trail")
+    limit.clear()
+    limit.send_keys("300")
+    press(d, "Save trail's settings")
+    until(d, lambda d: blocks()["trail"]["limit"] == 300)
+    until(d, lambda d: d.find_elements("css selector", "[aria-label='Detach trail']"))
+    by_css(d, "[aria-label='Detach trail']").click()
+    confirmed(d)
+    until(d, lambda d: "trail" not in blocks())
+    until(d, lambda d: "Block “trail”" not in d.page_source)
+    # A passage: added, found, deleted.
+    open_details(d, "Add a passage")
+    labelled(d, "New passage").send_keys("The ridge hut sleeps six.")
+    labelled(d, "Its tags (comma-separated)").send_keys("huts")
+    press(d, "Add passage")
+    until(d, lambda d: "The ridge hut sleeps six." in by_css(d, "ol.passages").text)
+    passages = http.get(f"/v1/agents/{agent_id}/archival-memory").json()
+    assert [(p["text"], p["tags"]) for p in passages] == [("The ridge hut sleeps six.", ["huts"])]
+    by_css(d, "ol.passages button").click()
+    confirmed(d)
+    until(d, lambda d: http.get(f"/v1/agents/{agent_id}/archival-memory").json() == [])
+    until(d, lambda d: "No passages yet." in d.page_source)
+    # The agent file, offered as a download named for the agent.
+    press(d, "Export agent file")
+    link = until(d, lambda d: d.find_elements("css selector", "a.download"))[0]
+    assert link.get_attribute("download") == "Workbench.af"
+    assert link.get_attribute("href").startswith("blob:")
+    # The conversation reset: only the system message stays in the window.
+    sent = http.post(
+        f"/v1/agents/{agent_id}/messages",
+        json={"messages": [{"role": "user", "content": "hello"}]},
+    )
+    assert sent.status_code == 200
+    assert len(http.get(f"/v1/agents/{agent_id}").json()["message_ids"]) > 1
+    d.refresh()
+    page_is(d, "agent")
+    press(d, "Reset messages")
+    confirmed(d)
+    until(d, lambda d: len(http.get(f"/v1/agents/{agent_id}").json()["message_ids"]) == 1)
+    # An agent file imported on the agents page: a new agent, opened.
+    exported = tmp_path / "workbench.af"
+    exported.write_text(http.get(f"/v1/agents/{agent_id}/export").text)
+    before = {a["id"] for a in http.get("/v1/agents/", params={"limit": 500}).json()}
+    d.get(f"{url}/console#/")
+    page_is(d, "agents")
+    labelled(d, "Agent file").send_keys(str(exported))
+    press(d, "Import")
+    until(d, lambda d: d.execute_script("return location.hash").startswith("#/agents/agent-"))
+    after = {a["id"] for a in http.get("/v1/agents/", params={"limit": 500}).json()}
+    (new,) = after - before
+    assert d.execute_script("return location.hash") == f"#/agents/{new}"
+    page_is(d, "agent")
+    accessible(d, "imported agent")
+
+
 def test_an_agent_of_1000_messages_renders_quickly(
     stack: tuple[str, FakeLLM], browser: Any
 ) -> None:

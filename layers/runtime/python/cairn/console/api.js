@@ -55,6 +55,16 @@ export async function call(method, path, body) {
 
 export const get = (path, params = {}) => call("GET", path + query(params));
 
+// POST a form with a file (an agent file to import), as multipart.
+export async function upload(path, form) {
+  const res = await fetch(path, { method: "POST", headers: headers(false), body: form });
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = { detail: text.slice(0, 300) }; }
+  if (!res.ok) throw new ApiError(res.status, detailOf(res.status, data));
+  return data;
+}
+
 // POST a streamed send and hand each event to `onEvent` as it arrives; resolves at [DONE].
 export async function stream(path, body, onEvent) {
   const res = await fetch(path, { method: "POST", headers: headers(true), body: JSON.stringify(body) });

@@ -2,7 +2,7 @@
 // tab's session. Pages: agents, one agent (memory, context window, archival, tools,
 // relations), its chat, its runs, one run's steps.
 
-import { ApiError, call, get, session, stream } from "./api.js";
+import { ApiError, call, get, session, stream, upload } from "./api.js";
 import { announce, field, h, when } from "./dom.js";
 import { MessageList } from "./messages.js";
 
@@ -22,6 +22,8 @@ const routes = [
 let current = 0; // the latest render: an older one still loading must not draw over it
 // What runs when a chat's turn ends (the workspace's memory pane draws itself again).
 let afterTurn = null;
+// After a change made on the page: the workspace's memory pane, or the whole page, again.
+const redraw = () => (afterTurn ? afterTurn() : render());
 
 async function render() {
   const mine = ++current;
@@ -135,7 +137,7 @@ async function agentsPage(show) {
       h("thead", {}, h("tr", {}, ["Name", "Model", "Tags", "Created", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, rows))
     : h("p", { class: "muted" }, "No agents match.");
-  show("Agents", search, table, await createForm());
+  show("Agents", search, table, await createForm(), importForm());
 }
 
 async function createForm() {
@@ -167,6 +169,28 @@ async function createForm() {
   return h("section", { "aria-labelledby": "new-agent" }, h("h2", { id: "new-agent" }, "Create an agent"), form);
 }
 
+// An agent file (.af, Letta's format) made into a new agent.
+function importForm() {
+  const file = h("input", { type: "file", accept: ".af,.json,application/json", required: true });
+  const problem = h("p", { class: "error", role: "alert" });
+  const form = h("form", { onsubmit: async (e) => {
+    e.preventDefault();
+    problem.textContent = "";
+    if (!file.files[0]) return;
+    const body = new FormData();
+    body.append("file", file.files[0]);
+    try {
+      const made = await upload("/v1/agents/import", body);
+      const ids = made.agent_ids || [];
+      announce(`Imported ${ids.length} agent${ids.length === 1 ? "" : "s"}`);
+      location.hash = ids.length === 1 ? `#/agents/${ids[0]}` : "#/";
+    } catch (err) {
+      problem.textContent = err.message;
+    }
+  } }, field("Agent file", file), problem, h("p", {}, h("button", { type: "submit" }, "Import")));
+  return h("section", { "aria-labelledby": "import-agent" }, h("h2", { id: "import-agent" }, "Import an agent file"), form);
+}
+
 function tabs(agent, current) {
   const link = (href, text, name) => h("a", { href, "aria-current": current === name ? "page" : null }, text);
   return h("nav", { class: "tabs", "aria-label": "Agent" },
@@ -183,14 +207,68 @@ async function agentPage(show, id) {
   show(agent.name, tabs(agent, "agent"),
     h("p", { class: "muted" }, `${agent.model || agent.llm_config?.model} · ${agent.agent_type} · ${agent.id}`),
     agent.description ? h("p", {}, agent.description) : null,
+    agentActions(agent),
     memorySection(agent), contextSection(context), archivalSection(agent),
     toolsSection(agent), relationsSection(agent));
+}
+
+// Export the agent as a file (Letta's agent file), and empty its conversation.
+function agentActions(agent) {
+  const saved = h("p", { role: "status" });
+  const exportIt = async () => {
+    const file = await get(`/v1/agents/${agent.id}/export`);
+    const link = h("a", { download: `${agent.name}.af`, class: "download",
+      href: URL.createObjectURL(new Blob([JSON.stringify(file)], { type: "application/json" })) },
+    `Download ${agent.name}.af`);
+    saved.replaceChildren(link);
+    link.click();
+    announce(`Exported ${agent.name}`);
+  };
+  const reset = async () => {
+    if (!confirm(`Reset ${agent.name}'s messages? Its conversation leaves the context window; its memory stays.`)) return;
+    await call("PATCH", `/v1/agents/${agent.id}/reset-messages`, {});
+    announce("Messages reset");
+    render();
+  };
+  return h("div", { class: "row actions" },
+    h("div", {}, h("button", { type: "button", class: "secondary", onclick: exportIt }, "Export agent file")),
+    h("div", {}, h("button", { type: "button", class: "danger", onclick: reset }, "Reset messages")), saved);
 }
 
 function memorySection(agent) {
   const blocks = (agent.memory?.blocks || agent.blocks || []).filter((b) => !b.hidden);
   return h("section", { "aria-labelledby": "core-memory" }, h("h2", { id: "core-memory" }, "Core memory"),
-    blocks.length ? blocks.map((b) => blockEditor(agent.id, b)) : h("p", { class: "muted" }, "No blocks."));
+    blocks.length ? blocks.map((b) => blockEditor(agent.id, b)) : h("p", { class: "muted" }, "No blocks."),
+    newBlockForm(agent.id));
+}
+
+// A new block, made and attached to the agent.
+function newBlockForm(agentId) {
+  const label = h("input", { type: "text", required: true, pattern: "[A-Za-z0-9_\\-]+" });
+  const value = h("textarea", { rows: 3 });
+  const limit = h("input", { type: "number", min: 1, value: 5000 });
+  const description = h("input", { type: "text" });
+  const readOnly = h("input", { type: "checkbox", id: `ro-new-${agentId}` });
+  const problem = h("p", { class: "error", role: "alert" });
+  const form = h("form", { onsubmit: async (e) => {
+    e.preventDefault();
+    problem.textContent = "";
+    try {
+      const block = await call("POST", "/v1/blocks/", {
+        label: label.value.trim(), value: value.value, limit: Number(limit.value),
+        description: description.value || undefined, read_only: readOnly.checked,
+      });
+      await call("PATCH", `/v1/agents/${agentId}/core-memory/blocks/attach/${block.id}`);
+      announce(`Added ${block.label}`);
+      await redraw();
+    } catch (err) {
+      problem.textContent = err.message;
+    }
+  } }, h("div", { class: "row" }, field("Label", label), field("Limit", limit)),
+  field("Value", value), field("Description", description),
+  h("div", { class: "check" }, readOnly, h("label", { for: readOnly.id }, "Read-only for the agent")),
+  problem, h("button", { type: "submit" }, "Add block"));
+  return h("details", { class: "panel" }, h("summary", {}, "Add a block"), form);
 }
 
 function blockEditor(agentId, block) {
@@ -233,12 +311,47 @@ function blockEditor(agentId, block) {
       note.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
     }
   };
+  const detach = async () => {
+    if (!confirm(`Detach the block ${block.label} from this agent? The block itself is kept.`)) return;
+    await call("PATCH", `/v1/agents/${agentId}/core-memory/blocks/detach/${block.id}`);
+    announce(`Detached ${block.label}`);
+    await redraw();
+  };
   const form = h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); save(false); } },
     field(`Block “${block.label}”`, text, counter),
     block.description ? h("p", { class: "muted" }, block.description) : null,
-    h("button", { type: "submit", disabled: block.read_only || null }, block.read_only ? "Read-only" : `Save ${block.label}`),
-    note);
+    h("div", { class: "row" },
+      h("div", {}, h("button", { type: "submit", disabled: block.read_only || null }, block.read_only ? "Read-only" : `Save ${block.label}`)),
+      h("div", {}, h("button", { type: "button", class: "secondary", "aria-label": `Detach ${block.label}`, onclick: detach }, "Detach"))),
+    blockSettings(block), note);
   return form;
+}
+
+// A block's label, limit, description and read-only flag (PATCH /v1/blocks/{id}).
+function blockSettings(block) {
+  const label = h("input", { type: "text", value: block.label });
+  const limit = h("input", { type: "number", min: 1, value: block.limit });
+  const description = h("input", { type: "text", value: block.description || "" });
+  const readOnly = h("input", { type: "checkbox", id: `ro-${block.id}` });
+  readOnly.checked = Boolean(block.read_only);
+  const note = h("p", { role: "status" });
+  const save = async () => {
+    try {
+      await call("PATCH", `/v1/blocks/${block.id}`, {
+        label: label.value.trim(), limit: Number(limit.value), description: description.value,
+        read_only: readOnly.checked,
+      });
+      announce(`Saved ${label.value}'s settings`);
+      await redraw();
+    } catch (err) {
+      note.replaceChildren(h("span", { class: "error" }, err.message));
+    }
+  };
+  return h("details", {}, h("summary", {}, `Settings of ${block.label}`),
+    h("div", { class: "row" }, field(`Label of ${block.label}`, label), field(`Limit of ${block.label}`, limit)),
+    field(`Description of ${block.label}`, description),
+    h("div", { class: "check" }, readOnly, h("label", { for: readOnly.id }, "Read-only for the agent")),
+    h("button", { type: "button", onclick: save }, `Save ${block.label}'s settings`), note);
 }
 
 const PARTS = [
@@ -279,17 +392,44 @@ function textOf(message) {
 function archivalSection(agent) {
   const q = h("input", { type: "search" });
   const results = h("div", { "aria-live": "polite" });
+  const remove = async (p) => {
+    if (!confirm("Delete this passage from the agent's archival memory?")) return;
+    await call("DELETE", `/v1/agents/${agent.id}/archival-memory/${p.id}`);
+    announce("Passage deleted");
+    await load();
+  };
   const load = async () => {
     const found = await get(`/v1/agents/${agent.id}/archival-memory`, { search: q.value, limit: 50 });
     results.replaceChildren(found.length
-      ? h("ol", { class: "messages" }, found.map((p) => h("li", {}, h("div", { class: "content" }, p.text),
-        h("div", { class: "muted" }, [when(p.created_at), (p.tags || []).join(", ")].filter(Boolean).join(" · ")))))
+      ? h("ol", { class: "messages passages" }, found.map((p) => h("li", {}, h("div", { class: "content" }, p.text),
+        h("div", { class: "muted" }, [when(p.created_at), (p.tags || []).join(", ")].filter(Boolean).join(" · ")),
+        h("button", { type: "button", class: "link", "aria-label": `Delete the passage “${p.text.slice(0, 40)}”`, onclick: () => remove(p) }, "Delete"))))
       : h("p", { class: "muted" }, q.value ? "No passage matches." : "No passages yet."));
   };
   const form = h("form", { role: "search", onsubmit: (e) => { e.preventDefault(); load(); } },
     h("div", { class: "row" }, field("Search passages", q), h("div", {}, h("button", { type: "submit" }, "Search"))));
+  const text = h("textarea", { rows: 3, required: true });
+  const tags = h("input", { type: "text" });
+  const problem = h("p", { class: "error", role: "alert" });
+  const add = h("form", { onsubmit: async (e) => {
+    e.preventDefault();
+    problem.textContent = "";
+    try {
+      await call("POST", `/v1/agents/${agent.id}/archival-memory`, {
+        text: text.value, tags: tags.value.split(",").map((t) => t.trim()).filter(Boolean),
+      });
+      text.value = "";
+      tags.value = "";
+      announce("Passage added");
+      await load();
+    } catch (err) {
+      problem.textContent = err.message;
+    }
+  } }, field("New passage", text), field("Its tags (comma-separated)", tags), problem,
+  h("button", { type: "submit" }, "Add passage"));
   load().catch((err) => results.replaceChildren(h("p", { class: "error" }, err.message)));
-  return h("section", { "aria-labelledby": "archival" }, h("h2", { id: "archival" }, "Archival memory"), form, results);
+  return h("section", { "aria-labelledby": "archival" }, h("h2", { id: "archival" }, "Archival memory"), form, results,
+    h("details", { class: "panel" }, h("summary", {}, "Add a passage"), add));
 }
 
 function toolsSection(agent) {

@@ -682,6 +682,61 @@ def test_a_builder_manages_blocks_passages_the_conversation_and_agent_files(
     accessible(d, "imported agent")
 
 
+ADD_TWO = (
+    "def add_two(a: int, b: int) -> int:\n"
+    '    """Add two numbers.\n\n    Args:\n        a: The first.\n        b: The second.\n    """\n'
+    "    return a + b\n"
+)
+
+
+def test_a_builder_writes_runs_attaches_and_detaches_a_tool(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """The overview's tools: a source editor shows the schema the source derives, runs it
+    with arguments, makes it and attaches it; a tool is detached and attached again from
+    the organization's list. Each checked against the API."""
+    url, _ = stack
+    d, http = browser, api(url)
+    made = http.post("/v1/agents/", json={"name": "Toolsmith", "model": "openai/gpt-test"}).json()
+    agent_id = made["id"]
+
+    def names() -> set[str]:
+        return {t["name"] for t in http.get(f"/v1/agents/{agent_id}/tools").json()}
+
+    signed_in(d, url, f"#/agents/{agent_id}")
+    page_is(d, "agent")
+    open_details(d, "Write a tool")
+    d.execute_script("arguments[0].value = arguments[1]", labelled(d, "Source (Python)"), ADD_TWO)
+    press(d, "Show schema")
+    until(d, lambda d: '"add_two"' in by_css(d, "details.panel pre").text)
+    assert '"b"' in by_css(d, "details.panel pre").text
+    arguments = labelled(d, "Arguments (JSON)")
+    arguments.clear()
+    arguments.send_keys('{"a": 2, "b": 3}')
+    press(d, "Run")
+    until(d, lambda d: "Returned (success)" in d.page_source)
+    assert by_css(d, "details.panel pre").text.strip() == "5"
+    press(d, "Create and attach")
+    until(d, lambda d: "add_two" in names())
+    until(d, lambda d: d.find_elements("css selector", "[aria-label='Detach add_two']"))
+    accessible(d, "tools")
+    by_css(d, "[aria-label='Detach add_two']").click()
+    until(d, lambda d: "add_two" not in names())
+    from selenium.webdriver.support.ui import Select
+
+    chooser = until(
+        d,
+        lambda d: (
+            (el := labelled(d, "Attach a tool"))
+            and any(o.text == "add_two" for o in el.find_elements("tag name", "option"))
+            and el
+        ),
+    )
+    Select(chooser).select_by_visible_text("add_two")
+    press(d, "Attach")
+    until(d, lambda d: "add_two" in names())
+
+
 def test_an_agent_of_1000_messages_renders_quickly(
     stack: tuple[str, FakeLLM], browser: Any
 ) -> None:

@@ -737,6 +737,65 @@ def test_a_builder_writes_runs_attaches_and_detaches_a_tool(
     until(d, lambda d: "add_two" in names())
 
 
+def test_lists_go_to_their_end_a_page_at_a_time(stack: tuple[str, FakeLLM], browser: Any) -> None:
+    """More than a page of agents, and of messages: "Show more agents" adds the next page
+    of a search (the API's `after` cursor) until there is no more; "Show earlier messages"
+    puts the chat's previous page above it, in order."""
+    url, _ = stack
+    d, http = browser, api(url)
+    for n in range(110):
+        made = http.post("/v1/agents/", json={"name": f"Many-{n:03}", "model": "openai/gpt-test"})
+        assert made.status_code == 200, made.text
+    signed_in(d, url, "#/?name=Many-")
+    page_is(d, "agents")
+
+    def names(d: Any) -> list[str]:
+        return [a.text for a in d.find_elements("css selector", "main tbody td:first-child a")]
+
+    until(d, lambda d: len(names(d)) == 100)
+    press(d, "Show more agents")
+    until(d, lambda d: len(names(d)) == 110)
+    assert sorted(names(d)) == [f"Many-{n:03}" for n in range(110)]
+    until(d, lambda d: not button_shown(d, "Show more agents"))
+    # A chat of 150 messages: the last 100, then the 50 before them above.
+    body = {
+        "name": "Chatty",
+        "model": "openai/gpt-test",
+        "metadata": {"cairn_message_embeddings": False},
+    }
+    agent = http.post("/v1/agents/", json=body).json()
+    said = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"line {n:03}"}
+        for n in range(150)
+    ]
+    captured = http.post(
+        f"/v1/agents/{agent['id']}/messages/capture",
+        json={"messages": said, "add_to_context": True},
+    )
+    assert captured.status_code == 200, captured.text
+    d.get(f"{url}/console#/agents/{agent['id']}/chat")
+    page_is(d, "chat")
+
+    def lines(d: Any) -> list[str]:
+        return d.execute_script(
+            "return [...document.querySelectorAll('ol.chat-log > li .content')]"
+            ".map(e => e.textContent).filter(t => t.startsWith('line '))"
+        )
+
+    until(d, lambda d: len(lines(d)) >= 99)
+    shown = lines(d)
+    assert shown == sorted(shown) and shown[-1] == "line 149"
+    press(d, "Show earlier messages")
+    until(d, lambda d: lines(d)[0] == "line 000")
+    assert lines(d) == [f"line {n:03}" for n in range(150)]
+
+
+def button_shown(d: Any, text: str) -> bool:
+    return any(
+        b.text.strip() == text and b.is_displayed() for b in d.find_elements("tag name", "button")
+    )
+
+
 def test_an_agent_of_1000_messages_renders_quickly(
     stack: tuple[str, FakeLLM], browser: Any
 ) -> None:

@@ -20,6 +20,8 @@ const routes = [
 ];
 
 let current = 0; // the latest render: an older one still loading must not draw over it
+// How many of a list one page shows; more come a page at a time.
+const PAGE = 100;
 // What runs when a chat's turn ends (the workspace's memory pane draws itself again).
 let afterTurn = null;
 // After a change made on the page: the workspace's memory pane, or the whole page, again.
@@ -103,9 +105,8 @@ async function agentsPage(show) {
   const params = new URLSearchParams(location.hash.split("?")[1] || "");
   const name = h("input", { type: "search", value: params.get("name") || "" });
   const tag = h("input", { type: "text", value: params.get("tag") || "" });
-  const agents = await get("/v1/agents/", {
-    query_text: name.value, tags: tag.value || undefined, limit: 200, include_relationships: [],
-  });
+  const asked = { query_text: name.value, tags: tag.value || undefined, include_relationships: [] };
+  const agents = await get("/v1/agents/", { ...asked, limit: PAGE });
   const search = h("form", { role: "search", onsubmit: (e) => {
     e.preventDefault();
     // The search is the page's address (it survives a reload, and a link names it); the
@@ -118,7 +119,7 @@ async function agentsPage(show) {
     else location.hash = hash;
   } }, h("div", { class: "row" }, field("Name contains", name), field("Tag", tag),
     h("div", {}, h("button", { type: "submit" }, "Search"))));
-  const rows = agents.map((a) => h("tr", {},
+  const row = (a) => h("tr", {},
     h("td", {}, h("a", { href: `#/agents/${a.id}` }, a.name)),
     h("td", {}, a.model || a.llm_config?.model || ""),
     h("td", {}, (a.tags || []).join(", ")),
@@ -131,13 +132,23 @@ async function agentsPage(show) {
         announce(`Deleted ${a.name}`);
         render();
       },
-    }, "Delete"))));
+    }, "Delete")));
+  const body = h("tbody", {}, agents.map(row));
+  // Lists go to their end a page at a time (the API's cursor: after the last one shown).
+  let last = agents[agents.length - 1];
+  const more = h("button", { type: "button", class: "secondary", hidden: agents.length < PAGE || null, onclick: async () => {
+    const next = await get("/v1/agents/", { ...asked, limit: PAGE, after: last.id });
+    body.append(...next.map(row));
+    if (next.length) last = next[next.length - 1];
+    more.hidden = next.length < PAGE;
+    announce(`${next.length} more agents`);
+  } }, "Show more agents");
   const table = agents.length
     ? h("table", {}, h("caption", { class: "visually-hidden" }, "Agents"),
       h("thead", {}, h("tr", {}, ["Name", "Model", "Tags", "Created", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows))
+      body)
     : h("p", { class: "muted" }, "No agents match.");
-  show("Agents", search, table, await createForm(), importForm());
+  show("Agents", search, table, h("p", {}, more), await createForm(), importForm());
 }
 
 async function createForm() {
@@ -525,12 +536,20 @@ function relationsSection(agent) {
 async function chatPage(show, id) {
   const [agent, history] = await Promise.all([
     get(`/v1/agents/${id}`, { include_relationships: [] }),
-    get(`/v1/agents/${id}/messages`, { limit: 100, order: "desc" }),
+    get(`/v1/agents/${id}/messages`, { limit: PAGE, order: "desc" }),
   ]);
   // The newest page, which the API (as Letta's) lists oldest first already. The system
   // message is the overview's to show (the context window): not a chat turn.
   const turns = history.filter((m) => m.message_type !== "system_message");
   const log = new MessageList(turns, { onApprove: (call, approve) => answer(call, approve) });
+  let first = history[0];
+  const earlier = h("button", { type: "button", class: "secondary", hidden: history.length < PAGE || null, onclick: async () => {
+    const page = await get(`/v1/agents/${id}/messages`, { limit: PAGE, order: "desc", before: first.id });
+    log.prepend(page.filter((m) => m.message_type !== "system_message"));
+    if (page.length) first = page[0];
+    earlier.hidden = page.length < PAGE;
+    announce(`${page.length} earlier messages`);
+  } }, "Show earlier messages");
   const state = h("p", { class: "muted", role: "status", "aria-live": "polite" });
   const text = h("textarea", { rows: 3 });
   const image = h("input", { type: "file", accept: "image/png,image/jpeg,image/gif,image/webp" });
@@ -582,7 +601,7 @@ async function chatPage(show, id) {
     memory.replaceChildren(memorySection(now), contextUse(context), archivalSection(now));
   };
   afterTurn = drawMemory;
-  const conversation = h("section", { class: "pane conversation", "aria-label": "Conversation" }, log.element, form);
+  const conversation = h("section", { class: "pane conversation", "aria-label": "Conversation" }, h("p", {}, earlier), log.element, form);
   show(`Chat with ${agent.name}`, tabs(agent, "chat"),
     h("div", { class: "workspace" }, settingsPane(agent), conversation, memory));
   view.classList.add("wide");

@@ -101,6 +101,13 @@ export class MessageList {
     this.element.append(fragment);
   }
 
+  // An earlier page (oldest first), shown above what is there.
+  prepend(messages) {
+    const fragment = document.createDocumentFragment();
+    messages.forEach((m) => fragment.append(messageItem(m, null)));
+    this.element.prepend(fragment);
+  }
+
   // One event of a stream: a new message, or a piece of one already shown.
   take(event) {
     const key = `${event.id}:${event.message_type}`;

@@ -796,6 +796,61 @@ def button_shown(d: Any, text: str) -> bool:
     )
 
 
+def test_a_builder_schedules_messages_and_ties_identities(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """The overview's scheduled messages (on a cron in a timezone, or once) and identities
+    (made and tied to the agent, untied), each checked against the API."""
+    url, _ = stack
+    d, http = browser, api(url)
+    made = http.post("/v1/agents/", json={"name": "Planner", "model": "openai/gpt-test"}).json()
+    agent_id = made["id"]
+
+    def schedules() -> list[dict[str, Any]]:
+        return list(http.get(f"/v1/agents/{agent_id}/schedules").json())
+
+    signed_in(d, url, f"#/agents/{agent_id}")
+    page_is(d, "agent")
+    open_details(d, "Schedule a message")
+    labelled(d, "Message to send").send_keys("Weekly trail report, please.")
+    labelled(d, "Cron (repeats)").send_keys("0 9 * * 1")
+    zone = labelled(d, "Timezone")
+    zone.clear()
+    zone.send_keys("Europe/Paris")
+    press(d, "Schedule")
+    until(d, lambda d: len(schedules()) == 1)
+    (weekly,) = schedules()
+    assert weekly["schedule"] == {
+        "type": "recurring",
+        "cron": "0 9 * * 1",
+        "timezone": "Europe/Paris",
+    }
+    until(d, lambda d: "Weekly trail report, please." in d.page_source)
+    labelled(d, "Message to send").send_keys("Once, in 2030.")
+    d.execute_script("arguments[0].value = '2030-01-01T10:00'", labelled(d, "Or once, at"))
+    press(d, "Schedule")
+    until(d, lambda d: len(schedules()) == 2)
+    assert {s["schedule"]["type"] for s in schedules()} == {"recurring", "one-time"}
+    accessible(d, "schedules")
+    by_css(d, "[aria-label^='Delete the schedule “Weekly']").click()
+    until(d, lambda d: [s["schedule"]["type"] for s in schedules()] == ["one-time"])
+    # An identity, made and tied, then untied.
+    open_details(d, "Add an identity")
+    labelled(d, "Identifier key").send_keys("ada@example.com")
+    labelled(d, "Identity name").send_keys("Ada")
+    press(d, "Add identity")
+
+    def tied() -> list[str]:
+        return [
+            i["name"] for i in http.get(f"/v1/agents/{agent_id}").json().get("identities") or []
+        ]
+
+    until(d, lambda d: tied() == ["Ada"])
+    until(d, lambda d: d.find_elements("css selector", "[aria-label='Untie Ada']"))
+    by_css(d, "[aria-label='Untie Ada']").click()
+    until(d, lambda d: tied() == [])
+
+
 def test_an_agent_of_1000_messages_renders_quickly(
     stack: tuple[str, FakeLLM], browser: Any
 ) -> None:

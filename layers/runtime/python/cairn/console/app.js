@@ -220,7 +220,7 @@ async function agentPage(show, id) {
     agent.description ? h("p", {}, agent.description) : null,
     agentActions(agent),
     memorySection(agent), contextSection(context), archivalSection(agent),
-    toolsSection(agent), relationsSection(agent));
+    toolsSection(agent), schedulesSection(agent), relationsSection(agent));
 }
 
 // Export the agent as a file (Letta's agent file), and empty its conversation.
@@ -517,6 +517,82 @@ function toolEditor(agent) {
     out);
 }
 
+// Messages sent to the agent later: once at a time, or on a cron schedule in a timezone.
+function schedulesSection(agent) {
+  const list = h("div", { "aria-live": "polite" });
+  const load = async () => {
+    const found = await get(`/v1/agents/${agent.id}/schedules`, { limit: 100 });
+    list.replaceChildren(found.length
+      ? h("table", {}, h("caption", { class: "visually-hidden" }, "Scheduled messages"),
+        h("thead", {}, h("tr", {}, ["Message", "When", "Next", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
+        h("tbody", {}, found.map((one) => {
+          const said = (one.messages || []).map((m) => (typeof m.content === "string" ? m.content : textOf(m))).join(" ");
+          const w = one.schedule;
+          return h("tr", {}, h("td", {}, said),
+            h("td", {}, w.type === "recurring" ? `${w.cron} (${w.timezone})` : when(w.run_at)),
+            h("td", {}, when(one.next_run_at)),
+            h("td", {}, h("button", { type: "button", class: "secondary", "aria-label": `Delete the schedule “${said.slice(0, 40)}”`, onclick: async () => {
+              await call("DELETE", `/v1/agents/${agent.id}/schedules/${one.id}`);
+              announce("Schedule deleted");
+              await load();
+            } }, "Delete")));
+        })))
+      : h("p", { class: "muted" }, "None."));
+  };
+  const message = h("input", { type: "text", required: true });
+  const cron = h("input", { type: "text", placeholder: "0 9 * * 1-5" });
+  const at = h("input", { type: "datetime-local" });
+  const zone = h("input", { type: "text", value: agent.timezone || "UTC" });
+  const problem = h("p", { class: "error", role: "alert" });
+  const form = h("form", { onsubmit: async (e) => {
+    e.preventDefault();
+    problem.textContent = "";
+    const asked = { input: message.value, timezone: zone.value || "UTC" };
+    if (cron.value.trim()) asked.cron = cron.value.trim();
+    else if (at.value) asked.run_at = new Date(at.value).toISOString();
+    else { problem.textContent = "A cron expression or a time: when to send it"; return; }
+    try {
+      await call("POST", `/v1/agents/${agent.id}/schedules`, asked);
+      message.value = "";
+      cron.value = "";
+      at.value = "";
+      announce("Scheduled");
+      await load();
+    } catch (err) {
+      problem.textContent = err.message;
+    }
+  } }, field("Message to send", message),
+  h("div", { class: "row" }, field("Cron (repeats)", cron), field("Or once, at", at), field("Timezone", zone)),
+  problem, h("button", { type: "submit" }, "Schedule"));
+  load().catch((err) => list.replaceChildren(h("p", { class: "error" }, err.message)));
+  return h("section", { "aria-labelledby": "schedules" }, h("h2", { id: "schedules" }, "Scheduled messages"), list,
+    h("details", { class: "panel" }, h("summary", {}, "Schedule a message"), form));
+}
+
+// A new identity (a user, an organization...) the agent is tied to.
+function identityForm(agent) {
+  const key = h("input", { type: "text", required: true });
+  const name = h("input", { type: "text", required: true });
+  const kind = h("select", {}, ["user", "org", "other"].map((k) => h("option", { value: k }, k)));
+  const problem = h("p", { class: "error", role: "alert" });
+  const form = h("form", { onsubmit: async (e) => {
+    e.preventDefault();
+    problem.textContent = "";
+    try {
+      await call("POST", "/v1/identities/", {
+        identifier_key: key.value.trim(), name: name.value.trim(), identity_type: kind.value,
+        agent_ids: [agent.id],
+      });
+      announce(`Added ${name.value}`);
+      await redraw();
+    } catch (err) {
+      problem.textContent = err.message;
+    }
+  } }, h("div", { class: "row" }, field("Identifier key", key), field("Identity name", name), field("Kind", kind)),
+  problem, h("button", { type: "submit" }, "Add identity"));
+  return h("details", { class: "panel" }, h("summary", {}, "Add an identity"), form);
+}
+
 function relationsSection(agent) {
   const identities = agent.identities || [];
   const groups = h("div", { "aria-live": "polite" }, h("p", { class: "muted" }, "Loading…"));
@@ -526,8 +602,14 @@ function relationsSection(agent) {
     : h("p", { class: "muted" }, "None."))).catch((err) => groups.replaceChildren(h("p", { class: "error" }, err.message)));
   return h("section", { "aria-labelledby": "relations" }, h("h2", { id: "relations" }, "Identities and groups"),
     h("h3", {}, "Identities"),
-    identities.length ? h("ul", {}, identities.map((i) => h("li", {}, `${i.name} (${i.identifier_key})`)))
+    identities.length ? h("ul", {}, identities.map((i) => h("li", {}, `${i.name} (${i.identifier_key}) `,
+      h("button", { type: "button", class: "link", "aria-label": `Untie ${i.name}`, onclick: async () => {
+        await call("PATCH", `/v1/agents/${agent.id}`, { identity_ids: identities.filter((x) => x.id !== i.id).map((x) => x.id) });
+        announce(`Untied ${i.name}`);
+        await redraw();
+      } }, "Untie"))))
       : h("p", { class: "muted" }, "None."),
+    identityForm(agent),
     h("h3", {}, "Groups"), groups);
 }
 

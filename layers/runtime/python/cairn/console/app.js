@@ -680,7 +680,9 @@ async function chatPage(show, id) {
   const memory = h("aside", { class: "pane memory", "aria-label": "Memory" });
   const drawMemory = async () => {
     const [now, context] = await Promise.all([get(`/v1/agents/${id}`), get(`/v1/agents/${id}/context`)]);
-    memory.replaceChildren(memorySection(now), contextUse(context), archivalSection(now));
+    // The context window's use first: one line that shows how full it is, whatever the
+    // blocks' length below it.
+    memory.replaceChildren(contextUse(context), memorySection(now), archivalSection(now));
   };
   afterTurn = drawMemory;
   const conversation = h("section", { class: "pane conversation", "aria-label": "Conversation" }, h("p", {}, earlier), log.element, form);

@@ -145,6 +145,14 @@ def test_every_function_imports_as_shipped_on_a_clean_python_312(tmp_path: Path)
     build_runtime_layer(tmp_path / "runtime")
     build_dependency_layer(tmp_path / "deps", platform=f"manylinux2014_{machine}")
     assert (tmp_path / "deps" / RDS_CA_PATH).read_bytes() == RDS_CA_SOURCE.read_bytes()
+    # The layer comes first on Lambda's path: what it ships of the runtime's own boto3's
+    # requirements must satisfy them (python-dateutil 4, which croniter 7 would bring,
+    # does not satisfy botocore's <3).
+    shipped = {
+        d.name.split("-")[0].lower(): d.name.split("-")[1]
+        for d in (tmp_path / "deps" / "python").glob("*.dist-info")
+    }
+    assert int(shipped["python_dateutil"].split(".")[0]) < 3, shipped["python_dateutil"]
     provided = tmp_path / "lambda-runtime"  # the runtime's own boto3
     subprocess.run(
         [

@@ -578,6 +578,24 @@ def test_the_workspace_shows_settings_conversation_and_memory_at_once(
         d.set_window_size(1280, 1000)
 
 
+def tap(driver: Any, selector: str) -> None:
+    """Click the element the selector finds, found again if the page was drawn anew between
+    finding and clicking it (a save redraws the page after its answer)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    def attempt(d: Any) -> bool:
+        found = d.find_elements("css selector", selector)
+        if not found:
+            return False
+        try:
+            found[0].click()
+        except StaleElementReferenceException:
+            return False
+        return True
+
+    until(driver, attempt)
+
+
 def confirmed(d: Any) -> None:
     until(d, lambda d: d.switch_to.alert).accept()
 
@@ -633,7 +651,7 @@ def test_a_builder_manages_blocks_passages_the_conversation_and_agent_files(
     press(d, "Save trail's settings")
     until(d, lambda d: blocks()["trail"]["limit"] == 300)
     until(d, lambda d: d.find_elements("css selector", "[aria-label='Detach trail']"))
-    by_css(d, "[aria-label='Detach trail']").click()
+    tap(d, "[aria-label='Detach trail']")
     confirmed(d)
     until(d, lambda d: "trail" not in blocks())
     until(d, lambda d: "Block “trail”" not in d.page_source)
@@ -645,7 +663,7 @@ def test_a_builder_manages_blocks_passages_the_conversation_and_agent_files(
     until(d, lambda d: "The ridge hut sleeps six." in by_css(d, "ol.passages").text)
     passages = http.get(f"/v1/agents/{agent_id}/archival-memory").json()
     assert [(p["text"], p["tags"]) for p in passages] == [("The ridge hut sleeps six.", ["huts"])]
-    by_css(d, "ol.passages button").click()
+    tap(d, "ol.passages button")
     confirmed(d)
     until(d, lambda d: http.get(f"/v1/agents/{agent_id}/archival-memory").json() == [])
     until(d, lambda d: "No passages yet." in d.page_source)
@@ -720,7 +738,7 @@ def test_a_builder_writes_runs_attaches_and_detaches_a_tool(
     until(d, lambda d: "add_two" in names())
     until(d, lambda d: d.find_elements("css selector", "[aria-label='Detach add_two']"))
     accessible(d, "tools")
-    by_css(d, "[aria-label='Detach add_two']").click()
+    tap(d, "[aria-label='Detach add_two']")
     until(d, lambda d: "add_two" not in names())
     from selenium.webdriver.support.ui import Select
 
@@ -832,7 +850,7 @@ def test_a_builder_schedules_messages_and_ties_identities(
     until(d, lambda d: len(schedules()) == 2)
     assert {s["schedule"]["type"] for s in schedules()} == {"recurring", "one-time"}
     accessible(d, "schedules")
-    by_css(d, "[aria-label^='Delete the schedule “Weekly']").click()
+    tap(d, "[aria-label^='Delete the schedule “Weekly']")
     until(d, lambda d: [s["schedule"]["type"] for s in schedules()] == ["one-time"])
     # An identity, made and tied, then untied.
     open_details(d, "Add an identity")
@@ -847,7 +865,7 @@ def test_a_builder_schedules_messages_and_ties_identities(
 
     until(d, lambda d: tied() == ["Ada"])
     until(d, lambda d: d.find_elements("css selector", "[aria-label='Untie Ada']"))
-    by_css(d, "[aria-label='Untie Ada']").click()
+    tap(d, "[aria-label='Untie Ada']")
     until(d, lambda d: tied() == [])
 
 

@@ -16,6 +16,9 @@ function text(content) {
   return (content || []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
 }
 
+// A message's words (a stored message's or one of Letta's).
+export const textOf = (message) => text(message.content);
+
 function images(content) {
   if (!Array.isArray(content)) return [];
   return content.filter((p) => p.type === "image" && p.source?.type === "base64")

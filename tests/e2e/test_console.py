@@ -578,6 +578,82 @@ def test_the_workspace_shows_settings_conversation_and_memory_at_once(
         d.set_window_size(1280, 1000)
 
 
+def test_a_builder_sets_model_settings_and_tool_rules_in_the_workspace(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """The workspace's settings pane changes what the ADE's does: the model settings Letta
+    shows for the agent's provider (temperature, output tokens, reasoning effort, parallel
+    tool calls) and the context window, and the tool rules, one added or removed at a time;
+    each checked against the API."""
+    from selenium.webdriver.support.select import Select
+
+    url, _ = stack
+    d, http = browser, api(url)
+    made = http.post("/v1/agents/", json={"name": "Tuned", "model": "openai/gpt-test"}).json()
+    tools = sorted(t["name"] for t in made["tools"])
+    assert len(tools) >= 3, tools
+    signed_in(d, url, f"#/agents/{made['id']}/chat")
+    page_is(d, "chat")
+    for label, value in (
+        ("Temperature", "0.3"),
+        ("Max output tokens", "777"),
+        ("Context window (tokens)", "16000"),
+    ):
+        labelled(d, label).clear()
+        labelled(d, label).send_keys(value)
+    Select(labelled(d, "Reasoning effort")).select_by_value("low")
+    labelled(d, "Parallel tool calls").click()
+    press(d, "Save settings")
+
+    def llm(d: Any) -> dict[str, Any]:
+        return dict(http.get(f"/v1/agents/{made['id']}").json()["llm_config"])
+
+    until(d, lambda d: llm(d)["max_tokens"] == 777)
+    now = llm(d)
+    assert now["temperature"] == 0.3 and now["context_window"] == 16000, now
+    assert now["reasoning_effort"] == "low" and now["parallel_tool_calls"] is True, now
+    # Saved again unchanged, nothing moves (the settings shown are the agent's own).
+    press(d, "Save settings")
+    until(d, lambda d: "Saved at" in by_css(d, "aside.settings [role=status]").text)
+    assert llm(d) == now
+
+    # Tool rules: one of each shape (none, children, a count), then one removed.
+    def rules() -> list[dict[str, Any]]:
+        return list(http.get(f"/v1/agents/{made['id']}").json()["tool_rules"])
+
+    def add_rule(kind: str, tool: str, **more: Any) -> None:
+        open_details(d, "Add a tool rule")
+        Select(labelled(d, "Rule")).select_by_value(kind)
+        Select(labelled(d, "Tool")).select_by_value(tool)
+        if "children" in more:
+            pick = Select(labelled(d, "Tools it names"))
+            for child in more["children"]:
+                pick.select_by_value(child)
+        if "count" in more:
+            labelled(d, "Most calls a turn").clear()
+            labelled(d, "Most calls a turn").send_keys(str(more["count"]))
+        before = len(rules())
+        press(d, "Add rule")
+        until(d, lambda d: len(rules()) == before + 1)
+
+    add_rule("exit_loop", tools[0])
+    add_rule("constrain_child_tools", tools[1], children=[tools[0], tools[2]])
+    add_rule("max_count_per_step", tools[2], count=2)
+    assert [(r["type"], r["tool_name"]) for r in rules()] == [
+        ("exit_loop", tools[0]),
+        ("constrain_child_tools", tools[1]),
+        ("max_count_per_step", tools[2]),
+    ]
+    assert rules()[1]["children"] == [tools[0], tools[2]]
+    assert rules()[2]["max_count_limit"] == 2
+    until(d, lambda d: "Tool rules (3)" in d.page_source)
+    accessible(d, "workspace settings")
+    shot(d, "12-workspace-settings")
+    tap(d, f"button[aria-label^='Remove the rule {tools[1]} ']")
+    until(d, lambda d: [r["type"] for r in rules()] == ["exit_loop", "max_count_per_step"])
+    until(d, lambda d: "Tool rules (2)" in d.page_source)
+
+
 def tap(driver: Any, selector: str) -> None:
     """Click the element the selector finds, found again if the page was drawn anew between
     finding and clicking it (a save redraws the page after its answer)."""

@@ -4,6 +4,7 @@
 import { call, get } from "./api.js";
 import { announce, field, h } from "./dom.js";
 import { redraw } from "./page.js";
+import { describeRule } from "./tool_rules.js";
 
 export function toolsSection(agent) {
   const tools = agent.tools || [];
@@ -20,8 +21,7 @@ export function toolsSection(agent) {
         h("td", {}, h("button", { type: "button", class: "secondary", "aria-label": `Detach ${t.name}`, onclick: () => detach(t) }, "Detach")))))),
     attachTool(agent, tools), toolEditor(agent),
     h("h3", {}, `Tool rules (${rules.length})`),
-    rules.length ? h("ul", {}, rules.map((r) => h("li", {}, `${r.type}: ${r.tool_name}`,
-      r.children ? ` → ${r.children.join(", ")}` : ""))) : h("p", { class: "muted" }, "None."));
+    rules.length ? h("ul", {}, rules.map((r) => h("li", {}, describeRule(r)))) : h("p", { class: "muted" }, "None."));
 }
 
 // One of the organization's tools, attached (those the agent has are left out).

@@ -11,7 +11,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from cairn.adapters.local.lambdas import invoke_pooled
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
@@ -30,6 +30,10 @@ API_ENVIRONMENTS = 4
 def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     """The event API Gateway would send for this request."""
     url = urlsplit(target)
+    # API Gateway hands the path over decoded (`/v1/folders/name/Trail notes` for
+    # `Trail%20notes`; aws-powertools/powertools-lambda-python#1098 shows such an event), and
+    # the routes' parameters are read from it as they are.
+    path = unquote(url.path)
     lowered = {k.lower(): v for k, v in headers.items()}
     content_type = lowered.get("content-type", "")
     is_text = not body or content_type.startswith(_TEXT_TYPES)
@@ -40,7 +44,7 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> 
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": "$default",
-        "rawPath": url.path,
+        "rawPath": path,
         "rawQueryString": url.query,
         "headers": lowered,
         "requestContext": {
@@ -49,7 +53,7 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> 
             "domainName": lowered.get("host", "127.0.0.1"),
             "http": {
                 "method": method,
-                "path": url.path,
+                "path": path,
                 "protocol": "HTTP/1.1",
                 "sourceIp": "127.0.0.1",
                 "userAgent": lowered.get("user-agent", ""),

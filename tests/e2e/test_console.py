@@ -141,13 +141,20 @@ def by_css(driver: Any, selector: str) -> Any:
 
 def labelled(driver: Any, label: str) -> Any:
     """The form control a visible label names (as a person finds it)."""
+    found = label_of(driver, label)
+    assert found is not None, f"no label {label!r}"
+    return found
+
+
+def label_of(driver: Any, label: str) -> Any:
+    """The control the label names, or None while the page has not drawn it."""
     for_id = driver.execute_script(
         "return [...document.querySelectorAll('label')].find(l => l.textContent.trim() === "
         "arguments[0])?.htmlFor",
         label,
     )
-    assert for_id, f"no label {label!r}"
-    return driver.find_element("id", for_id)
+    found = driver.find_elements("id", for_id) if for_id else []
+    return found[0] if found else None
 
 
 def button(driver: Any, text: str) -> Any:
@@ -719,7 +726,7 @@ def test_a_builder_manages_blocks_passages_the_conversation_and_agent_files(
     press(d, "Add block")
     until(d, lambda d: "trail" in blocks())
     assert (blocks()["trail"]["value"], blocks()["trail"]["limit"]) == ("North loop", 200)
-    until(d, lambda d: labelled(d, "Block “trail”"))
+    until(d, lambda d: label_of(d, "Block “trail”"))
     open_details(d, "Settings of trail")
     limit = labelled(d, "Limit of trail")
     limit.clear()
@@ -829,6 +836,84 @@ def test_a_builder_writes_runs_attaches_and_detaches_a_tool(
     Select(chooser).select_by_visible_text("add_two")
     press(d, "Attach")
     until(d, lambda d: "add_two" in names())
+
+
+def test_a_builder_makes_a_folder_uploads_files_and_watches_them_processed(
+    stack: tuple[str, FakeLLM], browser: Any, tmp_path: Path
+) -> None:
+    """Folders and files on the overview, as in the ADE: make a folder (attached), upload a
+    file and see it processed without a reload, meet a refused upload's reason, delete the
+    file, attach one of the organization's folders and detach it; each checked against the
+    API."""
+    from selenium.webdriver.support.select import Select
+
+    url, _ = stack
+    d, http = browser, api(url)
+    made = http.post("/v1/agents/", json={"name": "Reader", "model": "openai/gpt-test"}).json()
+    agent = made["id"]
+
+    def attached() -> list[str]:
+        return sorted(f["name"] for f in http.get(f"/v1/agents/{agent}/folders").json())
+
+    signed_in(d, url, f"#/agents/{agent}")
+    page_is(d, "agent")
+    open_details(d, "Make a folder")
+    labelled(d, "Folder name").send_keys("Trail notes")
+    press(d, "Make and attach")
+    until(d, lambda d: attached() == ["Trail notes"])
+    folder = http.get("/v1/folders/name/Trail notes").json()
+    notes = tmp_path / "north-trail.md"
+    notes.write_text("# The north trail\n\nClosed after the storm; the ford is high.\n" * 40)
+    until(d, lambda d: label_of(d, "Upload a file to Trail notes")).send_keys(str(notes))
+    press(d, "Upload")
+    done = until(
+        d,
+        lambda d: next(
+            (
+                td
+                for td in d.find_elements(
+                    "css selector", "tr[data-file='Trail notes/north-trail.md'] td.processing"
+                )
+                if td.text.startswith("completed")
+            ),
+            None,
+        ),
+    )
+    stored = http.get(f"/v1/folders/{folder}/files").json()
+    assert [(f["file_name"], f["processing_status"]) for f in stored] == [
+        ("Trail notes/north-trail.md", "completed")
+    ]
+    assert done.text == f"completed · {stored[0]['total_chunks']} chunks"
+    accessible(d, "folders")
+    shot(d, "13-folders")
+    # A file Cairn does not read: refused with its reason, nothing stored.
+    odd = tmp_path / "tool.exe"
+    odd.write_bytes(b"MZ\x90\x00" * 64)
+    labelled(d, "Upload a file to Trail notes").send_keys(str(odd))
+    press(d, "Upload")
+    until(d, lambda d: "Unsupported file type" in d.page_source)
+    assert len(http.get(f"/v1/folders/{folder}/files").json()) == 1
+    tap(d, "button[aria-label='Delete Trail notes/north-trail.md']")
+    confirmed(d)
+    until(d, lambda d: http.get(f"/v1/folders/{folder}/files").json() == [])
+    until(d, lambda d: "No files yet." in d.page_source)
+    # One of the organization's folders, attached from the list; then detached.
+    assert http.post("/v1/folders/", json={"name": "Maps"}).status_code == 200
+    d.refresh()
+    page_is(d, "agent")
+    choice = until(
+        d,
+        lambda d: (
+            Select(label_of(d, "Attach a folder"))
+            if "Maps" in (getattr(label_of(d, "Attach a folder"), "text", None) or "")
+            else None
+        ),
+    )
+    choice.select_by_visible_text("Maps")
+    press(d, "Attach folder")
+    until(d, lambda d: attached() == ["Maps", "Trail notes"])
+    tap(d, "button[aria-label='Detach the folder Trail notes']")
+    until(d, lambda d: attached() == ["Maps"])
 
 
 def test_lists_go_to_their_end_a_page_at_a_time(stack: tuple[str, FakeLLM], browser: Any) -> None:

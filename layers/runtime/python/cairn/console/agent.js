@@ -1,11 +1,12 @@
-// One agent's overview: its memory, context window, archival memory, tools, schedules,
-// identities and groups, with the builder's actions (export, reset).
+// One agent's overview: its memory, context window, archival memory, tools, folders,
+// schedules, identities and groups, with the builder's actions (export, reset).
 
 import { call, get } from "./api.js";
 import { announce, field, h } from "./dom.js";
 import { archivalSection } from "./archival.js";
 import { memorySection } from "./blocks.js";
 import { contextSection } from "./context.js";
+import { foldersSection } from "./folders.js";
 import { redraw, shell, tabs } from "./page.js";
 import { schedulesSection } from "./schedules.js";
 import { toolsSection } from "./tools.js";
@@ -17,7 +18,7 @@ export async function agentPage(show, id) {
     agent.description ? h("p", {}, agent.description) : null,
     agentActions(agent),
     memorySection(agent), contextSection(context), archivalSection(agent),
-    toolsSection(agent), schedulesSection(agent), relationsSection(agent));
+    toolsSection(agent), foldersSection(agent), schedulesSection(agent), relationsSection(agent));
 }
 
 // Export the agent as a file (Letta's agent file), and empty its conversation.

@@ -22,6 +22,7 @@ import pytest
 
 from tests.e2e.test_local_stack import free_port, wait_for_health
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
+from tests.fakes.mcp_server import mcp_server
 from tests.integration.test_images import PNG
 
 KEY = "sk-cairn-console-test"
@@ -57,6 +58,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeL
             OPENAI_BASE_URL=f"{fake.base_url}/v1",
             CAIRN_LLM_MAX_RETRIES="0",
             CAIRN_PROVIDER_TRACES="true",
+            # The test's MCP server listens on loopback, which a tenant may not reach.
+            CAIRN_OUTBOUND_NETWORKS="127.0.0.0/8",
         )
         with open(folder / "stack.log", "wb") as log:
             proc = subprocess.Popen(
@@ -914,6 +917,81 @@ def test_a_builder_makes_a_folder_uploads_files_and_watches_them_processed(
     until(d, lambda d: attached() == ["Maps", "Trail notes"])
     tap(d, "button[aria-label='Detach the folder Trail notes']")
     until(d, lambda d: attached() == ["Maps"])
+
+
+def test_a_builder_adds_an_mcp_server_tries_its_tools_and_attaches_one(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """The MCP servers page: add a server with a token (its tools listed, the token never
+    shown whole), try a tool with arguments (the server is called), meet a wrong token's
+    reason on a refresh and mend it; then attach one of its tools on an agent's overview and
+    delete the server; each checked against the API and the server."""
+    from selenium.webdriver.support.select import Select
+
+    url, _ = stack
+    d, http = browser, api(url)
+    token = "mcp-secret-123456789"
+    with mcp_server(token=token) as fake:
+        signed_in(d, url, "#/mcp")
+        page_is(d, "mcp")
+        labelled(d, "Server name").send_keys("calc")
+        labelled(d, "Server URL").send_keys(fake.url)
+        labelled(d, "Authorization header (optional)").send_keys(f"Bearer {token}")
+        press(d, "Add server")
+        until(
+            d, lambda d: [s["server_name"] for s in http.get("/v1/mcp-servers/").json()] == ["calc"]
+        )
+        server = http.get("/v1/mcp-servers/").json()[0]
+        until(d, lambda d: "Tools of calc" in d.page_source and "shout" in d.page_source)
+        assert token not in d.page_source and "...6789" in d.page_source
+        accessible(d, "mcp")
+        shot(d, "14-mcp")
+        open_details(d, "Try a tool of calc")
+        Select(labelled(d, "Tool of calc")).select_by_visible_text("add")
+        labelled(d, "Arguments (JSON) for calc").clear()
+        labelled(d, "Arguments (JSON) for calc").send_keys('{"a": 2, "b": 40}')
+        press(d, "Run tool")
+        until(d, lambda d: by_css(d, "pre.tool-return").text == "42")
+        assert fake.calls[-1] == ("add", {"a": 2, "b": 40})
+        # A wrong token: the refresh says why; a new token mends it.
+        open_details(d, "Change its token")
+        labelled(d, "New Authorization header of calc").send_keys("Bearer wrong")
+        press(d, "Change token")
+        until(d, lambda d: "Token changed" in d.page_source)
+        tap(d, "button[aria-label='Refresh calc']")
+        until(
+            d,
+            lambda d: by_css(d, "section.panel [role=alert]").text.startswith("MCP server `calc`"),
+        )
+        labelled(d, "New Authorization header of calc").send_keys(f"Bearer {token}")
+        press(d, "Change token")
+        until(d, lambda d: "Token changed" in d.page_source)
+        tap(d, "button[aria-label='Refresh calc']")
+        until(d, lambda d: "Listed again" in d.page_source)
+        # Its tools are the organization's: attached on an agent's overview.
+        made = http.post("/v1/agents/", json={"name": "Caller", "model": "openai/gpt-test"}).json()
+        signed_in(d, url, f"#/agents/{made['id']}")
+        page_is(d, "agent")
+        until(
+            d,
+            lambda d: "shout" in (getattr(label_of(d, "Attach a tool"), "text", None) or ""),
+        )
+        Select(labelled(d, "Attach a tool")).select_by_visible_text("shout")
+        press(d, "Attach")
+        until(
+            d,
+            lambda d: (
+                "shout" in [t["name"] for t in http.get(f"/v1/agents/{made['id']}").json()["tools"]]
+            ),
+        )
+        d.get(f"{url}/console#/mcp")
+        page_is(d, "mcp")
+        tap(d, "button[aria-label='Delete calc']")
+        confirmed(d)
+        until(d, lambda d: http.get("/v1/mcp-servers/").json() == [])
+        until(d, lambda d: "No MCP servers yet." in d.page_source)
+        tools = [t["name"] for t in http.get(f"/v1/agents/{made['id']}").json()["tools"]]
+        assert "shout" not in tools and server["id"]
 
 
 def test_lists_go_to_their_end_a_page_at_a_time(stack: tuple[str, FakeLLM], browser: Any) -> None:

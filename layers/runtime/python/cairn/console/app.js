@@ -8,6 +8,7 @@ import { ApiError, get, session } from "./api.js";
 import { chatPage } from "./chat.js";
 import { field, h } from "./dom.js";
 import { historyPage } from "./history.js";
+import { mcpPage } from "./mcp.js";
 import { shell } from "./page.js";
 import { runPage, runsPage } from "./runs.js";
 import { usagePage } from "./usage.js";
@@ -23,6 +24,7 @@ const routes = [
   [/^#\/agents\/([\w-]+)\/history$/, "history", historyPage],
   [/^#\/runs\/([\w-]+)$/, "run", runPage],
   [/^#\/usage(\?.*)?$/, "usage", usagePage],
+  [/^#\/mcp$/, "mcp", mcpPage],
 ];
 
 let current = 0; // the latest render: an older one still loading must not draw over it

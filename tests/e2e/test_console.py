@@ -741,6 +741,15 @@ def test_a_builder_manages_blocks_passages_the_conversation_and_agent_files(
     confirmed(d)
     until(d, lambda d: "trail" not in blocks())
     until(d, lambda d: "Block “trail”" not in d.page_source)
+    # The detached block is still the organization's: found by its label, attached again.
+    detached = http.get("/v1/blocks/", params={"label": "trail"}).json()
+    assert [b["value"] for b in detached] == ["North loop"]
+    open_details(d, "Attach a block")
+    labelled(d, "Block label contains").send_keys("trai")
+    press(d, "Find blocks")
+    tap(d, f"[aria-label='Attach the block trail ({detached[0]['id']})']")
+    until(d, lambda d: blocks().get("trail", {}).get("id") == detached[0]["id"])
+    until(d, lambda d: label_of(d, "Block “trail”"))
     # A passage: added, found, deleted.
     open_details(d, "Add a passage")
     labelled(d, "New passage").send_keys("The ridge hut sleeps six.")

@@ -1,5 +1,6 @@
 // Core-memory blocks: each edited in place (with conflict detection), its settings, a new
-// one added, one detached.
+// one added, one of the organization's attached (another agent's, to share it), one
+// detached.
 
 import { call, get } from "./api.js";
 import { announce, field, h } from "./dom.js";
@@ -9,7 +10,34 @@ export function memorySection(agent) {
   const blocks = (agent.memory?.blocks || agent.blocks || []).filter((b) => !b.hidden);
   return h("section", { "aria-labelledby": "core-memory" }, h("h2", { id: "core-memory" }, "Core memory"),
     blocks.length ? blocks.map((b) => blockEditor(agent.id, b)) : h("p", { class: "muted" }, "No blocks."),
-    newBlockForm(agent.id));
+    newBlockForm(agent.id), attachBlockForm(agent.id, blocks));
+}
+
+// One of the organization's blocks found by its label (another agent's, say: both then
+// read and write the same memory) and attached.
+function attachBlockForm(agentId, attached) {
+  const have = new Set(attached.map((b) => b.id));
+  const label = h("input", { type: "search" });
+  const found = h("div", { "aria-live": "polite" });
+  const attach = async (b) => {
+    await call("PATCH", `/v1/agents/${agentId}/core-memory/blocks/attach/${b.id}`);
+    announce(`Attached ${b.label}`);
+    await redraw();
+  };
+  const form = h("form", { role: "search", onsubmit: async (e) => {
+    e.preventDefault();
+    try {
+      const blocks = (await get("/v1/blocks/", { label_search: label.value.trim(), limit: 50 })).filter((b) => !have.has(b.id));
+      found.replaceChildren(blocks.length
+        ? h("ul", { class: "found-blocks" }, blocks.map((b) => h("li", {},
+          h("strong", {}, b.label), ` · ${b.value.slice(0, 80)}${b.value.length > 80 ? "…" : ""} `,
+          h("button", { type: "button", class: "secondary", "aria-label": `Attach the block ${b.label} (${b.id})`, onclick: () => attach(b) }, "Attach"))))
+        : h("p", { class: "muted" }, "No other block has such a label."));
+    } catch (err) {
+      found.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
+    }
+  } }, h("div", { class: "row" }, field("Block label contains", label), h("div", {}, h("button", { type: "submit" }, "Find blocks"))));
+  return h("details", { class: "panel" }, h("summary", {}, "Attach a block"), form, found);
 }
 
 // A new block, made and attached to the agent.

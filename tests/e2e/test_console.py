@@ -1003,6 +1003,44 @@ def test_a_builder_adds_an_mcp_server_tries_its_tools_and_attaches_one(
         assert "shout" not in tools and server["id"]
 
 
+def test_an_organization_adds_its_own_model_provider_after_checking_its_key(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """The providers page: a refused key is said so before anything is stored; a good one is
+    added (never shown again but its last four), its models listed under its name, its key
+    checked again, then deleted; each checked against the API."""
+    url, fake = stack
+    d, http = browser, api(url)
+    signed_in(d, url, "#/providers")
+    page_is(d, "providers")
+    labelled(d, "Provider name").send_keys("team")
+    labelled(d, "API key").send_keys("sk-rejected-0001")
+    labelled(d, "Base URL").send_keys(f"{fake.base_url}/v1")
+    press(d, "Check the key")
+    until(d, lambda d: by_css(d, "form [role=status]").text.startswith("Refused"))
+    assert http.get("/v1/providers/").json() == []
+    labelled(d, "API key").clear()
+    labelled(d, "API key").send_keys("sk-team-4321")
+    press(d, "Check the key")
+    until(d, lambda d: by_css(d, "form [role=status]").text == "The key works.")
+    press(d, "Add provider")
+    until(d, lambda d: [p["name"] for p in http.get("/v1/providers/").json()] == ["team"])
+    handles = [m["handle"] for m in http.get("/v1/models/").json()]
+    theirs = sorted(h.removeprefix("team/") for h in handles if h.startswith("team/"))
+    assert theirs, handles
+    cell = until(d, lambda d: d.find_elements("css selector", "tr[data-provider=team] td.models"))
+    assert sorted(cell[0].text.split(", ")) == theirs
+    assert "sk-team-4321" not in d.page_source and "...4321" in d.page_source
+    accessible(d, "providers")
+    shot(d, "15-providers")
+    tap(d, "button[aria-label='Check the key of team']")
+    until(d, lambda d: "Key works" in by_css(d, "tr[data-provider=team]").text)
+    tap(d, "button[aria-label='Delete team']")
+    confirmed(d)
+    until(d, lambda d: http.get("/v1/providers/").json() == [])
+    until(d, lambda d: "No providers of your own" in d.page_source)
+
+
 def test_lists_go_to_their_end_a_page_at_a_time(stack: tuple[str, FakeLLM], browser: Any) -> None:
     """More than a page of agents, and of messages: "Show more agents" adds the next page
     of a search (the API's `after` cursor) until there is no more; "Show earlier messages"

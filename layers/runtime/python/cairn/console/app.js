@@ -9,6 +9,7 @@ import { chatPage } from "./chat.js";
 import { field, h } from "./dom.js";
 import { historyPage } from "./history.js";
 import { mcpPage } from "./mcp.js";
+import { providersPage } from "./providers.js";
 import { shell } from "./page.js";
 import { runPage, runsPage } from "./runs.js";
 import { usagePage } from "./usage.js";
@@ -25,6 +26,7 @@ const routes = [
   [/^#\/runs\/([\w-]+)$/, "run", runPage],
   [/^#\/usage(\?.*)?$/, "usage", usagePage],
   [/^#\/mcp$/, "mcp", mcpPage],
+  [/^#\/providers$/, "providers", providersPage],
 ];
 
 let current = 0; // the latest render: an older one still loading must not draw over it

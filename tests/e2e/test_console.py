@@ -551,7 +551,6 @@ def test_the_workspace_shows_settings_conversation_and_memory_at_once(
             assert in_view(d, part), part
         assert in_view(d, "aside.memory form.panel textarea")  # the human block's editor
         accessible(d, "workspace")
-        shot(d, "10-workspace")
         # Settings: the system prompt, saved through the API.
         prompt = labelled(d, "System prompt")
         prompt.clear()
@@ -573,6 +572,8 @@ def test_the_workspace_shows_settings_conversation_and_memory_at_once(
                 in (labelled(d, "Block “human”").get_attribute("value") or "")
             ),
         )
+        d.execute_script("document.querySelector('aside.memory').scrollTop = 0; scrollTo(0, 0)")
+        shot(d, "10-workspace")
         # On a phone's screen: one column, the conversation above the memory, still usable.
         d.set_window_size(390, 844)
         tops = d.execute_script(
@@ -658,6 +659,7 @@ def test_a_builder_sets_model_settings_and_tool_rules_in_the_workspace(
     assert rules()[2]["max_count_limit"] == 2
     until(d, lambda d: "Tool rules (3)" in d.page_source)
     accessible(d, "workspace settings")
+    d.execute_script("document.querySelector('aside.settings fieldset').scrollIntoView()")
     shot(d, "12-workspace-settings")
     tap(d, f"button[aria-label^='Remove the rule {tools[1]} ']")
     until(d, lambda d: [r["type"] for r in rules()] == ["exit_loop", "max_count_per_step"])

@@ -13,15 +13,15 @@ const TYPES = {
   continue_loop: { label: "Continues the turn", needs: null },
   constrain_child_tools: { label: "Only these tools may follow", needs: "children" },
   parent_last_tool: { label: "Only after this tool may these run", needs: "children" },
-  max_count_per_step: { label: "At most N calls a turn", needs: "count" },
+  max_count_per_step: { label: "A limit of calls a turn", needs: "count" },
   required_before_exit: { label: "Required before the turn ends", needs: null },
   requires_approval: { label: "Asks for approval", needs: null },
 };
 
 export function describeRule(r) {
+  if (r.type === "max_count_per_step") return `${r.tool_name} · at most ${r.max_count_limit} calls a turn`;
   const what = TYPES[r.type]?.label || r.type;
   const more = r.children ? `: ${r.children.join(", ")}`
-    : r.max_count_limit ? `: ${r.max_count_limit}`
       : r.child_output_mapping ? `: ${Object.entries(r.child_output_mapping).map(([k, v]) => `${k} → ${v}`).join(", ")}` : "";
   return `${r.tool_name} · ${what}${more}`;
 }

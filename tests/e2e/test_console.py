@@ -35,6 +35,8 @@ def answer(request: Recorded) -> Reply:
     last = request.last_text()
     if request.body["messages"][-1]["role"] == "tool":
         return Reply(text="Filed it.")
+    if last.startswith("quick"):  # many runs, made fast
+        return Reply(text="ok")
     if "file this" in last:
         return Reply(
             tool_calls=[call("memory_insert", label="human", new_str="The north trail is closed.")]
@@ -1094,6 +1096,87 @@ def test_lists_go_to_their_end_a_page_at_a_time(stack: tuple[str, FakeLLM], brow
     press(d, "Show earlier messages")
     until(d, lambda d: lines(d)[0] == "line 000")
     assert lines(d) == [f"line {n:03}" for n in range(150)]
+
+
+def test_runs_versions_and_passages_go_to_their_end_too(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """An agent of 101 runs (sent in the background), more than a page of versions, and 101
+    passages: each list shows its first page and "Show ..." adds the rest, to the end (each
+    run, version and passage the API has, once)."""
+    url, _ = stack
+    d, http = browser, api(url)
+    agent = http.post("/v1/agents/", json={"name": "Busy", "model": "openai/gpt-test"}).json()
+    path = f"/v1/agents/{agent['id']}"
+    for n in range(101):
+        sent = http.post(
+            f"{path}/messages/async",
+            json={"messages": [{"role": "user", "content": f"quick {n}"}]},
+        )
+        assert sent.status_code == 200, sent.text
+        made = http.post(f"{path}/archival-memory", json={"text": f"passage {n:03}"})
+        assert made.status_code == 200, made.text
+
+    def runs() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        asked = {"agent_id": agent["id"], "limit": 100}
+        while True:
+            page = http.get("/v1/runs/", params=asked).json()
+            found += page
+            if len(page) < 100:
+                return found
+            asked["after"] = page[-1]["id"]
+
+    until(
+        d,
+        lambda d: len(runs()) == 101 and all(r["status"] == "completed" for r in runs()),
+        timeout=300,
+    )
+    every_run = sorted(r["id"] for r in runs())
+    signed_in(d, url, f"#/agents/{agent['id']}/runs")
+    page_is(d, "runs")
+
+    def cells(d: Any, selector: str) -> list[str]:
+        return [e.text for e in d.find_elements("css selector", selector)]
+
+    until(d, lambda d: len(cells(d, "main tbody td:first-child a")) == 100)
+    press(d, "Show earlier runs")
+    until(d, lambda d: len(cells(d, "main tbody td:first-child a")) == 101)
+    assert sorted(cells(d, "main tbody td:first-child a")) == every_run
+    until(d, lambda d: not button_shown(d, "Show earlier runs"))
+    # Versions: newest first, 50 a page, each with its changes against the one before.
+    versions: list[int] = []
+    asked = {"limit": 100}
+    while True:
+        page = http.get(f"{path}/history", params=asked).json()
+        versions += [v["version"] for v in page]
+        if len(page) < 100:
+            break
+        asked["before"] = page[-1]["version"]
+    assert len(versions) > 100, len(versions)
+    d.get(f"{url}/console#/agents/{agent['id']}/history")
+    page_is(d, "history")
+
+    def shown_versions(d: Any) -> list[int]:
+        return [int(t.split()[1]) for t in cells(d, "li.version h2")]
+
+    until(d, lambda d: len(shown_versions(d)) == 50)
+    while button_shown(d, "Show earlier versions"):
+        count = len(shown_versions(d))
+        press(d, "Show earlier versions")
+        until(d, lambda d, count=count: len(shown_versions(d)) > count)
+    assert shown_versions(d) == versions
+    # The oldest page's last-but-one version still shows its changes against the one before.
+    changes = d.find_elements("css selector", "li.version button[aria-label^='Show the changes']")
+    assert len(changes) == len(versions) - 1
+    # Passages: oldest first, a page, then the rest.
+    d.get(f"{url}/console#/agents/{agent['id']}")
+    page_is(d, "agent")
+    until(d, lambda d: len(cells(d, "ol.passages .content")) == 100)
+    press(d, "Show more passages")
+    until(d, lambda d: len(cells(d, "ol.passages .content")) == 101)
+    assert cells(d, "ol.passages .content") == [f"passage {n:03}" for n in range(101)]
+    until(d, lambda d: not button_shown(d, "Show more passages"))
 
 
 def button_shown(d: Any, text: str) -> bool:

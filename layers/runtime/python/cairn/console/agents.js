@@ -3,7 +3,7 @@
 
 import { call, get, upload } from "./api.js";
 import { announce, field, h, when } from "./dom.js";
-import { PAGE, shell } from "./page.js";
+import { moreButton, PAGE, shell } from "./page.js";
 
 export async function agentsPage(show) {
   const params = new URLSearchParams(location.hash.split("?")[1] || "");
@@ -38,15 +38,13 @@ export async function agentsPage(show) {
       },
     }, "Delete")));
   const body = h("tbody", {}, agents.map(row));
-  // Lists go to their end a page at a time (the API's cursor: after the last one shown).
   let last = agents[agents.length - 1];
-  const more = h("button", { type: "button", class: "secondary", hidden: agents.length < PAGE || null, onclick: async () => {
+  const more = moreButton("Show more agents", agents.length === PAGE, async () => {
     const next = await get("/v1/agents/", { ...asked, limit: PAGE, after: last.id });
     body.append(...next.map(row));
     if (next.length) last = next[next.length - 1];
-    more.hidden = next.length < PAGE;
-    announce(`${next.length} more agents`);
-  } }, "Show more agents");
+    return next.length === PAGE;
+  });
   const table = agents.length
     ? h("table", {}, h("caption", { class: "visually-hidden" }, "Agents"),
       h("thead", {}, h("tr", {}, ["Name", "Model", "Tags", "Created", "Actions"].map((t) => h("th", { scope: "col" }, t)))),

@@ -2,6 +2,7 @@
 
 import { call, get } from "./api.js";
 import { announce, field, h, when } from "./dom.js";
+import { moreButton, PAGE } from "./page.js";
 
 export function archivalSection(agent) {
   const q = h("input", { type: "search" });
@@ -12,13 +13,26 @@ export function archivalSection(agent) {
     announce("Passage deleted");
     await load();
   };
+  const item = (p) => h("li", {}, h("div", { class: "content" }, p.text),
+    h("div", { class: "muted" }, [when(p.created_at), (p.tags || []).join(", ")].filter(Boolean).join(" · ")),
+    h("button", { type: "button", class: "link", "aria-label": `Delete the passage “${p.text.slice(0, 40)}”`, onclick: () => remove(p) }, "Delete"));
   const load = async () => {
-    const found = await get(`/v1/agents/${agent.id}/archival-memory`, { search: q.value, limit: 50 });
-    results.replaceChildren(found.length
-      ? h("ol", { class: "messages passages" }, found.map((p) => h("li", {}, h("div", { class: "content" }, p.text),
-        h("div", { class: "muted" }, [when(p.created_at), (p.tags || []).join(", ")].filter(Boolean).join(" · ")),
-        h("button", { type: "button", class: "link", "aria-label": `Delete the passage “${p.text.slice(0, 40)}”`, onclick: () => remove(p) }, "Delete"))))
-      : h("p", { class: "muted" }, q.value ? "No passage matches." : "No passages yet."));
+    const path = `/v1/agents/${agent.id}/archival-memory`;
+    const found = await get(path, { search: q.value, limit: PAGE });
+    if (!found.length) {
+      results.replaceChildren(h("p", { class: "muted" }, q.value ? "No passage matches." : "No passages yet."));
+      return;
+    }
+    const list = h("ol", { class: "messages passages" }, found.map(item));
+    // A search answers the closest passages; the whole list pages on, oldest first.
+    let last = found[found.length - 1];
+    const more = q.value ? null : moreButton("Show more passages", found.length === PAGE, async () => {
+      const next = await get(path, { limit: PAGE, after: last.id });
+      list.append(...next.map(item));
+      if (next.length) last = next[next.length - 1];
+      return next.length === PAGE;
+    });
+    results.replaceChildren(list, more);
   };
   const form = h("form", { role: "search", onsubmit: (e) => { e.preventDefault(); load(); } },
     h("div", { class: "row" }, field("Search passages", q), h("div", {}, h("button", { type: "submit" }, "Search"))));

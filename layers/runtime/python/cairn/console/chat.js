@@ -2,12 +2,12 @@
 // in place, earlier messages paged in) and its memory, side by side.
 
 import { get, stream } from "./api.js";
-import { announce, field, h } from "./dom.js";
+import { field, h } from "./dom.js";
 import { archivalSection } from "./archival.js";
 import { memorySection } from "./blocks.js";
 import { contextUse } from "./context.js";
 import { MessageList } from "./messages.js";
-import { PAGE, shell, tabs } from "./page.js";
+import { moreButton, PAGE, shell, tabs } from "./page.js";
 import { settingsPane } from "./settings.js";
 
 export async function chatPage(show, id) {
@@ -20,13 +20,12 @@ export async function chatPage(show, id) {
   const turns = history.filter((m) => m.message_type !== "system_message");
   const log = new MessageList(turns, { onApprove: (call, approve) => answer(call, approve) });
   let first = history[0];
-  const earlier = h("button", { type: "button", class: "secondary", hidden: history.length < PAGE || null, onclick: async () => {
+  const earlier = moreButton("Show earlier messages", history.length === PAGE, async () => {
     const page = await get(`/v1/agents/${id}/messages`, { limit: PAGE, order: "desc", before: first.id });
     log.prepend(page.filter((m) => m.message_type !== "system_message"));
     if (page.length) first = page[0];
-    earlier.hidden = page.length < PAGE;
-    announce(`${page.length} earlier messages`);
-  } }, "Show earlier messages");
+    return page.length === PAGE;
+  });
   const state = h("p", { class: "muted", role: "status", "aria-live": "polite" });
   const text = h("textarea", { rows: 3 });
   const image = h("input", { type: "file", accept: "image/png,image/jpeg,image/gif,image/webp" });

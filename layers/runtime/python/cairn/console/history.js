@@ -2,21 +2,33 @@
 
 import { call, get } from "./api.js";
 import { announce, h, when } from "./dom.js";
-import { shell, tabs } from "./page.js";
+import { moreButton, shell, tabs } from "./page.js";
 
 const KINDS = { create: "Created", step: "Step", update: "Changed", rewind: "Rewound", fork: "Forked", start: "History starts" };
 
+// Versions a page (the API gives at most 100 a call).
+const VERSIONS = 50;
+
 export async function historyPage(show, id) {
+  const pageOf = (before) => get(`/v1/agents/${id}/history`, { limit: VERSIONS + 1, before });
   const [agent, versions] = await Promise.all([
     get(`/v1/agents/${id}`, { include_relationships: [] }),
-    get(`/v1/agents/${id}/history`, { limit: 100 }),
+    pageOf(),
   ]);
-  const rows = versions.map((v, n) => historyRow(agent, v, versions[n + 1]));
+  const list = h("ol", { class: "messages", "aria-label": "Versions" });
+  // Each page read one longer than it shows: its last version's changes are against the
+  // version before it, the next page's first.
+  let shown = [];
+  const draw = (page) => {
+    shown = page.slice(0, VERSIONS);
+    list.append(...shown.map((v, n) => historyRow(agent, v, page[n + 1])));
+    return page.length > VERSIONS;
+  };
+  const more = moreButton("Show earlier versions", draw(versions), async () => draw(await pageOf(shown[shown.length - 1].version)));
   show(`History of ${agent.name}`, tabs(agent, "history"),
     h("p", { class: "muted" }, "Every version the agent went through, newest first. "
       + "Rewinding keeps every message (they are marked, not deleted) and is itself a version you can rewind."),
-    versions.length ? h("ol", { class: "messages", "aria-label": "Versions" }, rows)
-      : h("p", { class: "muted" }, "No history yet."));
+    versions.length ? list : h("p", { class: "muted" }, "No history yet."), h("p", {}, more));
 }
 
 function historyRow(agent, v, previous) {

@@ -2,7 +2,7 @@
 // draws itself again after a change (the shell registers `render`; the chat workspace sets
 // `afterTurn` to draw its memory pane alone).
 
-import { h } from "./dom.js";
+import { announce, h } from "./dom.js";
 
 // How many of a list one page shows; more come a page at a time.
 export const PAGE = 100;
@@ -15,6 +15,17 @@ export const shell = {
 
 // After a change made on the page: the workspace's memory pane, or the whole page, again.
 export const redraw = () => (shell.afterTurn ? shell.afterTurn() : shell.render());
+
+// Lists go to their end a page at a time: a button that asks `next` for the page after the
+// last one shown (the API's cursor); `next` draws it and answers whether more may follow (a
+// full page); the button goes when none do.
+export function moreButton(text, more, next) {
+  const button = h("button", { type: "button", class: "secondary", hidden: !more || null, onclick: async () => {
+    button.hidden = !(await next());
+    announce(button.hidden ? "The list's end" : "More shown");
+  } }, text);
+  return button;
+}
 
 export function tabs(agent, current) {
   const link = (href, text, name) => h("a", { href, "aria-current": current === name ? "page" : null }, text);

@@ -2,22 +2,32 @@
 
 import { get } from "./api.js";
 import { h, when } from "./dom.js";
-import { tabs } from "./page.js";
+import { moreButton, PAGE, tabs } from "./page.js";
 
 export async function runsPage(show, id) {
+  const asked = { agent_id: id, limit: PAGE, order: "desc" };
   const [agent, runs] = await Promise.all([
     get(`/v1/agents/${id}`, { include_relationships: [] }),
-    get("/v1/runs/", { agent_id: id, limit: 100, order: "desc" }),
+    get("/v1/runs/", asked),
   ]);
-  const rows = runs.map((r) => h("tr", {},
+  const row = (r) => h("tr", {},
     h("td", {}, h("a", { href: `#/runs/${r.id}` }, r.id)),
     h("td", { class: `status-${r.status}` }, r.status),
     h("td", {}, r.stop_reason || ""),
     h("td", {}, when(r.created_at)),
-    h("td", {}, r.total_duration_ns ? `${(r.total_duration_ns / 1e6).toFixed(0)} ms` : "")));
+    h("td", {}, r.total_duration_ns ? `${(r.total_duration_ns / 1e6).toFixed(0)} ms` : ""));
+  const body = h("tbody", {}, runs.map(row));
+  let last = runs[runs.length - 1];
+  const more = moreButton("Show earlier runs", runs.length === PAGE, async () => {
+    const next = await get("/v1/runs/", { ...asked, after: last.id });
+    body.append(...next.map(row));
+    if (next.length) last = next[next.length - 1];
+    return next.length === PAGE;
+  });
   show(`Runs of ${agent.name}`, tabs(agent, "runs"), runs.length
-    ? h("table", {}, h("thead", {}, h("tr", {}, ["Run", "Status", "Stop reason", "Started", "Took"].map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows))
-    : h("p", { class: "muted" }, "No runs yet."));
+    ? h("table", {}, h("caption", { class: "visually-hidden" }, "Runs, newest first"),
+      h("thead", {}, h("tr", {}, ["Run", "Status", "Stop reason", "Started", "Took"].map((t) => h("th", { scope: "col" }, t)))), body)
+    : h("p", { class: "muted" }, "No runs yet."), h("p", {}, more));
 }
 
 export async function runPage(show, runId) {

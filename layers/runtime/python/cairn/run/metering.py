@@ -4,10 +4,10 @@ the engine at assembly; CloudWatch's embedded metric format on AWS
 
 from __future__ import annotations
 
-from typing import Protocol
 
+class Meter:
+    """Counts nothing: what runs locally, and the base an adapter overrides."""
 
-class Meter(Protocol):
     def step(
         self,
         org_id: str,
@@ -24,18 +24,4 @@ class Meter(Protocol):
         """A request or a step held back by a limit (`limit`: which one)."""
 
 
-class NoMeter:
-    def step(
-        self,
-        org_id: str,
-        *,
-        step_ms: float,
-        model_ms: float | None,
-        input_tokens: int,
-        output_tokens: int,
-        run_failed: bool,
-    ) -> None:
-        pass
-
-    def throttled(self, org_id: str, limit: str) -> None:
-        pass
+NoMeter = Meter

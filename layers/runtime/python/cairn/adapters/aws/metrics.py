@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from cairn.run.metering import Meter
+
 NAMESPACE = "Cairn"
 SERVICE = "cairn"
 # Every metric this adapter publishes for the stack (dimension `service`)...
@@ -25,7 +27,7 @@ METRICS = (
 PER_ORGANIZATION = ("Steps", "InputTokens", "OutputTokens", "Throttles")
 
 
-class EmfMeter:
+class EmfMeter(Meter):
     def _emit(self, org_id: str, values: dict[str, tuple[MetricUnit, float]], **props: str) -> None:
         # Two records: the stack's (every metric) and the organization's (its share of them).
         # A fresh set each time: a batch's steps may be of different organizations.

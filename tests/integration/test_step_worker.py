@@ -662,6 +662,27 @@ def test_local_workers_run_two_agents_steps_side_by_side(worker: Worker, org: Or
     assert len(arrivals) == 2 and worker.fake.gates_timed_out == 0
 
 
+def hangs(request: Any) -> bool:
+    return "PLEASE-HANG" in json.dumps(request.body)
+
+
+def hanging_model(worker: Worker, db: Database, **settings: Any) -> tuple[threading.Event, Runtime]:
+    """The fake model holds every call that says PLEASE-HANG until the event is set (others
+    answer at once), and the runtime the test sends with: the worker's settings changed by
+    `settings`, its queue's messages hidden 60 s (a hanging step is not delivered again
+    meanwhile)."""
+    hang = threading.Event()
+    worker.fake.when(hangs, Reply(text="late", gate=hang))
+    worker.fake.when(lambda r: not hangs(r), Reply(text="Hello, bystander."))
+    changed = worker.rt.settings.model_copy(update=settings)
+    rt = build_runtime(changed, db=db, queue=SqsStepQueue(worker.queue_url, worker.sqs))
+    use_runtime(rt)
+    worker.sqs.set_queue_attributes(
+        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
+    )
+    return hang, rt
+
+
 def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
     worker: Worker, db: Database
 ) -> None:
@@ -671,16 +692,7 @@ def test_an_organization_whose_model_hangs_leaves_workers_to_the_others(
     the hanging organization's held-back runs all end too (woken as its runs end)."""
     from cairn.store import tenancy
 
-    hang = threading.Event()
-    hangs = lambda r: "PLEASE-HANG" in json.dumps(r.body)  # noqa: E731
-    worker.fake.when(hangs, Reply(text="late", gate=hang))
-    worker.fake.when(lambda r: not hangs(r), Reply(text="Hello, bystander."))
-    settings = worker.rt.settings.model_copy(update={"org_max_runs": 3})
-    rt = build_runtime(settings, db=db, queue=SqsStepQueue(worker.queue_url, worker.sqs))
-    use_runtime(rt)
-    worker.sqs.set_queue_attributes(
-        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
-    )
+    hang, rt = hanging_model(worker, db, org_max_runs=3)
     with db.transaction() as conn:
         noisy = tenancy.create_organization(conn, Organization(name="noisy"))
         quiet = tenancy.create_organization(conn, Organization(name="quiet"))
@@ -728,16 +740,7 @@ def test_an_organizations_own_max_runs_holds_it_to_fewer_agents_than_the_share(
     from cairn.assembly.operator import operate
     from cairn.store import tenancy
 
-    hang = threading.Event()
-    hangs = lambda r: "PLEASE-HANG" in json.dumps(r.body)  # noqa: E731
-    worker.fake.when(hangs, Reply(text="late", gate=hang))
-    worker.fake.when(lambda r: not hangs(r), Reply(text="Hello, bystander."))
-    settings = worker.rt.settings.model_copy(update={"org_max_runs": 3})
-    rt = build_runtime(settings, db=db, queue=SqsStepQueue(worker.queue_url, worker.sqs))
-    use_runtime(rt)
-    worker.sqs.set_queue_attributes(
-        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
-    )
+    hang, rt = hanging_model(worker, db, org_max_runs=3)
     with db.transaction() as conn:
         small, big, quiet = (
             tenancy.create_organization(conn, Organization(name=n))
@@ -795,23 +798,14 @@ def test_hangs_of_three_organizations_leave_a_fourth_its_turn_and_then_end_once(
     with the reason, its model asked once and its message stored once (issue 46)."""
     from cairn.store import tenancy
 
-    hang = threading.Event()
-    hangs = lambda r: "PLEASE-HANG" in json.dumps(r.body)  # noqa: E731
-    worker.fake.when(hangs, Reply(text="late", gate=hang))
-    worker.fake.when(lambda r: not hangs(r), Reply(text="Hello, bystander."))
-    settings = worker.rt.settings.model_copy(
-        update={
-            "org_max_runs": 2,
-            "step_concurrency": 6,
-            "org_reserve": 2,
-            "llm_first_byte_seconds": 6.0,
-            "llm_timeout_seconds": 8.0,
-        }
-    )
-    rt = build_runtime(settings, db=db, queue=SqsStepQueue(worker.queue_url, worker.sqs))
-    use_runtime(rt)
-    worker.sqs.set_queue_attributes(
-        QueueUrl=worker.queue_url, Attributes={"VisibilityTimeout": "60"}
+    hang, rt = hanging_model(
+        worker,
+        db,
+        org_max_runs=2,
+        step_concurrency=6,
+        org_reserve=2,
+        llm_first_byte_seconds=6.0,
+        llm_timeout_seconds=8.0,
     )
     with db.transaction() as conn:
         noisy = [

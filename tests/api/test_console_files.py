@@ -47,3 +47,25 @@ def test_the_console_holds_no_data_without_a_key(stack: Stack) -> None:
     assert httpx.get(f"{stack.url}/v1/agents/").status_code == 401
     keyed = httpx.get(f"{stack.url}/v1/agents/", headers={"Authorization": f"Bearer {stack.key}"})
     assert keyed.status_code == 200
+
+
+def test_an_unchanged_file_is_answered_304_by_its_etag(stack: Stack) -> None:
+    """Each load asks again (no-cache) and an unchanged file costs no bytes: its ETag is a
+    hash of it, and a request naming it is answered 304, with the policy still on."""
+    first = httpx.get(f"{stack.url}/console/app.js")
+    tag = first.headers["etag"]
+    assert (
+        first.status_code == 200
+        and tag.startswith('"')
+        and first.headers["cache-control"] == "no-cache"
+    )
+    again = httpx.get(f"{stack.url}/console/app.js", headers={"If-None-Match": tag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == tag
+    assert "default-src 'none'" in again.headers["content-security-policy"]
+    listed = httpx.get(f"{stack.url}/console/app.js", headers={"If-None-Match": f'"x", W/{tag}'})
+    assert listed.status_code == 304
+    # Another file's tag, or a stale one, gets the file.
+    css = httpx.get(f"{stack.url}/console/console.css", headers={"If-None-Match": tag})
+    assert css.status_code == 200 and css.headers["etag"] != tag and "body" in css.text
+    page = httpx.get(f"{stack.url}/console", headers={"If-None-Match": '"stale"'})
+    assert page.status_code == 200 and "<html" in page.text

@@ -486,11 +486,11 @@ def test_sleeptime_runs_every_frequency_turns(
     ]
 
 
-def test_a_sleeptime_item_sent_twice_starts_its_run_once(
+def fanned_out(
     fresh: Flows, db: Database, org: Organization
-) -> None:
-    """Step Functions retries a failed Task, and a fan-out lost with the local stack is sent
-    again after its restart: the item's run is found, not started a second time."""
+) -> tuple[Agent, dict[str, Any], dict[str, Any]]:
+    """A sleeptime agent's first turn, its fan-out finished (the helper noted "Fact A"), and
+    that fan-out planned again: the primary, the plan and its one item, to send again."""
     primary, group_id = sleeptime_agent(db, org)
     fresh.fake.when(is_helper, helper_replies(["Fact A"]))
     Primary(fresh.fake).reply("Noted.")
@@ -503,6 +503,15 @@ def test_a_sleeptime_item_sent_twice_starts_its_run_once(
         "upto_message_id": first_last_message(db, first),
     }
     (item,) = tasks.sleeptime_task(fresh.rt, plan)["items"]
+    return primary, plan, item
+
+
+def test_a_sleeptime_item_sent_twice_starts_its_run_once(
+    fresh: Flows, db: Database, org: Organization
+) -> None:
+    """Step Functions retries a failed Task, and a fan-out lost with the local stack is sent
+    again after its restart: the item's run is found, not started a second time."""
+    primary, plan, item = fanned_out(fresh, db, org)
     again = tasks.sleeptime_task(fresh.rt, {**plan, "action": "run", "item": item})
     with db.connection() as conn:
         helper_runs = runs.list_runs(conn, org.id, agent_ids=[item["agent_id"]])
@@ -517,18 +526,7 @@ def test_a_spent_budget_skips_a_sleeptime_run_and_fails_no_workflow(
     and answers its Task as skipped (a failure would alarm and retry for nothing)."""
     from cairn.assembly.operator import operate
 
-    primary, group_id = sleeptime_agent(db, org)
-    fresh.fake.when(is_helper, helper_replies(["Fact A"]))
-    Primary(fresh.fake).reply("Noted.")
-    first = turn(fresh, primary, "I like tea")
-    fresh.finished("sleeptime", f"sleeptime:{group_id}:{first.id}", timeout=60)
-    plan = {
-        "organization_id": org.id,
-        "action": "plan",
-        "group_id": group_id,
-        "upto_message_id": first_last_message(db, first),
-    }
-    (item,) = tasks.sleeptime_task(fresh.rt, plan)["items"]
+    _, plan, item = fanned_out(fresh, db, org)
     operate(db, {"action": "limits", "organization_id": org.id, "monthly_tokens": 1})
     later = {**item, "upto_message_id": "message-of-a-later-fan-out"}
     answer = tasks.sleeptime_task(fresh.rt, {**plan, "action": "run", "item": later})

@@ -93,10 +93,12 @@ def browser(profile: Path) -> Any:
     return webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver") or ""))
 
 
-def opened(d: Any, url: str, route: str) -> dict[str, float]:
-    """Open the console at `route`; the page's load, the route drawn, bytes transferred."""
+def opened(d: Any, url: str, route: str, visit: str) -> dict[str, float]:
+    """Open the console at `route`; the page's load, the route drawn, bytes transferred.
+    `visit` makes the address a new one, so the browser loads the page (the same address
+    but for its `#...` would only move within it); the files' addresses stay the same."""
     started = time.perf_counter()
-    d.get(f"{url}/console{route}")
+    d.get(f"{url}/console?visit={visit}{route}")
     deadline = time.monotonic() + 60
     while not d.execute_script("return document.body.dataset.page"):
         if time.monotonic() > deadline:
@@ -162,13 +164,12 @@ def main() -> None:
                         "sessionStorage.setItem('cairn.console.key', arguments[0])", KEY
                     )
                     for page, route in (("agent", ""), ("chat", "/chat")):
-                        # Cold: a profile that never saw the console (cache cleared first);
-                        # warm: the same tab loading it again.
+                        # Cold: nothing cached (the cache cleared first); warm: the same
+                        # tab opening it again, its files asked again and answered 304.
                         d.execute_cdp_cmd("Network.clearBrowserCache", {})
-                        cold = opened(d, url, f"#/agents/{agent['id']}{route}")
-                        d.refresh()
-                        d.execute_script("delete document.body.dataset.page")
-                        warm = opened(d, url, f"#/agents/{agent['id']}{route}")
+                        where = f"#/agents/{agent['id']}{route}"
+                        cold = opened(d, url, where, f"{n}-{page}-cold")
+                        warm = opened(d, url, where, f"{n}-{page}-warm")
                         figures.setdefault(f"{page} cold", []).append(cold)
                         figures.setdefault(f"{page} warm", []).append(warm)
                 finally:

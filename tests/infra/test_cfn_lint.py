@@ -36,6 +36,12 @@ REGIONS = ["us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-
         {"dev": "true", "tool_network": "true", "stream_concurrency": "5"},
         {"size": "small"},
         {"size": "small", "dev": "true", "tool_network": "true"},
+        {
+            "size": "small",
+            "dashboard": "true",
+            "single_tenant": "true",
+            "otel_endpoint": "https://otel.example.com:4318/",
+        },
     ],
     ids=[
         "production",
@@ -46,6 +52,7 @@ REGIONS = ["us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-
         "dev+tool_network+stream_concurrency",
         "small",
         "small+dev+tool_network",
+        "small+dashboard+single_tenant+otel_endpoint",
     ],
 )
 def test_the_template_passes_cfn_lint(context: dict[str, str]) -> None:

@@ -95,6 +95,12 @@ SHAPES = {
     },
     "small": {"size": "small"},
     "small+dev+tool_network": {"size": "small", "dev": "true", "tool_network": "true"},
+    "small+dashboard+single_tenant+otel_endpoint": {
+        "size": "small",
+        "dashboard": "true",
+        "single_tenant": "true",
+        "otel_endpoint": "https://otel.example.com:4318/",
+    },
 }
 
 

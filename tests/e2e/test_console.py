@@ -23,6 +23,8 @@ import pytest
 from tests.e2e.test_local_stack import free_port, wait_for_health
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 from tests.fakes.mcp_server import mcp_server
+from tests.fakes.telegram_api import BOT_USERNAME, FakeTelegram
+from tests.fakes.telegram_api import TOKEN as BOT_TOKEN
 from tests.integration.test_images import PNG
 
 KEY = "sk-cairn-console-test"
@@ -46,7 +48,15 @@ def answer(request: Recorded) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeLLM]]:
+def telegram_api() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, telegram_api: FakeTelegram
+) -> Iterator[tuple[str, FakeLLM]]:
     folder = tmp_path_factory.mktemp("console")
     with FakeLLM() as fake:
         fake.when(lambda _: True, answer)
@@ -62,6 +72,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeL
             CAIRN_PROVIDER_TRACES="true",
             # The test's MCP server listens on loopback, which a tenant may not reach.
             CAIRN_OUTBOUND_NETWORKS="127.0.0.0/8",
+            CAIRN_TELEGRAM_API_URL=telegram_api.base_url,
         )
         with open(folder / "stack.log", "wb") as log:
             proc = subprocess.Popen(
@@ -1043,6 +1054,42 @@ def test_an_organization_adds_its_own_model_provider_after_checking_its_key(
     confirmed(d)
     until(d, lambda d: http.get("/v1/providers/").json() == [])
     until(d, lambda d: "No providers of your own" in d.page_source)
+
+
+def test_a_builder_connects_a_telegram_bot_and_disconnects_it(
+    stack: tuple[str, FakeLLM], browser: Any, telegram_api: FakeTelegram
+) -> None:
+    """An agent's Telegram section (docs/telegram.md): a malformed token is refused naming
+    the field, the bot's token connects it (Telegram's webhook set to this API, the token
+    never shown whole), and disconnecting removes the webhook; each checked against the API
+    and the fake Bot API."""
+    url, _ = stack
+    d, http = browser, api(url)
+    made = http.post("/v1/agents/", json={"name": "Chatter", "model": "openai/gpt-test"}).json()
+    signed_in(d, url, f"#/agents/{made['id']}")
+    page_is(d, "agent")
+    open_details(d, "Connect a Telegram bot")
+    labelled(d, "Bot token (from @BotFather)").send_keys("not-a-token")
+    press(d, "Connect bot")
+    until(d, lambda d: "token" in by_css(d, "section[aria-labelledby=telegram] .error").text)
+    assert http.get("/v1/telegram/bots").json() == []
+    labelled(d, "Bot token (from @BotFather)").clear()
+    labelled(d, "Bot token (from @BotFather)").send_keys(BOT_TOKEN)
+    assert labelled(d, "Where Telegram reaches this API").get_attribute("value") == url
+    press(d, "Connect bot")
+    until(
+        d, lambda d: [b["agent_id"] for b in http.get("/v1/telegram/bots").json()] == [made["id"]]
+    )
+    bot = http.get("/v1/telegram/bots").json()[0]
+    assert telegram_api.webhook["url"] == f"{url}/v1/telegram/webhook/{bot['id']}"
+    until(d, lambda d: d.find_elements("css selector", f"li[data-bot={BOT_USERNAME}]"))
+    assert BOT_TOKEN not in d.page_source and f"token ...{BOT_TOKEN[-4:]}" in d.page_source
+    accessible(d, "telegram")
+    tap(d, f"button[aria-label='Disconnect @{BOT_USERNAME}']")
+    confirmed(d)
+    until(d, lambda d: http.get("/v1/telegram/bots").json() == [])
+    until(d, lambda d: "No bot connected." in d.page_source)
+    assert telegram_api.webhook == {}
 
 
 def test_lists_go_to_their_end_a_page_at_a_time(stack: tuple[str, FakeLLM], browser: Any) -> None:

@@ -1,5 +1,5 @@
 // One agent's overview: its memory, context window, archival memory, tools, folders,
-// schedules, identities and groups, with the builder's actions (export, reset).
+// schedules, Telegram bots, identities and groups, with the builder's actions (export, reset).
 
 import { call, get } from "./api.js";
 import { announce, field, h } from "./dom.js";
@@ -9,6 +9,7 @@ import { contextSection } from "./context.js";
 import { foldersSection } from "./folders.js";
 import { redraw, shell, tabs } from "./page.js";
 import { schedulesSection } from "./schedules.js";
+import { telegramSection } from "./telegram.js";
 import { toolsSection } from "./tools.js";
 
 export async function agentPage(show, id) {
@@ -18,7 +19,8 @@ export async function agentPage(show, id) {
     agent.description ? h("p", {}, agent.description) : null,
     agentActions(agent),
     memorySection(agent), contextSection(context), archivalSection(agent),
-    toolsSection(agent), foldersSection(agent), schedulesSection(agent), relationsSection(agent));
+    toolsSection(agent), foldersSection(agent), schedulesSection(agent), telegramSection(agent),
+    relationsSection(agent));
 }
 
 // Export the agent as a file (Letta's agent file), and empty its conversation.

@@ -2,7 +2,7 @@
 // schedules, Telegram bots, identities and groups, with the builder's actions (export, reset).
 
 import { call, get } from "./api.js";
-import { announce, field, h } from "./dom.js";
+import { announce, field, h, submitting } from "./dom.js";
 import { archivalSection } from "./archival.js";
 import { memorySection } from "./blocks.js";
 import { contextSection } from "./context.js";
@@ -51,21 +51,15 @@ function identityForm(agent) {
   const key = h("input", { type: "text", required: true });
   const name = h("input", { type: "text", required: true });
   const kind = h("select", {}, ["user", "org", "other"].map((k) => h("option", { value: k }, k)));
-  const problem = h("p", { class: "error", role: "alert" });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
-    try {
-      await call("POST", "/v1/identities/", {
-        identifier_key: key.value.trim(), name: name.value.trim(), identity_type: kind.value,
-        agent_ids: [agent.id],
-      });
-      announce(`Added ${name.value}`);
-      await redraw();
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, h("div", { class: "row" }, field("Identifier key", key), field("Identity name", name), field("Kind", kind)),
+  const { problem, onsubmit } = submitting(async () => {
+    await call("POST", "/v1/identities/", {
+      identifier_key: key.value.trim(), name: name.value.trim(), identity_type: kind.value,
+      agent_ids: [agent.id],
+    });
+    announce(`Added ${name.value}`);
+    await redraw();
+  });
+  const form = h("form", { onsubmit }, h("div", { class: "row" }, field("Identifier key", key), field("Identity name", name), field("Kind", kind)),
   problem, h("button", { type: "submit" }, "Add identity"));
   return h("details", { class: "panel" }, h("summary", {}, "Add an identity"), form);
 }

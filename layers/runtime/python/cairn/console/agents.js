@@ -2,7 +2,7 @@
 // delete one, import an agent file.
 
 import { call, get, upload } from "./api.js";
-import { announce, field, h, when } from "./dom.js";
+import { announce, field, h, submitting, when } from "./dom.js";
 import { moreButton, PAGE, shell } from "./page.js";
 
 export async function agentsPage(show) {
@@ -61,21 +61,15 @@ async function createForm() {
     value: models[0]?.handle || "" });
   const persona = h("textarea", {}, "I am a helpful assistant.");
   const human = h("textarea", {});
-  const problem = h("p", { class: "error", role: "alert" });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
-    try {
-      const made = await call("POST", "/v1/agents/", {
-        name: name.value.trim(), model: model.value.trim(),
-        memory_blocks: [{ label: "persona", value: persona.value }, { label: "human", value: human.value }],
-      });
-      announce(`Created ${made.name}`);
-      location.hash = `#/agents/${made.id}`;
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, h("fieldset", {}, h("legend", {}, "New agent"), list,
+  const { problem, onsubmit } = submitting(async () => {
+    const made = await call("POST", "/v1/agents/", {
+      name: name.value.trim(), model: model.value.trim(),
+      memory_blocks: [{ label: "persona", value: persona.value }, { label: "human", value: human.value }],
+    });
+    announce(`Created ${made.name}`);
+    location.hash = `#/agents/${made.id}`;
+  });
+  const form = h("form", { onsubmit }, h("fieldset", {}, h("legend", {}, "New agent"), list,
     h("div", { class: "row" }, field("Name", name), field("Model", model)),
     field("Persona", persona), field("Human", human), problem,
     h("p", {}, h("button", { type: "submit" }, "Create agent"))));
@@ -85,21 +79,13 @@ async function createForm() {
 // An agent file (.af, Letta's format) made into a new agent.
 function importForm() {
   const file = h("input", { type: "file", accept: ".af,.json,application/json", required: true });
-  const problem = h("p", { class: "error", role: "alert" });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
+  const { problem, onsubmit } = submitting(async () => {
     if (!file.files[0]) return;
-    const body = new FormData();
-    body.append("file", file.files[0]);
-    try {
-      const made = await upload("/v1/agents/import", body);
-      const ids = made.agent_ids || [];
-      announce(`Imported ${ids.length} agent${ids.length === 1 ? "" : "s"}`);
-      location.hash = ids.length === 1 ? `#/agents/${ids[0]}` : "#/";
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, field("Agent file", file), problem, h("p", {}, h("button", { type: "submit" }, "Import")));
+    const made = await upload("/v1/agents/import", file.files[0]);
+    const ids = made.agent_ids || [];
+    announce(`Imported ${ids.length} agent${ids.length === 1 ? "" : "s"}`);
+    location.hash = ids.length === 1 ? `#/agents/${ids[0]}` : "#/";
+  });
+  const form = h("form", { onsubmit }, field("Agent file", file), problem, h("p", {}, h("button", { type: "submit" }, "Import")));
   return h("section", { "aria-labelledby": "import-agent" }, h("h2", { id: "import-agent" }, "Import an agent file"), form);
 }

@@ -55,8 +55,10 @@ export async function call(method, path, body) {
 
 export const get = (path, params = {}) => call("GET", path + query(params));
 
-// POST a form with a file (an agent file to import), as multipart.
-export async function upload(path, form) {
+// POST a file (an agent file to import, a folder's document) as a multipart form's `file`.
+export async function upload(path, file) {
+  const form = new FormData();
+  form.append("file", file);
   const res = await fetch(path, { method: "POST", headers: headers(false), body: form });
   const text = await res.text();
   let data = null;

@@ -1,7 +1,7 @@
 // Archival memory: search the passages, add one with tags, delete one.
 
 import { call, get } from "./api.js";
-import { announce, field, h, when } from "./dom.js";
+import { announce, field, h, submitting, when } from "./dom.js";
 import { moreButton, PAGE } from "./page.js";
 
 export function archivalSection(agent) {
@@ -38,22 +38,16 @@ export function archivalSection(agent) {
     h("div", { class: "row" }, field("Search passages", q), h("div", {}, h("button", { type: "submit" }, "Search"))));
   const text = h("textarea", { rows: 3, required: true });
   const tags = h("input", { type: "text" });
-  const problem = h("p", { class: "error", role: "alert" });
-  const add = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
-    try {
-      await call("POST", `/v1/agents/${agent.id}/archival-memory`, {
-        text: text.value, tags: tags.value.split(",").map((t) => t.trim()).filter(Boolean),
-      });
-      text.value = "";
-      tags.value = "";
-      announce("Passage added");
-      await load();
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, field("New passage", text), field("Its tags (comma-separated)", tags), problem,
+  const { problem, onsubmit } = submitting(async () => {
+    await call("POST", `/v1/agents/${agent.id}/archival-memory`, {
+      text: text.value, tags: tags.value.split(",").map((t) => t.trim()).filter(Boolean),
+    });
+    text.value = "";
+    tags.value = "";
+    announce("Passage added");
+    await load();
+  });
+  const add = h("form", { onsubmit }, field("New passage", text), field("Its tags (comma-separated)", tags), problem,
   h("button", { type: "submit" }, "Add passage"));
   load().catch((err) => results.replaceChildren(h("p", { class: "error" }, err.message)));
   return h("section", { "aria-labelledby": "archival" }, h("h2", { id: "archival" }, "Archival memory"), form, results,

@@ -3,7 +3,7 @@
 // detached.
 
 import { call, get } from "./api.js";
-import { announce, field, h } from "./dom.js";
+import { announce, field, h, submitting } from "./dom.js";
 import { redraw } from "./page.js";
 
 export function memorySection(agent) {
@@ -47,22 +47,16 @@ function newBlockForm(agentId) {
   const limit = h("input", { type: "number", min: 1, value: 5000 });
   const description = h("input", { type: "text" });
   const readOnly = h("input", { type: "checkbox", id: `ro-new-${agentId}` });
-  const problem = h("p", { class: "error", role: "alert" });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
-    try {
-      const block = await call("POST", "/v1/blocks/", {
-        label: label.value.trim(), value: value.value, limit: Number(limit.value),
-        description: description.value || undefined, read_only: readOnly.checked,
-      });
-      await call("PATCH", `/v1/agents/${agentId}/core-memory/blocks/attach/${block.id}`);
-      announce(`Added ${block.label}`);
-      await redraw();
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, h("div", { class: "row" }, field("Label", label), field("Limit", limit)),
+  const { problem, onsubmit } = submitting(async () => {
+    const block = await call("POST", "/v1/blocks/", {
+      label: label.value.trim(), value: value.value, limit: Number(limit.value),
+      description: description.value || undefined, read_only: readOnly.checked,
+    });
+    await call("PATCH", `/v1/agents/${agentId}/core-memory/blocks/attach/${block.id}`);
+    announce(`Added ${block.label}`);
+    await redraw();
+  });
+  const form = h("form", { onsubmit }, h("div", { class: "row" }, field("Label", label), field("Limit", limit)),
   field("Value", value), field("Description", description),
   h("div", { class: "check" }, readOnly, h("label", { for: readOnly.id }, "Read-only for the agent")),
   problem, h("button", { type: "submit" }, "Add block"));

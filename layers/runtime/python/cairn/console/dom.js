@@ -40,3 +40,19 @@ export function announce(text) {
   const el = document.getElementById("announce");
   if (el) el.textContent = text;
 }
+
+// What a form's submit does: `act`, the page not left, and what it throws said in the form's
+// alert line (`problem`, cleared first; the form places it).
+export function submitting(act) {
+  const problem = h("p", { class: "error", role: "alert" });
+  const onsubmit = async (e) => {
+    e.preventDefault();
+    problem.textContent = "";
+    try {
+      await act();
+    } catch (err) {
+      problem.textContent = err.message;
+    }
+  };
+  return { problem, onsubmit };
+}

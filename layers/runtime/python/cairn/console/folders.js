@@ -3,7 +3,7 @@
 // `processing_status`), delete a file, detach a folder.
 
 import { call, get, upload } from "./api.js";
-import { announce, field, h } from "./dom.js";
+import { announce, field, h, submitting } from "./dom.js";
 import { redraw } from "./page.js";
 
 const BUSY = new Set(["pending", "parsing", "embedding"]);
@@ -22,7 +22,13 @@ export function foldersSection(agent) {
 
 function folderPanel(agent, folder, section) {
   const files = h("div", {});
-  const problem = h("p", { class: "error", role: "alert" });
+  const { problem, onsubmit } = submitting(async () => {
+    if (!file.files[0]) return;
+    const made = await upload(`/v1/folders/${folder.id}/upload`, file.files[0]);
+    file.value = "";
+    announce(`Uploaded ${made.file_name}`);
+    await load();
+  });
   let timer = null;
   const load = async () => {
     clearTimeout(timer);
@@ -32,21 +38,7 @@ function folderPanel(agent, folder, section) {
     if (found.some((f) => BUSY.has(f.processing_status)) && section.isConnected) timer = setTimeout(() => load().catch(() => {}), POLL_MS);
   };
   const file = h("input", { type: "file", required: true });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
-    if (!file.files[0]) return;
-    const body = new FormData();
-    body.append("file", file.files[0]);
-    try {
-      const made = await upload(`/v1/folders/${folder.id}/upload`, body);
-      file.value = "";
-      announce(`Uploaded ${made.file_name}`);
-      await load();
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, h("div", { class: "row" }, field(`Upload a file to ${folder.name}`, file),
+  const form = h("form", { onsubmit }, h("div", { class: "row" }, field(`Upload a file to ${folder.name}`, file),
     h("div", {}, h("button", { type: "submit" }, "Upload"))), problem);
   const detach = async () => {
     await call("PATCH", `/v1/agents/${agent.id}/folders/detach/${folder.id}`);
@@ -102,19 +94,13 @@ function attachFolder(agent) {
 function newFolder(agent) {
   const name = h("input", { type: "text", required: true, maxlength: 200 });
   const description = h("input", { type: "text" });
-  const problem = h("p", { class: "error", role: "alert" });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
-    try {
-      const folder = await call("POST", "/v1/folders/", { name: name.value.trim(), description: description.value || undefined });
-      await call("PATCH", `/v1/agents/${agent.id}/folders/attach/${folder.id}`);
-      announce(`Made and attached ${folder.name}`);
-      await redraw();
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, h("div", { class: "row" }, field("Folder name", name), field("Folder description", description)),
+  const { problem, onsubmit } = submitting(async () => {
+    const folder = await call("POST", "/v1/folders/", { name: name.value.trim(), description: description.value || undefined });
+    await call("PATCH", `/v1/agents/${agent.id}/folders/attach/${folder.id}`);
+    announce(`Made and attached ${folder.name}`);
+    await redraw();
+  });
+  const form = h("form", { onsubmit }, h("div", { class: "row" }, field("Folder name", name), field("Folder description", description)),
   problem, h("button", { type: "submit" }, "Make and attach"));
   return h("details", { class: "panel" }, h("summary", {}, "Make a folder"), form);
 }

@@ -3,7 +3,7 @@
 // Its tools are the organization's: an agent's overview attaches them as any other.
 
 import { call, get } from "./api.js";
-import { announce, field, h } from "./dom.js";
+import { announce, field, h, submitting } from "./dom.js";
 import { shell } from "./page.js";
 
 export async function mcpPage(show) {
@@ -91,20 +91,14 @@ function addForm() {
   const kind = h("select", {}, h("option", { value: "streamable_http" }, "Streamable HTTP"), h("option", { value: "sse" }, "SSE"));
   const url = h("input", { type: "url", required: true, placeholder: "https://…/mcp" });
   const token = h("input", { type: "password", autocomplete: "new-password", placeholder: "Bearer …" });
-  const problem = h("p", { class: "error", role: "alert" });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
+  const { problem, onsubmit } = submitting(async () => {
     const config = { mcp_server_type: kind.value, server_url: url.value.trim() };
     if (token.value) Object.assign(config, { auth_header: "Authorization", auth_token: token.value });
-    try {
-      const made = await call("POST", "/v1/mcp-servers/", { server_name: name.value.trim(), config });
-      announce(`Added ${made.server_name}`);
-      shell.render();
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, h("div", { class: "row" }, field("Server name", name), field("Transport", kind)),
+    const made = await call("POST", "/v1/mcp-servers/", { server_name: name.value.trim(), config });
+    announce(`Added ${made.server_name}`);
+    shell.render();
+  });
+  const form = h("form", { onsubmit }, h("div", { class: "row" }, field("Server name", name), field("Transport", kind)),
   field("Server URL", url), field("Authorization header (optional)", token), problem,
   h("button", { type: "submit" }, "Add server"));
   return h("section", { "aria-labelledby": "add-mcp" }, h("h2", { id: "add-mcp" }, "Add an MCP server"), form);

@@ -1,7 +1,7 @@
 // Messages sent to the agent later: once at a time, or on a cron schedule in a timezone.
 
 import { call, get } from "./api.js";
-import { announce, field, h, when } from "./dom.js";
+import { announce, field, h, submitting, when } from "./dom.js";
 import { textOf } from "./messages.js";
 
 export function schedulesSection(agent) {
@@ -29,25 +29,19 @@ export function schedulesSection(agent) {
   const cron = h("input", { type: "text", placeholder: "0 9 * * 1-5" });
   const at = h("input", { type: "datetime-local" });
   const zone = h("input", { type: "text", value: agent.timezone || "UTC" });
-  const problem = h("p", { class: "error", role: "alert" });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
+  const { problem, onsubmit } = submitting(async () => {
     const asked = { input: message.value, timezone: zone.value || "UTC" };
     if (cron.value.trim()) asked.cron = cron.value.trim();
     else if (at.value) asked.run_at = new Date(at.value).toISOString();
-    else { problem.textContent = "A cron expression or a time: when to send it"; return; }
-    try {
-      await call("POST", `/v1/agents/${agent.id}/schedules`, asked);
-      message.value = "";
-      cron.value = "";
-      at.value = "";
-      announce("Scheduled");
-      await load();
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, field("Message to send", message),
+    else throw new Error("A cron expression or a time: when to send it");
+    await call("POST", `/v1/agents/${agent.id}/schedules`, asked);
+    message.value = "";
+    cron.value = "";
+    at.value = "";
+    announce("Scheduled");
+    await load();
+  });
+  const form = h("form", { onsubmit }, field("Message to send", message),
   h("div", { class: "row" }, field("Cron (repeats)", cron), field("Or once, at", at), field("Timezone", zone)),
   problem, h("button", { type: "submit" }, "Schedule"));
   load().catch((err) => list.replaceChildren(h("p", { class: "error" }, err.message)));

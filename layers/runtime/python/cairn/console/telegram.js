@@ -3,7 +3,7 @@
 // one. The token is sealed by the server and shown as its last four characters only.
 
 import { call, get } from "./api.js";
-import { announce, field, h } from "./dom.js";
+import { announce, field, h, submitting } from "./dom.js";
 import { redraw } from "./page.js";
 
 const MODES = [
@@ -30,20 +30,14 @@ export function telegramSection(agent) {
   const token = h("input", { type: "password", required: true, autocomplete: "new-password", placeholder: "123456:ABC…" });
   const mode = h("select", {}, MODES.map(([v, label]) => h("option", { value: v }, label)));
   const base = h("input", { type: "url", required: true, value: location.origin });
-  const problem = h("p", { class: "error", role: "alert" });
-  const form = h("form", { onsubmit: async (e) => {
-    e.preventDefault();
-    problem.textContent = "";
-    try {
-      const bot = await call("POST", "/v1/telegram/bots", {
-        agent_id: agent.id, token: token.value.trim(), mode: mode.value, webhook_base_url: base.value.trim(),
-      });
-      announce(`Connected @${bot.username}`);
-      await redraw();
-    } catch (err) {
-      problem.textContent = err.message;
-    }
-  } }, field("Bot token (from @BotFather)", token), field("Chats", mode),
+  const { problem, onsubmit } = submitting(async () => {
+    const bot = await call("POST", "/v1/telegram/bots", {
+      agent_id: agent.id, token: token.value.trim(), mode: mode.value, webhook_base_url: base.value.trim(),
+    });
+    announce(`Connected @${bot.username}`);
+    await redraw();
+  });
+  const form = h("form", { onsubmit }, field("Bot token (from @BotFather)", token), field("Chats", mode),
   field("Where Telegram reaches this API", base,
     h("p", { class: "muted" }, "Its public HTTPS address (the ApiUrl output on AWS).")),
   problem, h("button", { type: "submit" }, "Connect bot"));

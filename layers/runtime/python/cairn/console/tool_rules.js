@@ -3,7 +3,7 @@
 // (PATCH /v1/agents/{id} with `tool_rules`), as the ADE does.
 
 import { call } from "./api.js";
-import { announce, field, h } from "./dom.js";
+import { announce, field, h, submitting } from "./dom.js";
 
 // The types a builder makes here, and what each needs besides the tool (conditional rules,
 // which map a tool's outputs to the next tool, are shown and removed but made by the API).
@@ -59,22 +59,16 @@ export function toolRulesEditor(agent) {
     };
     kind.addEventListener("change", shown);
     shown();
-    const problem = h("p", { class: "error", role: "alert" });
-    const form = h("form", { onsubmit: async (e) => {
-      e.preventDefault();
-      problem.textContent = "";
+    const { problem, onsubmit } = submitting(async () => {
       const rule = { type: kind.value, tool_name: tool.value };
       if (TYPES[kind.value].needs === "children") {
         rule.children = [...children.selectedOptions].map((o) => o.value);
-        if (!rule.children.length) { problem.textContent = "Choose the tools it names"; return; }
+        if (!rule.children.length) throw new Error("Choose the tools it names");
       }
       if (TYPES[kind.value].needs === "count") rule.max_count_limit = Number(count.value);
-      try {
-        await save([...(agent.tool_rules || []), rule], "Rule added");
-      } catch (err) {
-        problem.textContent = err.message;
-      }
-    } }, h("div", { class: "row" }, field("Rule", kind), field("Tool", tool)), childrenField, countField,
+      await save([...(agent.tool_rules || []), rule], "Rule added");
+    });
+    const form = h("form", { onsubmit }, h("div", { class: "row" }, field("Rule", kind), field("Tool", tool)), childrenField, countField,
     problem, h("button", { type: "submit", disabled: !names.length || null }, "Add rule"));
     return h("details", { class: "panel" }, h("summary", {}, "Add a tool rule"), form);
   };

@@ -26,6 +26,8 @@ from cairn.domain import Organization, User
 from cairn.store import tenancy
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM
+from tests.fakes.otlp_receiver import OtlpReceiver
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "/2018-06-01/runtime"
@@ -189,7 +191,7 @@ def test_the_stream_function_streams_through_the_runtime_api(
         org = tenancy.create_organization(conn, Organization(name="stream"))
         user = tenancy.create_user(conn, User(organization_id=org.id, name="ada"))
         _, key = tenancy.create_api_key(conn, org.id, user.id, name="test")
-    with FakeLLM() as fake:
+    with FakeLLM() as fake, OtlpReceiver() as traces:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CAIRN_", "AWS_"))}
         env.update(
             PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
@@ -203,6 +205,10 @@ def test_the_stream_function_streams_through_the_runtime_api(
             OPENAI_API_KEY="sk-test",
             OPENAI_BASE_URL=f"{fake.base_url}/v1",
             CAIRN_DATA_DIR=str(tmp_path),
+            # Spans exported only when flushed (the batch timer never fires in this test):
+            # those of a streamed turn must leave before the loop asks for the next event.
+            OTEL_EXPORTER_OTLP_ENDPOINT=traces.endpoint,
+            OTEL_BSP_SCHEDULE_DELAY="600000",
         )
         # As Lambda starts it: the exec wrapper, in place of the runtime's own loop.
         bootstrap = str(ROOT / "functions" / "stream" / "bootstrap")
@@ -246,6 +252,9 @@ def test_the_stream_function_streams_through_the_runtime_api(
                     )
                 )
             )
+            # The turn's step ended while its answer streamed; the loop flushed it before
+            # waiting on the next event (no further invocation comes here).
+            eventually(lambda: traces.named("step"), timeout=20)
         finally:
             proc.kill()
             output = proc.communicate()[0]

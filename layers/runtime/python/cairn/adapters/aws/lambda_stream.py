@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cairn import tracing
+
 API_VERSION = "2018-06-01"
 PRELUDE_END = b"\0" * 8
 ERROR_TYPE, ERROR_BODY = "Lambda-Runtime-Function-Error-Type", "Lambda-Runtime-Function-Error-Body"
@@ -142,12 +144,17 @@ def serve(api: RuntimeAPI, handler: Callable[[dict[str, Any], Context], Any]) ->
     """One invocation: the next event, the handler, the streamed response."""
     event, context = api.next()
     try:
-        head, body, _ = handler(event, context)
-    except Exception as err:  # before any byte of the response: Lambda's own error path
-        print(traceback.format_exc(), file=sys.stderr, flush=True)
-        api.fail(f"invocation/{context.aws_request_id}/error", err)
-        return
-    api.stream(context.aws_request_id, head, body)
+        try:
+            head, body, _ = handler(event, context)
+        except Exception as err:  # before any byte of the response: Lambda's own error path
+            print(traceback.format_exc(), file=sys.stderr, flush=True)
+            api.fail(f"invocation/{context.aws_request_id}/error", err)
+            return
+        api.stream(context.aws_request_id, head, body)
+    finally:
+        # The turn's spans end while its body is sent: export them now, before asking for
+        # the next event, when Lambda may freeze this environment (cairn/tracing.py).
+        tracing.flush()
 
 
 def main() -> None:

@@ -194,3 +194,40 @@ def test_next_month_rolls_over_the_year() -> None:
         2027, 1, 1, tzinfo=UTC
     )
     assert next_month(datetime(2026, 2, 1, tzinfo=UTC)) == datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def test_a_generated_tool_counts_its_model_call_in_the_months_budget(
+    stack: Stack, db: Database
+) -> None:
+    """generate-tool calls the model outside any step: its tokens (and their price) go to the
+    month's total the budgets read, so a budget cannot be passed by generating tools."""
+    limits(db, stack.org_id, monthly_tokens=1_000)
+    source = 'def hello() -> str:\n    """Say hello."""\n    return "hello"\n'
+    stack.fake.reply(
+        "",
+        call(
+            "generate_tool",
+            raw_source_code=source,
+            sample_args_json="{}",
+            pip_requirements_json="{}",
+        ),
+        usage=(900, 150),
+    )
+    made = httpx.post(
+        f"{stack.url}/v1/tools/generate-tool",
+        json={"tool_name": "hello", "prompt": "say hello", "validation_errors": []},
+        headers={"Authorization": f"Bearer {stack.key}"},
+        timeout=30,
+    )
+    assert made.status_code == 200, made.text
+    month = get(stack, "/v1/usage/limits").json()["month"]
+    assert month["tokens"] == 1_050
+    # Now spent: the next generation is refused before any model call.
+    again = httpx.post(
+        f"{stack.url}/v1/tools/generate-tool",
+        json={"tool_name": "hello", "prompt": "say hello", "validation_errors": []},
+        headers={"Authorization": f"Bearer {stack.key}"},
+        timeout=30,
+    )
+    assert again.status_code == 429 and "monthly_tokens" in again.text
+    assert len(stack.fake.requests) == 1

@@ -32,6 +32,14 @@ def ensure_budget(db: Database, org_id: str) -> None:
         raise budget_spent(org_id, spent)
 
 
+def spend(db: Database, org_id: str, tokens: int, cost_usd: float) -> None:
+    """A model call made outside a step (a tool generated) added to the month's total the
+    budgets read; a step's are added by its checkpoint."""
+    if tokens or cost_usd:
+        with db.transaction() as conn:
+            conn.execute(limits.ADD_TO_MONTH, {"org": org_id, "tokens": tokens, "cost": cost_usd})
+
+
 def change(db: Database, org_id: str, asked: dict[str, Any], *, share: int) -> dict[str, Any]:
     """Set the limits named in `asked` (0 or None: no limit of that kind; others unchanged).
     `share`: CAIRN_ORG_MAX_RUNS, which an organization's own `max_runs` replaces; with the

@@ -18,6 +18,7 @@ from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError
 from cairn.llm import deadline
 from cairn.llm.types import LLMError, LLMRequest
+from cairn.prices import step_cost
 from cairn.run.runtime import Runtime
 from cairn.services import limits, tools
 from cairn.services.providers import resolve_handle
@@ -101,6 +102,14 @@ def generate(rt: Runtime, org: str, req: GenerateToolInput) -> Generated:
     client = rt.engine.model().client(org, config)
     with rt.yielding(), deadline.bounded(rt.settings.llm_timeout_seconds):
         answer = deadline.retried(lambda: client.complete(request), rt.settings.llm_max_retries)
+    # Counted whatever it answered: the tokens were spent (the budgets read the month).
+    used = answer.usage.step_fields()
+    limits.spend(
+        rt.db,
+        org,
+        used["prompt_tokens"] + used["completion_tokens"],
+        step_cost(config.model, used, rt.settings.prices),
+    )
     failed = f"Failed to generate tool '{req.tool_name}'"
     if not answer.tool_calls:
         said_instead = answer.text or "No response from LLM"

@@ -679,6 +679,43 @@ def test_a_builder_sets_model_settings_and_tool_rules_in_the_workspace(
     until(d, lambda d: "Tool rules (2)" in d.page_source)
 
 
+def test_a_builder_sets_tags_and_the_secrets_its_tools_get(
+    stack: tuple[str, FakeLLM], browser: Any
+) -> None:
+    """The settings pane saves the agent's tags, and its tools' secrets one at a time: each
+    name listed, no value ever on the page, one removed; the last one stays (an empty set
+    changes nothing, as in Letta), said so; each checked against the API."""
+    url, _ = stack
+    d, http = browser, api(url)
+    made = http.post("/v1/agents/", json={"name": "Keeper", "model": "openai/gpt-test"}).json()
+    path = f"/v1/agents/{made['id']}"
+
+    def secrets() -> dict[str, str]:
+        return {s["key"]: s["value"] for s in http.get(path).json()["secrets"]}
+
+    signed_in(d, url, f"#/agents/{made['id']}/chat")
+    page_is(d, "chat")
+    labelled(d, "Tags (comma-separated)").send_keys("trail, guide ,")
+    press(d, "Save settings")
+    until(d, lambda d: sorted(http.get(path).json()["tags"]) == ["guide", "trail"])
+    for name, value in (("MAP_KEY", "sk-map-12345"), ("WEATHER_KEY", "sk-wx-67890")):
+        open_details(d, "Add or change a secret")
+        labelled(d, "Secret name").send_keys(name)
+        labelled(d, "Secret value").send_keys(value)
+        press(d, "Save secret")
+        until(d, lambda d, name=name: name in secrets())
+    assert secrets() == {"MAP_KEY": "sk-map-12345", "WEATHER_KEY": "sk-wx-67890"}
+    until(d, lambda d: "Tool secrets (2)" in d.page_source)
+    assert "sk-map-12345" not in d.page_source and "sk-wx-67890" not in d.page_source
+    accessible(d, "secrets")
+    tap(d, "button[aria-label='Remove the secret MAP_KEY']")
+    until(d, lambda d: secrets() == {"WEATHER_KEY": "sk-wx-67890"})
+    until(d, lambda d: "Tool secrets (1)" in d.page_source)
+    tap(d, "button[aria-label='Remove the secret WEATHER_KEY']")
+    until(d, lambda d: "The last secret cannot be removed" in d.page_source)
+    assert secrets() == {"WEATHER_KEY": "sk-wx-67890"}
+
+
 def tap(driver: Any, selector: str) -> None:
     """Click the element the selector finds, found again if the page was drawn anew between
     finding and clicking it (a save redraws the page after its answer)."""

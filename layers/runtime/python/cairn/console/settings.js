@@ -1,9 +1,11 @@
 // The agent's settings, saved through the API as the ADE does (PATCH /v1/agents/{id}): its
-// name, model, description and system prompt, its model settings, and its tool rules.
+// name, model, description, tags and system prompt, its model settings, its tool rules and
+// the secrets its tools get.
 
 import { call, get } from "./api.js";
 import { announce, field, h } from "./dom.js";
 import { shell } from "./page.js";
+import { secretsEditor } from "./secrets.js";
 import { toolRulesEditor } from "./tool_rules.js";
 
 export function settingsPane(agent) {
@@ -12,6 +14,7 @@ export function settingsPane(agent) {
   const models = h("datalist", { id: "workspace-models" });
   get("/v1/models/").then((found) => models.replaceChildren(...found.map((m) => h("option", { value: m.handle })))).catch(() => {});
   const description = h("input", { type: "text", value: agent.description || "" });
+  const tags = h("input", { type: "text", value: (agent.tags || []).join(", ") });
   const system = h("textarea", { rows: 10 });
   system.value = agent.system || "";
   const tuning = modelSettings(agent);
@@ -19,7 +22,10 @@ export function settingsPane(agent) {
   const form = h("form", { onsubmit: async (e) => {
     e.preventDefault();
     note.replaceChildren();
-    const changes = { name: name.value.trim(), description: description.value, system: system.value };
+    const changes = {
+      name: name.value.trim(), description: description.value, system: system.value,
+      tags: tags.value.split(",").map((t) => t.trim()).filter(Boolean),
+    };
     const chosen = model.value.trim();
     // A new model comes with its own settings: those shown belong to the old one.
     if (chosen && chosen !== agent.model) changes.model = chosen;
@@ -35,10 +41,10 @@ export function settingsPane(agent) {
       note.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
     }
   } }, models, field("Name", name), field("Model", model), field("Description", description),
-  field("System prompt", system), tuning.element,
+  field("Tags (comma-separated)", tags), field("System prompt", system), tuning.element,
   h("p", {}, h("button", { type: "submit" }, "Save settings")), note);
   return h("aside", { class: "pane settings", "aria-labelledby": "settings-title" },
-    h("h2", { id: "settings-title" }, "Settings"), form, toolRulesEditor(agent));
+    h("h2", { id: "settings-title" }, "Settings"), form, toolRulesEditor(agent), secretsEditor(agent));
 }
 
 const EFFORTS = ["minimal", "low", "medium", "high"];

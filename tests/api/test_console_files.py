@@ -75,3 +75,20 @@ def test_an_unchanged_file_is_answered_304_by_its_etag(stack: Stack) -> None:
     assert css.status_code == 200 and css.headers["etag"] != tag and "body" in css.text
     page = httpx.get(f"{stack.url}/console", headers={"If-None-Match": '"stale"'})
     assert page.status_code == 200 and "<html" in page.text
+
+
+def test_the_page_preloads_every_module_it_imports() -> None:
+    """index.html asks for every module at once (modulepreload), so the browser need not
+    find them import by import; a module added without its line would load late."""
+    import re
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "layers/runtime/python/cairn/console"
+    page = (folder / "index.html").read_text()
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="/console/([\w-]+\.js)">', page))
+    imported = {
+        name
+        for js in folder.glob("*.js")
+        for name in re.findall(r'from "\./([\w-]+\.js)"', js.read_text())
+    }
+    assert imported and preloaded == imported

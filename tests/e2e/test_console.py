@@ -162,15 +162,21 @@ def labelled(driver: Any, label: str) -> Any:
     return found
 
 
+def value_of(driver: Any, label: str) -> str:
+    """What the labelled control holds now ("" while the page has not drawn it)."""
+    found = label_of(driver, label)
+    return str(found.get_attribute("value") or "") if found is not None else ""
+
+
 def label_of(driver: Any, label: str) -> Any:
-    """The control the label names, or None while the page has not drawn it."""
-    for_id = driver.execute_script(
-        "return [...document.querySelectorAll('label')].find(l => l.textContent.trim() === "
-        "arguments[0])?.htmlFor",
+    """The control the label names, or None while the page has not drawn it. Found in one
+    script, label and control together: a pane drawn again between two lookups (the
+    workspace's memory after a turn) gives its controls new ids."""
+    return driver.execute_script(
+        "const l = [...document.querySelectorAll('label')].find(l => l.textContent.trim() === "
+        "arguments[0]); return l ? document.getElementById(l.htmlFor) : null",
         label,
     )
-    found = driver.find_elements("id", for_id) if for_id else []
-    return found[0] if found else None
 
 
 def button(driver: Any, text: str) -> Any:
@@ -578,13 +584,7 @@ def test_the_workspace_shows_settings_conversation_and_memory_at_once(
         # A turn that edits memory: the pane shows the new value without a reload.
         labelled(d, "Message").send_keys("please file this")
         press(d, "Send")
-        until(
-            d,
-            lambda d: (
-                "north trail is closed"
-                in (labelled(d, "Block “human”").get_attribute("value") or "")
-            ),
-        )
+        until(d, lambda d: "north trail is closed" in value_of(d, "Block “human”"))
         d.execute_script("document.querySelector('aside.memory').scrollTop = 0; scrollTo(0, 0)")
         shot(d, "10-workspace")
         # On a phone's screen: one column, the conversation above the memory, still usable.

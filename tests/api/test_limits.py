@@ -41,6 +41,16 @@ def send(stack: Stack, agent_id: str, text: str) -> httpx.Response:
     )
 
 
+def generate(stack: Stack, name: str, prompt: str) -> httpx.Response:
+    """POST /v1/tools/generate-tool for a tool of that name."""
+    return httpx.post(
+        f"{stack.url}/v1/tools/generate-tool",
+        json={"tool_name": name, "prompt": prompt, "validation_errors": []},
+        headers={"Authorization": f"Bearer {stack.key}"},
+        timeout=30,
+    )
+
+
 def away_from_the_minutes_end() -> None:
     # The count is per calendar minute: a test's few requests must not straddle two.
     left = 60 - datetime.now(UTC).second
@@ -100,13 +110,8 @@ def test_a_spent_token_budget_refuses_new_runs_until_next_month(stack: Stack, db
     )
     assert async_send.status_code == 429
     assert len(list(client.runs.list())) == runs
-    generate = httpx.post(
-        f"{stack.url}/v1/tools/generate-tool",
-        json={"tool_name": "add", "prompt": "add two numbers", "validation_errors": []},
-        headers={"Authorization": f"Bearer {stack.key}"},
-        timeout=30,
-    )
-    assert generate.status_code == 429 and "monthly_tokens" in generate.text
+    generated = generate(stack, "add", "add two numbers")
+    assert generated.status_code == 429 and "monthly_tokens" in generated.text
     assert stack.fake.pending == 0 and len(stack.fake.requests) == 1
     # Raised by the operator: runs start again.
     limits(db, stack.org_id, monthly_tokens=10_000)
@@ -213,21 +218,11 @@ def test_a_generated_tool_counts_its_model_call_in_the_months_budget(
         ),
         usage=(900, 150),
     )
-    made = httpx.post(
-        f"{stack.url}/v1/tools/generate-tool",
-        json={"tool_name": "hello", "prompt": "say hello", "validation_errors": []},
-        headers={"Authorization": f"Bearer {stack.key}"},
-        timeout=30,
-    )
+    made = generate(stack, "hello", "say hello")
     assert made.status_code == 200, made.text
     month = get(stack, "/v1/usage/limits").json()["month"]
     assert month["tokens"] == 1_050
     # Now spent: the next generation is refused before any model call.
-    again = httpx.post(
-        f"{stack.url}/v1/tools/generate-tool",
-        json={"tool_name": "hello", "prompt": "say hello", "validation_errors": []},
-        headers={"Authorization": f"Bearer {stack.key}"},
-        timeout=30,
-    )
+    again = generate(stack, "hello", "say hello")
     assert again.status_code == 429 and "monthly_tokens" in again.text
     assert len(stack.fake.requests) == 1

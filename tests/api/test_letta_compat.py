@@ -237,7 +237,9 @@ def test_message_edit_and_search_over_http(stack: Stack) -> None:
         json={"query": "spring", "agent_id": agent.id, "search_mode": "fts"},
         headers=auth,
     ).json()
-    assert [r["message"]["role"] for r in one] == ["assistant"] and one[0]["fts_rank"] == 1
+    assert one[0]["message"]["role"] == "assistant" and one[0]["fts_rank"] == 1
+    # the question it answered comes along, by its neighbour's words (store/search.py)
+    assert [(r["message"]["role"], r["fts_rank"]) for r in one[1:]] == [("user", None)]
 
 
 def test_preview_raw_payload_is_what_the_step_sends(stack: Stack) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,10 @@ from tests.integration.engine_harness import engine_for, make_agent, send
 
 EMBED = HashEmbedder(384)
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
+
+
+def vec(query: str) -> list[float]:
+    return EMBED.embed([query])[0]
 
 
 @pytest.fixture
@@ -132,7 +137,15 @@ def test_recall_is_hybrid_and_leaves_out_the_plumbing(
     assert embed_agent(engine, org.id, agent.id) == 0  # idempotent
     with db.connection() as conn:
         found = recall(
-            conn, agent, "green tea", EMBED, roles=None, start=None, end=None, limit=10, now=NOW
+            conn,
+            agent,
+            "green tea",
+            vec("green tea"),
+            roles=None,
+            start=None,
+            end=None,
+            limit=10,
+            now=NOW,
         )
     contents = [r["content"] for r in found["results"]]
     assert contents[0] in ("I really love green tea in the morning", "Green tea it is, noted!")
@@ -142,13 +155,13 @@ def test_recall_is_hybrid_and_leaves_out_the_plumbing(
     assert not any(c.startswith("{") for c in contents)  # heartbeats, logins, tool returns
     with db.connection() as conn:
         users = recall(
-            conn, agent, "tea", EMBED, roles=["user"], start=None, end=None, limit=10, now=NOW
+            conn, agent, "tea", vec("tea"), roles=["user"], start=None, end=None, limit=10, now=NOW
         )
         future = recall(
             conn,
             agent,
             "tea",
-            EMBED,
+            vec("tea"),
             roles=None,
             start=NOW + timedelta(days=999),
             end=None,
@@ -267,5 +280,11 @@ def test_embeddings_of_different_sizes_coexist(db: Database, org: Organization) 
             end=None,
             limit=5,
         )
-    assert [r["content"] for r in by_small] == ["tea at five"]
-    assert [r["content"] for r in by_large] == ["tea at six"]
+
+    # each query vector meets only the passages of its own size; the other passage is
+    # still found, by its words alone
+    def vector_ranks(results: list[dict[str, Any]]) -> dict[str, int | None]:
+        return {r["content"]: r["relevance"]["vector_rank"] for r in results}
+
+    assert vector_ranks(by_small) == {"tea at five": 1, "tea at six": None}
+    assert vector_ranks(by_large) == {"tea at six": 1, "tea at five": None}

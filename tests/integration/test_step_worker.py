@@ -328,18 +328,17 @@ def test_an_agent_can_turn_message_embeddings_off(
 
     assert unembedded(on.id) == 0 and unembedded(off.id) == 2
     embedder = worker.rt.engine.embedder_for(off.embedding_config)
-    with worker.rt.db.connection() as conn:
-        found = search.recall(
-            conn,
-            off,
-            "hello",
-            embedder,
-            roles=None,
-            start=None,
-            end=None,
-            limit=5,
-            now=datetime.now(UTC),
-        )
+    found = search.conversation_search(
+        worker.rt.db,
+        off,
+        embedder,
+        "hello",
+        roles=None,
+        limit=5,
+        start_date=None,
+        end_date=None,
+        now=datetime.now(UTC),
+    )
     assert found["search_mode"] == "fts" and found["results"]
     assert {r["relevance"]["search_mode"] for r in found["results"]} == {"fts"}
 

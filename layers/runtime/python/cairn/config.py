@@ -111,6 +111,10 @@ class Settings(BaseModel):
     # How long send_message_to_agent_and_wait_for_reply (and the tag-matching send) waits
     # for the other agents' turns, in all; never past the step's own deadline.
     agent_reply_seconds: float = Field(default=120.0, gt=0, le=900)
+    # CPU threads the in-process embedding model uses. One: a query is a few dozen tokens,
+    # the process shares its cores with the API, the workers and Postgres, and torch's
+    # default (every core) made one query 0.7 s on a loaded 2-core machine against 67 ms.
+    embedding_threads: int = Field(default=1, ge=1, le=64)
     # Wall-clock limit of one custom tool call in the sandbox.
     tool_timeout_seconds: float = Field(default=10.0, gt=0, le=900)
     # On AWS: the sandbox Lambda that runs custom tools (unset: a local subprocess).
@@ -245,6 +249,7 @@ class Settings(BaseModel):
             "approval_state_machine_arn": "CAIRN_APPROVAL_STATE_MACHINE_ARN",
             "sleeptime_state_machine_arn": "CAIRN_SLEEPTIME_STATE_MACHINE_ARN",
             "tool_timeout_seconds": "CAIRN_TOOL_TIMEOUT_SECONDS",
+            "embedding_threads": "CAIRN_EMBEDDING_THREADS",
             "mcp_timeout_seconds": "CAIRN_MCP_TIMEOUT_SECONDS",
             "mcp_oauth_wait_seconds": "CAIRN_MCP_OAUTH_WAIT_SECONDS",
             "agent_reply_seconds": "CAIRN_AGENT_REPLY_SECONDS",

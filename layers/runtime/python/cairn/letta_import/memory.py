@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from cairn.config import Settings
 from cairn.domain.configs import EmbeddingConfig
+from cairn.domain.indexing import indexed_text
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
@@ -237,7 +238,9 @@ class MemoryImport:
                 exists = {p.id for p in stale if archives.get_passage(conn, self.org, p.id)}
             todo = [p for p in stale if p.id not in exists]  # embedded by an earlier run
             home = endpoints.rehome_embedding(wanted, self.settings)
-            vectors = embedder_for(home, self.settings).embed([p.text for p in todo])
+            vectors = embedder_for(home, self.settings).embed(
+                [indexed_text(p.text, p.created_at) for p in todo]
+            )
         except Exception as err:  # no key or no provider here: keep them, searchable by text
             self.report.skipped.append(
                 f"{len(stale)} passages of archive {stale[0].archive_id} not embedded again "

@@ -27,7 +27,6 @@ from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.run import agent_messages, search, voice_memory
 from cairn.run.agent_messages import Messenger
 from cairn.run.custom_tools import run_in_sandbox, secrets_environment
-from cairn.run.dates import parse_when
 from cairn.run.file_tools import FileWork
 from cairn.run.state import StepState
 from cairn.sealing import Sealer
@@ -41,7 +40,6 @@ from cairn.tools.sandbox import (
 )
 from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
-DEFAULT_SEARCH_LIMIT = 5
 # A call of a tool served outside Cairn (an MCP server's): {"success", "result"}; the MCP
 # integration's, handed to the engine at assembly.
 ExternalTools = Callable[[Database, Sealer, Settings, Tool, dict[str, Any]], dict[str, Any]]
@@ -377,19 +375,17 @@ class StepToolContext:
         start_date: str | None,
         end_date: str | None,
     ) -> dict[str, Any]:
-        tz = self.state.agent.timezone
-        with self.db.connection() as conn:
-            return search.recall(
-                conn,
-                self.state.agent,
-                query,
-                self.embedder,
-                roles=[r for r in roles or () if r != "tool"] or None,
-                start=parse_when(start_date, tz),
-                end=parse_when(end_date, tz, end=True),
-                limit=limit or DEFAULT_SEARCH_LIMIT,
-                now=self.now,
-            )
+        return search.conversation_search(
+            self.db,
+            self.state.agent,
+            self.embedder,
+            query,
+            roles=roles,
+            limit=limit,
+            start_date=start_date,
+            end_date=end_date,
+            now=self.now,
+        )
 
     # -- archival ---------------------------------------------------------------------
 
@@ -432,19 +428,15 @@ class StepToolContext:
         start_datetime: str | None,
         end_datetime: str | None,
     ) -> list[dict[str, Any]]:
-        if self.embedder is None or self.state.archive is None:
-            return []
-        tz = self.state.agent.timezone
-        with self.db.connection() as conn:
-            return search.archival(
-                conn,
-                self.state.agent,
-                self.state.archive,
-                query,
-                self.embedder,
-                tags=tags,
-                match_all=tag_match_mode == "all",
-                start=parse_when(start_datetime, tz),
-                end=parse_when(end_datetime, tz, end=True),
-                limit=top_k or DEFAULT_SEARCH_LIMIT,
-            )
+        return search.archival_memory_search(
+            self.db,
+            self.state.agent,
+            self.state.archive,
+            self.embedder,
+            query,
+            tags=tags,
+            tag_match_mode=tag_match_mode,
+            top_k=top_k,
+            start_datetime=start_datetime,
+            end_datetime=end_datetime,
+        )

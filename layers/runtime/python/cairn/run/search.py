@@ -11,14 +11,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from cairn.domain.agents import Agent
+from cairn.domain.indexing import indexed_text
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.base import Embedder
 from cairn.memory.render import letta_time
+from cairn.run.dates import parse_when
 from cairn.store import archives
 from cairn.store import search as sql_search
-from cairn.store.db import Connection
+from cairn.store.db import Connection, Database
 
+DEFAULT_SEARCH_LIMIT = 5
 DUPLICATE = "Not stored again: archival memory already holds this exact text ({id})."
 STORED = "Stored in archival memory."
 
@@ -38,7 +41,7 @@ def new_passage(
         archive_id=archive.id,
         text=text,
         tags=sorted(set(tags or ())),
-        embedding=embedder.embed([text])[0],
+        embedding=embedder.embed([indexed_text(text, created_at)])[0],
         embedding_config=agent.embedding_config,
         created_at=created_at,
         metadata={"embedding_model": embedder.model},
@@ -82,9 +85,15 @@ def archival(
             "timestamp": letta_time(p.created_at, agent.timezone),
             "content": p.text,
             "tags": p.tags,
-            "relevance": {"search_mode": "vector", "rank": rank, "score": round(1.0 - distance, 6)},
+            "relevance": {
+                "search_mode": _mode(hit),
+                "rank": rank,
+                "score": round(hit.score, 6),
+                "vector_rank": hit.vector_rank,
+                "fts_rank": hit.fts_rank,
+            },
         }
-        for rank, (p, distance) in enumerate(found, 1)
+        for rank, (p, hit) in enumerate(found, 1)
     ]
 
 
@@ -100,14 +109,15 @@ def archival_passages(
     start: datetime | None,
     end: datetime | None,
     limit: int,
-) -> list[tuple[Passage, float]]:
-    """The nearest passages and their cosine distances, nearest first."""
+) -> list[tuple[Passage, sql_search.Hit]]:
+    """The archive's passages best first: words and meaning fused (store/search.py)."""
     if archive is None:
         return []
     return sql_search.search_passages(
         conn,
         agent.organization_id,
         archive.id,
+        query,
         embedder.embed([query])[0],
         tags=tags,
         match_all=match_all,
@@ -121,7 +131,7 @@ def recall(
     conn: Connection,
     agent: Agent,
     query: str,
-    embedder: Embedder | None,
+    vector: list[float] | None,
     *,
     roles: list[str] | None,
     start: datetime | None,
@@ -129,8 +139,6 @@ def recall(
     limit: int,
     now: datetime,
 ) -> dict[str, Any]:
-    semantic = embedder is not None and agent.message_embeddings
-    vector = embedder.embed([query])[0] if semantic and embedder is not None else None
     found = sql_search.hybrid_messages(
         conn,
         agent.organization_id,
@@ -142,31 +150,29 @@ def recall(
         end=end,
         limit=limit,
     )
-    results = [_recall_result(m, rrf, vr, fr, agent.timezone, now) for m, rrf, vr, fr in found]
+    results = [_recall_result(m, hit, agent.timezone, now) for m, hit in found]
     shown: dict[str, Any] = {"message": f"Showing {len(results)} results:", "results": results}
     if not agent.message_embeddings:  # says which search it was: keywords only
         shown["search_mode"] = "fts"
     return shown
 
 
-def _recall_result(
-    message: Message,
-    rrf: float,
-    vector_rank: int | None,
-    fts_rank: int | None,
-    tz: str,
-    now: datetime,
-) -> dict[str, Any]:
-    mode = "hybrid" if vector_rank and fts_rank else "vector" if vector_rank else "fts"
+def _mode(hit: sql_search.Hit) -> str:
+    """Which halves found it among their candidates."""
+    return "hybrid" if hit.vector_rank and hit.fts_rank else "vector" if hit.vector_rank else "fts"
+
+
+def _recall_result(message: Message, hit: sql_search.Hit, tz: str, now: datetime) -> dict[str, Any]:
     return {
         "timestamp": letta_time(message.created_at, tz),
         "time_ago": _ago(now - message.created_at),
         "role": message.role,
         "relevance": {
-            "search_mode": mode,
-            "rrf_score": round(rrf, 6),
-            "vector_rank": vector_rank,
-            "fts_rank": fts_rank,
+            "search_mode": _mode(hit),
+            # Letta's field name; the fused score (store/search.py), no longer a rank fusion
+            "rrf_score": round(hit.score, 6),
+            "vector_rank": hit.vector_rank,
+            "fts_rank": hit.fts_rank,
         },
         "content": message.search_text(),
     }
@@ -179,3 +185,70 @@ def _ago(delta: timedelta) -> str:
             n = seconds // size
             return f"{n} {unit}{'s' if n > 1 else ''} ago"
     return "just now"
+
+
+# -- the two tools, as a step runs them and as POST /v1/agents/{id}/tools/run does ---------
+
+
+def conversation_search(
+    db: Database,
+    agent: Agent,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    roles: list[str] | None,
+    limit: int | None,
+    start_date: str | None,
+    end_date: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The conversation_search tool's answer: its arguments as the model gives them."""
+    tz = agent.timezone
+    start, end = parse_when(start_date, tz), parse_when(end_date, tz, end=True)
+    semantic = embedder is not None and agent.message_embeddings
+    vector = embedder.embed([query])[0] if semantic and embedder is not None else None
+    with db.connection() as conn:  # taken once the query is embedded
+        return recall(
+            conn,
+            agent,
+            query,
+            vector,
+            roles=[r for r in roles or () if r != "tool"] or None,
+            start=start,
+            end=end,
+            limit=limit or DEFAULT_SEARCH_LIMIT,
+            now=now,
+        )
+
+
+def archival_memory_search(
+    db: Database,
+    agent: Agent,
+    archive: Archive | None,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    tags: list[str] | None,
+    tag_match_mode: str,
+    top_k: int | None,
+    start_datetime: str | None,
+    end_datetime: str | None,
+) -> list[dict[str, Any]]:
+    """The archival_memory_search tool's answer: its arguments as the model gives them."""
+    if embedder is None or archive is None:
+        return []
+    tz = agent.timezone
+    start, end = parse_when(start_datetime, tz), parse_when(end_datetime, tz, end=True)
+    with db.connection() as conn:
+        return archival(
+            conn,
+            agent,
+            archive,
+            query,
+            embedder,
+            tags=tags,
+            match_all=tag_match_mode == "all",
+            start=start,
+            end=end,
+            limit=top_k or DEFAULT_SEARCH_LIMIT,
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cairn.domain.base import utc_now
+from cairn.domain.indexing import indexed_text
 from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
@@ -129,15 +130,16 @@ def add_passage(rt: Runtime, org: str, archive_id: str, req: ArchivePassageCreat
     with rt.db.connection() as conn:
         archive = _fetch(conn, org, archive_id)
     embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config), rt.yielding)
+    created_at = utc_now()
     passage = Passage(
         organization_id=org,
         archive_id=archive.id,
         text=req.text,
         tags=sorted(set(req.tags or ())),
-        embedding=embedder.embed([req.text])[0],
+        embedding=embedder.embed([indexed_text(req.text, created_at)])[0],
         embedding_config=archive.embedding_config,
         metadata={**(req.metadata or {}), "embedding_model": embedder.model},
-        created_at=utc_now(),
+        created_at=created_at,
     )
     with rt.db.transaction() as conn:
         stored, _ = archives.insert_passage(conn, passage)
@@ -160,7 +162,7 @@ class Scored:
 
 
 def search_passages(rt: Runtime, org: str, req: PassageSearch) -> list[Scored]:
-    """Nearest passages of one archive: the one named, or the agent's."""
+    """One archive's passages (the one named, or the agent's), words and meaning fused."""
     with rt.db.connection() as conn:
         if req.archive_id is not None:
             archive: Archive | None = _fetch(conn, org, req.archive_id)
@@ -169,14 +171,16 @@ def search_passages(rt: Runtime, org: str, req: PassageSearch) -> list[Scored]:
             archive = archives.archive_for_agent(conn, org, req.agent_id)
         else:
             raise UnprocessableError("agent_id or archive_id: name the archive to search")
-        if archive is None:
-            return []
-        embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config), rt.yielding)
-        vector = embedder.embed([req.query])[0]
+    if archive is None:
+        return []
+    embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config), rt.yielding)
+    vector = embedder.embed([req.query])[0]  # with no connection held
+    with rt.db.connection() as conn:
         found = sql_search.search_passages(
             conn,
             org,
             archive.id,
+            req.query,
             vector,
             tags=req.tags,
             match_all=req.tag_match_mode == "all",
@@ -184,4 +188,4 @@ def search_passages(rt: Runtime, org: str, req: PassageSearch) -> list[Scored]:
             end=req.end_date,
             limit=req.limit,
         )
-    return [Scored(p, round(1.0 - distance, 6)) for p, distance in found]
+    return [Scored(p, round(hit.score, 6)) for p, hit in found]

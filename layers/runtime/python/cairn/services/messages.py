@@ -299,13 +299,13 @@ def search(rt: Runtime, org: str, req: MessageSearch) -> list[Found]:
                 end=req.end_date,
                 limit=req.limit,
             )
-            return [Found(m, 1.0 / (sql_search.RRF_K + rank), None, rank) for m, rank in hits]
+            return [Found(m, 1.0 / rank, None, rank) for m, rank in hits]
         agent = agent_service.fetch(conn, org, req.agent_id)
-        vector = None
-        if req.search_mode != "fts":
-            vector = sending.Released(rt.engine.embedder_of(agent), rt.yielding).embed([req.query])[
-                0
-            ]
+    vector = None  # embedded with no connection held (a model may take a while)
+    if req.search_mode != "fts" and agent.message_embeddings:
+        vector = sending.Released(rt.engine.embedder_of(agent), rt.yielding).embed([req.query])[0]
+    ranking = sql_search.Ranking(lexical=req.search_mode != "vector")
+    with rt.db.connection() as conn:
         found = sql_search.hybrid_messages(
             conn,
             org,
@@ -316,10 +316,9 @@ def search(rt: Runtime, org: str, req: MessageSearch) -> list[Found]:
             start=req.start_date,
             end=req.end_date,
             limit=req.limit,
+            ranking=ranking,
         )
-    if req.search_mode == "vector":
-        found = [f for f in found if f[2] is not None]
-    return [Found(m, rrf, vr, fr) for m, rrf, vr, fr in found]
+    return [Found(m, hit.score, hit.vector_rank, hit.fts_rank) for m, hit in found]
 
 
 def edit(rt: Runtime, org: str, agent_id: str, message_id: str, req: MessageUpdate) -> Message:

@@ -12,7 +12,7 @@ from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.run.custom_tools import run_in_sandbox, secrets_environment
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
-from cairn.services import memory_tools
+from cairn.services import memory_tools, search_tools
 from cairn.services.agents import AgentView
 from cairn.services.pages import EVERYTHING, Page, window
 from cairn.services.requests import ToolCreate, ToolRunFromSource, ToolSearch, ToolUpdate
@@ -282,10 +282,12 @@ def run_for_agent(
         raise NotFoundError(f"Tool `{tool_name}` is not attached to agent {agent_id}")
     if tool.tool_type != "custom" and memory_tools.runs_outside_a_step(tool.name):
         return memory_tools.run(rt, org, agent, tool.name, args)
+    if tool.tool_type != "custom" and tool.name in search_tools.SEARCH_TOOLS:
+        return search_tools.run(rt, org, agent, tool.name, args)
     if tool.tool_type != "custom":
         raise InvalidArgumentError(
             f"`{tool_name}` is a built-in tool that runs only inside a step (Cairn runs the "
-            "memory tools here, and custom tools)"
+            "memory and search tools here, and custom tools)"
         )
     return run_in_sandbox(
         rt.engine.sandbox,

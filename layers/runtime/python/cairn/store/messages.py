@@ -10,6 +10,7 @@ from pydantic import TypeAdapter
 
 from cairn.domain.base import DEFERRED
 from cairn.domain.configs import EmbeddingConfig
+from cairn.domain.indexing import indexed_text
 from cairn.domain.messages import Message
 from cairn.store.db import Connection
 from cairn.store.rows import from_row
@@ -209,9 +210,9 @@ WITH a AS (
     FROM agents a LEFT JOIN embedding_holds h ON h.agent_id = a.id
     WHERE a.organization_id = %(org)s AND a.id = %(agent)s
 )
-SELECT a.embedding_config, a.held, a.failing, m.id, m.search_text FROM a
+SELECT a.embedding_config, a.held, a.failing, m.id, m.search_text, m.created_at, m.who FROM a
 LEFT JOIN LATERAL (
-    SELECT id, search_text FROM messages
+    SELECT id, search_text, created_at, coalesce(name, role) AS who FROM messages
     WHERE organization_id = a.organization_id AND agent_id = a.id AND embedding IS NULL
       AND search_text <> ''
     ORDER BY sequence_id LIMIT %(limit)s
@@ -240,7 +241,7 @@ ORDER BY random() LIMIT %(limit)s
 
 class ToEmbed(NamedTuple):
     config: EmbeddingConfig | None  # None: the server's default
-    texts: list[tuple[str, str]]  # (message id, text); none while held
+    texts: list[tuple[str, str]]  # (message id, its indexed text); none while held
     held: bool = False  # held back after failures (store.embedding_holds)
     failing: bool = False  # failed before (held or due): a success ends its hold
 
@@ -253,7 +254,11 @@ def to_embed(conn: Connection, org_id: str, agent_id: str, limit: int) -> ToEmbe
     config = rows[0]["embedding_config"]
     return ToEmbed(
         EmbeddingConfig.model_validate(config) if config else None,
-        [(r["id"], r["search_text"]) for r in rows if r["id"] is not None],
+        [
+            (r["id"], indexed_text(r["search_text"], r["created_at"], r["who"]))
+            for r in rows
+            if r["id"] is not None
+        ],
         bool(rows[0]["held"]),
         bool(rows[0]["failing"]),
     )

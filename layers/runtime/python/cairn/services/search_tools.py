@@ -1,0 +1,92 @@
+"""`conversation_search` and `archival_memory_search` outside a step (`POST
+/v1/agents/{id}/tools/{name}/run`), as Letta runs them: the same functions a step's calls run
+(run/search.py), with the model's arguments parsed by the same tool spec. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from cairn.domain.agents import Agent
+from cairn.domain.passages import Archive
+from cairn.embeddings.base import Embedder
+from cairn.memory.edits import MemoryEditError
+from cairn.run import search, sending
+from cairn.run.runtime import Runtime
+from cairn.store import archives
+from cairn.store.db import Database
+from cairn.tools.registry import BUILTIN_TOOLS
+from cairn.tools.sandbox import SandboxResult
+from cairn.tools.schema import ToolArgumentError
+
+SEARCH_TOOLS = frozenset({"conversation_search", "archival_memory_search"})
+
+
+class _SearchOnly:
+    """The two capabilities the search tools use (a ToolContext's, for one agent)."""
+
+    def __init__(
+        self, db: Database, agent: Agent, archive: Archive | None, embedder: Embedder
+    ) -> None:
+        self.db, self.agent, self.archive, self.embedder = db, agent, archive, embedder
+
+    def conversation_search(
+        self,
+        query: str,
+        *,
+        roles: list[str] | None,
+        limit: int | None,
+        start_date: str | None,
+        end_date: str | None,
+    ) -> dict[str, Any]:
+        return search.conversation_search(
+            self.db,
+            self.agent,
+            self.embedder,
+            query,
+            roles=roles,
+            limit=limit,
+            start_date=start_date,
+            end_date=end_date,
+            now=datetime.now(UTC),
+        )
+
+    def archival_memory_search(
+        self,
+        query: str,
+        *,
+        tags: list[str] | None,
+        tag_match_mode: str,
+        top_k: int | None,
+        start_datetime: str | None,
+        end_datetime: str | None,
+    ) -> list[dict[str, Any]]:
+        return search.archival_memory_search(
+            self.db,
+            self.agent,
+            self.archive,
+            self.embedder,
+            query,
+            tags=tags,
+            tag_match_mode=tag_match_mode,
+            top_k=top_k,
+            start_datetime=start_datetime,
+            end_datetime=end_datetime,
+        )
+
+
+def run(rt: Runtime, org: str, agent: Agent, name: str, args: dict[str, Any]) -> SandboxResult:
+    """Search tool `name`'s answer for the agent, as a step's call of it would return it.
+    Arguments the tool refuses (a bad date, a missing query) are an error result."""
+    with rt.db.connection() as conn:
+        archive = archives.archive_for_agent(conn, org, agent.id)
+    embedder = sending.Released(rt.engine.embedder_of(agent), rt.yielding)
+    context = _SearchOnly(rt.db, agent, archive, embedder)
+    try:
+        output = BUILTIN_TOOLS[name].call(context, args)  # type: ignore[arg-type]
+    except (MemoryEditError, ToolArgumentError, ValueError) as err:
+        return SandboxResult(success=False, value=str(err))
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    return SandboxResult(success=True, value=text)

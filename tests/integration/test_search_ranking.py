@@ -1,0 +1,159 @@
+"""How recall and archival search rank (store/search.py), on real Postgres: BM25 over the
+indexed words, neighbours lending their score, and the fusion with vectors. Each test would
+fail on the ranking it replaced (Postgres full text with every query word required)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from cairn.domain import Organization
+from cairn.domain.indexing import indexed_text
+from cairn.domain.messages import Message, TextContent
+from cairn.domain.passages import Archive, Passage
+from cairn.embeddings.base import HashEmbedder
+from cairn.store import archives, messages
+from cairn.store.db import Database
+from cairn.store.search import Ranking, hybrid_messages, search_passages
+from tests.integration.engine_harness import make_agent
+
+NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
+EMBED = HashEmbedder(384)
+
+
+def with_history(db: Database, org: Organization, said: list[tuple[str, str | None, str]]):  # type: ignore[no-untyped-def]
+    """An agent whose recall holds `said`: (role, name, text), a minute apart."""
+    agent = make_agent(db, org)
+    with db.transaction() as conn:
+        messages.insert(
+            conn,
+            [
+                Message(
+                    organization_id=org.id,
+                    agent_id=agent.id,
+                    role=role,
+                    name=name,
+                    content=[TextContent(text=text)],
+                    created_at=NOW + timedelta(minutes=n),
+                )
+                for n, (role, name, text) in enumerate(said)
+            ],
+        )
+    return agent
+
+
+def words(db: Database, org: Organization, agent_id: str, query: str, **kw: object) -> list[str]:
+    """Recall by words alone (no vector), best first."""
+    with db.connection() as conn:
+        found = hybrid_messages(conn, org.id, agent_id, query, None, **kw)  # type: ignore[arg-type]
+    return [m.text for m, _ in found]
+
+
+def test_any_query_word_finds_a_message_and_rarer_words_weigh_more(
+    db: Database, org: Organization
+) -> None:
+    agent = with_history(
+        db,
+        org,
+        [
+            ("user", None, "I had a good time at the lake today"),
+            ("assistant", None, "Sounds like a good time"),
+            ("user", None, "We had a good time"),
+            ("user", None, "My sister adopted a puppy named Biscuit"),
+        ],
+    )
+    # A natural-language question: no message holds all its words ("when", "did", "get")
+    # but one holds its rare one.
+    found = words(db, org, agent.id, "When did my sister get a good puppy?")
+    assert found[0] == "My sister adopted a puppy named Biscuit"
+    assert len(found) == 4  # "good" and "time"-less messages match on "good" too
+
+
+def test_a_long_message_does_not_win_by_length(db: Database, org: Organization) -> None:
+    rambling = "Biscuit " + " ".join(f"filler{n}" for n in range(80))
+    agent = with_history(
+        db, org, [("user", None, rambling), ("user", None, "Biscuit is the puppy's name")]
+    )
+    assert words(db, org, agent.id, "Biscuit")[0] == "Biscuit is the puppy's name"
+
+
+def test_the_speaker_and_the_day_are_searchable(db: Database, org: Organization) -> None:
+    agent = with_history(
+        db,
+        org,
+        [
+            ("user", "Caroline", "I researched adoption agencies"),
+            ("assistant", "Melanie", "I researched pottery classes"),
+        ],
+    )
+    # The question names the speaker, whom her own words never name.
+    assert words(db, org, agent.id, "What did Caroline research?")[0] == (
+        "I researched adoption agencies"
+    )
+    assert words(db, org, agent.id, "What happened in November 2026?")  # the day is indexed
+    # The words shown are the message's own; the same context is what gets embedded.
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT to_tsvector('english', cairn_indexed_text(%s, %s, %s))::text AS sql,"
+            " to_tsvector('english', %s)::text AS app",
+            (NOW, "Caroline", "hi", indexed_text("hi", NOW, "Caroline")),
+        ).fetchone()
+    assert row is not None and row["sql"] == row["app"]
+
+
+def test_a_reply_is_found_by_the_question_before_it(db: Database, org: Organization) -> None:
+    agent = with_history(
+        db,
+        org,
+        [
+            ("user", None, "The kids painted a sunset over the harbour"),
+            ("assistant", None, "Wow, they must be so proud, it looks lovely"),
+            ("user", None, "We went swimming"),
+        ],
+    )
+    lent = words(db, org, agent.id, "sunset painting harbour", limit=3)
+    alone = words(
+        db, org, agent.id, "sunset painting harbour", limit=3, ranking=Ranking(neighbour_words=0)
+    )
+    reply = "Wow, they must be so proud, it looks lovely"
+    assert lent[:2] == ["The kids painted a sunset over the harbour", reply]
+    assert reply not in alone  # found only through the question it answers
+
+
+def test_vectors_and_words_are_fused_and_each_mode_uses_its_half(
+    db: Database, org: Organization
+) -> None:
+    agent = make_agent(db, org)
+    texts = ["green tea every morning", "the train leaves at nine", "quarterly report due"]
+    with db.transaction() as conn:
+        archive = archives.create_archive(conn, Archive(organization_id=org.id, name="a"))
+        archives.attach_archive(conn, org.id, archive.id, agent.id)
+        for n, text in enumerate(texts):
+            at = NOW + timedelta(minutes=n)
+            archives.insert_passage(
+                conn,
+                Passage(
+                    organization_id=org.id,
+                    archive_id=archive.id,
+                    text=text,
+                    embedding=EMBED.embed([indexed_text(text, at)])[0],
+                    created_at=at,
+                ),
+            )
+    query = "tea in the morning"
+    vector = EMBED.embed([query])[0]
+    with db.connection() as conn:
+        both = search_passages(conn, org.id, archive.id, query, vector, limit=3)
+        vector_only = search_passages(
+            conn, org.id, archive.id, query, vector, limit=3, ranking=Ranking(lexical=False)
+        )
+        words_only = search_passages(conn, org.id, archive.id, query, None, limit=3)
+    assert both[0][0].text == "green tea every morning"
+    assert both[0][1].fts_rank == 1 and both[0][1].vector_rank is not None
+    assert all(hit.fts_rank is None for _, hit in vector_only)
+    assert len(vector_only) == 3  # every passage has a vector
+    # by words, one passage matches; the one written after it comes along as its neighbour
+    assert [(p.text, hit.fts_rank) for p, hit in words_only] == [
+        ("green tea every morning", 1),
+        ("the train leaves at nine", None),
+    ]
+    assert all(hit.vector_rank is None for _, hit in words_only)

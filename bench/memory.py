@@ -41,6 +41,9 @@ import httpx
 import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
+# This folder is first on the path when run as a script, and its packaging.py would stand
+# for the `packaging` library that transformers imports (--ablate embeds here).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
 from bench.local_stack import free_port, start_database, start_stack, stop_stack  # noqa: E402
@@ -60,6 +63,15 @@ EMBEDDINGS = {
     },
 }
 KS = (1, 5, 10, 25)
+# What each part of the ranking buys (--ablate): the same statement with one part off,
+# run on the stored conversation (store/search.py's Ranking), beside the default.
+ABLATIONS = {
+    "default": {},
+    "no neighbours": {"neighbour_words": 0.0, "neighbour_meaning": 0.0},
+    "BM25 b=0.75 (the usual)": {"b": 0.75},
+    "words only (BM25)": {"semantic": False},
+    "meaning only (vectors)": {"lexical": False},
+}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
@@ -154,6 +166,14 @@ def pct(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def memory_of(pid: int) -> str:
+    """Resident memory now and at its peak, from /proc."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return f"RSS {fields['VmRSS'].strip()}, peak {fields['VmHWM'].strip()}"
+
+
 def load() -> str:
     return ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
@@ -173,7 +193,11 @@ def unembedded(dsn: str, agent: str) -> int:
 
 
 def ingest(
-    c: httpx.Client, conv: dict[str, Any], said: list[dict[str, Any]], embedding: dict[str, Any]
+    c: httpx.Client,
+    conv: dict[str, Any],
+    said: list[dict[str, Any]],
+    embedding: dict[str, Any],
+    names: bool,
 ) -> tuple[str, dict[str, str], float]:
     """An agent holding the conversation as its recall memory; (agent, message id ->
     dia_id, seconds the captures took)."""
@@ -192,7 +216,7 @@ def ingest(
             {
                 "id": mid,
                 "role": role,
-                "name": t["speaker"],
+                "name": t["speaker"] if names else None,
                 "content": t["text"],
                 "created_at": t["at"].isoformat(),
             }
@@ -215,14 +239,14 @@ def wait_embedded(dsn: str, agent: str, timeout: float = 1800) -> float:
 
 
 def insert_passages(
-    c: httpx.Client, agent: str, said: list[dict[str, Any]]
+    c: httpx.Client, agent: str, said: list[dict[str, Any]], names: bool
 ) -> tuple[dict[str, set[str]], list[float]]:
     """Each turn as a passage; (passage text -> its turns, per-insert milliseconds).
     An identical text is stored once (Cairn's rule), so one text may stand for two turns."""
     by_text: dict[str, set[str]] = defaultdict(set)
     times = []
     for t in said:
-        text = f"{t['speaker']}: {t['text']}"
+        text = f"{t['speaker']}: {t['text']}" if names else t["text"]
         by_text[text].add(t["dia_id"])
         started = time.perf_counter()
         c.post(
@@ -250,6 +274,55 @@ def search_archival(
         f"/v1/agents/{agent}/archival-memory/search", params={"query": query, "top_k": max(KS)}
     ).raise_for_status()
     return [by_text.get(h["content"], set()) for h in r.json()["results"]]
+
+
+def ablate(
+    dsn: str,
+    agent: str,
+    asked: list[dict[str, Any]],
+    ids: dict[str, str],
+    by_text: dict[str, set[str]],
+    tallies: dict[str, Tally],
+) -> None:
+    """Each variant of the ranking on this conversation, recall and archival, through the
+    store's own search (the API serves only the default)."""
+    from cairn.embeddings.providers import MiniLMEmbedder
+    from cairn.store.db import Database
+    from cairn.store.search import Ranking, hybrid_messages, search_passages
+
+    embedder = MiniLMEmbedder()
+    vectors = embedder.embed([q["question"] for q in asked])
+    db = Database(dsn)
+    try:
+        with db.connection() as conn:
+            row = conn.execute(
+                "SELECT a.organization_id, aa.archive_id FROM agents a"
+                " LEFT JOIN archives_agents aa ON aa.agent_id = a.id WHERE a.id = %s",
+                (agent,),
+            ).fetchone()
+            assert row is not None
+            org, archive = row["organization_id"], row["archive_id"]
+            for label, change in ABLATIONS.items():
+                ranking = Ranking(**change)  # type: ignore[arg-type]
+                for q, vector in zip(asked, vectors, strict=True):
+                    found = hybrid_messages(
+                        conn, org, agent, q["question"], vector, limit=max(KS), ranking=ranking
+                    )
+                    ranked = [{ids[m.id]} for m, _ in found if m.id in ids]
+                    tallies.setdefault(f"recall, {label}", Tally()).add(
+                        q["category"], evidence(q), ranked
+                    )
+                    if archive is None:
+                        continue
+                    passages = search_passages(
+                        conn, org, archive, q["question"], vector, limit=max(KS), ranking=ranking
+                    )
+                    ranked = [by_text.get(p.text, set()) for p, _ in passages]
+                    tallies.setdefault(f"archival, {label}", Tally()).add(
+                        q["category"], evidence(q), ranked
+                    )
+    finally:
+        db.close()
 
 
 def scale(
@@ -293,11 +366,16 @@ def main() -> int:
     parser.add_argument("--embedding", choices=sorted(EMBEDDINGS), default="local")
     parser.add_argument("--no-archival", action="store_true")
     parser.add_argument("--scale", type=int, default=0, help="also time search at N messages")
+    parser.add_argument("--ablate", action="store_true", help="each part of the ranking off")
+    parser.add_argument(
+        "--no-names", action="store_true", help="capture turns without their speakers' names"
+    )
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     embedding = EMBEDDINGS[args.embedding]
     recall = {m: Tally() for m in modes}
     archival = Tally()
+    ablations: dict[str, Tally] = {}
     timings: dict[str, list[float]] = defaultdict(list)
     ingest_notes = []
     port = free_port()
@@ -319,7 +397,7 @@ def main() -> int:
                 for name, conv in conversations(args.dataset):
                     said = turns(conv)
                     pool += said
-                    agent, ids, capture = ingest(c, conv, said, embedding)
+                    agent, ids, capture = ingest(c, conv, said, embedding, not args.no_names)
                     embed = wait_embedded(dsn, agent)
                     note = (
                         f"{name}: {len(said)} turns, capture {capture:.2f} s, "
@@ -327,11 +405,13 @@ def main() -> int:
                     )
                     by_text: dict[str, set[str]] = {}
                     if not args.no_archival:
-                        by_text, inserts = insert_passages(c, agent, said)
+                        by_text, inserts = insert_passages(c, agent, said, not args.no_names)
                         timings["archival insert"] += inserts
                         note += f", passage inserts p50 {statistics.median(inserts):.0f} ms"
                     ingest_notes.append(note + f" (load {load()})")
                     print(ingest_notes[-1], flush=True)
+                    if args.ablate:
+                        ablate(dsn, agent, questions(conv), ids, by_text, ablations)
                     for q in questions(conv):
                         asked.append(q["question"])
                         for mode in modes:
@@ -346,6 +426,7 @@ def main() -> int:
                             archival.add(q["category"], evidence(q), ranked)
                 if args.scale:
                     scale(c, dsn, pool, args.scale, embedding, asked[:200])
+                print(f"the stack's process: {memory_of(stack.pid)}")
         finally:
             stop_stack(stack)
             database.cleanup()
@@ -358,6 +439,12 @@ def main() -> int:
         for key in ("all", *CATEGORIES.values()):
             if tally.first[key]:
                 print(tally.row(key))
+    if ablations:
+        print("\n| ranking | hit@1 | hit@5 | hit@10 | hit@25 | MRR |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for label, tally in ablations.items():
+            cells = tally.row("all").split(" | ")
+            print(f"| {label} | " + " | ".join(cells[2:6]) + f" | {cells[8]}")
     print("\n| search | p50 ms | p99 ms |\n| --- | --- | --- |")
     for label, times in timings.items():
         print(f"| {label} | {statistics.median(times):.1f} | {pct(times, 0.99):.1f} |")

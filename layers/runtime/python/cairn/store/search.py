@@ -40,7 +40,10 @@ def in_transaction(conn: Connection, query: sql.Composed, params: dict[str, Any]
         conn.execute("BEGIN")
         conn.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-            " set_config('hnsw.ef_search', %s, true)",
+            " set_config('hnsw.ef_search', %s, true),"
+            # every part of a search reads by an index (one agent's or archive's rows); an
+            # agent holding most of a table made the planner count its texts by a scan
+            " set_config('enable_seqscan', 'off', true)",
             (str(EF_SEARCH),),
         )
         # planned for its own values each time: a generic plan (psycopg prepares a statement

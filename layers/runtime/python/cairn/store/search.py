@@ -43,7 +43,10 @@ def in_transaction(conn: Connection, query: sql.Composed, params: dict[str, Any]
             " set_config('hnsw.ef_search', %s, true),"
             # every part of a search reads by an index (one agent's or archive's rows); an
             # agent holding most of a table made the planner count its texts by a scan
-            " set_config('enable_seqscan', 'off', true)",
+            " set_config('enable_seqscan', 'off', true),"
+            # and a text's neighbours by the index's order, even when the table's statistics
+            # are young (a sort of the whole archive for each neighbour was 6x slower)
+            " set_config('enable_sort', 'off', true)",
             (str(EF_SEARCH),),
         )
         # planned for its own values each time: a generic plan (psycopg prepares a statement

@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class StepToolContext:
+class StepToolContext(search.SearchTools):
     state: StepState
     db: Database
     now: datetime
@@ -364,28 +364,11 @@ class StepToolContext:
             return {"success": False, "result": "MCP tools cannot run here."}
         return self.external_tools(self.db, self.sealer, self.settings, tool, args)
 
-    # -- recall -----------------------------------------------------------------------
+    # -- recall and archival search: run/search.py's SearchTools, over this -------------
 
-    def conversation_search(
-        self,
-        query: str,
-        *,
-        roles: list[str] | None,
-        limit: int | None,
-        start_date: str | None,
-        end_date: str | None,
-    ) -> dict[str, Any]:
-        return search.conversation_search(
-            self.db,
-            self.state.agent,
-            self.embedder,
-            query,
-            roles=roles,
-            limit=limit,
-            start_date=start_date,
-            end_date=end_date,
-            now=self.now,
-        )
+    def search_scope(self) -> search.SearchScope:
+        state = self.state
+        return search.SearchScope(self.db, state.agent, state.archive, self.embedder, self.now)
 
     # -- archival ---------------------------------------------------------------------
 
@@ -417,26 +400,3 @@ class StepToolContext:
                 return search.DUPLICATE.format(id=existing.id)
         self.new_passages.append(passage)
         return search.STORED
-
-    def archival_memory_search(
-        self,
-        query: str,
-        *,
-        tags: list[str] | None,
-        tag_match_mode: str,
-        top_k: int | None,
-        start_datetime: str | None,
-        end_datetime: str | None,
-    ) -> list[dict[str, Any]]:
-        return search.archival_memory_search(
-            self.db,
-            self.state.agent,
-            self.state.archive,
-            self.embedder,
-            query,
-            tags=tags,
-            tag_match_mode=tag_match_mode,
-            top_k=top_k,
-            start_datetime=start_datetime,
-            end_datetime=end_datetime,
-        )

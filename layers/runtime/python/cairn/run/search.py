@@ -8,7 +8,7 @@ relevance}`, recall `{"message": "Showing N results:", "results": [...]}` with
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from cairn.domain.agents import Agent
 from cairn.domain.indexing import indexed_text
@@ -188,6 +188,71 @@ def _ago(delta: timedelta) -> str:
 
 
 # -- the two tools, as a step runs them and as POST /v1/agents/{id}/tools/run does ---------
+
+
+class SearchScope(NamedTuple):
+    """Where the search tools of one agent look, and when they are called."""
+
+    db: Database
+    agent: Agent
+    archive: Archive | None
+    embedder: Embedder | None
+    now: datetime
+
+
+class SearchTools:
+    """`conversation_search` and `archival_memory_search` as a ToolContext offers them, once:
+    a step's context (run/context.py) and the calls outside a step (services/search_tools.py)
+    each say where they look."""
+
+    def search_scope(self) -> SearchScope:
+        raise NotImplementedError
+
+    def conversation_search(
+        self,
+        query: str,
+        *,
+        roles: list[str] | None,
+        limit: int | None,
+        start_date: str | None,
+        end_date: str | None,
+    ) -> dict[str, Any]:
+        db, agent, _, embedder, now = self.search_scope()
+        return conversation_search(
+            db,
+            agent,
+            embedder,
+            query,
+            roles=roles,
+            limit=limit,
+            start_date=start_date,
+            end_date=end_date,
+            now=now,
+        )
+
+    def archival_memory_search(
+        self,
+        query: str,
+        *,
+        tags: list[str] | None,
+        tag_match_mode: str,
+        top_k: int | None,
+        start_datetime: str | None,
+        end_datetime: str | None,
+    ) -> list[dict[str, Any]]:
+        db, agent, archive, embedder, _ = self.search_scope()
+        return archival_memory_search(
+            db,
+            agent,
+            archive,
+            embedder,
+            query,
+            tags=tags,
+            tag_match_mode=tag_match_mode,
+            top_k=top_k,
+            start_datetime=start_datetime,
+            end_datetime=end_datetime,
+        )
 
 
 def conversation_search(

@@ -24,57 +24,17 @@ from cairn.tools.schema import ToolArgumentError
 SEARCH_TOOLS = frozenset({"conversation_search", "archival_memory_search"})
 
 
-class _SearchOnly:
-    """The two capabilities the search tools use (a ToolContext's, for one agent)."""
+class _SearchOnly(search.SearchTools):
+    """The search tools of one agent (a ToolContext's, as far as they use one)."""
 
     def __init__(
         self, db: Database, agent: Agent, archive: Archive | None, embedder: Embedder
     ) -> None:
         self.db, self.agent, self.archive, self.embedder = db, agent, archive, embedder
 
-    def conversation_search(
-        self,
-        query: str,
-        *,
-        roles: list[str] | None,
-        limit: int | None,
-        start_date: str | None,
-        end_date: str | None,
-    ) -> dict[str, Any]:
-        return search.conversation_search(
-            self.db,
-            self.agent,
-            self.embedder,
-            query,
-            roles=roles,
-            limit=limit,
-            start_date=start_date,
-            end_date=end_date,
-            now=datetime.now(UTC),
-        )
-
-    def archival_memory_search(
-        self,
-        query: str,
-        *,
-        tags: list[str] | None,
-        tag_match_mode: str,
-        top_k: int | None,
-        start_datetime: str | None,
-        end_datetime: str | None,
-    ) -> list[dict[str, Any]]:
-        return search.archival_memory_search(
-            self.db,
-            self.agent,
-            self.archive,
-            self.embedder,
-            query,
-            tags=tags,
-            tag_match_mode=tag_match_mode,
-            top_k=top_k,
-            start_datetime=start_datetime,
-            end_datetime=end_datetime,
-        )
+    def search_scope(self) -> search.SearchScope:
+        now = datetime.now(UTC)
+        return search.SearchScope(self.db, self.agent, self.archive, self.embedder, now)
 
 
 def run(rt: Runtime, org: str, agent: Agent, name: str, args: dict[str, Any]) -> SandboxResult:

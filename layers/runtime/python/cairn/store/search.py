@@ -106,10 +106,11 @@ def _row(scope: Scope, alias: str) -> str:
 # One statement: BM25 over the words (every query word may match, rarer ones weigh more, a
 # long text does not win by length; a word counts once in a text, and the average length is
 # that of the texts matched: on LoCoMo neither changed hit@5, 0.717 and 0.719, and they spare
-# expanding every matched text's words and reading the whole scope), cosine similarity over the embeddings (HNSW), each
-# text's score lent to by its neighbours, and the two halves fused by their scores scaled
-# to [0, 1] (min-max): both halves' scores are graded, so a strong match in one beats a
-# weak one in both, which rank fusion (RRF) throws away (hit@5 0.683 against RRF's 0.639).
+# expanding every matched text's words and reading the whole scope), cosine similarity over
+# the embeddings (HNSW), each text's score lent to by its neighbours, and the two halves
+# fused by their scores scaled to [0, 1] (min-max): both halves' scores are graded, so a
+# strong match in one beats a weak one in both, which rank fusion (RRF) throws away (hit@5
+# 0.683 against RRF's 0.639).
 # N and the average length are the scope's own: each agent's or archive's words weigh as
 # they do in its memory.
 RANKED = """

@@ -283,14 +283,18 @@ def ablate(
     ids: dict[str, str],
     by_text: dict[str, set[str]],
     tallies: dict[str, Tally],
+    embedding: dict[str, Any],
 ) -> None:
     """Each variant of the ranking on this conversation, recall and archival, through the
-    store's own search (the API serves only the default)."""
-    from cairn.embeddings.providers import MiniLMEmbedder
+    store's own search (the API serves only the default), the query embedded here by the
+    model the agent has."""
+    from cairn.config import Settings
+    from cairn.domain.configs import EmbeddingConfig
+    from cairn.embeddings.providers import embedder_for
     from cairn.store.db import Database
     from cairn.store.search import Ranking, hybrid_messages, search_passages
 
-    embedder = MiniLMEmbedder()
+    embedder = embedder_for(EmbeddingConfig.model_validate(embedding), Settings())
     vectors = embedder.embed([q["question"] for q in asked])
     db = Database(dsn)
     try:
@@ -341,7 +345,7 @@ def scale(
         t = base[k % len(base)]
         said.append(dict(t, at=t["at"] + timedelta(days=400 * (k // len(base)), seconds=k)))
     conv = {"speaker_a": said[0]["speaker"]}
-    agent, ids, capture = ingest(c, conv, said, embedding)
+    agent, ids, capture = ingest(c, conv, said, embedding, True)
     embed = wait_embedded(dsn, agent)
     print(
         f"\n{n} messages: capture {capture:.1f} s ({n / capture:.0f}/s), embedding jobs "
@@ -411,7 +415,7 @@ def main() -> int:
                     ingest_notes.append(note + f" (load {load()})")
                     print(ingest_notes[-1], flush=True)
                     if args.ablate:
-                        ablate(dsn, agent, questions(conv), ids, by_text, ablations)
+                        ablate(dsn, agent, questions(conv), ids, by_text, ablations, embedding)
                     for q in questions(conv):
                         asked.append(q["question"])
                         for mode in modes:

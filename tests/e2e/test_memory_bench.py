@@ -42,7 +42,10 @@ def test_the_memory_benchmark_scores_a_conversation_through_the_api(tmp_path: Pa
     dataset = tmp_path / "tiny.json"
     dataset.write_text(json.dumps(CONVERSATION))
     done = subprocess.run(
-        [sys.executable, "bench/memory.py", str(dataset), "--embedding", "hash"],
+        [
+            *(sys.executable, "bench/memory.py", str(dataset), "--embedding", "hash"),
+            *("--ablate", "--scale", "20"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -58,3 +61,8 @@ def test_the_memory_benchmark_scores_a_conversation_through_the_api(tmp_path: Pa
     archival = out.split("\narchival\n")[1].split("\n\n")[0]
     assert "| all | 3 | 1.000 |" in archival, out
     assert "| recall hybrid |" in out and "| archival insert |" in out
+    # the ranking with each part off, on the stored conversation
+    assert "| recall, default | 1.000 | 1.000 |" in out, out
+    assert "| archival, meaning only (vectors) |" in out
+    # and search timed at 20 messages
+    assert "recall search (hybrid) at 20 messages: p50" in out

@@ -157,3 +157,13 @@ def test_vectors_and_words_are_fused_and_each_mode_uses_its_half(
         ("the train leaves at nine", None),
     ]
     assert all(hit.vector_rank is None for _, hit in words_only)
+
+
+def test_a_query_of_a_whole_document_is_searched_by_its_first_words(
+    db: Database, org: Organization
+) -> None:
+    agent = with_history(db, org, [("user", None, "Biscuit is the puppy's name")])
+    flood = "Biscuit " + " ".join(f"word{n}" for n in range(5_000))
+    assert words(db, org, agent.id, flood) == ["Biscuit is the puppy's name"]
+    late = " ".join(f"word{n}" for n in range(5_000)) + " Biscuit"
+    assert words(db, org, agent.id, late) == []  # past the words searched

@@ -1,6 +1,7 @@
-"""Archival and recall search in Postgres: HNSW vector search, full text, and their fusion.
+"""Archival and recall search in Postgres: BM25 over the words, HNSW over the embeddings,
+and their fusion, in one statement (docs/memory.md, "How search ranks").
 
-Both run in one pipelined exchange: `hnsw.iterative_scan` is set for the transaction only
+It runs in one pipelined exchange: `hnsw.iterative_scan` is set for the transaction only
 (a session setting would pin RDS Proxy connections), so a selective filter still returns
 `limit` rows instead of whatever survived the first `ef_search` candidates.
 """
@@ -77,6 +78,8 @@ class Ranking(NamedTuple):
     next_share: float = 0.5  # the next one lends half what the previous does
     # Candidates each half brings before fusion (at least the results asked for).
     candidates: int = 100
+    # Distinct query words searched (each one index lookup): a question has a handful.
+    max_terms: int = 32
 
 
 DEFAULT = Ranking()
@@ -114,10 +117,13 @@ def _row(scope: Scope, alias: str) -> str:
 # N and the average length are the scope's own: each agent's or archive's words weigh as
 # they do in its memory.
 RANKED = """
-WITH terms AS (  -- each query word, as its own tsquery (stemmed, stop words gone)
-    SELECT DISTINCT t::tsquery AS t
-    FROM unnest(string_to_array(plainto_tsquery('english', %(text)s)::text, ' & ')) t
+WITH terms AS (  -- each query word, as its own tsquery (stemmed, stop words gone); a query
+                 -- of a whole document is searched by its first words, not all
+    SELECT t::tsquery AS t
+    FROM unnest(string_to_array(plainto_tsquery('english', %(text)s)::text, ' & '))
+         WITH ORDINALITY AS w (t, n)
     WHERE %(lexical)s AND t <> ''
+    GROUP BY t ORDER BY min(n) LIMIT %(max_terms)s
 ),
 hits AS (  -- (word, text) for every text holding it: the agent's or archive's postings only
     SELECT terms.t::text AS term, d.id, length(d.fts)::float8 AS dl
@@ -257,6 +263,7 @@ def ranked(
         "nm": ranking.neighbour_meaning,
         "share": ranking.next_share,
         "candidates": max(ranking.candidates, limit),
+        "max_terms": ranking.max_terms,
         "limit": limit,
         "q": vector_literal(query) if semantic and query is not None else None,
         "dim": len(query) if semantic and query is not None else None,

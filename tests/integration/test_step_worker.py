@@ -298,7 +298,6 @@ def test_an_agent_can_turn_message_embeddings_off(
 ) -> None:
     """`metadata.cairn_message_embeddings: false`: no embedding job, the backfill passes it
     by, and recall search says it searched by keywords only."""
-    from datetime import UTC, datetime
 
     from cairn.jobs.embedding_jobs import backfill
     from cairn.run import search
@@ -328,16 +327,8 @@ def test_an_agent_can_turn_message_embeddings_off(
 
     assert unembedded(on.id) == 0 and unembedded(off.id) == 2
     embedder = worker.rt.engine.embedder_for(off.embedding_config)
-    found = search.conversation_search(
-        worker.rt.db,
-        off,
-        embedder,
-        "hello",
-        roles=None,
-        limit=5,
-        start_date=None,
-        end_date=None,
-        now=datetime.now(UTC),
+    found = search.AgentSearch(worker.rt.db, off, None, embedder).conversation_search(
+        "hello", roles=None, limit=5, start_date=None, end_date=None
     )
     assert found["search_mode"] == "fts" and found["results"]
     assert {r["relevance"]["search_mode"] for r in found["results"]} == {"fts"}

@@ -7,7 +7,7 @@ relevance}`, recall `{"message": "Showing N results:", "results": [...]}` with
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from cairn.domain.agents import Agent
@@ -200,10 +200,19 @@ class SearchScope(NamedTuple):
     now: datetime
 
 
+# A model's `limit` or `top_k` is taken within these (a negative or huge one was an error or
+# a walk of the whole index); the REST routes bound theirs in their request models.
+MAX_SEARCH_LIMIT = 100
+
+
+def _bounded(limit: int | None) -> int:
+    return max(1, min(limit or DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT))
+
+
 class SearchTools:
-    """`conversation_search` and `archival_memory_search` as a ToolContext offers them, once:
-    a step's context (run/context.py) and the calls outside a step (services/search_tools.py)
-    each say where they look."""
+    """`conversation_search` and `archival_memory_search` as a ToolContext offers them, with
+    their arguments as the model gives them: a step's context (run/context.py) and the calls
+    outside a step (AgentSearch) each say where they look."""
 
     def search_scope(self) -> SearchScope:
         raise NotImplementedError
@@ -218,17 +227,22 @@ class SearchTools:
         end_date: str | None,
     ) -> dict[str, Any]:
         db, agent, _, embedder, now = self.search_scope()
-        return conversation_search(
-            db,
-            agent,
-            embedder,
-            query,
-            roles=roles,
-            limit=limit,
-            start_date=start_date,
-            end_date=end_date,
-            now=now,
-        )
+        tz = agent.timezone
+        start, end = parse_when(start_date, tz), parse_when(end_date, tz, end=True)
+        semantic = embedder is not None and agent.message_embeddings
+        vector = embedder.embed([query])[0] if semantic and embedder is not None else None
+        with db.connection() as conn:  # taken once the query is embedded
+            return recall(
+                conn,
+                agent,
+                query,
+                vector,
+                roles=[r for r in roles or () if r != "tool"] or None,
+                start=start,
+                end=end,
+                limit=_bounded(limit),
+                now=now,
+            )
 
     def archival_memory_search(
         self,
@@ -241,79 +255,32 @@ class SearchTools:
         end_datetime: str | None,
     ) -> list[dict[str, Any]]:
         db, agent, archive, embedder, _ = self.search_scope()
-        return archival_memory_search(
-            db,
-            agent,
-            archive,
-            embedder,
-            query,
-            tags=tags,
-            tag_match_mode=tag_match_mode,
-            top_k=top_k,
-            start_datetime=start_datetime,
-            end_datetime=end_datetime,
-        )
+        if embedder is None or archive is None:
+            return []
+        tz = agent.timezone
+        start, end = parse_when(start_datetime, tz), parse_when(end_datetime, tz, end=True)
+        with db.connection() as conn:
+            return archival(
+                conn,
+                agent,
+                archive,
+                query,
+                embedder,
+                tags=tags,
+                match_all=tag_match_mode == "all",
+                start=start,
+                end=end,
+                limit=_bounded(top_k),
+            )
 
 
-def conversation_search(
-    db: Database,
-    agent: Agent,
-    embedder: Embedder | None,
-    query: str,
-    *,
-    roles: list[str] | None,
-    limit: int | None,
-    start_date: str | None,
-    end_date: str | None,
-    now: datetime,
-) -> dict[str, Any]:
-    """The conversation_search tool's answer: its arguments as the model gives them."""
-    tz = agent.timezone
-    start, end = parse_when(start_date, tz), parse_when(end_date, tz, end=True)
-    semantic = embedder is not None and agent.message_embeddings
-    vector = embedder.embed([query])[0] if semantic and embedder is not None else None
-    with db.connection() as conn:  # taken once the query is embedded
-        return recall(
-            conn,
-            agent,
-            query,
-            vector,
-            roles=[r for r in roles or () if r != "tool"] or None,
-            start=start,
-            end=end,
-            limit=limit or DEFAULT_SEARCH_LIMIT,
-            now=now,
-        )
+class AgentSearch(SearchTools):
+    """One agent's search tools outside a step (POST /v1/agents/{id}/tools/{name}/run)."""
 
+    def __init__(
+        self, db: Database, agent: Agent, archive: Archive | None, embedder: Embedder | None
+    ) -> None:
+        self.db, self.agent, self.archive, self.embedder = db, agent, archive, embedder
 
-def archival_memory_search(
-    db: Database,
-    agent: Agent,
-    archive: Archive | None,
-    embedder: Embedder | None,
-    query: str,
-    *,
-    tags: list[str] | None,
-    tag_match_mode: str,
-    top_k: int | None,
-    start_datetime: str | None,
-    end_datetime: str | None,
-) -> list[dict[str, Any]]:
-    """The archival_memory_search tool's answer: its arguments as the model gives them."""
-    if embedder is None or archive is None:
-        return []
-    tz = agent.timezone
-    start, end = parse_when(start_datetime, tz), parse_when(end_datetime, tz, end=True)
-    with db.connection() as conn:
-        return archival(
-            conn,
-            agent,
-            archive,
-            query,
-            embedder,
-            tags=tags,
-            match_all=tag_match_mode == "all",
-            start=start,
-            end=end,
-            limit=top_k or DEFAULT_SEARCH_LIMIT,
-        )
+    def search_scope(self) -> SearchScope:
+        return SearchScope(self.db, self.agent, self.archive, self.embedder, datetime.now(UTC))

@@ -6,35 +6,18 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from cairn.domain.agents import Agent
-from cairn.domain.passages import Archive
-from cairn.embeddings.base import Embedder
 from cairn.memory.edits import MemoryEditError
 from cairn.run import search, sending
 from cairn.run.runtime import Runtime
 from cairn.store import archives
-from cairn.store.db import Database
 from cairn.tools.registry import BUILTIN_TOOLS
 from cairn.tools.sandbox import SandboxResult
 from cairn.tools.schema import ToolArgumentError
 
 SEARCH_TOOLS = frozenset({"conversation_search", "archival_memory_search"})
-
-
-class _SearchOnly(search.SearchTools):
-    """The search tools of one agent (a ToolContext's, as far as they use one)."""
-
-    def __init__(
-        self, db: Database, agent: Agent, archive: Archive | None, embedder: Embedder
-    ) -> None:
-        self.db, self.agent, self.archive, self.embedder = db, agent, archive, embedder
-
-    def search_scope(self) -> search.SearchScope:
-        now = datetime.now(UTC)
-        return search.SearchScope(self.db, self.agent, self.archive, self.embedder, now)
 
 
 def run(rt: Runtime, org: str, agent: Agent, name: str, args: dict[str, Any]) -> SandboxResult:
@@ -43,7 +26,7 @@ def run(rt: Runtime, org: str, agent: Agent, name: str, args: dict[str, Any]) ->
     with rt.db.connection() as conn:
         archive = archives.archive_for_agent(conn, org, agent.id)
     embedder = sending.Released(rt.engine.embedder_of(agent), rt.yielding)
-    context = _SearchOnly(rt.db, agent, archive, embedder)
+    context = search.AgentSearch(rt.db, agent, archive, embedder)
     try:
         output = BUILTIN_TOOLS[name].call(context, args)  # type: ignore[arg-type]
     except (MemoryEditError, ToolArgumentError, ValueError) as err:

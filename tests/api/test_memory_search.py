@@ -122,3 +122,17 @@ def test_a_search_tool_refuses_bad_arguments_by_name(stack: Stack) -> None:
         )
         assert missing.json()["status"] == "error"
         assert any("query" in line for line in missing.json()["stderr"])
+        # a model's odd numbers and texts: bounded, answered, never a server error
+        for args in (
+            {"query": "tea", "limit": -5},
+            {"query": "tea", "limit": 10**9},
+            {"query": ""},
+            {"query": "tea " * 50_000},
+        ):
+            odd = client.post(
+                f"/v1/agents/{agent}/tools/conversation_search/run", json={"args": args}
+            )
+            assert odd.status_code == 200, (args.keys(), odd.text[:300])
+            assert odd.json()["status"] == "success", odd.json()
+        everywhere = client.post("/v1/messages/search", json={"query": "tea " * 50_000})
+        assert everywhere.status_code == 200, everywhere.text[:300]

@@ -22,6 +22,10 @@ from cairn.store.messages import MESSAGE_COLUMNS
 # bench/search.py, 100k rows of 384 dimensions: ef_search 64 gives recall@10 0.970 at
 # 3.6 ms p50; 100 gives 0.988 at 5.7 ms. Iterative scans extend it when filters need more.
 EF_SEARCH = 64
+# A query's words searched: Postgres parses a query into a tree one level a word, and a
+# query of tens of thousands of words passed its stack limit (an error, not an answer). A
+# question is a few hundred characters; a longer one is searched by its start.
+MAX_QUERY_CHARS = 2_000
 # vector indexes only go to 2,000 dimensions; larger embeddings are indexed as halfvec.
 _HALFVEC_ABOVE = 2000
 
@@ -255,7 +259,7 @@ def ranked(
     )
     values = {
         **params,
-        "text": text,
+        "text": text[:MAX_QUERY_CHARS],
         "lexical": ranking.lexical,
         "k1": ranking.k1,
         "b": ranking.b,
@@ -386,7 +390,7 @@ def organization_messages(
     columns = sql.SQL(", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(",")))
     params = {
         "org": org_id,
-        "text": text,
+        "text": text[:MAX_QUERY_CHARS],
         "roles": roles,
         "start": start,
         "end": end,

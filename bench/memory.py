@@ -69,6 +69,8 @@ ABLATIONS = {
     "default": {},
     "no neighbours": {"neighbour_words": 0.0, "neighbour_meaning": 0.0},
     "BM25 b=0.75 (the usual)": {"b": 0.75},
+    "candidates 50 a half": {"candidates": 50},
+    "candidates 200 a half": {"candidates": 200},
     "words only (BM25)": {"semantic": False},
     "meaning only (vectors)": {"lexical": False},
 }

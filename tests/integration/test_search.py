@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,16 +16,13 @@ from cairn.embeddings.base import HashEmbedder
 from cairn.jobs.embedding_jobs import backfill, embed_agent
 from cairn.run.search import archival, recall
 from cairn.store import archives, messages
+from cairn.store import search as sql_search
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, call
 from tests.integration.engine_harness import engine_for, make_agent, send
 
 EMBED = HashEmbedder(384)
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
-
-
-def vec(query: str) -> list[float]:
-    return EMBED.embed([query])[0]
 
 
 @pytest.fixture
@@ -68,25 +66,24 @@ def test_archival_search_ranks_by_meaning_and_filters_by_tags_and_dates(
             ("Quarterly report is due Friday", ["work"]),
         ],
     )
-    with db.connection() as conn:
 
-        def find(query: str, **kw: object) -> list[str]:
-            opts = {"tags": None, "match_all": False, "start": None, "end": None, "limit": 2}
-            found = archival(conn, agent, archive, query, EMBED, **{**opts, **kw})  # type: ignore[arg-type]
-            return [r["content"] for r in found]
+    def find(query: str, **kw: object) -> list[str]:
+        opts = {"tags": None, "match_all": False, "start": None, "end": None, "limit": 2}
+        found = archival(db, agent, archive, query, EMBED, **{**opts, **kw})  # type: ignore[arg-type]
+        return [r["content"] for r in found]
 
-        assert set(find("does Ada like tea")) == {
-            "Ada drinks green tea every morning",
-            "Ada prefers tea over coffee",
-        }
-        assert find("tea", tags=["travel"]) == ["The train to Paris leaves at nine"]
-        assert find("tea", tags=["habits", "drinks"], match_all=True) == [
-            "Ada drinks green tea every morning"
-        ]
-        recent = find("tea", start=NOW + timedelta(minutes=2), limit=5)
-        assert set(recent) == {"Ada prefers tea over coffee", "Quarterly report is due Friday"}
-        late = find("anything", start=NOW + timedelta(minutes=3), limit=5)
-        assert late == ["Quarterly report is due Friday"]
+    assert set(find("does Ada like tea")) == {
+        "Ada drinks green tea every morning",
+        "Ada prefers tea over coffee",
+    }
+    assert find("tea", tags=["travel"]) == ["The train to Paris leaves at nine"]
+    assert find("tea", tags=["habits", "drinks"], match_all=True) == [
+        "Ada drinks green tea every morning"
+    ]
+    recent = find("tea", start=NOW + timedelta(minutes=2), limit=5)
+    assert set(recent) == {"Ada prefers tea over coffee", "Quarterly report is due Friday"}
+    late = find("anything", start=NOW + timedelta(minutes=3), limit=5)
+    assert late == ["Quarterly report is due Friday"]
 
 
 def test_a_selective_filter_still_fills_top_k(db: Database, org: Organization) -> None:
@@ -96,19 +93,19 @@ def test_a_selective_filter_still_fills_top_k(db: Database, org: Organization) -
         for n in range(1000)
     ]
     agent, archive = archive_with(db, org, rows)
+    found = archival(
+        db,
+        agent,
+        archive,
+        "weather in town 3",
+        EMBED,
+        tags=["rare"],
+        match_all=False,
+        start=None,
+        end=None,
+        limit=8,
+    )
     with db.connection() as conn:
-        found = archival(
-            conn,
-            agent,
-            archive,
-            "weather in town 3",
-            EMBED,
-            tags=["rare"],
-            match_all=False,
-            start=None,
-            end=None,
-            limit=8,
-        )
         plan = conn.execute(
             "EXPLAIN SELECT id FROM passages WHERE vector_dims(embedding) = 384 "
             "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 5",
@@ -128,46 +125,33 @@ def test_recall_is_hybrid_and_leaves_out_the_plumbing(
     fake.reply("", call("conversation_search", query="tea", request_heartbeat=True))
     fake.reply("", call("send_message", message="Trains leave at nine."))
     send(engine, agent, "When do trains to Paris leave?")
-    with db.connection() as conn:
-        before = recall(
-            conn, agent, "green tea", None, roles=None, start=None, end=None, limit=5, now=NOW
-        )
+    before = recall(
+        db, agent, "green tea", EMBED, roles=None, start=None, end=None, limit=5, now=NOW
+    )
     assert {r["relevance"]["search_mode"] for r in before["results"]} == {"fts"}  # no vectors yet
     assert embed_agent(engine, org.id, agent.id) > 0
     assert embed_agent(engine, org.id, agent.id) == 0  # idempotent
-    with db.connection() as conn:
-        found = recall(
-            conn,
-            agent,
-            "green tea",
-            vec("green tea"),
-            roles=None,
-            start=None,
-            end=None,
-            limit=10,
-            now=NOW,
-        )
+    found = recall(
+        db, agent, "green tea", EMBED, roles=None, start=None, end=None, limit=10, now=NOW
+    )
     contents = [r["content"] for r in found["results"]]
     assert contents[0] in ("I really love green tea in the morning", "Green tea it is, noted!")
     top = found["results"][0]["relevance"]
     assert top["search_mode"] == "hybrid" and top["vector_rank"] and top["fts_rank"]
     assert found["message"] == f"Showing {len(contents)} results:"
     assert not any(c.startswith("{") for c in contents)  # heartbeats, logins, tool returns
-    with db.connection() as conn:
-        users = recall(
-            conn, agent, "tea", vec("tea"), roles=["user"], start=None, end=None, limit=10, now=NOW
-        )
-        future = recall(
-            conn,
-            agent,
-            "tea",
-            vec("tea"),
-            roles=None,
-            start=NOW + timedelta(days=999),
-            end=None,
-            limit=10,
-            now=NOW,
-        )
+    users = recall(db, agent, "tea", EMBED, roles=["user"], start=None, end=None, limit=10, now=NOW)
+    future = recall(
+        db,
+        agent,
+        "tea",
+        EMBED,
+        roles=None,
+        start=NOW + timedelta(days=999),
+        end=None,
+        limit=10,
+        now=NOW,
+    )
     assert {r["role"] for r in users["results"]} == {"user"}
     assert future["results"] == []
 
@@ -255,31 +239,30 @@ def test_embeddings_of_different_sizes_coexist(db: Database, org: Organization) 
                     embedding=model.embed([text])[0],
                 ),
             )
-    with db.connection() as conn:
-        by_small = archival(
-            conn,
-            agent,
-            archive,
-            "tea",
-            small,
-            tags=None,
-            match_all=False,
-            start=None,
-            end=None,
-            limit=5,
-        )
-        by_large = archival(
-            conn,
-            agent,
-            archive,
-            "tea",
-            large,
-            tags=None,
-            match_all=False,
-            start=None,
-            end=None,
-            limit=5,
-        )
+    by_small = archival(
+        db,
+        agent,
+        archive,
+        "tea",
+        small,
+        tags=None,
+        match_all=False,
+        start=None,
+        end=None,
+        limit=5,
+    )
+    by_large = archival(
+        db,
+        agent,
+        archive,
+        "tea",
+        large,
+        tags=None,
+        match_all=False,
+        start=None,
+        end=None,
+        limit=5,
+    )
 
     # each query vector meets only the passages of its own size; the other passage is
     # still found, by its words alone
@@ -288,3 +271,39 @@ def test_embeddings_of_different_sizes_coexist(db: Database, org: Organization) 
 
     assert vector_ranks(by_small) == {"tea at five": 1, "tea at six": None}
     assert vector_ranks(by_large) == {"tea at six": 1, "tea at five": None}
+
+
+def test_the_words_half_runs_while_the_query_is_embedded(
+    db: Database, org: Organization, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query's embedding (CPU in this process) and the words' statement (in Postgres)
+    overlap, and no connection is held while the model runs: an embedder that waits for the
+    words' statement to end would wait forever if they ran one after the other."""
+    agent, archive = archive_with(
+        db, org, [("Ada drinks green tea every morning", []), ("The train leaves at nine", [])]
+    )
+    words_done = threading.Event()
+    real_words = sql_search.words
+
+    def words(*args: Any, **kwargs: Any) -> sql_search.Words:
+        found = real_words(*args, **kwargs)
+        words_done.set()
+        return found
+
+    monkeypatch.setattr(sql_search, "words", words)
+    seen: list[tuple[str, int]] = []
+
+    class Overlapping:
+        model, dim = EMBED.model, EMBED.dim
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            assert words_done.wait(10), "the words' statement waited for the embedding"
+            seen.append((threading.current_thread().name, db.in_use()))
+            return EMBED.embed(texts)
+
+    opts: dict[str, Any] = {"tags": None, "match_all": False, "start": None, "end": None}
+    found = archival(db, agent, archive, "green tea", Overlapping(), limit=1, **opts)
+    assert [r["content"] for r in found] == ["Ada drinks green tea every morning"]
+    assert found[0]["relevance"]["vector_rank"] == 1  # the vector came in time for the fusion
+    ((thread, held),) = seen
+    assert thread.startswith("query-embedding") and held == 0

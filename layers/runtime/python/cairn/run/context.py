@@ -236,35 +236,33 @@ class StepToolContext(search.SearchTools):
         start, end = voice_memory.window(self.now, start_minutes_ago, end_minutes_ago)
         archival: list[dict[str, Any]] = []
         if self.embedder is not None and state.archive is not None and query:
-            with self.db.connection() as conn:
-                archival = search.archival(
-                    conn,
-                    state.agent,
-                    state.archive,
-                    query,
-                    self.embedder,
-                    tags=None,
-                    match_all=False,
-                    start=start,
-                    end=end,
-                    limit=voice_memory.ARCHIVAL_LIMIT,
-                )
+            archival = search.archival(
+                self.db,
+                state.agent,
+                state.archive,
+                query,
+                self.embedder,
+                tags=None,
+                match_all=False,
+                start=start,
+                end=end,
+                limit=voice_memory.ARCHIVAL_LIMIT,
+            )
         by_keyword: dict[str, list[str]] | None = None
         if keywords:
             by_keyword = {}
             for keyword in keywords:
-                with self.db.connection() as conn:
-                    hits = search.recall(
-                        conn,
-                        state.agent,
-                        keyword,
-                        None,
-                        roles=None,
-                        start=None,
-                        end=None,
-                        limit=voice_memory.KEYWORD_LIMIT,
-                        now=self.now,
-                    )["results"]
+                hits = search.recall(
+                    self.db,
+                    state.agent,
+                    keyword,
+                    None,
+                    roles=None,
+                    start=None,
+                    end=None,
+                    limit=voice_memory.KEYWORD_LIMIT,
+                    now=self.now,
+                )["results"]
                 if hits:
                     by_keyword[keyword] = [hit["content"] for hit in hits]
         return voice_memory.answer(archival, by_keyword)

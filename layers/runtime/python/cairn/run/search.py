@@ -7,6 +7,9 @@ relevance}`, recall `{"message": "Showing N results:", "results": [...]}` with
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -55,7 +58,7 @@ def existing_copy(conn: Connection, passage: Passage) -> Passage | None:
 
 
 def archival(
-    conn: Connection,
+    db: Database,
     agent: Agent,
     archive: Archive | None,
     query: str,
@@ -69,7 +72,7 @@ def archival(
 ) -> list[dict[str, Any]]:
     """What archival_memory_search returns to the model (times as the prompt shows them)."""
     found = archival_passages(
-        conn,
+        db,
         agent,
         archive,
         query,
@@ -97,8 +100,40 @@ def archival(
     ]
 
 
+# Queries are embedded on these threads while their words' statement runs in Postgres: on
+# two cores the model and the statement overlap (docs/memory.md, "What it costs").
+_EMBEDDING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embedding")
+
+
+def overlapped(
+    db: Database,
+    found: sql_search.Search,
+    text: str,
+    embed: Callable[[], list[float]] | None,
+    *,
+    limit: int,
+    ranking: sql_search.Ranking = sql_search.DEFAULT,
+    yielding: Callable[[], AbstractContextManager[None]] = nullcontext,
+) -> list[tuple[Any, sql_search.Hit]]:
+    """A search whose words' half runs while its query is embedded, each statement on a
+    connection held only for it (never across the embedding, which may load a model)."""
+    pending = _EMBEDDING.submit(embed) if embed is not None and ranking.semantic else None
+    with db.connection() as conn:
+        by_words = sql_search.words(conn, found, text, ranking)
+    vector = None
+    if pending is not None:
+        with yielding():  # gives the function back to other callers while it waits
+            vector = pending.result()
+    with db.connection() as conn:
+        return sql_search.best(conn, found, by_words, vector, ranking, limit)
+
+
+def embedding(embedder: Embedder, text: str) -> Callable[[], list[float]]:
+    return lambda: embedder.embed([text])[0]
+
+
 def archival_passages(
-    conn: Connection,
+    db: Database,
     agent: Agent,
     archive: Archive | None,
     query: str,
@@ -109,29 +144,22 @@ def archival_passages(
     start: datetime | None,
     end: datetime | None,
     limit: int,
+    yielding: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> list[tuple[Passage, sql_search.Hit]]:
     """The archive's passages best first: words and meaning fused (store/search.py)."""
     if archive is None:
         return []
-    return sql_search.search_passages(
-        conn,
-        agent.organization_id,
-        archive.id,
-        query,
-        embedder.embed([query])[0],
-        tags=tags,
-        match_all=match_all,
-        start=start,
-        end=end,
-        limit=limit,
+    found = sql_search.passage_search(
+        agent.organization_id, archive.id, tags=tags, match_all=match_all, start=start, end=end
     )
+    return overlapped(db, found, query, embedding(embedder, query), limit=limit, yielding=yielding)
 
 
 def recall(
-    conn: Connection,
+    db: Database,
     agent: Agent,
     query: str,
-    vector: list[float] | None,
+    embedder: Embedder | None,
     *,
     roles: list[str] | None,
     start: datetime | None,
@@ -139,18 +167,15 @@ def recall(
     limit: int,
     now: datetime,
 ) -> dict[str, Any]:
-    found = sql_search.hybrid_messages(
-        conn,
-        agent.organization_id,
-        agent.id,
-        query,
-        vector,
-        roles=roles,
-        start=start,
-        end=end,
-        limit=limit,
+    """What conversation_search returns to the model: the agent's messages found by words,
+    and by meaning when they are embedded."""
+    found = sql_search.message_search(
+        agent.organization_id, agent.id, roles=roles, start=start, end=end
     )
-    results = [_recall_result(m, hit, agent.timezone, now) for m, hit in found]
+    semantic = embedder is not None and agent.message_embeddings
+    embed = embedding(embedder, query) if semantic and embedder is not None else None
+    hits = overlapped(db, found, query, embed, limit=limit)
+    results = [_recall_result(m, hit, agent.timezone, now) for m, hit in hits]
     shown: dict[str, Any] = {"message": f"Showing {len(results)} results:", "results": results}
     if not agent.message_embeddings:  # says which search it was: keywords only
         shown["search_mode"] = "fts"
@@ -229,20 +254,17 @@ class SearchTools:
         db, agent, _, embedder, now = self.search_scope()
         tz = agent.timezone
         start, end = parse_when(start_date, tz), parse_when(end_date, tz, end=True)
-        semantic = embedder is not None and agent.message_embeddings
-        vector = embedder.embed([query])[0] if semantic and embedder is not None else None
-        with db.connection() as conn:  # taken once the query is embedded
-            return recall(
-                conn,
-                agent,
-                query,
-                vector,
-                roles=[r for r in roles or () if r != "tool"] or None,
-                start=start,
-                end=end,
-                limit=_bounded(limit),
-                now=now,
-            )
+        return recall(
+            db,
+            agent,
+            query,
+            embedder,
+            roles=[r for r in roles or () if r != "tool"] or None,
+            start=start,
+            end=end,
+            limit=_bounded(limit),
+            now=now,
+        )
 
     def archival_memory_search(
         self,
@@ -259,19 +281,18 @@ class SearchTools:
             return []
         tz = agent.timezone
         start, end = parse_when(start_datetime, tz), parse_when(end_datetime, tz, end=True)
-        with db.connection() as conn:
-            return archival(
-                conn,
-                agent,
-                archive,
-                query,
-                embedder,
-                tags=tags,
-                match_all=tag_match_mode == "all",
-                start=start,
-                end=end,
-                limit=_bounded(top_k),
-            )
+        return archival(
+            db,
+            agent,
+            archive,
+            query,
+            embedder,
+            tags=tags,
+            match_all=tag_match_mode == "all",
+            start=start,
+            end=end,
+            limit=_bounded(top_k),
+        )
 
 
 class AgentSearch(SearchTools):

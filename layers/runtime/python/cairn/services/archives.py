@@ -15,7 +15,7 @@ from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
 from cairn.llm.catalog import resolve_embedding
-from cairn.run import sending
+from cairn.run import search, sending
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
@@ -173,19 +173,19 @@ def search_passages(rt: Runtime, org: str, req: PassageSearch) -> list[Scored]:
             raise UnprocessableError("agent_id or archive_id: name the archive to search")
     if archive is None:
         return []
-    embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config), rt.yielding)
-    vector = embedder.embed([req.query])[0]  # with no connection held
-    with rt.db.connection() as conn:
-        found = sql_search.search_passages(
-            conn,
+    found = search.overlapped(
+        rt.db,
+        sql_search.passage_search(
             org,
             archive.id,
-            req.query,
-            vector,
             tags=req.tags,
             match_all=req.tag_match_mode == "all",
             start=req.start_date,
             end=req.end_date,
-            limit=req.limit,
-        )
+        ),
+        req.query,
+        search.embedding(rt.engine.embedder_for(archive.embedding_config), req.query),
+        limit=req.limit,
+        yielding=rt.yielding,
+    )
     return [Scored(p, round(hit.score, 6)) for p, hit in found]

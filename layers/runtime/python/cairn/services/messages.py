@@ -18,6 +18,7 @@ from cairn.domain.messages import (
 from cairn.domain.runs import RunOptions, embed_command
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
 from cairn.run import dispatch, sending, tasks
+from cairn.run import search as run_search
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import images
@@ -301,23 +302,20 @@ def search(rt: Runtime, org: str, req: MessageSearch) -> list[Found]:
             )
             return [Found(m, 1.0 / rank, None, rank) for m, rank in hits]
         agent = agent_service.fetch(conn, org, req.agent_id)
-    vector = None  # embedded with no connection held (a model may take a while)
+    embed = None
     if req.search_mode != "fts" and agent.message_embeddings:
-        vector = sending.Released(rt.engine.embedder_of(agent), rt.yielding).embed([req.query])[0]
-    ranking = sql_search.Ranking(lexical=req.search_mode != "vector")
-    with rt.db.connection() as conn:
-        found = sql_search.hybrid_messages(
-            conn,
-            org,
-            agent.id,
-            req.query,
-            vector,
-            roles=roles,
-            start=req.start_date,
-            end=req.end_date,
-            limit=req.limit,
-            ranking=ranking,
-        )
+        embed = run_search.embedding(rt.engine.embedder_of(agent), req.query)
+    found = run_search.overlapped(
+        rt.db,
+        sql_search.message_search(
+            org, agent.id, roles=roles, start=req.start_date, end=req.end_date
+        ),
+        req.query,
+        embed,
+        limit=req.limit,
+        ranking=sql_search.Ranking(lexical=req.search_mode != "vector"),
+        yielding=rt.yielding,
+    )
     return [Found(m, hit.score, hit.vector_rank, hit.fts_rank) for m, hit in found]
 
 

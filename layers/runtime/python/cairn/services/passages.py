@@ -119,19 +119,20 @@ def search_passages(
     with rt.db.connection() as conn:
         agent = agent_service.fetch(conn, org, agent_id)
         archive = archives.archive_for_agent(conn, org, agent.id)
-        tz = agent.timezone
-        found = search.archival_passages(
-            conn,
-            agent,
-            archive,
-            query,
-            sending.Released(rt.engine.embedder_of(agent), rt.yielding),
-            tags=tags or None,
-            match_all=match_all,
-            start=_when("start_datetime", start, tz),
-            end=_when("end_datetime", end, tz, end=True),
-            limit=top_k,
-        )
+    tz = agent.timezone
+    found = search.archival_passages(
+        rt.db,
+        agent,
+        archive,
+        query,
+        rt.engine.embedder_of(agent),
+        tags=tags or None,
+        match_all=match_all,
+        start=_when("start_datetime", start, tz),
+        end=_when("end_datetime", end, tz, end=True),
+        limit=top_k,
+        yielding=rt.yielding,
+    )
     return [Found(p, tz) for p, _ in found]
 
 

@@ -168,6 +168,10 @@ class Database:
         left = self._patience() if self._patience is not None else None
         return max(self._connect_timeout, min(left or 0.0, MOST_WAIT_SECONDS))
 
+    def in_use(self) -> int:
+        """Connections given out now (none while a search embeds its query, say)."""
+        return self._in_use
+
     @contextmanager
     def connection(self) -> Iterator[Connection]:
         """A connection in autocommit: each statement is its own transaction."""

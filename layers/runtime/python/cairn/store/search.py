@@ -81,7 +81,7 @@ class Ranking(NamedTuple):
     neighbour_meaning: float = 0.1
     next_share: float = 0.5  # the next one lends half what the previous does
     # Candidates each half brings before fusion (at least the results asked for).
-    candidates: int = 100
+    candidates: int = 50
     # Distinct query words searched (each one index lookup): a question has a handful.
     max_terms: int = 32
 
@@ -96,6 +96,7 @@ class Scope(NamedTuple):
     where: str  # over alias {a}; every query names the organization
     order: tuple[str, ...]  # the rows' order, for neighbours and ties (alias {a})
     columns: str
+    model: type[Any]  # what a row found is read as
 
 
 def _scope_sql(scope: Scope, alias: str) -> str:
@@ -110,42 +111,56 @@ def _row(scope: Scope, alias: str) -> str:
     return "(" + ", ".join(c.format(a=alias) for c in scope.order) + ")"
 
 
-# One statement: BM25 over the words (every query word may match, rarer ones weigh more, a
-# long text does not win by length; a word counts once in a text, and the average length is
-# that of the texts matched: on LoCoMo neither changed hit@5, 0.717 and 0.719, and they spare
-# expanding every matched text's words and reading the whole scope), cosine similarity over
-# the embeddings (HNSW), each text's score lent to by its neighbours, and the two halves
-# fused by their scores scaled to [0, 1] (min-max): both halves' scores are graded, so a
-# strong match in one beats a weak one in both, which rank fusion (RRF) throws away (hit@5
-# 0.683 against RRF's 0.639).
+# Two statements. The first takes the words: BM25 (every query word may match, rarer ones
+# weigh more, a long text does not win by length; a word counts once in a text, and the
+# average length is that of the texts matched: on LoCoMo neither changed hit@5, 0.717 and
+# 0.719, and they spare expanding every matched text's words and reading the whole scope).
+# It needs no embedding, so it runs while the query is embedded (run/search.overlapped).
 # N and the average length are the scope's own: each agent's or archive's words weigh as
-# they do in its memory.
-RANKED = """
+# they do in its memory. It returns each word's weight and the best texts by words.
+WORDS = """
 WITH terms AS (  -- each query word, as its own tsquery (stemmed, stop words gone); a query
                  -- of a whole document is searched by its first words, not all
-    SELECT t::tsquery AS t
+    SELECT t
     FROM unnest(string_to_array(plainto_tsquery('english', %(text)s)::text, ' & '))
          WITH ORDINALITY AS w (t, n)
-    WHERE %(lexical)s AND t <> ''
+    WHERE t <> ''
     GROUP BY t ORDER BY min(n) LIMIT %(max_terms)s
 ),
 hits AS (  -- (word, text) for every text holding it: the agent's or archive's postings only
-    SELECT terms.t::text AS term, d.id, length(d.fts)::float8 AS dl
-    FROM terms JOIN {table} d ON {scope_d} AND d.fts @@ terms.t
+    SELECT terms.t AS term, d.id, length(d.fts)::float8 AS dl
+    FROM terms JOIN {table} d ON {scope_d} AND d.fts @@ terms.t::tsquery
 ),
 corpus AS (
     SELECT (SELECT count(*) FROM {table} d WHERE {scope_d})::float8 AS n,
            coalesce((SELECT avg(dl) FROM (SELECT DISTINCT id, dl FROM hits) x), 1) AS avgdl
 ),
-df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
-bm25 AS (
-    SELECT h.id, sum(ln(1 + (c.n - df.df + 0.5) / (df.df + 0.5)) * (%(k1)s + 1)
-                     / (1 + %(k1)s * (1 - %(b)s + %(b)s * h.dl / c.avgdl))) AS score
-    FROM hits h JOIN df USING (term) CROSS JOIN corpus c GROUP BY h.id
+idf AS (
+    SELECT term, ln(1 + (c.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+    FROM hits CROSS JOIN corpus c GROUP BY term, c.n
+),
+top AS (
+    SELECT h.id, sum(i.idf) * (%(k1)s + 1)
+                 / (1 + %(k1)s * (1 - %(b)s + %(b)s * h.dl / c.avgdl)) AS score
+    FROM hits h JOIN idf i USING (term) CROSS JOIN corpus c
+    GROUP BY h.id, h.dl, c.avgdl ORDER BY score DESC, h.id LIMIT %(candidates)s
+)
+SELECT coalesce((SELECT array_agg(term ORDER BY term) FROM idf), '{{}}') AS terms,
+       coalesce((SELECT array_agg(idf ORDER BY term) FROM idf), '{{}}') AS idfs,
+       (SELECT avgdl FROM corpus) AS avgdl,
+       coalesce((SELECT array_agg(id ORDER BY score DESC, id) FROM top), '{{}}') AS top
+"""
+# The second takes meaning and fuses: cosine similarity over the embeddings (HNSW), each
+# candidate's score in both halves read from its own row (words by their weights from the
+# first), lent to by its neighbours, and the two halves fused by their scores scaled to
+# [0, 1] (min-max): both are graded, so a strong match in one beats a weak one in both,
+# which rank fusion (RRF) throws away (hit@5 0.683 against RRF's 0.639).
+FUSED = """
+WITH words AS (
+    SELECT t::tsquery AS t, idf FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w (t, idf)
 ),
 lexical_top AS (
-    SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank
-    FROM bm25 ORDER BY score DESC, id LIMIT %(candidates)s
+    SELECT id, rank FROM unnest(%(top)s::text[]) WITH ORDINALITY AS x (id, rank)
 ),
 vector_top AS ({vector_top}),
 lexical_near AS (  -- beside the best word matches: a reply found by the question it answers
@@ -176,13 +191,15 @@ around AS (
 needed AS (  -- the candidates and their neighbours: the texts whose scores are read
     SELECT id FROM around UNION SELECT prev_id FROM around UNION SELECT next_id FROM around
 ),
-sims AS ({sims}),
-known AS (  -- each needed text's score in each half, one row a text
-    SELECT id, max(lexical) AS lexical, max(sim) AS sim
-    FROM (SELECT b.id, b.score AS lexical, NULL::float8 AS sim
-          FROM bm25 b WHERE b.id IN (SELECT id FROM needed)
-          UNION ALL SELECT id, NULL, sim FROM sims) v
-    GROUP BY id
+known AS (  -- each needed text's score in each half, from its row (read by its key)
+    SELECT x.id, k.lexical, k.sim FROM needed x
+    CROSS JOIN LATERAL (
+        SELECT (SELECT sum(w.idf) FROM words w WHERE d.fts @@ w.t) * (%(k1)s + 1)
+                 / (1 + %(k1)s * (1 - %(b)s + %(b)s * length(d.fts) / %(avgdl)s)) AS lexical,
+               {sim} AS sim
+        FROM {table} d WHERE d.id = x.id AND d.organization_id = %(org)s
+        LIMIT 1  -- by its key, each: as a join, the planner read the whole scope for them
+    ) k
 ),
 scored AS (
     SELECT a.id,
@@ -214,39 +231,51 @@ VECTOR_TOP = """
     FROM {table} d WHERE {scope_d} AND vector_dims(d.embedding) = %(dim)s
     ORDER BY d.embedding::{vt} <=> %(q)s::{vt} LIMIT %(candidates)s
 """
-# Exact cosine for the candidates and their neighbours only (a few hundred rows at most),
-# each read by its key: a join let the planner scan the whole table for them.
-SIMS = """
-    SELECT x.id, (SELECT 1 - (d.embedding::{vt} <=> %(q)s::{vt}) FROM {table} d
-                  WHERE d.id = x.id AND d.organization_id = %(org)s
-                    AND vector_dims(d.embedding) = %(dim)s) AS sim
-    FROM needed x WHERE x.id IS NOT NULL
-"""
+# Exact cosine, for the candidates and their neighbours only (a few hundred rows at most).
+SIM = """CASE WHEN vector_dims(d.embedding) = %(dim)s
+              THEN 1 - (d.embedding::{vt} <=> %(q)s::{vt}) END"""
 NO_VECTOR_TOP = "SELECT NULL::text AS id, NULL::bigint AS rank WHERE false"
-NO_SIMS = "SELECT NULL::text AS id, NULL::float8 AS sim WHERE false"
+NO_SIM = "NULL::float8"
 
 
-def ranked(
-    conn: Connection,
-    scope: Scope,
-    params: dict[str, Any],
-    text: str,
-    query: Sequence[float] | None,
-    ranking: Ranking,
-    limit: int,
-) -> list[Any]:
-    """Rows of `scope` best first, each with its fused `score`, `vector_rank`, `fts_rank`."""
-    semantic = ranking.semantic and query is not None
+class Hit(NamedTuple):
+    """A row found, its fused score (higher is better) and its rank in each half."""
+
+    score: float
+    vector_rank: int | None
+    fts_rank: int | None
+
+
+class Words(NamedTuple):
+    """The words' half of a search (WORDS): each query word's weight (IDF) in the scope,
+    the average length of the texts matched, and the best texts by words, best first."""
+
+    terms: list[str]
+    idfs: list[float]
+    avgdl: float
+    top: list[str]
+
+
+NO_WORDS = Words([], [], 1.0, [])
+
+
+class Search(NamedTuple):
+    """What one search looks through: a scope and the values of its filters."""
+
+    scope: Scope
+    params: dict[str, Any]
+
+
+def _statement(template: str, scope: Scope, query: Sequence[float] | None) -> sql.Composed:
     vt = vector_type(len(query)) if query is not None else sql.SQL("vector")
     pieces: dict[str, Any] = {"table": sql.Identifier(scope.table), "vt": vt}
-
-    def fill(template: str) -> sql.Composed:
-        return sql.SQL(template).format(**pieces)
-
     pieces["scope_d"] = sql.SQL(_scope_sql(scope, "d"))
-    pieces["vector_top"] = fill(VECTOR_TOP) if semantic else sql.SQL(NO_VECTOR_TOP)
-    pieces["sims"] = fill(SIMS) if semantic else sql.SQL(NO_SIMS)
-    statement = sql.SQL(RANKED).format(
+    if query is None:
+        pieces["vector_top"], pieces["sim"] = sql.SQL(NO_VECTOR_TOP), sql.SQL(NO_SIM)
+    else:
+        pieces["vector_top"] = sql.SQL(VECTOR_TOP).format(**pieces)
+        pieces["sim"] = sql.SQL(SIM).format(**pieces)
+    return sql.SQL(template).format(
         **pieces,
         scope_p=sql.SQL(_scope_sql(scope, "p")),
         scope_n=sql.SQL(_scope_sql(scope, "n")),
@@ -257,22 +286,53 @@ def ranked(
         asc_n=sql.SQL(_order(scope, "n")),
         columns=sql.SQL(scope.columns),
     )
+
+
+def words(conn: Connection, search: Search, text: str, ranking: Ranking = DEFAULT) -> Words:
+    """The words' half: needs no embedding, so it can run while the query is embedded."""
+    if not ranking.lexical:
+        return NO_WORDS
     values = {
-        **params,
+        **search.params,
         "text": text[:MAX_QUERY_CHARS],
-        "lexical": ranking.lexical,
+        "k1": ranking.k1,
+        "b": ranking.b,
+        "candidates": ranking.candidates,
+        "max_terms": ranking.max_terms,
+    }
+    (row,) = in_transaction(conn, _statement(WORDS, search.scope, None), values)
+    return Words(row["terms"], row["idfs"], row["avgdl"], row["top"])
+
+
+def best(
+    conn: Connection,
+    search: Search,
+    found_by_words: Words,
+    query: Sequence[float] | None,
+    ranking: Ranking = DEFAULT,
+    limit: int = 5,
+) -> list[tuple[Any, Hit]]:
+    """The scope's rows best first (as its model), words and meaning fused, each with its
+    Hit. Without a query vector (no embeddings yet, or turned off) it is words alone."""
+    query = query if ranking.semantic else None
+    values = {
+        **search.params,
+        "terms": found_by_words.terms,
+        "idfs": found_by_words.idfs,
+        "avgdl": found_by_words.avgdl,
+        "top": found_by_words.top[: max(ranking.candidates, limit)],
         "k1": ranking.k1,
         "b": ranking.b,
         "nw": ranking.neighbour_words,
         "nm": ranking.neighbour_meaning,
         "share": ranking.next_share,
         "candidates": max(ranking.candidates, limit),
-        "max_terms": ranking.max_terms,
         "limit": limit,
-        "q": vector_literal(query) if semantic and query is not None else None,
-        "dim": len(query) if semantic and query is not None else None,
+        "q": vector_literal(query) if query is not None else None,
+        "dim": len(query) if query is not None else None,
     }
-    return in_transaction(conn, statement, values)
+    rows = in_transaction(conn, _statement(FUSED, search.scope, query), values)
+    return [(search.scope.model.model_validate(r), _hit(r)) for r in rows]
 
 
 # Everything but the embedding itself: results never need it (and 384+ floats a row to
@@ -287,15 +347,29 @@ PASSAGE_SCOPE = Scope(
     order=("{a}.created_at", "{a}.id"),
     columns="d.id, d.organization_id, d.archive_id, d.text, d.embedding_config, d.tags,"
     " d.metadata, d.created_at",
+    model=Passage,
 )
 
 
-class Hit(NamedTuple):
-    """A row found, its fused score (higher is better) and its rank in each half."""
-
-    score: float
-    vector_rank: int | None
-    fts_rank: int | None
+def passage_search(
+    org_id: str,
+    archive_id: str,
+    *,
+    tags: list[str] | None = None,
+    match_all: bool = False,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> Search:
+    """An archive's passages, within the filters."""
+    params = {
+        "org": org_id,
+        "archive_id": archive_id,
+        "tags": tags or None,
+        "match_all": match_all,
+        "start": start,
+        "end": end,
+    }
+    return Search(PASSAGE_SCOPE, params)
 
 
 def search_passages(
@@ -313,16 +387,8 @@ def search_passages(
     ranking: Ranking = DEFAULT,
 ) -> list[tuple[Passage, Hit]]:
     """An archive's passages by words and meaning fused, best first, within the filters."""
-    params = {
-        "org": org_id,
-        "archive_id": archive_id,
-        "tags": tags or None,
-        "match_all": match_all,
-        "start": start,
-        "end": end,
-    }
-    rows = ranked(conn, PASSAGE_SCOPE, params, text, query, ranking, limit)
-    return [(Passage.model_validate(r), _hit(r)) for r in rows]
+    found = passage_search(org_id, archive_id, tags=tags, match_all=match_all, start=start, end=end)
+    return best(conn, found, words(conn, found, text, ranking), query, ranking, limit)
 
 
 def _hit(row: dict[str, Any]) -> Hit:
@@ -339,7 +405,21 @@ MESSAGE_SCOPE = Scope(
       AND (%(end)s::timestamptz IS NULL OR {a}.created_at <= %(end)s)""",
     order=("{a}.sequence_id",),
     columns=", ".join(f"d.{c.strip()}" for c in MESSAGE_COLUMNS.split(",")),
+    model=Message,
 )
+
+
+def message_search(
+    org_id: str,
+    agent_id: str,
+    *,
+    roles: list[str] | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> Search:
+    """One agent's searchable messages, within the filters."""
+    params = {"org": org_id, "agent": agent_id, "roles": roles, "start": start, "end": end}
+    return Search(MESSAGE_SCOPE, params)
 
 
 def hybrid_messages(
@@ -355,11 +435,9 @@ def hybrid_messages(
     limit: int = 5,
     ranking: Ranking = DEFAULT,
 ) -> list[tuple[Message, Hit]]:
-    """One agent's messages by words and meaning fused, best first. Without a query vector
-    (no embeddings yet, or turned off) it is words alone."""
-    params = {"org": org_id, "agent": agent_id, "roles": roles, "start": start, "end": end}
-    rows = ranked(conn, MESSAGE_SCOPE, params, text, query, ranking, limit)
-    return [(Message.model_validate(r), _hit(r)) for r in rows]
+    """One agent's messages by words and meaning fused, best first."""
+    found = message_search(org_id, agent_id, roles=roles, start=start, end=end)
+    return best(conn, found, words(conn, found, text, ranking), query, ranking, limit)
 
 
 # Across every agent of the organisation: full text only, since agents' embeddings may be

@@ -11,7 +11,9 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -23,6 +25,9 @@ from cairn.domain import Organization, User
 from cairn.errors import UnavailableError
 from cairn.store import tenancy
 from cairn.store.db import Database
+from tests import waiting
+from tests.api.conftest import make_stack
+from tests.fakes.llm_server import Reply
 from tests.integration.test_handlers import event
 
 
@@ -255,3 +260,120 @@ def test_a_session_the_server_ends_when_idle_is_replaced_unseen(pg_dsn: str) -> 
         assert again is not None and again["pid"] != first["pid"]
     finally:
         db.close()
+
+
+def test_a_pool_replaced_under_a_caller_is_taken_again_not_a_500(pg_dsn: str) -> None:
+    """One caller's `reset` (its connection attempt failed while the database restarted)
+    closes the pool others are waiting on: they take the new pool. Under load during a
+    restart this was `PoolClosed` ("the pool 'cairn' is closed"), a 500, for tens of
+    requests."""
+    db = Database(pg_dsn, max_size=1, connect_timeout=5)
+    failures: list[BaseException] = []
+    served = [0]
+    stop = threading.Event()
+
+    def use() -> None:
+        while not stop.is_set():
+            try:
+                with db.connection() as conn:
+                    conn.execute("SELECT pg_sleep(0.002)")  # the others wait in the pool
+                served[0] += 1
+            except BaseException as err:  # any escape is the failure
+                failures.append(err)
+
+    callers = [threading.Thread(target=use) for _ in range(4)]
+    for t in callers:
+        t.start()
+    try:
+        for _ in range(100):
+            db.reset()
+            time.sleep(0.005)
+    finally:
+        stop.set()
+        for t in callers:
+            t.join(10)
+        db.close()
+    assert failures == [] and served[0] > 0, failures[:3]
+
+
+def test_a_connection_the_database_drops_under_a_request_is_a_503_then_served(
+    late: tuple[LateDoor, str], db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database restarted (or Aurora failed over) between two requests: the connection
+    the pool kept is dead, and the request that meets it is told to come back (503 with
+    Retry-After; it was a 500 and a traceback), and the next is served on a new one."""
+    with db.transaction() as conn:
+        org = tenancy.create_organization(conn, Organization(name="dropped"))
+        user = tenancy.create_user(conn, User(organization_id=org.id, name="ada"))
+        _, key = tenancy.create_api_key(conn, org.id, user.id, name="t")
+    door, dsn = late
+    door.open()
+    dropped = Database(dsn, connect_timeout=5)
+    use_runtime(build_runtime(Settings(openai_api_key="sk-test"), db=dropped))
+    monkeypatch.setenv("CAIRN_API_KEY", key)
+    request = event("api/agents-list.json")
+    request["headers"]["authorization"] = f"Bearer {key}"
+    try:
+        assert invoke("api", request)["statusCode"] == 200  # a connection is kept
+        door.close()  # the database goes, cutting it, and comes back at once
+        door.open()
+        answer = invoke("api", request)
+        assert answer["statusCode"] == 503, answer
+        assert answer["headers"]["Retry-After"] == "5"
+        assert "connection was lost" in json.loads(answer["body"])["detail"]
+        assert invoke("api", request)["statusCode"] == 200
+    finally:
+        use_runtime(None)
+        dropped.close()
+
+
+def test_a_sync_send_whose_database_goes_mid_step_ends_its_run_once_it_is_back(
+    late: tuple[LateDoor, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database goes while the model answers a sync send: the caller is told to come
+    back (503), and the step, which could not be written back to the outbox (the database
+    is what failed), goes on the queue, whose worker ends the run once the database is
+    back. It stayed `created` until the stall sweep (30 minutes) before."""
+    from cairn.adapters.local import lambdas
+
+    monkeypatch.setitem(lambdas.TIMEOUT_MS, "api", 6_000)
+    door, dsn = late
+    door.open()
+    going = Database(dsn, max_size=4, connect_timeout=1)
+    stacked = make_stack(going)
+    with (
+        stacked as stack,
+        httpx.Client(
+            base_url=stack.url, headers={"Authorization": f"Bearer {stack.key}"}, timeout=60
+        ) as client,
+    ):
+        llm = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
+        agent = client.post("/v1/agents/", json={"llm_config": llm}).json()
+        gate = threading.Event()
+        stack.fake.when(lambda _: True, Reply(text="Noted, Ada.", gate=gate))
+        answers: list[httpx.Response] = []
+        sending = threading.Thread(
+            target=lambda: answers.append(
+                client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+            )
+        )
+        sending.start()
+        waiting.eventually(lambda: stack.fake.requests, 30)  # the model is asked
+        door.close()  # the database goes while it answers
+        gate.set()
+        sending.join(60)
+        (answer,) = answers
+        assert answer.status_code == 503, answer.text
+        door.open()
+
+        def ended() -> dict[str, Any] | None:
+            found = client.get("/v1/runs/", params={"agent_id": agent["id"]})
+            if found.status_code != 200:
+                return None
+            done = [r for r in found.json() if r["status"] == "completed"]
+            return done[0] if done else None
+
+        run = waiting.eventually(ended, 60)
+        said = client.get(f"/v1/runs/{run['id']}/messages").json()
+        assert [m["message_type"] for m in said].count("assistant_message") == 1
+        assert len(client.get("/v1/runs/", params={"agent_id": agent["id"]}).json()) == 1

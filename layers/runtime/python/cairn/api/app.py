@@ -265,6 +265,20 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
         ]
         return _detail(422, json.loads(json.dumps(errors, default=str)))
 
+    @app.exception_handler(psycopg.OperationalError)
+    def database_lost(exc: psycopg.OperationalError) -> Response[Any]:
+        # The database went away under the request (a restart, an Aurora failover or
+        # reboot; the pool's own errors are OperationalErrors too): the request's fault no
+        # more than an unknown error's. What it had committed stays committed: a send's run
+        # goes on once the database is back (run/sending.py), and GET /v1/runs/ shows it.
+        logger.warning("the database was lost during a request: %s", type(exc).__name__)
+        return _detail(
+            503,
+            "The database connection was lost during this request; try again in a few "
+            "seconds (a message sent may have started its run: list the agent's runs)",
+            headers={"Retry-After": str(UnavailableError.retry_after_seconds)},
+        )
+
     @app.exception_handler(psycopg.errors.IntegrityError)
     def integrity(exc: psycopg.errors.IntegrityError) -> Response[Any]:
         return _detail(409, f"CONFLICT: {exc.diag.message_primary or exc}")

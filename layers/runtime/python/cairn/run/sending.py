@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -22,6 +23,8 @@ from cairn.run.runtime import Runtime
 from cairn.run.step import StepOutcome
 from cairn.store import outbox, runs
 from cairn.store.claim import Claim
+
+logger = logging.getLogger(__name__)
 
 # Polls start quick (a queued second step usually lands within milliseconds) and back off
 # so a long run costs a query every 100 ms at most.
@@ -185,8 +188,21 @@ def _step_here(
         wake(rt.db, rt.queue, org_id, agent_id)
         raise
     except Exception:
-        defer(rt.db, command)  # unsent again: the sweeper delivers it to a worker
+        _hand_over(rt, command)
         raise
+
+
+def _hand_over(rt: Runtime, command: OutboxCommand) -> None:
+    """A step that failed here goes to a worker: unsent again, for the sweeper to deliver.
+    When the database itself is what failed, that cannot be written: the step goes on the
+    queue as it is, whose worker retries it until the database is back (else the run
+    stayed `created` until the stall sweep, 30 minutes, and a client that sent again had
+    its message answered twice)."""
+    try:
+        defer(rt.db, command)
+    except Exception as err:
+        logger.warning("the failed step %s goes to the queue: %s", command.dedup_key, err)
+        rt.queue.publish(command)
 
 
 def _taken(rt: Runtime, command: OutboxCommand) -> None:

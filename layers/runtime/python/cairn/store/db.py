@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from cairn.errors import UnavailableError
 
@@ -195,6 +195,15 @@ class Database:
             left = give_up - time.monotonic()
             try:
                 return pool, pool.getconn(timeout=max(min(RETRY_SECONDS, left), 0.001))
+            except PoolClosed as err:
+                # Another caller's `reset` closed it between our reading it and asking it:
+                # the next turn takes the new one (under load during a database restart,
+                # this was a 500 for tens of requests).
+                if time.monotonic() >= give_up:
+                    raise UnavailableError(
+                        "The database cannot be reached now; try again in a few seconds"
+                    ) from err
+                continue
             except PoolTimeout as err:
                 busy = self._in_use >= self._max_size
                 if time.monotonic() < give_up:

@@ -15,7 +15,7 @@ from cairn.llm.catalog import resolve_embedding, resolve_model
 from cairn.llm.clients import client_for
 from cairn.llm.types import Delta, LLMError, LLMRequest
 from cairn.store.db import Database
-from tests.fakes.llm_server import FakeLLM, call
+from tests.fakes.llm_server import FakeLLM, Reply, call
 from tests.integration.engine_harness import engine_for, make_agent, on_model, send
 from tests.integration.test_llm_providers import TOOL, history
 
@@ -168,6 +168,25 @@ def test_errors_are_retried_or_not_and_classified(
         client.complete(req)
     assert err.value.kind == kind and err.value.status == status
     assert len(fake.requests) == tries
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "says"),
+    [
+        ('{"data": []}', "server", "no candidates"),  # a proxy's empty answer
+        ('{"candidates": []}', "server", "no candidates"),
+        ('{"promptFeedback": {"blockReason": "SAFETY"}}', "bad_request", "SAFETY"),
+    ],
+)
+def test_an_answer_with_no_candidate_is_an_error_not_an_empty_turn(
+    fake: FakeLLM, body: str, kind: str, says: str
+) -> None:
+    """It was an empty turn that completed the run with 0 tokens."""
+    fake.when(lambda _: True, Reply(raw_body=body, raw_content_type="application/json"))
+    req = request(fake)
+    with pytest.raises(LLMError, match=says) as err:
+        client_for(req.config, settings(fake, llm_max_retries=0)).complete(req)
+    assert err.value.kind == kind
 
 
 def test_no_key_is_a_clear_error() -> None:

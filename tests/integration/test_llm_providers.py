@@ -234,6 +234,16 @@ def test_an_answer_that_is_no_json_object_is_a_server_error(
     assert err.value.kind == "server" and err.value.transient
 
 
+def test_an_anthropic_answer_that_is_no_message_is_a_server_error(fake: FakeLLM) -> None:
+    """A 200 holding no message (`{"data": []}` from a proxy) was an empty turn that
+    completed the run with 0 tokens; it is the provider failing, as OpenAI's no choices."""
+    fake.reply(raw_body='{"data": []}', raw_content_type="application/json")
+    req = request("anthropic", model="claude-sonnet-4-5")
+    with pytest.raises(LLMError, match="no message") as err:
+        client_for(req.config, settings(fake)).complete(req)
+    assert err.value.kind == "server" and err.value.transient
+
+
 def test_timeouts_are_configurable_and_transient(fake: FakeLLM) -> None:
     fake.reply("slow", delay=1.0)
     req = request()

@@ -66,7 +66,12 @@ class AnthropicMessages:
                 cast_to=object,
                 options=_options(request.config, streamed=False),
             )
-        return parse(json_object(answer))
+        message = json_object(answer)
+        if not isinstance(message.get("content"), list):
+            # A 200 that is no message (a proxy's or a compatible server's `{"data": []}`)
+            # is the provider failing, not an empty turn that completes the run.
+            raise LLMError("server", f"The model answered with no message: {str(answer)[:500]}")
+        return parse(message)
 
     def _streamed(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
         """The same call streamed: each event's piece handed on as it arrives, and the

@@ -65,7 +65,10 @@ class Gemini:
                 answer = self._client.models.generate_content(
                     model=model, contents=contents, config=config
                 )
-                return parse([answer.model_dump(mode="json", exclude_none=True)])
+                whole = answer.model_dump(mode="json", exclude_none=True)
+                if not whole.get("candidates"):
+                    raise _no_answer(whole)
+                return parse([whole])
             chunks = []
             for chunk in self._client.models.generate_content_stream(
                 model=model, contents=contents, config=config
@@ -201,6 +204,15 @@ def _tool_choice(choice: str) -> dict[str, Any]:
     if choice == "required":
         return {"mode": "ANY"}
     return {"mode": "ANY", "allowed_function_names": [choice]}
+
+
+def _no_answer(whole: dict[str, Any]) -> LLMError:
+    """A 200 with no candidate: a prompt Gemini blocked says why (the request's fault);
+    anything else (a proxy's `{"data": []}`) is the provider failing, not an empty turn."""
+    blocked = (whole.get("prompt_feedback") or {}).get("block_reason")
+    if blocked:
+        return LLMError("bad_request", f"The model refused the prompt: {blocked}", status=400)
+    return LLMError("server", f"The model answered with no candidates: {str(whole)[:500]}")
 
 
 def _parts(chunk: dict[str, Any]) -> list[dict[str, Any]]:

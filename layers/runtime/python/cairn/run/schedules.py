@@ -1,7 +1,7 @@
 """Scheduled messages fired: each due occurrence starts an ordinary run of its agent (as a
 send would) under a run id derived from the schedule and the occurrence, so a delivery
 made twice (EventBridge Scheduler's retry, the sweeper beside it) starts it once; then the
-schedule moves on to its next occurrence (a one-time one is done).
+schedule moves on to its next occurrence (a one-time one is deleted).
 
 Two ways in, both here: the sweeper's round fires whatever is due (the local stack's only
 way, and AWS's fallback), and on AWS EventBridge Scheduler fires each occurrence on time
@@ -59,7 +59,11 @@ def _fire(
     """Start the occurrence's run (once) and move the schedule on past it, in `conn`."""
     following = next_after(schedule, occurrence)
     if schedule.next_run_at is not None and schedule.next_run_at <= occurrence:
-        schedules.move_on(conn, schedule.id, occurrence, following)
+        if following is None:  # a one-time schedule that fired is gone, as Letta's one-off
+            # reminders and EventBridge's at() schedule; its run keeps the schedule's id
+            schedules.delete(conn, schedule.organization_id, schedule.id)
+        else:
+            schedules.move_on(conn, schedule.id, occurrence, following)
     run_id = occurrence_run_id(schedule.id, occurrence)
     if runs.get_run(conn, schedule.organization_id, run_id) is not None:
         return []  # delivered before

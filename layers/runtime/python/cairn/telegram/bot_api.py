@@ -28,10 +28,17 @@ class TelegramError(Exception):
 
 
 class _MaskTokens(logging.Filter):
+    """httpx logs each request's URL, which holds a bot's token: the line is formatted
+    first (each argument as its own type: `%d` wants a number) and masked after."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.args:
-            record.args = tuple(_TOKEN.sub(r"/\1bot***", str(a)) for a in record.args)
-        record.msg = _TOKEN.sub(r"/\1bot***", str(record.msg))
+        try:
+            text = record.getMessage()
+        except Exception:  # a malformed record: logging reports it as its own error
+            return True
+        masked = _TOKEN.sub(r"/\1bot***", text)
+        if masked != text:
+            record.msg, record.args = masked, None
         return True
 
 

@@ -99,7 +99,16 @@ def test_the_state_at_a_version_and_a_diff_between_two(stack: Stack) -> None:
     assert len(now["message_ids"]) > len(then["message_ids"])
 
     [human_diff] = [b for b in diff["blocks"] if b["label"] == "human"]
-    assert "-Likes: tea" in human_diff["diff"] and "+Likes: coffee" in human_diff["diff"]
+    # a line each: the value has no final newline, and the removed and added lines were joined
+    assert "\n-Likes: tea\n+Likes: coffee\n" in human_diff["diff"]
+    # as GET /v1/agents/{id} shows it: Letta's default for a temperature never set, not null
+    assert then["config"]["llm_config"]["temperature"] == 0.7
+    shown = stack.client().agents.retrieve(agent.id).llm_config.temperature
+    assert shown == then["config"]["llm_config"]["temperature"]
+    # the create version lists the tools it was made with
+    assert "archival_memory_insert" in {t["name"] for t in at_creation["tools"]} and timeline[-1][
+        "changes"
+    ]["tools_attached"] == [t["id"] for t in at_creation["tools"]]
     assert diff["messages_added"] == now["message_ids"][len(then["message_ids"]) :]
     assert diff["messages_evicted"] == []
     assert "+Likes: coffee" in diff["system_prompt"]
@@ -137,6 +146,9 @@ def test_a_rewind_returns_the_agent_and_can_be_undone(stack: Stack, db: Database
     assert rewound == set(done["messages_rewound"]) and len(rewound) >= 4
     listed = client.agents.messages.list(agent.id, limit=100).items
     assert rewound <= {m.id for m in listed}  # still listed: nothing deleted
+    with api(stack) as http:  # and a client can tell which were rewound
+        raw = http.get(f"/agents/{agent.id}/messages", params={"limit": 100}).json()
+    assert {m["id"] for m in raw if m.get("rewound_at")} == rewound
     # The archived passage was written after: kept and named (the request did not say delete).
     assert len(done["passages_after"]) == 1 and done["passages_deleted"] == []
     assert len(client.agents.passages.list(agent.id)) == 1
@@ -235,9 +247,14 @@ def test_a_rewind_waits_for_no_run_and_bad_requests_change_nothing(
     latest = timeline[0]["version"]
     with api(stack) as http:
         for body, status in (
-            ({"version": latest + 5}, 400),  # a version the agent has not reached
+            ({"version": latest + 5}, 404),  # a version the agent has not reached
+            ({"version": 2**63}, 422),
+            ({"version": 2**70}, 422),
             ({"version": 0}, 422),
             ({"version": "two"}, 422),
+            ({"version": "5"}, 422),  # a version is a number: not version 5
+            ({"version": True}, 422),  # nor version 1
+            ({"version": 2.0}, 422),
             ({}, 422),
             ({"version": 2, "archival": "burn"}, 422),
             ({"version": 2, "extra": 1}, 422),
@@ -249,6 +266,9 @@ def test_a_rewind_waits_for_no_run_and_bad_requests_change_nothing(
         assert http.get(f"/agents/{agent.id}/history/0").status_code == 422
         assert http.get(f"/agents/{agent.id}/history/x").status_code == 422
         assert http.post(f"/agents/{agent.id}/fork", json={"version": 999999}).status_code == 404
+        for bad in ("5", True, 2**70):
+            forked = http.post(f"/agents/{agent.id}/fork", json={"version": bad})
+            assert forked.status_code == 422, (bad, forked.text)
         assert (
             http.post(f"/agents/{agent.id}/fork", json={"version": 1, "name": ""}).status_code
             == 422

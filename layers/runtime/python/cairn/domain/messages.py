@@ -113,6 +113,9 @@ class Message(DomainModel):
     # Assigned by the database on insert; monotonic per agent because an agent's writes are
     # serialised (see store/messages.py).
     sequence_id: int | None = None
+    # When a rewind took it out of the agent's history (services/rewind.py): read by the
+    # message listings only, never written from here.
+    rewound_at: datetime | None = None
 
     @property
     def text(self) -> str:

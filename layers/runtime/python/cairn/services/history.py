@@ -14,7 +14,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.errors import InvalidArgumentError, NotFoundError, found
+from cairn.errors import NotFoundError, found
 from cairn.run.runtime import Runtime
 from cairn.store import agents, history, messages
 from cairn.store.db import Connection
@@ -74,8 +74,10 @@ def timeline(
                             i for i in window["removed"] if i not in window["added"]
                         ],
                         "passages_inserted": list(row["passage_ids"]),
-                        "tools_attached": [
-                            t for t in row["tool_ids"] if previous and t not in previous["tool_ids"]
+                        "tools_attached": [  # all of them at the first version
+                            t
+                            for t in row["tool_ids"]
+                            if previous is None or t not in previous["tool_ids"]
                         ],
                         "tools_detached": [
                             t
@@ -170,12 +172,6 @@ def _agent(conn: Connection, org: str, agent_id: str) -> None:
     found(agents.get(conn, org, agent_id), "Agent", agent_id)
 
 
-def checked_version(value: Any, name: str = "version") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{name}: a version is a positive whole number")
-    return value
-
-
 def summary(row: dict[str, Any]) -> dict[str, Any]:
     """A version's own fields, as the timeline and the state at it show them."""
     return {
@@ -240,10 +236,13 @@ def _text(content: Any) -> str | None:
 
 
 def _unified(old: str, new: str, name: str) -> str:
+    """A unified diff, a line each: a value with no final newline (most blocks) had its
+    last removed line and its first added one joined on one line."""
     lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
+        old.splitlines(),
+        new.splitlines(),
         fromfile=f"{name} (before)",
         tofile=f"{name} (after)",
+        lineterm="",
     )
-    return "".join(lines)
+    return "".join(f"{line}\n" for line in lines)

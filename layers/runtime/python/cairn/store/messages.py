@@ -46,6 +46,8 @@ _WRITABLE = ", ".join(_WRITTEN)
 # What a read returns: the message without the search and embedding columns (bytes saved).
 _RETURNED = ", ".join((*_WRITTEN[:-1], "sequence_id"))
 MESSAGE_COLUMNS = _RETURNED
+# A listing also says which were rewound (a client can tell them from the live history).
+_LISTED = f"{_RETURNED}, rewound_at"
 
 # Any number of messages in one round trip: the batch travels as one jsonb array.
 # ON CONFLICT makes a retried checkpoint (same ids) a no-op instead of an error.
@@ -146,7 +148,7 @@ def list_for_agent(
     Without an agent: every agent's messages in the organization (one global sequence);
     with `group_id`, only those said in that group."""
     query = sql.SQL(LIST_MESSAGES).format(
-        columns=sql.SQL(_RETURNED),
+        columns=sql.SQL(_LISTED),
         org=sql.Literal(org_id),
         agent_id=sql.Literal(agent_id),
         run_id=sql.Literal(run_id),

@@ -77,6 +77,8 @@ def letta_messages(  # noqa: C901
     }
     if message.is_err:
         base["is_err"] = True
+    if message.rewound_at is not None:  # Cairn's own: out of the agent's history by a rewind
+        base["rewound_at"] = message_date(message.rewound_at)
 
     def out(kind: str, **fields: Any) -> dict[str, Any]:
         return {**base, "message_type": kind, **fields}

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from cairn.api import http, letta
 from cairn.api.letta.times import iso
 from cairn.api.params import AgentId, Version
+from cairn.domain.configs import LETTA_TEMPERATURE
 from cairn.services import agents, fork, history, rewind
 from cairn.services.requests import ForkRequest, RewindRequest
 
@@ -27,6 +28,16 @@ def _json(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return iso(value)
     return value
+
+
+def _config(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The settings as the agent's own view shows them: a model config with no temperature
+    set shows Letta's default, as GET /v1/agents/{id} does (it showed null)."""
+    llm = (config or {}).get("llm_config")
+    if config is None or not isinstance(llm, dict):
+        return config
+    shown = LETTA_TEMPERATURE if llm.get("temperature") is None else llm["temperature"]
+    return {**config, "llm_config": {**llm, "temperature": shown}}
 
 
 @router.get("/agents/<agent_id>/history")
@@ -54,7 +65,7 @@ def retrieve_agent_version(agent_id: AgentId, version: Version) -> Response[Any]
         "message_ids": at.message_ids,
         "deleted_message_ids": at.missing_message_ids,
         "system_prompt": at.system,
-        "config": at.config,
+        "config": _config(at.config),
         "tools": at.tools,
     }
     return http.json_reply(200, _json(shown))

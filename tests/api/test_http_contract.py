@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -421,3 +422,17 @@ def test_a_send_to_an_unknown_agent_is_404_and_writes_nothing(stack: Stack) -> N
             ).fetchone()["n"]
             == 0
         )
+
+
+def test_a_run_reads_running_while_its_model_answers(stack: Stack) -> None:
+    """From its first step's claim to its end: it read `created` for the whole model call."""
+    gate = threading.Event()
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        stack.fake.when(lambda _: True, Reply(text="hello", gate=gate))
+        created = client.post(f"/v1/agents/{agent['id']}/messages/async", json={"input": "hi"})
+        run = created.json()
+        eventually(lambda: stack.fake.requests, 30)  # the model is asked
+        assert client.get(f"/v1/runs/{run['id']}").json()["status"] == "running"
+        gate.set()
+        assert _ended(client, run["id"])["status"] == "completed"

@@ -64,6 +64,13 @@ WITH run AS (
             AND older.status IN ('created', 'running')
             AND (older.created_at, older.id) < (run.created_at, run.id)))
     RETURNING a.*
+), running AS (
+    -- The run is under way from its first step's claim: it read `created` through the whole
+    -- of its first model call. (`run` above is read before this: the claim returns it as
+    -- it was.)
+    UPDATE runs SET status = 'running', updated_at = now()
+    WHERE organization_id = %(org)s AND id = %(run)s AND status = 'created'
+      AND EXISTS (SELECT 1 FROM lease)
 ), started AS (
     -- The step starts: counted on its command (the watchdog tells a crashing step from a
     -- queued one by it). Sent by a sync send in the same pipeline as the row's insert.

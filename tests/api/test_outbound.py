@@ -140,6 +140,47 @@ def test_an_embedding_endpoint_of_the_tenants_is_refused_for_the_servers_key(
     assert capture.seen == []
 
 
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://169.254.169.254/latest", "http://127.0.0.1:5432", "file:///etc/passwd", "CAPTURE"],
+)
+def test_an_archive_or_folder_naming_an_endpoint_it_may_not_reach_is_refused_when_made(
+    closed: Stack, capture: Capture, endpoint: str
+) -> None:
+    """As an agent's config is: it was stored, and failed only at its first use (a 502,
+    a file's processing `error`)."""
+    embedding = {
+        "embedding_model": "text-embedding-3-small",
+        "embedding_endpoint_type": "openai",
+        "embedding_endpoint": capture.url if endpoint == "CAPTURE" else endpoint,
+        "embedding_dim": 1536,
+    }
+    archive = call(closed, "POST", "/archives/", json={"name": "a", "embedding_config": embedding})
+    assert archive.status_code == 400, archive.text
+    assert "embedding_config.embedding_endpoint" in archive.text
+    assert call(closed, "GET", "/archives/").json() == []
+    folder = call(closed, "POST", "/folders/", json={"name": "f", "embedding_config": embedding})
+    assert folder.status_code == 400 and "embedding_config.embedding_endpoint" in folder.text
+    assert call(closed, "GET", "/folders/").json() == []
+    made = call(
+        closed,
+        "POST",
+        "/folders/",
+        json={"name": "g", "embedding": "openai/text-embedding-3-small"},
+    )
+    assert made.status_code == 200, made.text
+    moved = call(
+        closed, "PATCH", f"/folders/{made.json()['id']}", json={"embedding_config": embedding}
+    )
+    assert moved.status_code == 400 and "embedding_config.embedding_endpoint" in moved.text
+    kept = call(closed, "GET", f"/folders/{made.json()['id']}").json()
+    assert (
+        kept["embedding_config"]["embedding_endpoint"]
+        == made.json()["embedding_config"]["embedding_endpoint"]
+    )
+    assert capture.seen == []
+
+
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "google_ai", "bedrock"])
 def test_an_imported_agent_file_is_rehomed_to_this_servers_endpoint(
     closed: Stack, capture: Capture, kind: str

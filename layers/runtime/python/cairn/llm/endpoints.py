@@ -249,13 +249,31 @@ def check_agent(
                     "llm_config.provider_category, llm_config.provider_name",
                 )
             route(llm.model_endpoint_type, llm.model_endpoint, settings)
-        if embedding is not None and embedding.embedding_endpoint_type not in LOCAL_KINDS:
-            try:
-                route(embedding.embedding_endpoint_type, embedding.embedding_endpoint, settings)
-            except EndpointRefused as err:
-                raise EndpointRefused(str(err), "embedding_config.embedding_endpoint") from None
+        if embedding is not None:
+            _embedding_route(embedding, settings)
     except EndpointRefused as err:
         raise InvalidArgumentError(f"{err.field}: {err}") from None
+
+
+def check_embedding(embedding: EmbeddingConfig, settings: Settings) -> None:
+    """Refuse (InvalidArgumentError naming the field) an archive's or folder's embedding
+    config whose calls could not go where it names, when it is stored: it failed only at its
+    first use (a 502, a file's processing ended `error`)."""
+    from cairn.errors import InvalidArgumentError
+
+    try:
+        _embedding_route(embedding, settings)
+    except EndpointRefused as err:
+        raise InvalidArgumentError(f"{err.field}: {err}") from None
+
+
+def _embedding_route(embedding: EmbeddingConfig, settings: Settings) -> None:
+    if embedding.embedding_endpoint_type in LOCAL_KINDS:
+        return
+    try:
+        route(embedding.embedding_endpoint_type, embedding.embedding_endpoint, settings)
+    except EndpointRefused as err:
+        raise EndpointRefused(str(err), "embedding_config.embedding_endpoint") from None
 
 
 # An imported agent carries the endpoints of the server it came from (loopback mocks

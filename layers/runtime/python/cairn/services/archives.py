@@ -14,6 +14,7 @@ from cairn.domain.indexing import indexed_text
 from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
+from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.run import search, sending
 from cairn.run.runtime import Runtime
@@ -41,6 +42,8 @@ def create(rt: Runtime, org: str, req: ArchiveCreate) -> Archive:
         if req.embedding
         else default_config(rt.settings)
     )
+    if req.embedding_config is not None:
+        endpoints.check_embedding(req.embedding_config, rt.settings)
     archive = Archive(
         organization_id=org,
         name=req.name,

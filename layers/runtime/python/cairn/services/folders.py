@@ -10,6 +10,7 @@ from cairn.domain.base import utc_now
 from cairn.domain.folders import Folder
 from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError
+from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.run.file_opening import open_for
 from cairn.run.runtime import Runtime
@@ -39,6 +40,8 @@ def create(rt: Runtime, org: str, req: FolderCreate) -> Folder:
         if req.embedding
         else default_config(rt.settings)
     )
+    if req.embedding_config is not None:
+        endpoints.check_embedding(req.embedding_config, rt.settings)
     if req.embedding_chunk_size and req.embedding_config is None:
         embedding = embedding.model_copy(update={"embedding_chunk_size": req.embedding_chunk_size})
     folder = Folder(
@@ -95,6 +98,8 @@ def count(rt: Runtime, org: str) -> int:
 
 def modify(rt: Runtime, org: str, folder_id: str, req: FolderUpdate) -> Folder:
     changes: dict[str, Any] = req.model_dump(exclude_unset=True, exclude_none=True)
+    if req.embedding_config is not None:
+        endpoints.check_embedding(req.embedding_config, rt.settings)
     with rt.db.transaction() as conn:
         folder = fetch(conn, org, folder_id)
         changed = folder.model_copy(update={**changes, "updated_at": utc_now()})

@@ -530,6 +530,9 @@ def test_a_model_whose_provider_has_no_key_is_refused_at_create(stack: Stack) ->
     with pytest.raises(BadRequestError) as err:
         client.agents.create(model="google_ai/gemini-2.5-flash")
     assert "Provider google_ai is not supported" in str(err.value.body)
+    # and what a newcomer does about it: the key to set, or the organization's own
+    assert "set GEMINI_API_KEY" in str(err.value.body)
+    assert "POST /v1/providers/" in str(err.value.body)
     assert "openai, anthropic" in str(err.value.body)
     assert client.agents.list().items == []
 

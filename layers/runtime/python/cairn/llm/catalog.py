@@ -52,11 +52,26 @@ def providers(settings: Settings) -> list[str]:
     return found
 
 
+# The server's key for each provider, as its environment names it (config.py).
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google_ai": "GEMINI_API_KEY",
+}
+
+
 def unsupported(provider: str, settings: Settings) -> InvalidArgumentError:
-    """Letta's refusal of a handle whose provider the server has no key for."""
+    """Letta's refusal of a handle whose provider the server has no key for, and what to do
+    about it: a newcomer's first agent on a stack with no key met only the list (in which
+    Bedrock, called with the functions' role, always stands)."""
     names = ", ".join([*providers(settings), "bedrock"])
+    refusal = f"Provider {provider} is not supported (supported providers: {names})"
+    variable = KEY_VARIABLES.get(provider)
+    if variable is None:
+        return InvalidArgumentError(refusal)
     return InvalidArgumentError(
-        f"Provider {provider} is not supported (supported providers: {names})"
+        f"{refusal}. This server has no key for {provider}: set {variable} where it runs and "
+        "start it again, or give your organization its own key (POST /v1/providers/)"
     )
 
 

@@ -170,9 +170,17 @@ def test_the_callback_takes_one_code_for_a_pending_sign_in_and_nothing_else(
         seen.append(event)
         if event["event"] == "waiting_for_auth":
             sid = seen[-2]["session_id"]
+            state = httpx.URL(seen[-2]["url"]).params["state"]
+            # an answer without the state it was sent is nobody's: it changes nothing
+            stateless = httpx.get(f"{callback}/{sid}", params={"error": "access_denied"})
+            assert stateless.json()["message"] == "Missing authorization code or state"
             refused = httpx.get(
                 f"{callback}/{sid}",
-                params={"error": "access_denied", "error_description": "the user said no"},
+                params={
+                    "error": "access_denied",
+                    "error_description": "the user said no",
+                    "state": state,
+                },
             )
             assert refused.json() == {
                 "status": "error",
@@ -187,16 +195,19 @@ def test_the_callback_takes_one_code_for_a_pending_sign_in_and_nothing_else(
     assert row is not None and row["status"] == "error"
     assert fake.auth.issued == []
 
-    # A callback with a forged state: the SDK refuses the code, no token is asked for.
+    # A callback with a forged state (anyone who saw the session id in the redirect_uri):
+    # refused, and it changes nothing: the user's own answer still finishes the sign-in.
     seen = []
     for event in events(stack, "GET", f"/v1/mcp-servers/connect/{server.id}"):
         seen.append(event)
         if event["event"] == "waiting_for_auth":
             sid = seen[-2]["session_id"]
             forged = httpx.get(f"{callback}/{sid}", params={"code": "stolen", "state": "forged"})
-            assert forged.json()["status"] == "success"
-    assert seen[-1]["event"] == "error" and "State parameter mismatch" in seen[-1]["message"]
-    assert fake.auth.issued == []
+            assert forged.json() == {"status": "error", "message": "Invalid state parameter"}
+            real = httpx.get(seen[-2]["url"], follow_redirects=True, timeout=30)
+            assert real.json()["message"] == "Authorization successful", real.text
+    assert seen[-1]["event"] != "error", seen[-1]
+    assert len(fake.auth.issued) == 1
 
 
 def test_a_sign_in_nobody_finishes_ends_within_its_wait(db: Database, fake: McpFake) -> None:

@@ -13,10 +13,12 @@ a server that wants a new sign-in fails that call saying so, never waits for a p
 
 from __future__ import annotations
 
+import hmac
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from cairn.domain.base import utc_now
 from cairn.domain.mcp_servers import McpOAuthSession, McpServer
@@ -206,6 +208,14 @@ def _fail(db: Database, sealer: Sealer, session_id: str) -> None:
             store.put(conn, sealer, found.model_copy(update={"status": "error"}))
 
 
+def _expected(authorization_url: str | None, state: str) -> bool:
+    """Whether `state` is the one this sign-in's authorization URL carried."""
+    if not authorization_url:
+        return False
+    sent = parse_qs(urlsplit(authorization_url).query).get("state", [""])[0]
+    return bool(sent) and hmac.compare_digest(sent.encode(), state.encode())
+
+
 def record_callback(
     db: Database,
     sealer: Sealer,
@@ -223,7 +233,14 @@ def record_callback(
         if found is None or found.status != "pending" or found.authorization_code:
             # Unknown, finished, or a code already brought: nothing here may be replaced.
             return {"status": "error", "message": "Invalid state parameter"}
-        if error or not code or not state:
+        if not state:  # an answer, even a refusal, carries the state it was sent (RFC 6749)
+            return {"status": "error", "message": "Missing authorization code or state"}
+        if not _expected(found.authorization_url, state):
+            # Not the authorization server's answer to this sign-in (anyone who saw the
+            # session id in the redirect_uri could send one): it changes nothing, and the
+            # real one still finishes the sign-in. It was taken, and spent the sign-in.
+            return {"status": "error", "message": "Invalid state parameter"}
+        if error or not code:
             store.put(conn, sealer, found.model_copy(update={"status": "error"}))
             if not error:
                 return {"status": "error", "message": "Missing authorization code or state"}

@@ -210,6 +210,18 @@ def test_the_callback_takes_one_code_for_a_pending_sign_in_and_nothing_else(
     assert len(fake.auth.issued) == 1
 
 
+def test_a_sign_in_whose_authorization_server_is_refused_says_so(stack: Stack) -> None:
+    """Its authorization server at an address the policy refuses (the metadata service
+    here): the stream ends naming the refusal, not asking for a sign-in nobody could make."""
+    client = stack.client()
+    with mcp_server(oauth=True, issuer="https://169.254.169.254") as far:
+        server = client.mcp_servers.create(server_name="far", config=config(far))  # type: ignore[arg-type]
+        seen = list(events(stack, "GET", f"/v1/mcp-servers/connect/{server.id}"))
+    assert seen[-1]["event"] == "error", seen
+    assert "refused" in seen[-1]["message"] and "169.254.169.254" in seen[-1]["message"]
+    assert "needs a token or an OAuth sign-in" not in seen[-1]["message"]
+
+
 def test_a_sign_in_nobody_finishes_ends_within_its_wait(db: Database, fake: McpFake) -> None:
     with make_stack(db, mcp_oauth_wait_seconds=1) as stack:
         client = stack.client()

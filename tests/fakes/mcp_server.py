@@ -33,7 +33,11 @@ class McpFake:
 
 @contextmanager
 def mcp_server(
-    token: str | None = None, transport: str = "streamable_http", *, oauth: bool = False
+    token: str | None = None,
+    transport: str = "streamable_http",
+    *,
+    oauth: bool = False,
+    issuer: str | None = None,
 ) -> Iterator[McpFake]:
     import uvicorn
     from mcp.server.mcpserver.server import MCPServer
@@ -44,7 +48,8 @@ def mcp_server(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     path = "/sse" if transport == "sse" else "/mcp"
-    auth = _oauth(f"http://127.0.0.1:{port}", path) if oauth else {}
+    # `issuer`: where the server says its authorization server is (by default itself)
+    auth = _oauth(f"http://127.0.0.1:{port}", path, issuer) if oauth else {}
     server = MCPServer("cairn-test", **auth)
     fake = McpFake(
         f"http://127.0.0.1:{port}{path}",
@@ -93,7 +98,7 @@ def mcp_server(
         thread.join(timeout=10)
 
 
-def _oauth(base: str, path: str) -> dict[str, Any]:
+def _oauth(base: str, path: str, issuer: str | None = None) -> dict[str, Any]:
     """The SDK's authorization server in front of the MCP server, with dynamic registration."""
     import warnings
 
@@ -104,7 +109,7 @@ def _oauth(base: str, path: str) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         settings = AuthSettings(
-            issuer_url=base,  # type: ignore[arg-type]
+            issuer_url=issuer or base,  # type: ignore[arg-type]
             resource_server_url=f"{base}{path}",  # type: ignore[arg-type]
             client_registration_options=ClientRegistrationOptions(enabled=True),
             validate_token_resource=False,

@@ -114,6 +114,10 @@ def _with_session(
             raise inner from None  # the stored sign-in's own word (mcp_servers/oauth.py)
         if type(inner).__module__.startswith("mcp.client.auth"):  # the SDK's OAuth errors
             raise McpError(f"the OAuth sign-in to {target.url} failed: {inner}") from None
+        if (refused := _refused(err)) is not None:  # its authorization server, say
+            raise McpError(
+                f"the MCP server at {target.url} needs an address refused: {refused}"
+            ) from None
         if 401 in statuses:
             raise McpSignInRequired(
                 f"the MCP server at {target.url} answered 401 Unauthorized: it needs a token "
@@ -187,6 +191,21 @@ def _innermost(err: BaseException) -> BaseException:
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
     return err
+
+
+def _refused(err: BaseException, seen: int = 0) -> outbound.Refused | None:
+    """The policy's refusal anywhere in what failed (the SDK swallows a refused OAuth
+    discovery or token request and goes on to report the server's 401: the user was told
+    to sign in to a server nobody could sign in to from here)."""
+    if isinstance(err, outbound.Refused):
+        return err
+    if seen > 20:
+        return None
+    inside = list(err.exceptions) if isinstance(err, BaseExceptionGroup) else []
+    for nested in (*inside, err.__cause__, err.__context__):
+        if nested is not None and (found := _refused(nested, seen + 1)) is not None:
+            return found
+    return None
 
 
 def _cause(err: BaseException) -> str:

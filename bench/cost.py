@@ -93,6 +93,7 @@ FREE = {
     "AWS::EC2::Subnet",
     "AWS::EC2::SubnetRouteTableAssociation",
     "AWS::EC2::VPC",
+    "AWS::EC2::VPCEndpoint",  # a gateway endpoint (interface ones are told apart above)
     "AWS::EC2::VPCGatewayAttachment",
     "AWS::ECS::Cluster",
     "AWS::Events::Rule",
@@ -161,8 +162,14 @@ def sections(
 
 def unpriced(template: dict[str, Any]) -> set[str]:
     """Resource types of the template no line prices and not free of their own (a test
-    keeps this empty)."""
-    types = {r["Type"] for r in template["Resources"].values()}
+    keeps this empty). A gateway endpoint (S3's) is free; an interface one is not."""
+    types = {
+        "AWS::EC2::VPCEndpoint (interface)"
+        if r["Type"] == "AWS::EC2::VPCEndpoint"
+        and r.get("Properties", {}).get("VpcEndpointType") != "Gateway"
+        else r["Type"]
+        for r in template["Resources"].values()
+    }
     priced = {k for _, lines in sections(template) for line in lines for k in line.kinds}
     return types - priced - FREE
 

@@ -66,6 +66,14 @@ class Network(Construct):
                             ),
                         )
                     ]
+        # S3 through a gateway endpoint (free): files' originals no longer pay NAT processing
+        # nor squeeze through the small shape's t4g.nano. Only the functions' subnets route
+        # to it: the isolated ones, where the tool sandbox runs, keep no way out at all.
+        self.vpc.add_gateway_endpoint(
+            "S3",
+            service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
+        )
         self.vpc.add_flow_log("FlowLogs")
         self.functions_sg = ec2.SecurityGroup(
             self, "Functions", vpc=self.vpc, description="Cairn Lambda functions"

@@ -139,6 +139,26 @@ def test_network_two_azs_isolated_database_subnets(template: dict[str, Any]) -> 
     assert sorted(kinds) == ["Isolated"] * 2 + ["Private"] * 2 + ["Public"] * 2
     assert len(resources(template, "AWS::EC2::NatGateway")) == 2
     assert resources(template, "AWS::EC2::FlowLog")
+    # S3 through a free gateway endpoint, routed from the functions' subnets only: the
+    # isolated ones (the tool sandbox's) get no route to it
+    (endpoint,) = [
+        e["Properties"]
+        for e in resources(template, "AWS::EC2::VPCEndpoint").values()
+        if e["Properties"].get("VpcEndpointType") == "Gateway"
+    ]
+    assert "s3" in json.dumps(endpoint["ServiceName"])
+    routed = {t["Ref"] for t in endpoint["RouteTableIds"]}
+    tables = resources(template, "AWS::EC2::SubnetRouteTableAssociation").values()
+    kind_of = {
+        name: next(t["Value"] for t in s["Properties"]["Tags"] if t["Key"] == "aws-cdk:subnet-type")
+        for name, s in resources(template, "AWS::EC2::Subnet").items()
+    }
+    private = {
+        a["Properties"]["RouteTableId"]["Ref"]
+        for a in tables
+        if kind_of[a["Properties"]["SubnetId"]["Ref"]] == "Private"
+    }
+    assert routed == private and len(routed) == 2
 
 
 def test_aurora_serverless_v2_with_pgvector_proxy_and_secret(

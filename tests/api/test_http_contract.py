@@ -436,3 +436,31 @@ def test_a_run_reads_running_while_its_model_answers(stack: Stack) -> None:
         assert client.get(f"/v1/runs/{run['id']}").json()["status"] == "running"
         gate.set()
         assert _ended(client, run["id"])["status"] == "completed"
+
+
+def test_a_send_made_again_with_the_same_otids_is_answered_by_its_first_run(
+    stack: Stack,
+) -> None:
+    """A client that got no answer (a 503, a lost connection) sends again: the same otids
+    start nothing new, the model is asked once, and the answer is the first run's."""
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        stack.fake.reply("Hello once.")
+        body = {"messages": [{"role": "user", "content": "hi", "otid": "otid-7f3a"}]}
+        first = client.post(f"/v1/agents/{agent['id']}/messages", json=body)
+        again = client.post(f"/v1/agents/{agent['id']}/messages", json=body)
+        assert first.status_code == again.status_code == 200, again.text
+        said = [m for m in again.json()["messages"] if m["message_type"] == "assistant_message"]
+        assert [m["content"] for m in said] == ["Hello once."]
+        assert len(stack.fake.requests) == 1  # the model was asked once
+        queued = client.post(f"/v1/agents/{agent['id']}/messages/async", json=body).json()
+        runs = client.get("/v1/runs/", params={"agent_id": agent["id"]}).json()
+        assert [r["id"] for r in runs] == [queued["id"]]  # one run, whichever door
+        # another message (another otid, or none) is another send
+        stack.fake.reply("Hello twice.")
+        other = {"messages": [{"role": "user", "content": "hi", "otid": "otid-8b1c"}]}
+        assert client.post(f"/v1/agents/{agent['id']}/messages", json=other).status_code == 200
+        stack.fake.reply("Hello thrice.")
+        plain = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
+        assert plain.status_code == 200
+        assert len(client.get("/v1/runs/", params={"agent_id": agent["id"]}).json()) == 3

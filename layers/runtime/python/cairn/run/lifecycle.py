@@ -7,7 +7,10 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import NamedTuple
 
+import psycopg
+
 from cairn import tracing
+from cairn.domain.ids import stable_id
 from cairn.domain.limits import budget_spent
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, RunOptions, step_command
@@ -90,15 +93,23 @@ def start_run(
     ):
         if parent := tracing.traceparent():
             run.request_config["traceparent"] = parent
-        row, first_claim = runs.start_run(
-            on,
-            run,
-            first,
-            answering=answering,
-            claim_lease_seconds=LEASE_SECONDS if run_here else None,
-            claim_cap=org_cap,
-            coalesce=options.coalesce and not answering and not options.compact_only,
-        )
+        if options.run_id and (again := _started_before(on, org_id, agent_id, options.run_id)):
+            return again
+        try:
+            row, first_claim = runs.start_run(
+                on,
+                run,
+                first,
+                answering=answering,
+                claim_lease_seconds=LEASE_SECONDS if run_here else None,
+                claim_cap=org_cap,
+                coalesce=options.coalesce and not answering and not options.compact_only,
+            )
+        except psycopg.errors.UniqueViolation:  # the same send at the same moment: one run
+            again = _started_before(on, org_id, agent_id, options.run_id) if conn is None else None
+            if again is None:
+                raise
+            return again
     if not row["found"]:
         raise NotFoundError(f"Agent with ID {agent_id} not found")
     if row["spent"] is not None:
@@ -122,6 +133,25 @@ def start_run(
     return StartedRun(
         run, OutboxCommand.model_validate(row["command"]), row["approval_token"], first_claim
     )
+
+
+def _started_before(
+    conn: Connection, org_id: str, agent_id: str, run_id: str | None
+) -> StartedRun | None:
+    """The run a send with this id started already (its inputs' `otid`, sent again after an
+    answer that never came): the caller reads that run instead of starting a second."""
+    found = runs.get_run(conn, org_id, run_id) if run_id else None
+    if found is None or found.agent_id != agent_id:
+        return None
+    return StartedRun(found, step_command(found, 0), joined=True)
+
+
+def send_run_id(org_id: str, agent_id: str, inputs: list[Message]) -> str | None:
+    """A send's run id from its inputs' `otid`s (a client's ids for its messages; Letta
+    derives its background streams' request token from all of them alike): the same send
+    made again, after a 503 or a lost answer, is answered by its first run."""
+    otids = [m.otid for m in inputs if m.otid]
+    return stable_id("run", org_id, agent_id, *otids) if otids else None
 
 
 def fail_run(

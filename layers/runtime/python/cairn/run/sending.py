@@ -91,6 +91,8 @@ def begin(
     """
     if options.background is None:  # a run nobody waits for is a background run
         options = replace(options, background=not wait)
+    if options.run_id is None and (again := lifecycle.send_run_id(org_id, agent_id, inputs)):
+        options = replace(options, run_id=again)  # the same send twice starts one run
     started = lifecycle.start_run(
         rt.db, org_id, agent_id, inputs, options, run_here=wait, org_cap=rt.settings.org_max_runs
     )

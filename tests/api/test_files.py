@@ -264,8 +264,8 @@ def test_a_job_killed_midway_is_resumed_from_where_it_stopped(db: Database) -> N
         calls: list[int] = []
         real = stack.runtime.engine.embedder_for
 
-        def dying(config: Any) -> Any:
-            embedder = real(config)
+        def dying(config: Any, org: str | None = None) -> Any:
+            embedder = real(config, org)
 
             class Dies:
                 model, dim = embedder.model, embedder.dim

@@ -226,3 +226,50 @@ def test_a_generated_tool_counts_its_model_call_in_the_months_budget(
     again = generate(stack, "hello", "say hello")
     assert again.status_code == 429 and "monthly_tokens" in again.text
     assert len(stack.fake.requests) == 1
+
+
+def test_embeddings_are_metered_priced_and_refused_on_a_spent_budget(
+    stack: Stack, db: Database
+) -> None:
+    """An organization within its budget could spend embedding money without limit (by
+    uploading files, say): each call's tokens now count in its month, at the operator's
+    prices, and once the budget is spent an embedding is refused as a send is."""
+    headers = {"Authorization": f"Bearer {stack.key}"}
+    with httpx.Client(base_url=f"{stack.url}/v1", headers=headers, timeout=30) as http:
+        archive = http.post(
+            "/archives/", json={"name": "mem", "embedding": "openai/text-embedding-3-small"}
+        ).json()
+        text = "Ada takes her tea at five, with lemon and no sugar. " * 8
+        added = http.post(f"/archives/{archive['id']}/passages", json={"text": text})
+        assert added.status_code == 200, added.text
+        found = http.post("/passages/search", json={"query": "tea", "archive_id": archive["id"]})
+        assert found.status_code == 200 and len(found.json()) == 1
+        used = http.get("/usage").json()
+        (row,) = used["embeddings"]
+        assert row["model"] == "text-embedding-3-small" and row["calls"] == 2
+        said = [b["input"] for b in stack.fake.embedding_requests]
+        counted = sum(
+            len(t) // 4 for texts in said for t in (texts if isinstance(texts, list) else [texts])
+        )
+        assert row["tokens"] == counted > len(text) // 4  # as the provider counted them
+        assert row["estimated_cost"] == pytest.approx(counted * 0.02 / 1e6, abs=1e-6)
+        with db.connection() as conn:  # kept to the ten-millionth: a query's is 2e-7 $
+            kept = conn.execute(
+                "SELECT cost_usd::float8 AS c FROM org_usage_months WHERE organization_id = %s",
+                (stack.org_id,),
+            ).fetchone()
+        assert kept is not None and kept["c"] == pytest.approx(counted * 0.02 / 1e6, abs=1e-12)
+        assert used["total"]["embedding_tokens"] == counted
+        month = http.get("/usage/limits").json()["month"]
+        assert month["embedding_tokens"] == counted and month["tokens"] >= counted
+
+        limits(db, stack.org_id, monthly_tokens=counted)  # spent, by embeddings alone
+        asked = len(stack.fake.embedding_requests)
+        refused = http.post(f"/archives/{archive['id']}/passages", json={"text": "more"})
+        assert refused.status_code == 429 and "monthly_tokens" in refused.text
+        assert int(refused.headers["Retry-After"]) > 0
+        searched = http.post("/passages/search", json={"query": "x", "archive_id": archive["id"]})
+        assert searched.status_code == 429
+        assert len(stack.fake.embedding_requests) == asked  # the provider was not asked
+        listed = http.get(f"/archives/{archive['id']}/passages").json()
+        assert len(listed) == 1  # nothing half-stored

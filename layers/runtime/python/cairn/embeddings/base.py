@@ -26,6 +26,7 @@ class HashEmbedder:
     """
 
     model = "cairn-hash"
+    free = True  # computed here: nobody is billed for it
 
     def __init__(self, dim: int = 384) -> None:
         self.dim = dim
@@ -50,3 +51,19 @@ class HashEmbedder:
 
 def batched(texts: Sequence[str], size: int) -> list[Sequence[str]]:
     return [texts[i : i + size] for i in range(0, len(texts), size)]
+
+
+def estimated_tokens(texts: Sequence[str]) -> int:
+    """Tokens a provider that does not say would bill for `texts`: about four characters a
+    token, as OpenAI's tokenizer averages on English text."""
+    return sum(len(t) // 4 + 1 for t in texts)
+
+
+def embed_counted(embedder: Embedder, texts: Sequence[str]) -> tuple[list[list[float]], int]:
+    """The vectors and their tokens: as the provider counted them when it says, else
+    estimated."""
+    counted = getattr(embedder, "embed_counted", None)
+    if counted is not None:
+        vectors, tokens = counted(texts)
+        return vectors, int(tokens)
+    return embedder.embed(texts), estimated_tokens(texts)

@@ -9,7 +9,7 @@ from typing import Any
 
 from cairn.config import Settings
 from cairn.domain.configs import EmbeddingConfig
-from cairn.embeddings.base import Embedder, HashEmbedder, batched
+from cairn.embeddings.base import Embedder, HashEmbedder, batched, estimated_tokens
 from cairn.llm.errors import translate_errors
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
@@ -23,7 +23,12 @@ class OpenAIEmbedder:
         self._client, self.model, self.dim, self.batch_size = client, model, dim, batch_size
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed_counted(texts)[0]
+
+    def embed_counted(self, texts: Sequence[str]) -> tuple[list[list[float]], int]:
+        """The vectors and the tokens the provider counted (what it bills)."""
         out: list[list[float]] = []
+        tokens = 0
         for chunk in batched(texts, self.batch_size):
             extra = {"dimensions": self.dim} if self.model.startswith("text-embedding-3") else {}
             with translate_errors():
@@ -31,7 +36,9 @@ class OpenAIEmbedder:
                     model=self.model, input=list(chunk), **extra
                 )
             out += [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
-        return out
+            said = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+            tokens += int(said) if said is not None else estimated_tokens(chunk)
+        return out, tokens
 
 
 class BedrockEmbedder:
@@ -104,6 +111,7 @@ class GeminiEmbedder:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 on CPU (the `local` extra: sentence-transformers + packaged weights)."""
 
+    free = True  # computed here: nobody is billed for it
     model = LOCAL_MODEL
     dim = LOCAL_DIM
 

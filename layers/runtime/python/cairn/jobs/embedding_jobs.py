@@ -40,7 +40,7 @@ def embed_agent(engine: Engine, org_id: str, agent_id: str, *, max_batches: int 
             break
         failing = failing or found.failing
         try:  # a config refused before any request counts as a failure too
-            embedder = engine.embedder_for(found.config)
+            embedder = engine.embedder_for(found.config, org_id)
             vectors = embedder.embed([text for _, text in found.texts])
         except Exception as err:
             _hold_back(engine, org_id, agent_id, err)

@@ -18,6 +18,7 @@ from typing import Literal
 from cairn import faults
 from cairn.domain.base import utc_now
 from cairn.domain.folders import FileMetadata, FilePassage
+from cairn.errors import LimitExceededError
 from cairn.jobs import documents, pdf_text
 from cairn.llm import deadline
 from cairn.run.file_opening import open_for
@@ -55,7 +56,7 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
             _failed(engine, file, str(err))
             return "error"
         faults.reached("file_parsed")
-    embedder = engine.embedder_for(config)
+    embedder = engine.embedder_for(config, org_id)
     with engine.db.connection() as conn:
         done = files.passages_done(conn, file_id)
     while done < len(pieces):
@@ -63,7 +64,11 @@ def process(engine: Engine, org_id: str, file_id: str, read: Callable[[str], byt
         if left is not None and left < BATCH_SECONDS:
             return "more"
         batch = pieces[done : done + BATCH]
-        vectors = embedder.embed(batch)
+        try:
+            vectors = embedder.embed(batch)
+        except LimitExceededError as err:  # the organization's budget is spent: it says so
+            _failed(engine, file, str(err))
+            return "error"
         made = [
             FilePassage(
                 organization_id=org_id,

@@ -48,7 +48,7 @@ from cairn.errors import (
 from cairn.llm.clients import LLMClient, client_for, wire_body
 from cairn.llm.types import MessageDelta
 from cairn.prices import TOKENS, step_cost
-from cairn.run import lifecycle
+from cairn.run import embedding_spend, lifecycle
 from cairn.run.agent_messages import Messenger
 from cairn.run.context import ExternalTools
 from cairn.run.lifecycle import LEASE_SECONDS
@@ -142,11 +142,16 @@ class Engine:
         self.external_tools = external_tools
 
     def embedder_of(self, agent: Agent) -> Embedder:
-        """The agent's embedder; agents created without a config get the server default."""
-        return self.embedder_for(agent.embedding_config)
+        """The agent's embedder, its organization paying; agents created without a config
+        get the server default."""
+        return self.embedder_for(agent.embedding_config, agent.organization_id)
 
-    def embedder_for(self, config: EmbeddingConfig | None) -> Embedder:
-        return self._embedder_for(config or providers.default_config(self.settings))
+    def embedder_for(self, config: EmbeddingConfig | None, org: str | None = None) -> Embedder:
+        """The embedder of `config`; with `org`, one that organization pays for: refused
+        once its monthly budget is spent, each call's tokens and cost counted (a model in
+        this process costs nothing and is not metered)."""
+        embedder = self._embedder_for(config or providers.default_config(self.settings))
+        return embedder if org is None else embedding_spend.paid_by(org, embedder, self)
 
     def model(self) -> StepModel:
         """The model clients, with the server's keys or an organization's own."""

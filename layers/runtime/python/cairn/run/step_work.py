@@ -57,7 +57,7 @@ class StepParts:
     db: Database
     settings: Settings
     sandbox: Sandbox
-    embedder_for: Callable[[EmbeddingConfig | None], Embedder]
+    embedder_for: Callable[[EmbeddingConfig | None, str | None], Embedder]  # config, who pays
     clock: Callable[[], datetime]
     sealer: Sealer  # opens the agent's secrets for its custom tools
     messenger: Messenger | None = None  # runs the turns of agents a tool messages
@@ -167,6 +167,7 @@ class StepWork:
         usage: LLMResponse | None = None,
         overrides: dict[str, calls.CallResult] | None = None,
     ) -> Checkpoint:
+        org = self.agent.organization_id  # who pays for the tools' embeddings
         ctx = StepToolContext(
             self.state,
             self.parts.db,
@@ -175,10 +176,12 @@ class StepWork:
             sandbox=self.parts.sandbox,
             sealer=self.parts.sealer,
             settings=self.parts.settings,
-            embedder=self.parts.embedder_for(self.agent.embedding_config),
+            embedder=self.parts.embedder_for(
+                self.agent.embedding_config, self.agent.organization_id
+            ),
             tool_timeout_seconds=self.parts.settings.tool_timeout_seconds,
             messenger=self.parts.messenger,
-            embedder_for=self.parts.embedder_for,
+            embedder_for=lambda config: self.parts.embedder_for(config, org),
             scheduler=self.parts.scheduler,
             external_tools=self.parts.external_tools,
         )

@@ -132,7 +132,7 @@ def detach(rt: Runtime, org: str, agent_id: str, archive_id: str) -> None:
 def add_passage(rt: Runtime, org: str, archive_id: str, req: ArchivePassageCreate) -> Passage:
     with rt.db.connection() as conn:
         archive = _fetch(conn, org, archive_id)
-    embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config), rt.yielding)
+    embedder = sending.Released(rt.engine.embedder_for(archive.embedding_config, org), rt.yielding)
     created_at = utc_now()
     passage = Passage(
         organization_id=org,
@@ -187,7 +187,7 @@ def search_passages(rt: Runtime, org: str, req: PassageSearch) -> list[Scored]:
             end=req.end_date,
         ),
         req.query,
-        search.embedding(rt.engine.embedder_for(archive.embedding_config), req.query),
+        search.embedding(rt.engine.embedder_for(archive.embedding_config, org), req.query),
         limit=req.limit,
         yielding=rt.yielding,
     )

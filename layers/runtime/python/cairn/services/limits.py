@@ -80,7 +80,8 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
         "limits": {k: row[k] for k in limits.KINDS},
         "month": {
             "start": row["month"].isoformat(),
-            "tokens": int(row["month_tokens"]),
+            "tokens": int(row["month_tokens"]),  # a model's and an embedder's
+            "embedding_tokens": int(row["month_embedding_tokens"]),
             "estimated_cost": round(float(row["month_cost_usd"]), 6),
         },
     }

@@ -10,7 +10,7 @@ from typing import Any
 
 from cairn.errors import InvalidArgumentError
 from cairn.prices import cost, price_of, prices
-from cairn.store import usage
+from cairn.store import limits, usage
 from cairn.store.db import Database
 
 MAX_DAYS = 366
@@ -39,6 +39,7 @@ def report(
     until = datetime.combine(last + timedelta(days=1), time(), UTC)
     with db.connection() as conn:
         found = usage.rows(conn, org, since, until, agent_id)
+        embedded = [] if agent_id else limits.embedding_rows(conn, org, since, until)
     table = prices(overrides)
     shown, unpriced = [], set()
     total: dict[str, Any] = dict.fromkeys(COUNTS, 0) | {"estimated_cost": 0.0}
@@ -59,11 +60,29 @@ def report(
         for k in COUNTS:
             total[k] += item[k]
         total["estimated_cost"] = round(total["estimated_cost"] + (dollars or 0), 6)
+    # Embeddings, per day and model (an organization's, not an agent's: files and archives
+    # are shared): their tokens count toward the monthly token budget too.
+    embeddings = [
+        {
+            **({"organization_id": row["organization_id"]} if org is None else {}),
+            "day": row["day"].isoformat(),
+            "model": row["model"],
+            "calls": int(row["calls"]),
+            "tokens": int(row["tokens"]),
+            "estimated_cost": round(float(row["cost_usd"]), 6),
+        }
+        for row in embedded
+    ]
+    total["embedding_tokens"] = sum(e["tokens"] for e in embeddings)
+    total["estimated_cost"] = round(
+        total["estimated_cost"] + sum(e["estimated_cost"] for e in embeddings), 6
+    )
     return {
         "start_date": first.isoformat(),
         "end_date": last.isoformat(),
         "currency": "USD",
         "rows": shown,
+        "embeddings": embeddings,
         "total": total,
         "unpriced_models": sorted(unpriced),
     }

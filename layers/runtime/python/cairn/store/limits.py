@@ -15,7 +15,7 @@ THIS_MONTH = "date_trunc('month', now() AT TIME ZONE 'UTC')::date"
 # that starts a run (store/runs.py) or claims a step (store/claim.py). `{org}` is the
 # statement's own parameter for the organization.
 SPENT = f"""
-(SELECT CASE WHEN m.tokens >= l.monthly_tokens THEN 'monthly_tokens'
+(SELECT CASE WHEN m.tokens + m.embedding_tokens >= l.monthly_tokens THEN 'monthly_tokens'
              WHEN m.cost_usd >= l.monthly_cost_usd THEN 'monthly_cost_usd' END
  FROM org_limits l
  JOIN org_usage_months m ON m.organization_id = l.organization_id AND m.month = {THIS_MONTH}
@@ -37,6 +37,30 @@ SET tokens = org_usage_months.tokens + EXCLUDED.tokens,
     cost_usd = org_usage_months.cost_usd + EXCLUDED.cost_usd
 """
 
+# An embedding call's tokens and cost: the month's (what budgets read) and the day's, per
+# model (what the usage rows show), in one statement after the call returned.
+ADD_EMBEDDING = f"""
+WITH month AS (
+    INSERT INTO org_usage_months (organization_id, month, embedding_tokens, cost_usd)
+    VALUES (%(org)s, {THIS_MONTH}, %(tokens)s, %(cost)s)
+    ON CONFLICT (organization_id, month) DO UPDATE
+    SET embedding_tokens = org_usage_months.embedding_tokens + EXCLUDED.embedding_tokens,
+        cost_usd = org_usage_months.cost_usd + EXCLUDED.cost_usd
+)
+INSERT INTO embedding_usage (organization_id, day, model, calls, tokens, cost_usd)
+VALUES (%(org)s, (now() AT TIME ZONE 'UTC')::date, %(model)s, 1, %(tokens)s, %(cost)s)
+ON CONFLICT (organization_id, day, model) DO UPDATE
+SET calls = embedding_usage.calls + 1, tokens = embedding_usage.tokens + EXCLUDED.tokens,
+    cost_usd = embedding_usage.cost_usd + EXCLUDED.cost_usd
+"""
+EMBEDDING_ROWS = """
+SELECT organization_id, day, model, calls, tokens, cost_usd::float8 AS cost_usd
+FROM embedding_usage
+WHERE (%(org)s::text IS NULL OR organization_id = %(org)s) AND day >= %(start)s::date
+  AND day < %(end)s::date
+ORDER BY 1, 2, 3
+"""
+
 PUT_LIMITS = """
 INSERT INTO org_limits (organization_id, monthly_tokens, monthly_cost_usd, requests_per_minute,
                         max_runs, updated_at)
@@ -51,7 +75,8 @@ SET monthly_tokens = EXCLUDED.monthly_tokens, monthly_cost_usd = EXCLUDED.monthl
 SELECT_LIMITS = f"""
 SELECT o.id AS organization_id, l.monthly_tokens, l.monthly_cost_usd::float8,
        l.requests_per_minute, l.max_runs, l.updated_at,
-       {THIS_MONTH} AS month, coalesce(m.tokens, 0) AS month_tokens,
+       {THIS_MONTH} AS month, coalesce(m.tokens + m.embedding_tokens, 0) AS month_tokens,
+       coalesce(m.embedding_tokens, 0) AS month_embedding_tokens,
        coalesce(m.cost_usd, 0)::float8 AS month_cost_usd,
        ceil(extract(epoch FROM (date_trunc('month', now() AT TIME ZONE 'UTC')
                                 + interval '1 month') - now() AT TIME ZONE 'UTC'))::int
@@ -78,3 +103,15 @@ def spent(conn: Connection, org_id: str) -> str | None:
     row = conn.execute("SELECT " + SPENT.format(org="%(org)s") + " AS spent", {"org": org_id})
     found = row.fetchone()
     return found["spent"] if found else None
+
+
+def add_embedding(conn: Connection, org_id: str, model: str, tokens: int, cost: float) -> None:
+    conn.execute(ADD_EMBEDDING, {"org": org_id, "model": model, "tokens": tokens, "cost": cost})
+
+
+def embedding_rows(
+    conn: Connection, org_id: str | None, start: Any, end: Any
+) -> list[dict[str, Any]]:
+    """Per organization, day (UTC) and model: embedding calls, tokens and their cost."""
+    params = {"org": org_id, "start": start, "end": end}
+    return list(conn.execute(EMBEDDING_ROWS, params).fetchall())

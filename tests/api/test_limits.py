@@ -222,6 +222,12 @@ def test_a_generated_tool_counts_its_model_call_in_the_months_budget(
     assert made.status_code == 200, made.text
     month = get(stack, "/v1/usage/limits").json()["month"]
     assert month["tokens"] == 1_050
+    # and in the usage rows, the organization's own (no agent's): they showed nothing
+    used = get(stack, "/v1/usage").json()
+    (row,) = used["rows"]
+    assert row["agent_id"] is None and row["model"] and row["steps"] == 0
+    assert (row["model_calls"], row["prompt_tokens"], row["completion_tokens"]) == (1, 900, 150)
+    assert used["total"]["prompt_tokens"] == 900
     # Now spent: the next generation is refused before any model call.
     again = generate(stack, "hello", "say hello")
     assert again.status_code == 429 and "monthly_tokens" in again.text

@@ -32,12 +32,13 @@ def ensure_budget(db: Database, org_id: str) -> None:
         raise budget_spent(org_id, spent)
 
 
-def spend(db: Database, org_id: str, tokens: int, cost_usd: float) -> None:
+def spend(
+    db: Database, org_id: str, model: str, prompt: int, completion: int, cost_usd: float
+) -> None:
     """A model call made outside a step (a tool generated) added to the month's total the
-    budgets read; a step's are added by its checkpoint."""
-    if tokens or cost_usd:
-        with db.transaction() as conn:
-            conn.execute(limits.ADD_TO_MONTH, {"org": org_id, "tokens": tokens, "cost": cost_usd})
+    budgets read and to the day's usage rows; a step's are added by its checkpoint."""
+    with db.transaction() as conn:
+        limits.add_call(conn, org_id, model, prompt, completion, cost_usd)
 
 
 def change(db: Database, org_id: str, asked: dict[str, Any], *, share: int) -> dict[str, Any]:

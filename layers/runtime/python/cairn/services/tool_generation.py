@@ -107,7 +107,9 @@ def generate(rt: Runtime, org: str, req: GenerateToolInput) -> Generated:
     limits.spend(
         rt.db,
         org,
-        used["prompt_tokens"] + used["completion_tokens"],
+        config.model,
+        used["prompt_tokens"],
+        used["completion_tokens"],
         step_cost(config.model, used, rt.settings.prices),
     )
     failed = f"Failed to generate tool '{req.tool_name}'"

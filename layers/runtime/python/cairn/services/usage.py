@@ -40,6 +40,18 @@ def report(
     with db.connection() as conn:
         found = usage.rows(conn, org, since, until, agent_id)
         embedded = [] if agent_id else limits.embedding_rows(conn, org, since, until)
+        # model calls outside a step (a tool generated): an organization's, no agent's
+        outside = [] if agent_id else limits.call_rows(conn, org, since, until)
+    found = sorted(
+        [
+            *found,
+            *(
+                dict.fromkeys(COUNTS, 0) | dict(r, agent_id=None, model_calls=r["calls"])
+                for r in outside
+            ),
+        ],
+        key=lambda r: (r["organization_id"], r["day"], r["agent_id"] or "", r["model"] or ""),
+    )
     table = prices(overrides)
     shown, unpriced = [], set()
     total: dict[str, Any] = dict.fromkeys(COUNTS, 0) | {"estimated_cost": 0.0}

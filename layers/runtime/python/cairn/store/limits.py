@@ -61,6 +61,29 @@ WHERE (%(org)s::text IS NULL OR organization_id = %(org)s) AND day >= %(start)s:
 ORDER BY 1, 2, 3
 """
 
+# A model call outside a step: the month's total (what budgets read) and the day's row.
+ADD_CALL = f"""
+WITH month AS (
+    INSERT INTO org_usage_months (organization_id, month, tokens, cost_usd)
+    VALUES (%(org)s, {THIS_MONTH}, %(prompt)s + %(completion)s, %(cost)s)
+    ON CONFLICT (organization_id, month) DO UPDATE
+    SET tokens = org_usage_months.tokens + EXCLUDED.tokens,
+        cost_usd = org_usage_months.cost_usd + EXCLUDED.cost_usd
+)
+INSERT INTO model_calls (organization_id, day, model, calls, prompt_tokens, completion_tokens)
+VALUES (%(org)s, (now() AT TIME ZONE 'UTC')::date, %(model)s, 1, %(prompt)s, %(completion)s)
+ON CONFLICT (organization_id, day, model) DO UPDATE
+SET calls = model_calls.calls + 1,
+    prompt_tokens = model_calls.prompt_tokens + EXCLUDED.prompt_tokens,
+    completion_tokens = model_calls.completion_tokens + EXCLUDED.completion_tokens
+"""
+CALL_ROWS = """
+SELECT organization_id, day, model, calls, prompt_tokens, completion_tokens FROM model_calls
+WHERE (%(org)s::text IS NULL OR organization_id = %(org)s) AND day >= %(start)s::date
+  AND day < %(end)s::date
+ORDER BY 1, 2, 3
+"""
+
 PUT_LIMITS = """
 INSERT INTO org_limits (organization_id, monthly_tokens, monthly_cost_usd, requests_per_minute,
                         max_runs, updated_at)
@@ -115,3 +138,15 @@ def embedding_rows(
     """Per organization, day (UTC) and model: embedding calls, tokens and their cost."""
     params = {"org": org_id, "start": start, "end": end}
     return list(conn.execute(EMBEDDING_ROWS, params).fetchall())
+
+
+def add_call(
+    conn: Connection, org_id: str, model: str, prompt: int, completion: int, cost: float
+) -> None:
+    params = {"org": org_id, "model": model, "prompt": prompt, "completion": completion}
+    conn.execute(ADD_CALL, {**params, "cost": cost})
+
+
+def call_rows(conn: Connection, org_id: str | None, start: Any, end: Any) -> list[dict[str, Any]]:
+    """Per organization, day (UTC) and model: model calls made outside a step."""
+    return list(conn.execute(CALL_ROWS, {"org": org_id, "start": start, "end": end}).fetchall())

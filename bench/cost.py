@@ -77,6 +77,8 @@ class Profile:
     bursts_per_day: float = 10.0  # isolated spells of activity (a paused database wakes)
     approvals_per_step: float = 0.01  # approval waits and sleeptime fan-outs, per step
     cold_start_per_step: float = 0.001  # SnapStart restores, per step
+    provider_keys: int = 0  # organizations' own provider keys (a secret each; none left alone)
+    kept_kb_per_step: float = 6.0  # what a step leaves in Aurora (messages, versions, rows)
 
 
 # No charge of their own.
@@ -132,6 +134,9 @@ class Line:
     arithmetic: str
     dollars: float
     kinds: tuple[str, ...] = ()  # the resource types whose bill this line is (or part of)
+    # From an input that is a guess (a Profile field, a measured-once size), not from the
+    # template: the report says so.
+    estimate: bool = False
 
 
 def sections(
@@ -252,6 +257,7 @@ def idle_floor(template: dict[str, Any], profile: Profile | None = None) -> list
             f"{profile.db_gb:g} GB x ${p['aurora_gb_month']}",
             profile.db_gb * p["aurora_gb_month"],
             database,
+            estimate=True,
         )
     )
     if proxied:
@@ -271,6 +277,14 @@ def idle_floor(template: dict[str, Any], profile: Profile | None = None) -> list
             f"{secrets} secrets x ${p['secret_month']}",
             secrets * p["secret_month"],
             ("AWS::SecretsManager::Secret",),
+        )
+    )
+    lines.append(
+        Line(
+            "organizations' own provider keys (a secret each, made at run time)",
+            f"{profile.provider_keys} secrets (--provider-keys) x ${p['secret_month']}",
+            profile.provider_keys * p["secret_month"],
+            estimate=True,
         )
     )
     metrics = sum(
@@ -296,6 +310,7 @@ def idle_floor(template: dict[str, Any], profile: Profile | None = None) -> list
             f"logs) x ${p['logs_gb']}/GB",
             (_sweeps(template) * 2e-6 + profile.flow_log_gb) * p["logs_gb"],
             ("AWS::Logs::LogGroup", "AWS::EC2::FlowLog"),
+            estimate=True,
         )
     )
     lines.append(
@@ -304,6 +319,7 @@ def idle_floor(template: dict[str, Any], profile: Profile | None = None) -> list
             f"{profile.documents_gb:g} GB x ${p['s3_gb_month']}",
             profile.documents_gb * p["s3_gb_month"],
             ("AWS::S3::Bucket",),
+            estimate=True,
         )
     )
     if _of(template, "AWS::Scheduler::ScheduleGroup"):
@@ -329,6 +345,23 @@ def idle_floor(template: dict[str, Any], profile: Profile | None = None) -> list
                 f"{count} tasks x ({cpu:g} vCPU + {gb:g} GB) x {HOURS} h",
                 count * hourly * HOURS,
                 ("AWS::ECS::Service",),
+            )
+        )
+    insights = [
+        c
+        for c in _of(template, "AWS::ECS::Cluster")
+        if {"Name": "containerInsights", "Value": "enabled"} in c.get("ClusterSettings", [])
+    ]
+    if insights:
+        # Container Insights publishes its figures as custom metrics, billed a month each:
+        # about ten for the cluster, and as many again for each service and task family.
+        metrics = 8 + 11 * 2
+        lines.append(
+            Line(
+                "Container Insights on the proxy's cluster",
+                f"~{metrics} custom metrics x ${p['custom_metric_month']}",
+                metrics * p["custom_metric_month"],
+                estimate=True,
             )
         )
     if zones := len(_of(template, "AWS::ServiceDiscovery::PrivateDnsNamespace")):
@@ -480,7 +513,13 @@ def per_million_steps(
     """A million steps, the model's tokens excluded; a step waits `latency` s for it."""
     p, profile = PRICES, profile or Profile()
     gb = _function(template, "step").get("MemorySize", 1024) / 1024
+    api_gb = _function(template, "api").get("MemorySize", 1024) / 1024
     step_s = latency + 0.1
+    traced = sum(
+        1
+        for f in _of(template, "AWS::Lambda::Function")
+        if f.get("TracingConfig", {}).get("Mode") == "Active"
+    )
     lines = [
         Line(
             "step function",
@@ -495,6 +534,13 @@ def per_million_steps(
             ("AWS::SQS::Queue",),
         ),
         Line(
+            "api function (the send's own invocation, when a step is a send's)",
+            f"at most an invocation a step: 1e6 x 0.05 s x {api_gb:g} GB x "
+            f"${p['lambda_gb_second']} + requests",
+            1e6 * 0.05 * api_gb * p["lambda_gb_second"] + p["lambda_requests_million"],
+            estimate=True,
+        ),
+        Line(
             "API Gateway (HTTP API)",
             f"at most a request a step (a turn's steps are one request) x "
             f"${p['http_api_million']}/M",
@@ -506,11 +552,22 @@ def per_million_steps(
             f"~20 I/Os a step x ${p['aurora_io_million']}/M",
             20 * p["aurora_io_million"],
             ("AWS::RDS::DBCluster",),
+            estimate=True,
+        ),
+        Line(
+            "Aurora storage the steps leave (a month's, while kept)",
+            f"1e6 x ~{profile.kept_kb_per_step:g} KB x ${p['aurora_gb_month']}/GB-month",
+            1e6 * profile.kept_kb_per_step * 1e-6 * p["aurora_gb_month"],
+            ("AWS::RDS::DBCluster",),
+            estimate=True,
         ),
         Line(
             "message embeddings",
-            "at most a job per step: 0.2 s x 1 GB + 3 SQS requests",
-            1e6 * 0.2 * p["lambda_gb_second"] + 3 * p["sqs_fifo_million"],
+            "at most a job per step: 0.2 s x 1 GB + its invocation + 3 SQS requests",
+            1e6 * 0.2 * p["lambda_gb_second"]
+            + p["lambda_requests_million"]
+            + 3 * p["sqs_fifo_million"],
+            estimate=True,
         ),
         Line(
             "approval waits and sleeptime fan-outs (Step Functions)",
@@ -518,22 +575,26 @@ def per_million_steps(
             f"${p['sfn_transition_thousand']}/1000",
             1e6 * profile.approvals_per_step * 5 * p["sfn_transition_thousand"] / 1000,
             ("AWS::StepFunctions::StateMachine",),
+            estimate=True,
         ),
         Line(
-            "X-Ray (every function traces)",
-            f"at most a trace a step x ${p['xray_million']}/M (100,000 a month free)",
-            p["xray_million"],
+            f"X-Ray ({traced} functions trace)",
+            f"at most 3 traces a step (the send's api invocation, the step, its embedding "
+            f"job) x ${p['xray_million']}/M (100,000 a month free, not taken off)",
+            3 * p["xray_million"] if traced else 0.0,
         ),
         Line(
             "CloudWatch Logs",
             f"~1 KB a step x ${p['logs_gb']}/GB",
             1e6 * 1e-6 * p["logs_gb"],
             ("AWS::Logs::LogGroup",),
+            estimate=True,
         ),
         Line(
             "steps' metrics (two EMF log lines)",
             f"~0.8 KB a step x ${p['logs_gb']}/GB",
             1e6 * 0.8e-6 * p["logs_gb"],
+            estimate=True,
         ),
     ]
     if any(
@@ -547,6 +608,7 @@ def per_million_steps(
                 f"${p['snapstart_restore_gb']}/GB",
                 1e6 * profile.cold_start_per_step * gb * p["snapstart_restore_gb"],
                 ("AWS::Lambda::Version",),
+                estimate=True,
             )
         )
     if _pauses(template):  # a cluster that pauses is billed while steps keep it awake
@@ -565,6 +627,7 @@ def per_million_steps(
                 f"~30 KB a step x ${p['nat_gb']}/GB",
                 1e6 * 30e-6 * p["nat_gb"],
                 ("AWS::EC2::NatGateway",),
+                estimate=True,
             )
         )
     return lines
@@ -606,9 +669,10 @@ def wakes_per_month(template: dict[str, Any], profile: Profile | None = None) ->
 
 
 def metrics_per_month(template: dict[str, Any], organizations: int) -> list[Line]:
-    """The steps' custom metrics (CAIRN_METRICS=emf), billed per metric-month while they are
-    published: each for the stack, and again for each organization with steps that month.
-    None in a month without steps (nothing is published)."""
+    """The steps' custom metrics (CAIRN_METRICS=emf), each for the stack and again for each
+    organization with steps that month. None in a month without steps (nothing is
+    published). At most: AWS prorates a custom metric by the hours it is published in, so a
+    month whose steps come in some hours only costs less."""
     environment = _function(template, "step").get("Environment", {}).get("Variables", {})
     if environment.get("CAIRN_METRICS") != "emf":
         return []
@@ -617,11 +681,12 @@ def metrics_per_month(template: dict[str, Any], organizations: int) -> list[Line
 
     n, each, price = len(METRICS), len(PER_ORGANIZATION), PRICES["custom_metric_month"]
     return [
-        Line("the stack's", f"{n} metrics x ${price}", n * price),
+        Line("the stack's (at most: published every hour)", f"{n} metrics x ${price}", n * price),
         Line(
-            "each organization's",
+            "each organization's (at most: published every hour)",
             f"{organizations} organizations x {each} metrics x ${price}",
             organizations * each * price,
+            estimate=True,
         ),
     ]
 
@@ -651,7 +716,10 @@ def report(
             continue
         out.append(f"{title}:\n")
         out.append("| part | arithmetic | $ |\n| --- | --- | --- |")
-        out += [f"| {x.part} | {x.arithmetic} | {x.dollars:,.2f} |" for x in lines]
+        out += [
+            f"| {x.part}{' (estimate)' if x.estimate else ''} | {x.arithmetic} | {x.dollars:,.2f} |"
+            for x in lines
+        ]
         out.append(f"| **total** | | **{sum(x.dollars for x in lines):,.2f}** |\n")
     if missing := unpriced(template):
         out.append(f"Not priced: {', '.join(sorted(missing))}")
@@ -694,6 +762,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--db-gb", type=float, default=Profile.db_gb, help="Aurora's storage")
     parser.add_argument(
+        "--provider-keys",
+        type=int,
+        default=Profile.provider_keys,
+        help="organizations' own provider keys (a Secrets Manager secret each)",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write docs/deploy.md's figures (defaults)"
     )
     args = parser.parse_args(argv)
@@ -703,7 +777,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{DOCS}: {', '.join(reports)}")
         return 0
     context = dict(c.split("=", 1) for c in args.context)
-    profile = Profile(bursts_per_day=args.bursts_per_day, db_gb=args.db_gb)
+    profile = Profile(
+        bursts_per_day=args.bursts_per_day, db_gb=args.db_gb, provider_keys=args.provider_keys
+    )
     print(report(synthesised(context), args.latency, args.organizations, profile))
     return 0
 

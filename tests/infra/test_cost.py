@@ -78,6 +78,7 @@ def test_the_floor_is_read_from_the_template(templates: dict[str, dict[str, Any]
     assert set(tools) - set(prod) == {
         "the tools' egress proxy (Fargate, ARM)",
         "its private DNS zone",
+        "Container Insights on the proxy's cluster",  # its cluster publishes them
     }
     assert tools["Secrets Manager"] > prod["Secrets Manager"]  # the passes' signing key
     report = COST.report(templates["production"], 2.0)
@@ -137,7 +138,32 @@ def test_the_steps_metrics_are_priced_per_organization_from_what_they_publish(
     lines = {x.part: x.dollars for x in COST.metrics_per_month(templates["production"], 4)}
     price = COST.PRICES["custom_metric_month"]
     assert lines == {
-        "the stack's": pytest.approx(len(METRICS) * price),
-        "each organization's": pytest.approx(4 * len(PER_ORGANIZATION) * price),
+        "the stack's (at most: published every hour)": pytest.approx(len(METRICS) * price),
+        "each organization's (at most: published every hour)": pytest.approx(
+            4 * len(PER_ORGANIZATION) * price
+        ),
     }
     assert "Metrics in a month with steps, 10 organizations" in COST.report(templates["small"], 2.0)
+
+
+def test_the_lines_a_send_adds_and_the_guesses_are_said(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    """Lines an independent count found missing: the api function's own invocation, X-Ray on
+    the send, the step and its embedding job, the embedding job's invocation, the storage the
+    steps leave, the organizations' provider-key secrets; and every line resting on a guess
+    says so."""
+    steps = {x.part: x for x in COST.per_million_steps(templates["production"], 2.0)}
+    assert any(p.startswith("api function") for p in steps)
+    (xray,) = [x for p, x in steps.items() if p.startswith("X-Ray")]
+    assert xray.dollars == 3 * COST.PRICES["xray_million"]
+    embeddings = steps["message embeddings"]
+    assert embeddings.dollars > COST.PRICES["lambda_requests_million"] and embeddings.estimate
+    assert any(p.startswith("Aurora storage the steps leave") for p in steps)
+    assert not steps["SQS FIFO"].estimate and steps["Aurora I/O"].estimate
+    keys = COST.Profile(provider_keys=25)
+    floor = {x.part: x.dollars for x in COST.idle_floor(templates["small"], keys)}
+    mine = "organizations' own provider keys (a secret each, made at run time)"
+    assert floor[mine] == pytest.approx(25 * COST.PRICES["secret_month"])
+    report = COST.report(templates["production"], 2.0)
+    assert "| Aurora I/O (estimate) |" in report and "| SQS FIFO |" in report

@@ -14,7 +14,9 @@ Lambda, so uncompiled modules would be compiled again on every cold start.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -150,6 +152,23 @@ def refresh_rds_ca(
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(kept)
     return len(lasting)
+
+
+@functools.cache
+def rds_ca_regions(source: Path = RDS_CA_SOURCE) -> frozenset[str]:
+    """The regions the bundle holds a root for, by their names ("Amazon RDS us-east-1 Root
+    CA RSA2048 G1"): a cluster elsewhere could not be checked against it."""
+    from cryptography.x509.oid import NameOID
+
+    found: set[str] = set()
+    for certificate in _certificates(source.read_bytes(), str(source)):
+        for name in certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME):
+            named = re.fullmatch(
+                r"Amazon RDS ([a-z]{2}(?:-[a-z]+)+-\d+) Root CA.*", str(name.value)
+            )
+            if named:
+                found.add(named.group(1))
+    return frozenset(found)
 
 
 def _certificates(data: bytes, where: str) -> list[Certificate]:

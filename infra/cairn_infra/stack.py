@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import (
+    ArnFormat,
+    Aws,
+    CfnOutput,
+    CfnRule,
+    CfnRuleAssertion,
+    Duration,
+    Fn,
+    RemovalPolicy,
+    Stack,
+)
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -20,7 +30,7 @@ from cairn_infra.functions import SPECS, Functions
 from cairn_infra.migrations import migrate_on_deploy
 from cairn_infra.monitoring import Alarms, Watched
 from cairn_infra.network import Network
-from cairn_infra.packaging import RDS_CA_BUNDLE, Layers
+from cairn_infra.packaging import RDS_CA_BUNDLE, Layers, rds_ca_regions
 from cairn_infra.shape import Shape
 from cairn_infra.workers import WorkQueue
 from cairn_infra.workflows import ApprovalWorkflow, SleeptimeWorkflow, WorkflowTimings
@@ -155,6 +165,25 @@ class CairnStack(Stack):
             "CAIRN_METRICS": "emf",
         }
         if shape.small:
+            # The functions check the cluster against the vendored RDS roots: a region the
+            # bundle has none for fails its deploy here, saying why, instead of at the
+            # migrations' certificate check (refresh it: `make rds-ca`).
+            regions = sorted(rds_ca_regions())
+            CfnRule(
+                self,
+                "RdsCaCoversRegion",
+                assertions=[
+                    CfnRuleAssertion(
+                        assert_=Fn.condition_contains(regions, Aws.REGION),
+                        assert_description=(
+                            "size=small checks the database's certificate against "
+                            "infra/cairn_infra/rds-ca-bundle.pem, which holds no root for this "
+                            "region: run `make rds-ca` (it fetches AWS's global bundle) and "
+                            "deploy again, or deploy the production shape"
+                        ),
+                    )
+                ],
+            )
             environment |= {
                 # The cluster's certificate chains to the RDS CA, not a public one.
                 "CAIRN_DB_SSLROOTCERT": RDS_CA_BUNDLE,

@@ -167,3 +167,25 @@ def test_the_lines_a_send_adds_and_the_guesses_are_said(
     assert floor[mine] == pytest.approx(25 * COST.PRICES["secret_month"])
     report = COST.report(templates["production"], 2.0)
     assert "| Aurora I/O (estimate) |" in report and "| SQS FIFO |" in report
+
+
+def test_a_small_shape_deployed_where_the_rds_roots_do_not_reach_fails_at_once(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    """The small shape checks its cluster against the vendored RDS roots: in a region they
+    have none for (ca-west-1, il-central-1, mx-central-1... were missing from the first copy)
+    its deploy fails at CloudFormation's rule, saying what to do, not at the migrations'
+    certificate check. Every region the CDK knows is either covered or refused."""
+    import aws_cdk.region_info as region_info
+
+    from cairn_infra.packaging import rds_ca_regions
+
+    rule = templates["small"]["Rules"]["RdsCaCoversRegion"]
+    (assertion,) = rule["Assertions"]
+    allowed = set(assertion["Assert"]["Fn::Contains"][0])
+    assert allowed == set(rds_ca_regions()) and "us-east-1" in allowed
+    assert "make rds-ca" in assertion["AssertDescription"]
+    commercial = {r.name for r in region_info.RegionInfo.regions if r.partition == "aws"}
+    assert commercial - allowed, "every region covered: this rule could go"
+    # no check against the roots where a proxy, with its own trust, fronts the cluster
+    assert "RdsCaCoversRegion" not in templates["production"].get("Rules", {})

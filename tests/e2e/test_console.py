@@ -412,6 +412,11 @@ def test_the_history_page_shows_diffs_and_rewinds_and_forks(
     by_css(d, f"[aria-label='Show the changes of version {edit['version']}']").click()
     added = until(d, lambda d: d.find_elements("css selector", "pre.diff .added"))
     assert "+The north trail is closed." in added[-1].text
+    # a line each, and the line kept as it was: the value had no final newline, so the
+    # line was shown removed and added again on one line ("-Hiker.+Hiker.")
+    assert d.find_elements("css selector", "pre.diff .removed") == []
+    lines = by_css(d, "pre.diff").text.splitlines()
+    assert " Hiker." in lines and all(line.count("+") <= 1 for line in lines if line[:3] != "+++")
     shot(d, "8-history")
 
     # Rewind to the agent as it was made (confirmed): the block is back, a new version says so.

@@ -140,6 +140,11 @@ def test_bedrock_embeddings(fake: FakeLLM, model: str, requests: int) -> None:
     close = sum(a * b for a, b in zip(vectors[0], vectors[2], strict=True))
     far = sum(a * b for a, b in zip(vectors[0], vectors[1], strict=True))
     assert close > far  # the vectors are the model's, in order
+    # what an organization is billed: Titan says how many tokens it read (the fake counts
+    # words); Cohere says nothing here, so they are estimated (four characters a token)
+    embedder = embedder_for(config, settings(fake))
+    _, tokens = embedder.embed_counted(["refreshments", "a b c d"])  # type: ignore[attr-defined]
+    assert tokens == (1 + 4 if model.startswith("amazon.") else (12 // 4 + 1) + (7 // 4 + 1))
 
 
 def test_under_a_sync_sends_deadline_a_slow_model_hands_the_step_back_in_time(

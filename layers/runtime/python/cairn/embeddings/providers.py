@@ -51,6 +51,10 @@ class BedrockEmbedder:
         self._client, self.model, self.dim = client, model, dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed_counted(texts)[0]
+
+    def embed_counted(self, texts: Sequence[str]) -> tuple[list[list[float]], int]:
+        """The vectors and their tokens: Titan says how many it read; Cohere's are estimated."""
         if self.model.startswith("cohere."):
             out: list[list[float]] = []
             for chunk in batched(texts, self.COHERE_BATCH):
@@ -63,10 +67,15 @@ class BedrockEmbedder:
                 )
                 vectors = answer["embeddings"]
                 out += vectors["float"] if isinstance(vectors, dict) else vectors
-            return out
+            return out, estimated_tokens(texts)
         # Titan v2 returns the size asked for; v1 has one size.
         sized = {"dimensions": self.dim, "normalize": True} if "-v2" in self.model else {}
-        return [self._invoke({"inputText": t, **sized})["embedding"] for t in texts]
+        answers = [self._invoke({"inputText": t, **sized}) for t in texts]
+        tokens = sum(
+            int(a["inputTextTokenCount"]) if "inputTextTokenCount" in a else estimated_tokens([t])
+            for a, t in zip(answers, texts, strict=True)
+        )
+        return [a["embedding"] for a in answers], tokens
 
     def _invoke(self, body: dict[str, Any]) -> dict[str, Any]:
         import json

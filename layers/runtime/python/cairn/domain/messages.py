@@ -114,8 +114,9 @@ class Message(DomainModel):
     # serialised (see store/messages.py).
     sequence_id: int | None = None
     # When a rewind took it out of the agent's history (services/rewind.py): read by the
-    # message listings only, never written from here.
-    rewound_at: datetime | None = None
+    # message listings only (api/letta/messages.py), never written from here nor dumped (a
+    # Letta shape has no such field: batches, the context overview, agent files).
+    rewound_at: datetime | None = Field(default=None, exclude=True)
 
     @property
     def text(self) -> str:

@@ -28,6 +28,18 @@ def test_local_minilm_puts_similar_meanings_close() -> None:
     assert len(tea) == 384 and cosine(tea, drinks) > cosine(tea, train) + 0.3
 
 
+def test_a_query_alone_embeds_as_it_would_among_stored_texts() -> None:
+    # A query takes a shorter path through the model than a batch (no `encode`): its
+    # vector must still be the one the stored texts' vectors are compared with.
+    model = MiniLMEmbedder()
+    texts = ["When did Ada go to Lisbon?", "hi", "word " * 600, "Ünïcödé 日本語 🎉", ""]
+    batch = model.embed(texts)
+    for text, together in zip(texts, batch, strict=True):
+        (alone,) = model.embed([text])
+        assert len(alone) == 384 and max(abs(x - y) for x, y in zip(alone, together)) < 1e-5
+        assert abs(math.sqrt(sum(x * x for x in alone)) - 1) < 1e-5  # normalised, as stored
+
+
 def test_openai_embeddings_batch_and_ask_for_their_dimensions() -> None:
     with FakeLLM() as fake:
         settings = Settings(openai_api_key="sk", openai_base_url=f"{fake.base_url}/v1")

@@ -36,7 +36,8 @@ def test_a_query_alone_embeds_as_it_would_among_stored_texts() -> None:
     batch = model.embed(texts)
     for text, together in zip(texts, batch, strict=True):
         (alone,) = model.embed([text])
-        assert len(alone) == 384 and max(abs(x - y) for x, y in zip(alone, together, strict=True)) < 1e-5
+        assert len(alone) == 384
+        assert max(abs(x - y) for x, y in zip(alone, together, strict=True)) < 1e-5
         assert abs(math.sqrt(sum(x * x for x in alone)) - 1) < 1e-5  # normalised, as stored
 
 

@@ -155,7 +155,6 @@ class MiniLMEmbedder:
         )
         return [list(map(float, v)) for v in vectors]
 
-
     def _one(self, text: str) -> list[float]:
         """One text through the model's own modules (its pooling and normalising included),
         without `encode`'s batching: 2 ms of a query's 16 went to sorting, putting the

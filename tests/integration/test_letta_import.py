@@ -20,6 +20,7 @@ from cairn.assembly.operator import import_letta
 from cairn.faults import SimulatedCrash
 from cairn.store import agents, archives, blocks, groups, messages, runs, tools
 from cairn.store.db import Database
+from tests.conftest import EMPTY_EVERY_TENANT
 
 # Real material from a Letta 0.16.1 server, copied unchanged (its README says how it was made).
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "letta-0.16.1"
@@ -187,7 +188,7 @@ def test_an_import_stopped_in_any_phase_finishes_when_run_again(
     import_letta(db, letta_url)
     whole = cairn_state(db)
     with db.connection() as conn:
-        conn.execute("TRUNCATE organizations CASCADE")
+        conn.execute(EMPTY_EVERY_TENANT)
     import_letta(db, letta_url)
     assert cairn_state(db) == whole  # the same as an import never stopped
 
@@ -240,7 +241,7 @@ def test_on_aws_the_migrate_function_imports_in_as_many_invocations_as_it_takes(
     assert len(answers) > 2 and not answers[0]["finished"]
     whole = cairn_state(db)
     with db.connection() as conn:
-        conn.execute("TRUNCATE organizations CASCADE")
+        conn.execute(EMPTY_EVERY_TENANT)
     import_letta(db, letta_url)
     assert cairn_state(db) == whole
 
@@ -272,7 +273,7 @@ def test_an_import_killed_with_sigkill_finishes_when_run_again(
     assert again.returncode == 0, again.stderr[-2000:]
     resumed = cairn_state(db)
     with db.connection() as conn:
-        conn.execute("TRUNCATE organizations CASCADE")
+        conn.execute(EMPTY_EVERY_TENANT)
     import_letta(db, letta_url)
     assert cairn_state(db) == resumed
 

@@ -58,6 +58,18 @@ UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
 WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
 """
 DELETE_AGENT = "DELETE FROM agents WHERE organization_id = %(org)s AND id = %(id)s"
+# What no key removes with the agent (migration 0042): each after the agent's row, in its own
+# statement, so that it sees the rows of any writer that held the agent until it committed.
+# An agent's rows in these tables are every row they hold (tests/integration/test_migrations.py).
+KEYLESS = ("outbox", "steps", "context_entries", "context_changes", "agent_versions", "messages")
+DELETE_AGENT_ROWS = (
+    "DELETE FROM outbox WHERE organization_id = %(org)s AND agent_id = %(id)s",
+    "DELETE FROM steps WHERE agent_id = %(id)s",
+    "DELETE FROM context_entries WHERE agent_id = %(id)s",
+    "DELETE FROM context_changes WHERE agent_id = %(id)s",
+    "DELETE FROM agent_versions WHERE agent_id = %(id)s",
+    "DELETE FROM messages WHERE organization_id = %(org)s AND agent_id = %(id)s",
+)
 
 # What GET /v1/agents/ and /v1/agents/count filter by (a null filter keeps every agent).
 AGENT_FILTERS = """organization_id = {org} AND NOT hidden
@@ -190,7 +202,13 @@ def matching_tags(
 
 
 def delete(conn: Connection, org_id: str, agent_id: str) -> bool:
-    return conn.execute(DELETE_AGENT, {"org": org_id, "id": agent_id}).rowcount == 1
+    """The agent and everything of it (in the caller's transaction); False if it was not."""
+    key = {"org": org_id, "id": agent_id}
+    if conn.execute(DELETE_AGENT, key).rowcount != 1:
+        return False
+    for statement in DELETE_AGENT_ROWS:
+        conn.execute(statement, key)
+    return True
 
 
 def list_agents(

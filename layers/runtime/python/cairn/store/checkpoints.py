@@ -323,6 +323,10 @@ def _write(  # noqa: C901
             # A message of the window is gone (deleted since the step read it): start over.
             raise VersionConflictError(f"Agent {agent_id}'s context changed since it was read")
         final = run_row.fetchone()
+        if final is None:
+            # The run was deleted (only an ended one can be: a cancel won, then a delete):
+            # nothing of this step is kept, as a key to the run refused it before (0042).
+            raise AlreadyCommitted(f"{run.id} is gone")
         found = next_row.fetchone() if next_row is not None else None
         written = [got for rows in command_rows if (got := rows.fetchone()) is not None]
         as_written = final is not None and final["status"] == run.status

@@ -63,9 +63,8 @@ UPDATE groups SET description = %(description)s, manager_agent_id = %(manager_ag
 WHERE organization_id = %(organization_id)s AND id = %(id)s
 """
 DROP_MEMBERS = "DELETE FROM groups_agents WHERE group_id = %(group_id)s"
-# The group's messages leave the history and, with them, the context windows of its agents
-# (context_entries cascade); each agent's version moves, so a step that read the old
-# window cannot write it back.
+# The group's messages leave the history and, with them, the context windows of its agents;
+# each agent's version moves, so a step that read the old window cannot write it back.
 DELETE_GROUP_MESSAGES = """
 WITH gone AS (
     DELETE FROM messages WHERE organization_id = %(org)s AND group_id = %(id)s
@@ -73,6 +72,13 @@ WITH gone AS (
 )
 UPDATE agents a SET version = a.version + 1, updated_at = now()
 WHERE a.organization_id = %(org)s AND a.id IN (SELECT agent_id FROM gone)
+RETURNING a.id
+"""
+# Their places in the windows (no key removes them: migration 0042). A statement of its own,
+# after the agents' rows are held: it sees what a step that held one committed meanwhile.
+DELETE_GONE_ENTRIES = """
+DELETE FROM context_entries e WHERE e.agent_id = ANY(%(agents)s)
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = e.message_id)
 """
 
 
@@ -110,7 +116,9 @@ def update(conn: Connection, group: Group, *, members: bool = False) -> Group:
 
 
 def delete_messages(conn: Connection, org_id: str, group_id: str) -> None:
-    conn.execute(DELETE_GROUP_MESSAGES, {"org": org_id, "id": group_id})
+    held = conn.execute(DELETE_GROUP_MESSAGES, {"org": org_id, "id": group_id}).fetchall()
+    if held:
+        conn.execute(DELETE_GONE_ENTRIES, {"agents": [r["id"] for r in held]})
 
 
 def save_progress(conn: Connection, group: Group) -> None:

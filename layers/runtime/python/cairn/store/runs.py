@@ -295,10 +295,22 @@ DELETE FROM runs WHERE organization_id = %(org)s AND id = %(id)s
 """
 
 
+# What no key removes with the run (migration 0042), each after the run's row.
+DELETE_RUN_ROWS = (
+    "DELETE FROM steps WHERE run_id = %(id)s",
+    "DELETE FROM outbox WHERE run_id = %(id)s",
+)
+
+
 def delete_ended(conn: Connection, org_id: str, run_id: str) -> bool:
     """Delete a run that has ended, with its steps, journal and outbox rows (the messages
     it produced stay in the agent's history). False if it is still going."""
-    return conn.execute(DELETE_ENDED_RUN, {"org": org_id, "id": run_id}).rowcount == 1
+    key = {"org": org_id, "id": run_id}
+    if conn.execute(DELETE_ENDED_RUN, key).rowcount != 1:
+        return False
+    for statement in DELETE_RUN_ROWS:
+        conn.execute(statement, key)
+    return True
 
 
 # Letta's RunMetrics: how many steps, and which of the organization's tools were called.

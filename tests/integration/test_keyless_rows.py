@@ -56,9 +56,9 @@ def test_a_message_for_an_agent_that_is_gone_is_refused_as_a_key_refused_it(db: 
         role="user",
         content=[TextContent(text="hello?")],
     )
-    with pytest.raises(psycopg.errors.ForeignKeyViolation, match="agent does not exist"):
-        with db.transaction() as conn:
-            messages.insert(conn, [stray])
+    refused = pytest.raises(psycopg.errors.ForeignKeyViolation, match="agent does not exist")
+    with refused, db.transaction() as conn:
+        messages.insert(conn, [stray])
     with db.connection() as conn:
         assert messages.get(conn, world.org.id, stray.id) is None
 

@@ -299,6 +299,32 @@ def test_cancel_landing_mid_step_keeps_the_work_and_goes_no_further(
     assert send(engine, agent, "hi").run.stop_reason == "end_turn"  # the lease was released
 
 
+def test_a_step_whose_run_was_cancelled_and_deleted_meanwhile_keeps_nothing(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    # Its rows keep no key to the run (migration 0042): the checkpoint finds the run gone.
+    agent = make_agent(db, org)
+    fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))
+    engine = engine_for(db, fake)
+    run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "I like tea")])
+
+    def cancel_and_delete() -> None:
+        engine.fail_run(org.id, run.id, "cancelled", "")
+        with db.transaction() as conn:
+            assert runs.delete_ended(conn, org.id, run.id)
+
+    with faults.run_at("before_commit", cancel_and_delete):
+        outcomes = drive(engine, command)
+    assert outcomes[-1].status == "already_done"
+    with db.connection() as conn:
+        for table in ("steps", "outbox"):
+            left = conn.execute(f"SELECT count(*) AS n FROM {table} WHERE run_id = %s", (run.id,))
+            assert left.fetchone()["n"] == 0, table
+        said = conn.execute("SELECT role FROM messages WHERE run_id = %s", (run.id,)).fetchall()
+        assert [m["role"] for m in said] == ["user"]  # the input stays in history; no reply
+    assert state_of(db, agent)[1]["human"] == "Name: Ada"  # nothing of the step was kept
+
+
 def test_steps_record_model_usage_and_timings(
     db: Database, org: Organization, fake: FakeLLM
 ) -> None:

@@ -69,6 +69,22 @@ def postmaster(data: str) -> int:
     return int((Path(data) / "pgdata" / "postmaster.pid").read_text().split()[0])
 
 
+IDLE_WINDOW = 10.0  # the sweeper's period locally: each window holds one sweep
+
+
+def idling(roots: tuple[int, int], seconds: float) -> list[float]:
+    """CPU a second of the stack and its PostgreSQL while nobody calls, in windows, after a
+    pause for the last messages' queued work. The statements counter is left alone (its
+    own reads would count as work)."""
+    time.sleep(5)
+    windows = []
+    for _ in range(max(1, round(seconds / IDLE_WINDOW))):
+        before, started = cpu_seconds(*roots), time.perf_counter()
+        time.sleep(IDLE_WINDOW)
+        windows.append((cpu_seconds(*roots) - before) * 1000 / (time.perf_counter() - started))
+    return windows
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -168,6 +184,9 @@ def main() -> int:
     parser.add_argument("--agents", type=int, default=10, help="round-robin over this many")
     parser.add_argument("--sql", action="store_true", help="list the statements run most")
     parser.add_argument(
+        "--idle", type=float, default=0, help="then seconds of idling measured (CPU a second)"
+    )
+    parser.add_argument(
         "--clients", type=int, default=1, help="clients sending at once (each waits for its answer)"
     )
     args = parser.parse_args()
@@ -250,6 +269,7 @@ def main() -> int:
                             " WHERE n_tup_ins + n_tup_upd > 0 ORDER BY 2 + 3 DESC"
                         ):
                             print(f"{table:24s} inserted {ins:6d} updated {upd:6d}")
+                idle = idling(roots, args.idle) if args.idle else []
         finally:
             stop_stack(stack)
             database.cleanup()
@@ -289,6 +309,12 @@ def main() -> int:
         f"CPU per message, the stack and its PostgreSQL: {cpu:.1f} ms "
         "(includes the 2 s of queued work after the last message)"
     )
+    if idle:
+        each = ", ".join(f"{v:.1f}" for v in idle)
+        print(
+            f"idle after them, the stack and its PostgreSQL: {statistics.mean(idle):.1f} ms of "
+            f"CPU a second (windows of {IDLE_WINDOW:.0f} s: {each})"
+        )
     return 0
 
 

@@ -19,7 +19,6 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn.adapters.aws.secrets import app_password, database_dsn
-from cairn.assembly.operator import operate
 from cairn.config import Settings
 from cairn.store.db import Database
 from cairn.store.migrate import allow_iam_login, allow_login, apply_migrations
@@ -49,6 +48,10 @@ def _until_reachable(apply: Callable[[], list[str]], context: LambdaContext) -> 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("action"):  # an operator's command (cairn-admin), not CloudFormation
+        # Loaded for a command only: the services and the Letta import are half the cold
+        # start a deploy's migration would pay for nothing (docs/numbers.md).
+        from cairn.assembly.operator import operate
+
         db = Database(database_dsn(Settings.from_env()))
         try:
             # A long command (a Letta import) leaves off with time to answer; run again.

@@ -269,6 +269,41 @@ def test_a_cold_start_leaves_out_what_only_some_requests_use(function: str) -> N
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+# Loaded by no function's cold start: the provider SDKs (a model's first call), MCP (a
+# server's first use), PDF and HTML parsing (a document's), the local model, the exporters
+# of traces (when tracing is on), the operator's commands (an admin command only).
+NO_COLD_START = (
+    "openai",
+    "anthropic",
+    "google.genai",
+    "mcp",
+    "pypdf",
+    "torch",
+    "sentence_transformers",
+    "opentelemetry.exporter",
+    "opentelemetry.sdk",
+    "cairn.assembly.operator",
+    "cairn.letta_import",
+)
+
+
+@pytest.mark.parametrize(
+    "function", ["api", "step", "stream", "approval", "sleeptime", "sweeper", "migrate", "sandbox"]
+)
+def test_no_cold_start_loads_what_only_a_first_use_needs(function: str) -> None:
+    code = (
+        "import sys; from cairn.adapters.local.lambdas import load_handler; "
+        f"load_handler({function!r}); "
+        f"print(sorted({{m for m in sys.modules for p in {NO_COLD_START!r}"
+        " if m == p or m.startswith(p + '.')}))"
+    )
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_migrate_creates_a_first_tenant_whose_key_opens_the_api(
     db: Database, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,7 @@ from cairn.faults import SimulatedCrash
 from cairn.run import lifecycle, worker
 from cairn.run.dispatch import sweep
 from cairn.run.lifecycle import StartedRun
-from cairn.run.messenger import Messenger
+from cairn.run.sending import Messenger
 from cairn.store import messages, outbox, runs
 from cairn.store.db import Database
 from tests.api.conftest import Stack, make_stack

@@ -3,7 +3,7 @@ tag match reaches, and what the sender reads back.
 
 An async send is an outbox command in the sender's checkpoint (`agent_message_command`): it
 starts the other agent's run once, whatever crashes. A send that waits for the reply runs
-the other agent's turn through `Messenger` (`messenger.py`, the sending side, handed to the step
+the other agent's turn through `Messenger` (`sending.py`, its sending side, handed to the step
 by what drives it) under a run id derived from the call, so a step delivered again finds the run it
 started instead of starting another, and its result is journaled like a custom tool's.
 """

@@ -6,32 +6,29 @@ and the embedding jobs, files' chunks and their search all embed through the eng
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from cairn.config import Settings
 from cairn.domain.limits import budget_spent
 from cairn.embeddings.base import Embedder
 from cairn.embeddings.metering import Metered
 from cairn.prices import price_of, prices
 from cairn.store import limits
-
-if TYPE_CHECKING:
-    from cairn.run.step import Engine
+from cairn.store.db import Database
 
 
-def paid_by(org: str, embedder: Embedder, engine: Engine) -> Embedder:
+def paid_by(org: str, embedder: Embedder, db: Database, settings: Settings) -> Embedder:
     if getattr(embedder, "free", False):
         return embedder
 
     def allowed() -> None:
-        with engine.db.connection() as conn:
+        with db.connection() as conn:
             spent = limits.spent(conn, org)
         if spent is not None:
             raise budget_spent(org, spent)
 
     def record(model: str, tokens: int) -> None:
-        price = price_of(model, prices(engine.settings.prices))
+        price = price_of(model, prices(settings.prices))
         cost = tokens * (price or {}).get("input", 0.0) / 1_000_000  # not rounded: tiny
-        with engine.db.connection() as conn:
+        with db.connection() as conn:
             limits.add_embedding(conn, org, model, tokens, cost)
 
     return Metered(embedder, allowed=allowed, record=record)

@@ -151,7 +151,11 @@ class Engine:
         once its monthly budget is spent, each call's tokens and cost counted (a model in
         this process costs nothing and is not metered)."""
         embedder = self._embedder_for(config or providers.default_config(self.settings))
-        return embedder if org is None else embedding_spend.paid_by(org, embedder, self)
+        return (
+            embedder
+            if org is None
+            else embedding_spend.paid_by(org, embedder, self.db, self.settings)
+        )
 
     def model(self) -> StepModel:
         """The model clients, with the server's keys or an organization's own."""

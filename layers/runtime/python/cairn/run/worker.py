@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand
 from cairn.llm.deadline import DeadlineReached
-from cairn.run import group_turns, messenger
+from cairn.run import group_turns, sending
 from cairn.run.dispatch import after_step
 from cairn.run.runtime import QueueKind, Runtime
 from cairn.run.watchdog import end_failed_run
@@ -103,7 +103,7 @@ def _step(rt: Runtime, payload: dict[str, Any], command: OutboxCommand | None) -
         with ExitStack() as around:
             for context in rt.extensions.around_step:
                 around.enter_context(context(rt, org, payload))
-            outcome = rt.engine.step(org, run_id, index, messenger=messenger.Messenger(rt))
+            outcome = rt.engine.step(org, run_id, index, messenger=sending.Messenger(rt))
     except DeadlineReached as err:
         # The model took the step's whole invocation (every retry included): it has failed,
         # as a timeout after the SDK's retries fails the run. Delivering the step again
@@ -137,7 +137,7 @@ def _group_turn_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int) -
 
 
 def _agent_message(rt: Runtime, payload: dict[str, Any], _: OutboxCommand | None) -> str:
-    return messenger.deliver(rt, payload)
+    return sending.deliver(rt, payload)
 
 
 def _agent_message_dead(rt: Runtime, _: dict[str, Any], body: str, receives: int) -> str:

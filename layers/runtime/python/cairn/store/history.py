@@ -14,10 +14,22 @@ from cairn.store.db import Connection, Database
 
 # The agent's settings a version keeps (create, update, rewind, fork), as the agent row has them.
 CONFIG_KEYS = (
-    "name", "description", "agent_type", "system", "llm_config", "embedding_config",
-    "compaction_settings", "tool_rules", "tags", "metadata", "timezone", "max_files_open",
-    "per_file_view_window_char_limit", "enable_sleeptime", "message_buffer_autoclear",
-)  # fmt: skip
+    "name",
+    "description",
+    "agent_type",
+    "system",
+    "llm_config",
+    "embedding_config",
+    "compaction_settings",
+    "tool_rules",
+    "tags",
+    "metadata",
+    "timezone",
+    "max_files_open",
+    "per_file_view_window_char_limit",
+    "enable_sleeptime",
+    "message_buffer_autoclear",
+)
 CONFIG_OF = "jsonb_build_object({})".format(
     ", ".join(f"'{k}', {'to_jsonb(a.tags)' if k == 'tags' else f'a.{k}'}" for k in CONFIG_KEYS)
 )

@@ -13,9 +13,20 @@ from cairn.store.db import Connection
 
 SECRETS = ("client_info", "authorization_code", "access_token", "refresh_token")
 COLUMNS = (
-    "id", "organization_id", "server_url", "server_name", "status", "authorization_url",
-    "redirect_uri", "client_id", "state", "token_type", "scope", "expires_at", "oauth_metadata",
-)  # fmt: skip
+    "id",
+    "organization_id",
+    "server_url",
+    "server_name",
+    "status",
+    "authorization_url",
+    "redirect_uri",
+    "client_id",
+    "state",
+    "token_type",
+    "scope",
+    "expires_at",
+    "oauth_metadata",
+)
 UPSERT = f"""
 INSERT INTO mcp_oauth_sessions ({", ".join(COLUMNS)}, secrets_sealed)
 VALUES ({", ".join(f"%({c})s" for c in COLUMNS)}, %(secrets_sealed)s)

@@ -9,9 +9,13 @@ from typing import Any
 from cairn.store.db import Connection
 
 SUMS = (
-    "prompt_tokens", "completion_tokens", "cached_input_tokens", "cache_write_tokens",
-    "reasoning_tokens", "tool_calls",
-)  # fmt: skip
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "tool_calls",
+)
 USAGE = f"""
 SELECT s.organization_id, (s.created_at AT TIME ZONE 'UTC')::date AS day, s.agent_id,
        coalesce(s.model, '') AS model, count(*) AS steps,

@@ -76,18 +76,24 @@ def run_error_reply(run: Run) -> Response[Any]:
 PAGE_BYTES = 5_000_000
 
 
-def within_response(items: list[dict[str, Any]], *, keep_end: bool = False) -> list[dict[str, Any]]:
-    """The longest run of `items` from their start (or, `keep_end`, their end: a newest-first
-    page shown oldest first) whose JSON stays within PAGE_BYTES."""
+def page_reply(items: list[dict[str, Any]], *, keep_end: bool = False) -> Response[Any]:
+    """A 200 with the longest run of `items` from their start (or, `keep_end`, their end: a
+    newest-first page shown oldest first) whose JSON stays within PAGE_BYTES. Each item is
+    serialised once: its text both measures it and is the body (the page was serialised
+    twice, once to measure and once to send)."""
     ordered = list(reversed(items)) if keep_end else items
-    kept: list[dict[str, Any]] = []
+    kept: list[str] = []
     size = 2
     for item in ordered:
-        size += len(json.dumps(item, default=str)) + 1
+        text = json.dumps(item)
+        size += len(text) + 2
         if kept and size > PAGE_BYTES:
             break
-        kept.append(item)
-    return list(reversed(kept)) if keep_end else kept
+        kept.append(text)
+    if keep_end:
+        kept.reverse()
+    body = "[" + ", ".join(kept) + "]"  # as json.dumps writes a list
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 def json_reply(status: int, payload: Any) -> Response[Any]:

@@ -113,7 +113,7 @@ def list_messages(
     )
     shown = letta.expand(rows, use_assistant_message=use_assistant_message)
     # A newest-first page is shown oldest first: what is cut is its oldest, the next page's.
-    return http.json_reply(200, http.within_response(shown, keep_end=order == "desc"))
+    return http.page_reply(shown, keep_end=order == "desc")
 
 
 @router.post("/agents/<agent_id>/messages/cancel")

@@ -87,7 +87,7 @@ def run_messages(
         run_id,
         page=Page(limit=limit, after=after, before=before, order=order),
     )
-    return http.json_reply(200, http.within_response(letta.expand(found)))
+    return http.page_reply(letta.expand(found))
 
 
 @router.get("/runs/<run_id>/steps")

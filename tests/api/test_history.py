@@ -326,6 +326,17 @@ def test_the_sweeper_folds_history_older_than_its_retention(stack: Stack, db: Da
     base = [v for v in timeline if v["kind"] == "step"][2]["version"]  # the first turn's end
     with api(stack) as http:
         before = {v: http.get(f"/agents/{agent.id}/history/{v}").json() for v in versions}
+    # A step's row keeps no tool list (migration 0043): its state shows the agent's tools, as
+    # the version before it has them.
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT version, kind, tool_ids FROM agent_versions WHERE agent_id = %s", (agent.id,)
+        ).fetchall()
+    assert all(r["tool_ids"] is None for r in rows if r["kind"] == "step")
+    assert all(r["tool_ids"] is not None for r in rows if r["kind"] != "step")
+    names = {t["name"] for t in before[versions[0]]["tools"]}
+    assert "archival_memory_insert" in names
+    assert all(before[r["version"]]["tools"] for r in rows if r["kind"] == "step")
     with db.transaction() as conn:  # everything up to the base is 100 days old
         conn.execute(
             "UPDATE agent_versions SET created_at = now() - interval '100 days'"
@@ -343,6 +354,7 @@ def test_the_sweeper_folds_history_older_than_its_retention(stack: Stack, db: Da
             assert now["message_ids"] == before[v]["message_ids"]
             assert now["system_prompt"] == before[v]["system_prompt"]
             assert now["config"] == before[v]["config"]
+            assert now["tools"] == before[v]["tools"]  # the base's own list, folded in
         assert http.get(f"/agents/{agent.id}/history/{versions[-1]}").status_code == 404
 
 

@@ -42,8 +42,9 @@ INSERT INTO agent_versions (agent_id, version, organization_id, kind, step_id, r
 SELECT a.id, %(version)s, a.organization_id, %(kind)s, %(step_id)s, %(run_id)s,
        (SELECT coalesce(jsonb_object_agg(b.id, b.version), '{{}}') FROM agents_blocks ab
         JOIN blocks b ON b.id = ab.block_id WHERE ab.agent_id = a.id),
-       ARRAY(SELECT t.tool_id FROM agents_tools t WHERE t.agent_id = a.id
-             ORDER BY t.attached_at, t.tool_id),
+       CASE WHEN %(kind)s <> 'step' THEN  -- a step changes no tools: "as before" (0043)
+           ARRAY(SELECT t.tool_id FROM agents_tools t WHERE t.agent_id = a.id
+                 ORDER BY t.attached_at, t.tool_id) END,
        CASE WHEN %(with_config)s THEN {CONFIG_OF} END,
        (SELECT m.content FROM messages m WHERE m.id = %(system_id)s AND m.role = 'system'),
        %(passage_ids)s, %(detail)s
@@ -110,15 +111,24 @@ def record(conn: Connection, org: str, agent_id: str, version: int, kind: str, *
 
 # -- reading ---------------------------------------------------------------------------------
 
-SELECT_PAGE = """
-SELECT * FROM agent_versions
-WHERE organization_id = %(org)s AND agent_id = %(agent_id)s
-  AND (%(before)s::bigint IS NULL OR version < %(before)s)
-ORDER BY version DESC LIMIT %(limit)s
+# A version as written, its tools the newest list at or before it (a step's row keeps none).
+VERSION_COLUMNS = """
+v.agent_id, v.version, v.organization_id, v.kind, v.step_id, v.run_id, v.blocks, v.config,
+v.system, v.passage_ids, v.detail, v.created_at,
+coalesce(v.tool_ids, (SELECT o.tool_ids FROM agent_versions o
+                      WHERE o.agent_id = v.agent_id AND o.version < v.version
+                        AND o.tool_ids IS NOT NULL
+                      ORDER BY o.version DESC LIMIT 1), '{}') AS tool_ids
 """
-SELECT_ONE = """
-SELECT * FROM agent_versions
-WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND version = %(version)s
+SELECT_PAGE = f"""
+SELECT {VERSION_COLUMNS} FROM agent_versions v
+WHERE v.organization_id = %(org)s AND v.agent_id = %(agent_id)s
+  AND (%(before)s::bigint IS NULL OR v.version < %(before)s)
+ORDER BY v.version DESC LIMIT %(limit)s
+"""
+SELECT_ONE = f"""
+SELECT {VERSION_COLUMNS} FROM agent_versions v
+WHERE v.organization_id = %(org)s AND v.agent_id = %(agent_id)s AND v.version = %(version)s
 """
 # The latest value of a column kept only when written (settings, system text), at or before.
 SELECT_LATEST_OF = """
@@ -322,7 +332,11 @@ UPDATE agent_versions v SET
                                    AND o.config IS NOT NULL ORDER BY o.version DESC LIMIT 1)),
     system = coalesce(v.system, (SELECT o.system FROM agent_versions o
                                  WHERE o.agent_id = v.agent_id AND o.version < v.version
-                                   AND o.system IS NOT NULL ORDER BY o.version DESC LIMIT 1))
+                                   AND o.system IS NOT NULL ORDER BY o.version DESC LIMIT 1)),
+    tool_ids = coalesce(v.tool_ids, (SELECT o.tool_ids FROM agent_versions o
+                                     WHERE o.agent_id = v.agent_id AND o.version < v.version
+                                       AND o.tool_ids IS NOT NULL
+                                     ORDER BY o.version DESC LIMIT 1), '{}')
 WHERE v.agent_id = %(agent_id)s AND v.version = %(version)s
 """
 DROP_CHANGES = (

@@ -312,6 +312,37 @@ def test_api_keys_are_stored_hashed_and_authenticate(db: Database, org: Organiza
         assert tenancy.authenticate(conn, plain) is None
 
 
+def test_a_waiting_step_freed_by_two_runs_ending_at_once_goes_to_one_of_them(
+    db: Database,
+) -> None:
+    """Two checkpoints of one organization, each ending a run, read the steps their end
+    frees: a step waiting for the organization's share goes to the first only (it was
+    published by both, and both deliveries called the model)."""
+    with db.transaction() as conn:
+        world = build_world(conn)
+        ended = [agents.create(conn, make_agent(world.org.id, name=f"done-{n}")) for n in (1, 2)]
+    free = {"org": world.org.id, "cap": 3}
+    with db.connection() as first, db.connection() as second:
+        first.execute("BEGIN")
+        second.execute("BEGIN")
+        try:
+            taken = first.execute(
+                outbox.WAITING_FOR_RELEASE, {**free, "agent_id": ended[0].id, "run": "run-a"}
+            ).fetchall()
+            also = second.execute(
+                outbox.WAITING_FOR_RELEASE, {**free, "agent_id": ended[1].id, "run": "run-b"}
+            ).fetchall()
+            assert [r["id"] for r in taken] == [world.outbox_id]
+            assert also == []
+        finally:
+            first.execute("ROLLBACK")
+            second.execute("ROLLBACK")
+        again = second.execute(
+            outbox.WAITING_FOR_RELEASE, {**free, "agent_id": ended[1].id, "run": "run-b"}
+        ).fetchall()
+        assert [r["id"] for r in again] == [world.outbox_id]  # free once the first let go
+
+
 def test_outbox_command_written_once_and_sent_once(db: Database) -> None:
     with db.transaction() as conn:
         world = build_world(conn)

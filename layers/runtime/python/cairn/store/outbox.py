@@ -128,22 +128,29 @@ LIMIT greatest({ORG_CAP} - (SELECT n FROM held), 0)
 # What a run's end frees, read by its checkpoint in one statement (after it let the agent
 # go, in its transaction): the steps waiting for its agent, oldest first (the run's own
 # commands are published by the step that wrote them), then those of the organization's
-# other agents waiting for its share, as many as it has free.
+# other agents waiting for its share, as many as it has free. Each row taken is held until
+# the checkpoint commits and skipped by others meanwhile: two runs of an organization ending
+# at once each took the same waiting step and published it twice, and both deliveries ran
+# its model call (the claim lets a run's own lease in again).
 WAITING_FOR_RELEASE = """
-(SELECT * FROM outbox
- WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL
-   AND run_id IS DISTINCT FROM %(run)s
- ORDER BY id)
-UNION ALL
-(SELECT o.* FROM outbox o JOIN agents a ON a.organization_id = o.organization_id
-                                       AND a.id = o.agent_id
- WHERE %(cap)s > 0 AND o.organization_id = %(org)s AND o.sent_at IS NULL AND o.kind = 'step'
-   AND o.agent_id <> %(agent_id)s AND (a.lease_run_id IS NULL OR a.lease_expires_at < now())
- ORDER BY o.id
- LIMIT greatest({ORG_CAP} - (
-     SELECT count(*) FROM agents
-     WHERE organization_id = %(org)s AND lease_run_id IS NOT NULL
-       AND lease_expires_at >= now()), 0))
+WITH mine AS (
+    SELECT * FROM outbox
+    WHERE organization_id = %(org)s AND agent_id = %(agent_id)s AND sent_at IS NULL
+      AND run_id IS DISTINCT FROM %(run)s
+    FOR UPDATE SKIP LOCKED
+), others AS (
+    SELECT o.* FROM outbox o JOIN agents a ON a.organization_id = o.organization_id
+                                          AND a.id = o.agent_id
+    WHERE %(cap)s > 0 AND o.organization_id = %(org)s AND o.sent_at IS NULL AND o.kind = 'step'
+      AND o.agent_id <> %(agent_id)s AND (a.lease_run_id IS NULL OR a.lease_expires_at < now())
+    ORDER BY o.id
+    LIMIT greatest({ORG_CAP} - (
+        SELECT count(*) FROM agents
+        WHERE organization_id = %(org)s AND lease_run_id IS NOT NULL
+          AND lease_expires_at >= now()), 0)
+    FOR UPDATE OF o SKIP LOCKED
+)
+(SELECT * FROM mine ORDER BY id) UNION ALL (SELECT * FROM others ORDER BY id)
 """.replace("{ORG_CAP}", ORG_CAP)
 
 

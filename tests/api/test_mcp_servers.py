@@ -145,7 +145,8 @@ def test_a_stdio_server_is_kept_and_listed_but_never_started(
     shown = server.model_dump()
     assert shown["mcp_server_type"] == "stdio" and shown["command"] == "sh"
     assert shown["args"] == ["-c", f"touch {marker}"]
-    assert shown["env"] == {"API_KEY": "...6789"} and "stdio-secret" not in str(shown)
+    # Its organization reads its env back, as Letta shows it (sealed at rest: below).
+    assert shown["env"] == {"API_KEY": "stdio-secret-0123456789"}
     assert [s.id for s in client.mcp_servers.list()] == [server.id]
     assert client.mcp_servers.tools.list(server.id) == []
     with pytest.raises(APIStatusError) as refused:
@@ -160,6 +161,19 @@ def test_a_stdio_server_is_kept_and_listed_but_never_started(
         ).fetchone()
     assert row is not None and b"stdio-secret" not in bytes(row["secrets_sealed"])
     assert not marker.exists()  # its command never ran
+    from letta_client import Letta
+
+    from cairn.domain import Organization, User
+    from cairn.store import tenancy
+
+    with db.transaction() as conn:  # another organization: not found, env and all
+        org = tenancy.create_organization(conn, Organization(name="other"))
+        user = tenancy.create_user(conn, User(organization_id=org.id, name="eve"))
+        _, key = tenancy.create_api_key(conn, org.id, user.id, name="t")
+    theirs = Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
+    with pytest.raises(APIStatusError) as hidden:
+        theirs.mcp_servers.retrieve(server.id)
+    assert hidden.value.status_code == 404 and "stdio-secret" not in str(hidden.value.body)
     with pytest.raises(APIStatusError) as no_command:
         client.mcp_servers.create(server_name="bare", config={"mcp_server_type": "stdio"})  # type: ignore[arg-type]
     assert no_command.value.status_code == 400 and "config.command" in str(no_command.value.body)

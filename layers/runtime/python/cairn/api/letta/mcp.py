@@ -1,6 +1,8 @@
-"""MCP servers as Letta's StreamableHTTPMCPServer, SSEMCPServer and StdioMCPServer: the token,
-the custom headers' and the environment's values masked (their last four characters at
-most), never shown whole."""
+"""MCP servers as Letta's StreamableHTTPMCPServer, SSEMCPServer and StdioMCPServer: the token
+and the custom headers' values masked (their last four characters at most), never shown
+whole. A stdio server's `env` is shown to its organization as Letta 0.16.1 shows it (its
+StdioMCPServer carries `stdio_config.env` as stored): the organization wrote it, as it writes
+a tool's secrets, and reads it back; it stays sealed at rest and out of logs."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def mcp_server_json(server: McpServer) -> dict[str, Any]:
             "mcp_server_type": "stdio",
             "command": server.command,
             "args": server.args or [],
-            "env": _masked_all(server.env),
+            "env": server.env,
         }
     return {
         "id": server.id,

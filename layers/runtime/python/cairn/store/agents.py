@@ -10,7 +10,7 @@ from cairn.domain.agents import Agent, AgentFilter
 from cairn.errors import VersionConflictError
 from cairn.store import context, history
 from cairn.store.db import Connection
-from cairn.store.rows import Order, contained, filtered_page, from_row, to_params
+from cairn.store.rows import Order, contained, delete_with_rows, filtered_page, from_row, to_params
 
 AGENT_JSON = ("llm_config", "embedding_config", "compaction_settings", "tool_rules", "metadata")
 
@@ -203,12 +203,7 @@ def matching_tags(
 
 def delete(conn: Connection, org_id: str, agent_id: str) -> bool:
     """The agent and everything of it (in the caller's transaction); False if it was not."""
-    key = {"org": org_id, "id": agent_id}
-    if conn.execute(DELETE_AGENT, key).rowcount != 1:
-        return False
-    for statement in DELETE_AGENT_ROWS:
-        conn.execute(statement, key)
-    return True
+    return delete_with_rows(conn, DELETE_AGENT, DELETE_AGENT_ROWS, {"org": org_id, "id": agent_id})
 
 
 def list_agents(

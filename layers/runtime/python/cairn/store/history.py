@@ -111,14 +111,20 @@ def record(conn: Connection, org: str, agent_id: str, version: int, kind: str, *
 
 # -- reading ---------------------------------------------------------------------------------
 
+
+def _inherited(column: str) -> str:
+    """A column kept only when written (settings, system text, tools): the newest value
+    before version `v`, for a row `v` that keeps none."""
+    return f"""(SELECT o.{column} FROM agent_versions o
+       WHERE o.agent_id = v.agent_id AND o.version < v.version AND o.{column} IS NOT NULL
+       ORDER BY o.version DESC LIMIT 1)"""
+
+
 # A version as written, its tools the newest list at or before it (a step's row keeps none).
-VERSION_COLUMNS = """
+VERSION_COLUMNS = f"""
 v.agent_id, v.version, v.organization_id, v.kind, v.step_id, v.run_id, v.blocks, v.config,
 v.system, v.passage_ids, v.detail, v.created_at,
-coalesce(v.tool_ids, (SELECT o.tool_ids FROM agent_versions o
-                      WHERE o.agent_id = v.agent_id AND o.version < v.version
-                        AND o.tool_ids IS NOT NULL
-                      ORDER BY o.version DESC LIMIT 1), '{}') AS tool_ids
+coalesce(v.tool_ids, {_inherited("tool_ids")}, '{{}}') AS tool_ids
 """
 SELECT_PAGE = f"""
 SELECT {VERSION_COLUMNS} FROM agent_versions v
@@ -325,18 +331,11 @@ WHERE EXISTS (SELECT 1 FROM agent_versions o
               WHERE o.agent_id = b.agent_id AND o.version < b.version)
 LIMIT %(agents)s
 """
-FOLD_BASE = """
+FOLD_BASE = f"""
 UPDATE agent_versions v SET
-    config = coalesce(v.config, (SELECT o.config FROM agent_versions o
-                                 WHERE o.agent_id = v.agent_id AND o.version < v.version
-                                   AND o.config IS NOT NULL ORDER BY o.version DESC LIMIT 1)),
-    system = coalesce(v.system, (SELECT o.system FROM agent_versions o
-                                 WHERE o.agent_id = v.agent_id AND o.version < v.version
-                                   AND o.system IS NOT NULL ORDER BY o.version DESC LIMIT 1)),
-    tool_ids = coalesce(v.tool_ids, (SELECT o.tool_ids FROM agent_versions o
-                                     WHERE o.agent_id = v.agent_id AND o.version < v.version
-                                       AND o.tool_ids IS NOT NULL
-                                     ORDER BY o.version DESC LIMIT 1), '{}')
+    config = coalesce(v.config, {_inherited("config")}),
+    system = coalesce(v.system, {_inherited("system")}),
+    tool_ids = coalesce(v.tool_ids, {_inherited("tool_ids")}, '{{}}')
 WHERE v.agent_id = %(agent_id)s AND v.version = %(version)s
 """
 DROP_CHANGES = (

@@ -9,6 +9,8 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
+from cairn.store.db import Connection
+
 M = TypeVar("M", bound=BaseModel)
 Order = Literal["asc", "desc"]
 
@@ -134,3 +136,16 @@ def contained(text: str | None) -> str | None:
     if text is None:
         return None
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def delete_with_rows(
+    conn: Connection, parent: str, rows: tuple[str, ...], key: dict[str, Any]
+) -> bool:
+    """Delete a row (an agent, a run), then the rows no key removes with it (migration 0042),
+    each in its own statement after the parent's: each sees what a writer that held the
+    parent row committed meanwhile. False, and nothing else deleted, if the parent was not."""
+    if conn.execute(parent, key).rowcount != 1:
+        return False
+    for statement in rows:
+        conn.execute(statement, key)
+    return True

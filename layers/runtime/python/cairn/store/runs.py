@@ -10,7 +10,7 @@ from cairn.domain.runs import OutboxCommand, Run
 from cairn.store import claim as claims
 from cairn.store.db import Connection, pipeline
 from cairn.store.limits import SPENT
-from cairn.store.rows import Order, from_row, page, to_params
+from cairn.store.rows import Order, delete_with_rows, from_row, page, to_params
 
 RUN_JSON = ("metadata", "request_config", "usage", "error")
 
@@ -305,12 +305,7 @@ DELETE_RUN_ROWS = (
 def delete_ended(conn: Connection, org_id: str, run_id: str) -> bool:
     """Delete a run that has ended, with its steps, journal and outbox rows (the messages
     it produced stay in the agent's history). False if it is still going."""
-    key = {"org": org_id, "id": run_id}
-    if conn.execute(DELETE_ENDED_RUN, key).rowcount != 1:
-        return False
-    for statement in DELETE_RUN_ROWS:
-        conn.execute(statement, key)
-    return True
+    return delete_with_rows(conn, DELETE_ENDED_RUN, DELETE_RUN_ROWS, {"org": org_id, "id": run_id})
 
 
 # Letta's RunMetrics: how many steps, and which of the organization's tools were called.

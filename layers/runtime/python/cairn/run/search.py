@@ -100,9 +100,11 @@ def archival(
     ]
 
 
-# Queries are embedded on these threads while their words' statement runs in Postgres: on
-# two cores the model and the statement overlap (docs/memory.md, "What it costs").
-_EMBEDDING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embedding")
+# A query's words' statement runs on these threads while the query is embedded on the
+# caller's: on two cores the model and the statement overlap (docs/memory.md, "What it
+# costs"), and the embedding, the longer half, starts at once instead of after a thread's
+# wake-up (1-3 ms on a busy machine).
+_WORDS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="search-words")
 
 
 def overlapped(
@@ -117,15 +119,23 @@ def overlapped(
 ) -> list[tuple[Any, sql_search.Hit]]:
     """A search whose words' half runs while its query is embedded, each statement on a
     connection held only for it (never across the embedding, which may load a model)."""
-    pending = _EMBEDDING.submit(embed) if embed is not None and ranking.semantic else None
-    with db.connection() as conn:
-        by_words = sql_search.words(conn, found, text, ranking)
     vector = None
-    if pending is not None:
-        with yielding():  # gives the function back to other callers while it waits
-            vector = pending.result()
+    if embed is not None and ranking.semantic:
+        pending = _WORDS.submit(_words, db, found, text, ranking)
+        with yielding():  # gives the function back to other callers meanwhile
+            vector = embed()
+        by_words = pending.result()
+    else:
+        by_words = _words(db, found, text, ranking)
     with db.connection() as conn:
         return sql_search.best(conn, found, by_words, vector, ranking, limit)
+
+
+def _words(
+    db: Database, found: sql_search.Search, text: str, ranking: sql_search.Ranking
+) -> sql_search.Words:
+    with db.connection() as conn:
+        return sql_search.words(conn, found, text, ranking)
 
 
 def embedding(embedder: Embedder, text: str) -> Callable[[], list[float]]:

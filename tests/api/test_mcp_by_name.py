@@ -92,7 +92,8 @@ def test_servers_are_kept_as_letta_keeps_them_and_refusals_name_the_reason(
         # Kept though it refuses the token (synced later), as Letta keeps it.
         ok(client.put("/tools/mcp/servers", json=body(fake, token="wrong")))
         assert stack.client().tools.list(name="add").items == []  # type: ignore[attr-defined]
-        # A stdio server: kept and listed, never started.
+        # A stdio server: kept and listed; its program (not one that speaks MCP) runs in the
+        # tool jail and ends: the reason, naming it.
         ok(
             client.put(
                 "/tools/mcp/servers",
@@ -109,9 +110,9 @@ def test_servers_are_kept_as_letta_keeps_them_and_refusals_name_the_reason(
         }
         assert listed["calc"]["type"] == "streamable_http"
         used = client.get("/tools/mcp/servers/local/tools")
-        assert used.status_code == 400 and "never starts" in used.text
+        assert used.status_code == 400 and "stdio MCP server `local` failed" in used.text
         ran = client.post("/tools/mcp/servers/local/tools/id/execute", json={"args": {}})
-        assert ran.status_code == 400 and "stdio" in ran.text
+        assert "stdio MCP server `local` failed" in ran.text
         wrong = client.get("/tools/mcp/servers/calc/tools")  # asked for: the reason, a 400
         assert wrong.status_code == 400 and "calc" in wrong.text
         nameless = client.put("/tools/mcp/servers", json={"server_url": fake.url})

@@ -1,13 +1,15 @@
 """Organizations' MCP servers through letta-client 1.5.0 unchanged, against a real MCP server
 the test starts with the official `mcp` SDK (streamable HTTP): added with a token (sealed,
 shown masked), its tools listed into the organization's, run directly and from a step,
-refreshed, deleted; kept as Letta keeps them when they cannot be reached, stdio ones kept but
-never started; the outbound-address policy and the tenancy rules hold."""
+refreshed, deleted; kept as Letta keeps them when they cannot be reached; stdio ones run in
+the tool jail (the fake in tests/fakes/stdio_mcp_server.py); the outbound-address policy and
+the tenancy rules hold."""
 
 from __future__ import annotations
 
 import logging
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from letta_client import APIStatusError
 from cairn.store.db import Database
 from tests.api.conftest import Stack, make_stack
 from tests.api.test_custom_tools import tool_return
+from tests.api.test_mcp_by_name import http, ok
 from tests.fakes.llm_server import call
 from tests.fakes.mcp_server import McpFake, mcp_server
 
@@ -130,37 +133,68 @@ def test_a_server_that_refuses_or_cannot_be_reached_is_kept_and_synced_by_a_refr
     assert unreached.value.status_code == 400 and "does not resolve" in str(unreached.value.body)
 
 
-def test_a_stdio_server_is_kept_and_listed_but_never_started(
-    stack: Stack, db: Database, tmp_path: Path
-) -> None:
-    client = stack.client()
-    marker = tmp_path / "ran"
-    stdio = {
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+SECRET = "stdio-secret-0123456789"
+
+
+@pytest.fixture
+def jailed(db: Database) -> Iterator[Stack]:
+    """A stack whose stdio MCP servers see this interpreter's environment (the `mcp` SDK)
+    and the tests' fakes, read-only: the operator's CAIRN_MCP_STDIO_PATHS."""
+    with make_stack(db, mcp_stdio_paths=f"{sys.prefix},{FAKES}") as stack:
+        yield stack
+
+
+def stdio_config(*args: str) -> dict[str, Any]:
+    return {
         "mcp_server_type": "stdio",
-        "command": "sh",
-        "args": ["-c", f"touch {marker}"],
-        "env": {"API_KEY": "stdio-secret-0123456789"},
+        "command": sys.executable,
+        "args": [str(FAKES / "stdio_mcp_server.py"), *args],
+        "env": {"API_KEY": SECRET},
     }
-    server = client.mcp_servers.create(server_name="local", config=stdio)  # type: ignore[arg-type]
+
+
+def test_a_stdio_server_runs_in_the_tool_jail_with_its_env(jailed: Stack, db: Database) -> None:
+    client = jailed.client()
+    server = client.mcp_servers.create(server_name="local", config=stdio_config())  # type: ignore[arg-type]
     shown = server.model_dump()
-    assert shown["mcp_server_type"] == "stdio" and shown["command"] == "sh"
-    assert shown["args"] == ["-c", f"touch {marker}"]
+    assert shown["mcp_server_type"] == "stdio" and shown["command"] == sys.executable
     # Its organization reads its env back, as Letta shows it (sealed at rest: below).
-    assert shown["env"] == {"API_KEY": "stdio-secret-0123456789"}
-    assert [s.id for s in client.mcp_servers.list()] == [server.id]
-    assert client.mcp_servers.tools.list(server.id) == []
-    with pytest.raises(APIStatusError) as refused:
-        client.mcp_servers.refresh(server.id)
-    assert refused.value.status_code == 400
-    assert "stdio" in str(refused.value.body) and "never starts" in str(refused.value.body)
-    changed = client.mcp_servers.update(server.id, config={"args": ["--version"]})  # type: ignore[arg-type]
-    assert changed.args == ["--version"] and changed.command == "sh"  # type: ignore[union-attr]
+    assert shown["env"] == {"API_KEY": SECRET}
+    tools = {t.name: t for t in client.mcp_servers.tools.list(server.id)}  # synced at create
+    assert {"add", "env", "read", "connect"} <= set(tools)
+    ran = client.mcp_servers.tools.run(
+        tools["env"].id, mcp_server_id=server.id, args={"name": "API_KEY"}
+    )
+    assert ran.status == "success" and ran.func_return == SECRET  # its env, given whole
+    # The server's own environment and files stay out of its reach.
+    ran = client.mcp_servers.tools.run(
+        tools["env"].id, mcp_server_id=server.id, args={"name": "DATABASE_URL"}
+    )
+    assert ran.func_return == "<unset>"
+    ran = client.mcp_servers.tools.run(
+        tools["read"].id, mcp_server_id=server.id, args={"path": __file__}
+    )
+    assert ran.func_return is not None and ran.func_return.startswith("refused")
+    assert client.mcp_servers.refresh(server.id) == {"added": [], "updated": [], "deleted": []}
+    with http(jailed) as by_name:  # Letta's older routes, by the server's name
+        listed = ok(by_name.get("/tools/mcp/servers/local/tools"))
+        assert {"add", "env"} <= {t["name"] for t in listed}
+        ran = ok(
+            by_name.post("/tools/mcp/servers/local/tools/add/execute", json={"args": {"a": 1}})
+        )
+        assert ran["status"] == "error"  # b is missing: the server's own refusal
+        ran = ok(
+            by_name.post(
+                "/tools/mcp/servers/local/tools/add/execute", json={"args": {"a": 1, "b": 2}}
+            )
+        )
+        assert ran["status"] == "success" and ran["func_return"] == "3"
     with db.connection() as conn:
         row = conn.execute(
             "SELECT secrets_sealed FROM mcp_servers WHERE id = %s", (server.id,)
         ).fetchone()
-    assert row is not None and b"stdio-secret" not in bytes(row["secrets_sealed"])
-    assert not marker.exists()  # its command never ran
+    assert row is not None and SECRET.encode() not in bytes(row["secrets_sealed"])
     from letta_client import Letta
 
     from cairn.domain import Organization, User
@@ -170,13 +204,43 @@ def test_a_stdio_server_is_kept_and_listed_but_never_started(
         org = tenancy.create_organization(conn, Organization(name="other"))
         user = tenancy.create_user(conn, User(organization_id=org.id, name="eve"))
         _, key = tenancy.create_api_key(conn, org.id, user.id, name="t")
-    theirs = Letta(base_url=stack.url, api_key=key, max_retries=0, timeout=30)
+    theirs = Letta(base_url=jailed.url, api_key=key, max_retries=0, timeout=30)
     with pytest.raises(APIStatusError) as hidden:
         theirs.mcp_servers.retrieve(server.id)
-    assert hidden.value.status_code == 404 and "stdio-secret" not in str(hidden.value.body)
+    assert hidden.value.status_code == 404 and SECRET not in str(hidden.value.body)
     with pytest.raises(APIStatusError) as no_command:
         client.mcp_servers.create(server_name="bare", config={"mcp_server_type": "stdio"})  # type: ignore[arg-type]
     assert no_command.value.status_code == 400 and "config.command" in str(no_command.value.body)
+
+
+def test_an_agent_calls_a_stdio_servers_tool_in_a_step(jailed: Stack) -> None:
+    client = jailed.client()
+    server = client.mcp_servers.create(server_name="local", config=stdio_config())  # type: ignore[arg-type]
+    add = next(t for t in client.mcp_servers.tools.list(server.id) if t.name == "add")
+    agent = client.agents.create(llm_config=LLM, tool_ids=[add.id])  # type: ignore[arg-type]
+    jailed.fake.reply("", call("add", a=2, b=40))
+    jailed.fake.reply("42 it is")
+    ret = tool_return(client.agents.messages.create(agent.id, input="add 2 and 40"))
+    assert ret.status == "success" and ret.tool_return == "42"  # type: ignore[attr-defined]
+
+
+def test_a_stdio_server_that_fails_says_so_naming_it(
+    jailed: Stack, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = jailed.client()
+    with caplog.at_level(logging.WARNING):
+        dead = client.mcp_servers.create(server_name="dead", config=stdio_config("exit"))  # type: ignore[arg-type]
+    assert client.mcp_servers.tools.list(dead.id) == []  # kept, as Letta keeps it
+    with pytest.raises(APIStatusError) as failed:
+        client.mcp_servers.refresh(dead.id)
+    assert failed.value.status_code == 400 and "`dead`" in str(failed.value.body)
+    missing = {"mcp_server_type": "stdio", "command": "/no/such/program", "env": {"K": SECRET}}
+    gone = client.mcp_servers.create(server_name="gone", config=missing)  # type: ignore[arg-type]
+    with pytest.raises(APIStatusError) as failed:
+        client.mcp_servers.refresh(gone.id)
+    body = str(failed.value.body)
+    assert "`gone`" in body and "cannot start /no/such/program" in body
+    assert SECRET not in caplog.text  # the program's words reach its organization, not logs
 
 
 def test_the_outbound_policy_holds_for_a_servers_url(db: Database, fake: McpFake) -> None:

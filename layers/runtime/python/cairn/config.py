@@ -130,6 +130,9 @@ class Settings(BaseModel):
     # Comma-separated networks the proxy may reach although not public (e.g. 10.0.0.0/8 for
     # a service of your own); by default only public addresses, whatever a host resolves to.
     tool_private_networks: str = ""
+    # Host folders a stdio MCP server's program sees, read-only, in the tool jail besides
+    # the system's and the interpreter's (its programs and packages), comma-separated.
+    mcp_stdio_paths: str = ""
     # Model providers. An agent's llm_config.model_endpoint overrides the base URLs.
     # On AWS: the Secrets Manager secret holding the providers' keys (JSON).
     provider_secret_arn: str | None = None
@@ -265,6 +268,7 @@ class Settings(BaseModel):
             "tool_egress_proxy": "CAIRN_TOOL_EGRESS_PROXY",
             "tool_egress_secret_arn": "CAIRN_TOOL_EGRESS_SECRET_ARN",
             "tool_private_networks": "CAIRN_TOOL_PRIVATE_NETWORKS",
+            "mcp_stdio_paths": "CAIRN_MCP_STDIO_PATHS",
             "sync_budget_seconds": "CAIRN_SYNC_BUDGET_SECONDS",
             "stream_budget_seconds": "CAIRN_STREAM_BUDGET_SECONDS",
             "stream_ping_seconds": "CAIRN_STREAM_PING_SECONDS",

@@ -76,8 +76,11 @@ def build_runtime(
         )
     else:
         private = tuple(n.strip() for n in settings.tool_private_networks.split(",") if n.strip())
+        shown = tuple(p.strip() for p in settings.mcp_stdio_paths.split(",") if p.strip())
         sandbox = SubprocessSandbox(
-            isolation=settings.sandbox_isolation, egress_private_networks=private
+            isolation=settings.sandbox_isolation,
+            egress_private_networks=private,
+            stdio_paths=shown,
         )
     vault = vault_for(settings)
     keys = ProviderKeys(database, vault)

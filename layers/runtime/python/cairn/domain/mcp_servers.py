@@ -1,6 +1,6 @@
 """An organization's MCP server (Letta's StreamableHTTPMCPServer, SSEMCPServer and
-StdioMCPServer). A stdio server is kept and shown, never started: it would run a command on
-the server (`STDIO_NEVER_STARTED` says so to whoever tries to use one)."""
+StdioMCPServer). A stdio server's program runs in the tool sandbox for each use
+(mcp_servers/calls.reached)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,6 @@ from cairn.domain.ids import new_id
 
 McpServerType = Literal["streamable_http", "sse", "stdio"]
 
-STDIO_NEVER_STARTED = (
-    "is a stdio MCP server: Cairn keeps its configuration but never starts it, as that would "
-    "run a command on the server. Run it with a streamable HTTP (or SSE) transport and add it "
-    "by its URL."
-)
-
 
 class McpServer(DomainModel):
     id: str = Field(default_factory=lambda: new_id("mcp_server"))
@@ -31,7 +25,8 @@ class McpServer(DomainModel):
     # Opened; sealed at rest (store/mcp_servers.py), never shown whole.
     auth_token: str | None = Field(default=None, repr=False)
     custom_headers: dict[str, str] | None = Field(default=None, repr=False)
-    # stdio's: kept and shown, never run. The environment is sealed at rest like the token.
+    # stdio's: the program and its environment, sealed at rest like the token and given
+    # whole to the program (and shown to its organization, as Letta shows it).
     command: str | None = Field(default=None, min_length=1, max_length=2000)
     args: list[str] | None = None
     env: dict[str, str] | None = Field(default=None, repr=False)

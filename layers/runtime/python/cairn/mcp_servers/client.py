@@ -1,21 +1,27 @@
 """A step's (or the API's) calls to an organization's MCP server, through the official
-`mcp` SDK: list its tools, call one. Streamable HTTP and SSE; every connection goes through
-the outbound-address policy (`cairn.outbound`), since the URL is a tenant's. Each use opens
-a session and closes it (no connection outlives a call in a Lambda environment). A server
-that signs its users in with OAuth is reached with `McpTarget.auth`, the SDK's OAuth client
-(mcp_servers/oauth.py); one that answers 401 without it raises `McpSignInRequired`."""
+`mcp` SDK: list its tools, call one. Streamable HTTP and SSE, every connection through the
+outbound-address policy (`cairn.outbound`), since the URL is a tenant's; or stdio, the
+server's program started in the tool sandbox (`McpTarget.process`: the command that
+confines it). Each use opens a session and closes it (no connection or process outlives a
+call in a Lambda environment). A server that signs its users in with OAuth is reached with
+`McpTarget.auth`, the SDK's OAuth client (mcp_servers/oauth.py); one that answers 401
+without it raises `McpSignInRequired`."""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cairn import outbound
+from cairn.tools.sandbox import Confined
 
-Transport = Literal["streamable_http", "sse"]
+Transport = Literal["streamable_http", "sse", "stdio"]
+# What a stdio server wrote to stderr, kept to say why it failed: its last lines only.
+STDERR_TAIL_CHARS = 500
 
 
 class McpError(RuntimeError):
@@ -28,10 +34,17 @@ class McpSignInRequired(McpError):
 
 @dataclass(frozen=True)
 class McpTarget:
-    url: str
+    url: str  # a stdio server's: its name, for what is said of it
     transport: Transport
     headers: dict[str, str] = field(default_factory=dict, repr=False)  # may hold a token
     auth: Any = field(default=None, repr=False)  # an httpx2.Auth: the SDK's OAuth client
+    process: Confined | None = field(default=None, repr=False)  # a stdio server's command
+
+    @property
+    def named(self) -> str:
+        if self.transport == "stdio":
+            return f"the stdio MCP server `{self.url}`"
+        return f"the MCP server at {self.url}"
 
 
 @dataclass(frozen=True)
@@ -82,31 +95,52 @@ def call_tool(
 def _with_session(
     target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float, work: Any
 ) -> Any:
-    try:
-        outbound.check(target.url, opened)
-    except outbound.Refused as err:
-        raise McpError(str(err)) from None
+    if target.transport != "stdio":
+        try:
+            outbound.check(target.url, opened)
+        except outbound.Refused as err:
+            raise McpError(str(err)) from None
+    import tempfile
+
     import anyio
 
     statuses: list[int] = []  # every answer's status: the SDK's errors do not say 401
 
-    async def main() -> Any:
+    async def main(errlog: Any) -> Any:
         from mcp.client.session import ClientSession
 
         with anyio.fail_after(timeout):
             async with (
-                _streams(target, _Guarded(opened, statuses), timeout) as (read, write, *_),
+                _streams(target, _Guarded(opened, statuses), timeout, errlog) as (
+                    read,
+                    write,
+                    *_,
+                ),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
                 return await work(session)
 
+    # A stdio server's stderr goes to a file (never our logs: it is a tenant's program, and
+    # its size is bounded by the sandbox's file limit); its end says why it failed.
+    with tempfile.TemporaryFile("w+", errors="replace") as errlog:
+        try:
+            return _run(main, errlog, target, timeout, statuses)
+        except McpError as err:
+            errlog.seek(0)
+            said = errlog.read()[-STDERR_TAIL_CHARS:].strip()
+            if said and target.transport == "stdio":
+                raise type(err)(f"{err} (its stderr ends: {said})") from None
+            raise
+
+
+def _run(main: Any, errlog: Any, target: McpTarget, timeout: float, statuses: list[int]) -> Any:
+    import anyio
+
     try:
-        return anyio.run(main)
+        return anyio.run(main, errlog)
     except TimeoutError:
-        raise McpError(
-            f"the MCP server at {target.url} did not answer within {timeout:g} s"
-        ) from None
+        raise McpError(f"{target.named} did not answer within {timeout:g} s") from None
     except McpError:
         raise
     except BaseException as err:  # the SDK's task groups wrap what failed
@@ -123,7 +157,7 @@ def _with_session(
                 f"the MCP server at {target.url} answered 401 Unauthorized: it needs a token "
                 "or an OAuth sign-in"
             ) from None
-        raise McpError(f"the MCP server at {target.url} failed: {_cause(err)}") from None
+        raise McpError(f"{target.named} failed: {_cause(err)}") from None
 
 
 @dataclass(frozen=True)
@@ -136,8 +170,22 @@ class _Guarded:
 
 
 @asynccontextmanager
-async def _streams(target: McpTarget, guarded: _Guarded, timeout: float) -> AsyncIterator[Any]:
-    """The transport's streams, over a client whose every connection is guarded."""
+async def _streams(
+    target: McpTarget, guarded: _Guarded, timeout: float, errlog: Any
+) -> AsyncIterator[Any]:
+    """The transport's streams: a confined process's pipes, or a client whose every
+    connection is guarded."""
+    if target.transport == "stdio":
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        _quiet_stdio_parse_errors()
+
+        assert target.process is not None, "a stdio target carries its confined command"
+        command, *args = target.process.command
+        started = StdioServerParameters(command=command, args=args, env=target.process.environment)
+        async with stdio_client(started, errlog=errlog) as streams:
+            yield streams
+        return
     if target.transport == "sse":
         from mcp.client.sse import sse_client
 
@@ -158,6 +206,21 @@ async def _streams(target: McpTarget, guarded: _Guarded, timeout: float) -> Asyn
         streamable_http_client(target.url, http_client=client) as streams,
     ):
         yield streams
+
+
+class _NoParseErrors(logging.Filter):
+    """The SDK logs each line a stdio server writes that is not JSON-RPC, with the line in
+    it: a tenant's program would write into our logs (a flood of them, or its secrets)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Failed to parse JSONRPC message")
+
+
+_PARSE_ERRORS = _NoParseErrors()
+
+
+def _quiet_stdio_parse_errors() -> None:
+    logging.getLogger("mcp.client.stdio").addFilter(_PARSE_ERRORS)  # once: a set of filters
 
 
 def _timeout(seconds: float) -> Any:

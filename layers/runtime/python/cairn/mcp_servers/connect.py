@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from cairn import outbound
-from cairn.domain.mcp_servers import STDIO_NEVER_STARTED, McpOAuthSession, McpServer
+from cairn.domain.mcp_servers import McpOAuthSession, McpServer
 from cairn.llm import deadline
 from cairn.mcp_servers import oauth
-from cairn.mcp_servers.calls import target_of
+from cairn.mcp_servers.calls import reached, target_of
 from cairn.mcp_servers.client import McpError, McpSignInRequired, McpTarget, list_tools
 from cairn.run.runtime import Runtime
 from cairn.store import mcp_oauth
@@ -38,13 +38,11 @@ def events(rt: Runtime, server: McpServer, base_url: str) -> Iterator[Event]:
     if (left := deadline.seconds_left()) is not None:
         wait = max(1.0, min(wait, left - rt.settings.mcp_timeout_seconds))
     yield {"event": "connection_attempt", "server_name": server.server_name}
-    if server.stdio:
-        yield _error(f"MCP server `{server.server_name}` {STDIO_NEVER_STARTED}")
-        return
     opened = outbound.networks(rt.settings.outbound_networks)
-    signed_in = oauth.stored(rt.db, rt.engine.sealer, server)
+    signed_in = None if server.stdio else oauth.stored(rt.db, rt.engine.sealer, server)
     try:
-        tools = list_tools(target_of(server, signed_in), opened, rt.settings.mcp_timeout_seconds)
+        with reached(server, rt.db, rt.engine.sandbox, rt.settings, signed_in) as target:
+            tools = list_tools(target, opened, rt.settings.mcp_timeout_seconds)
     except McpSignInRequired:
         pass  # below: the sign-in
     except McpError as err:

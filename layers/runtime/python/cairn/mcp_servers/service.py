@@ -5,10 +5,10 @@ from a step or directly.
 As Letta does, a server is kept when it is added or changed whether or not it answers: its
 tools are synced best effort (a server that is down, or a name that does not resolve yet,
 is kept with no tools, the reason logged; a refresh syncs them later). Streamable HTTP and
-SSE servers are reached; stdio ones are kept and listed but never started (that would run
-an organization's command on the server), and using one is a 400 saying so. Every
-connection goes through the outbound-address policy when it is made; an address written in
-the URL that the policy refuses is a 400 at once."""
+SSE servers are reached by their URL, every connection through the outbound-address policy
+when it is made (an address written in the URL that the policy refuses is a 400 at once);
+a stdio server's program is started for each use in the tool sandbox, as a custom tool
+runs (mcp_servers/calls.reached)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ import logging
 from typing import Any
 
 from cairn import outbound
-from cairn.domain.mcp_servers import STDIO_NEVER_STARTED, McpServer
+from cairn.domain.mcp_servers import McpServer
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, NotFoundError, found
 from cairn.mcp_servers import oauth
-from cairn.mcp_servers.calls import run_mcp_tool, target_of
+from cairn.mcp_servers.calls import reached, run_mcp_tool
 from cairn.mcp_servers.client import McpError, McpTool, list_tools
 from cairn.run.runtime import Runtime
 from cairn.services.requests import McpServerCreate, McpServerUpdate, McpToolRun
@@ -109,7 +109,9 @@ def tool_of(rt: Runtime, org: str, server_id: str, tool_id: str) -> Tool:
 def run(rt: Runtime, org: str, server_id: str, tool_id: str, req: McpToolRun) -> dict[str, Any]:
     """A direct call of one of the server's tools, as Letta's ToolExecutionResult."""
     tool = tool_of(rt, org, server_id, tool_id)
-    return _execution(run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, tool, req.args))
+    return _execution(
+        run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, rt.engine.sandbox, tool, req.args)
+    )
 
 
 def refresh(rt: Runtime, org: str, server_id: str) -> dict[str, list[str]]:
@@ -123,27 +125,29 @@ def refresh(rt: Runtime, org: str, server_id: str) -> dict[str, list[str]]:
 
 
 def _listed(rt: Runtime, server: McpServer) -> list[McpTool]:
-    """What the server lists now; a 400 saying why when it cannot be reached (a stdio
-    server never is)."""
-    if server.stdio:
-        raise InvalidArgumentError(f"MCP server `{server.server_name}` {STDIO_NEVER_STARTED}")
+    """What the server lists now (a stdio server's program started for it in the tool
+    sandbox); a 400 saying why when it cannot be reached."""
     opened = outbound.networks(rt.settings.outbound_networks)
     try:
-        signed_in = oauth.stored(rt.db, rt.engine.sealer, server)
-        return list_tools(target_of(server, signed_in), opened, rt.settings.mcp_timeout_seconds)
+        signed_in = None if server.stdio else oauth.stored(rt.db, rt.engine.sealer, server)
+        with reached(server, rt.db, rt.engine.sandbox, rt.settings, signed_in) as target:
+            return list_tools(target, opened, rt.settings.mcp_timeout_seconds)
     except McpError as err:
         raise InvalidArgumentError(f"MCP server `{server.server_name}`: {err}") from None
 
 
 def _synced(rt: Runtime, server: McpServer) -> list[McpTool] | None:
     """What the server lists now, or None (logged) when it cannot be reached: Letta keeps a
-    server it could not sync (a stdio one is never reached)."""
-    if server.stdio:
-        return None
+    server it could not sync."""
     try:
         return _listed(rt, server)
     except InvalidArgumentError as err:
-        logger.warning("MCP server kept without syncing its tools: %s", err)
+        # A stdio server's reason may quote what its program wrote: its organization's to
+        # read (refresh says it), never our logs'.
+        logger.warning(
+            "MCP server kept without syncing its tools: %s",
+            f"the stdio MCP server `{server.server_name}` failed" if server.stdio else err,
+        )
         return None
 
 
@@ -233,15 +237,15 @@ def execute(
 ) -> dict[str, Any]:
     """A call of a tool of the server by name, kept or not."""
     server = named(rt, org, name)
-    if server.stdio:
-        raise InvalidArgumentError(f"MCP server `{name}` {STDIO_NEVER_STARTED}")
     transient = Tool(
         organization_id=org,
         name=tool_name,
         tool_type="external_mcp",
         metadata={"mcp": {"server_name": name, "server_id": server.id}},
     )
-    return _execution(run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, transient, args))
+    return _execution(
+        run_mcp_tool(rt.db, rt.engine.sealer, rt.settings, rt.engine.sandbox, transient, args)
+    )
 
 
 def probe(rt: Runtime, org: str, req: McpServerCreate) -> list[McpTool]:

@@ -42,7 +42,9 @@ from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 # A call of a tool served outside Cairn (an MCP server's): {"success", "result"}; the MCP
 # integration's, handed to the engine at assembly.
-ExternalTools = Callable[[Database, Sealer, Settings, Tool, dict[str, Any]], dict[str, Any]]
+ExternalTools = Callable[
+    [Database, Sealer, Settings, Sandbox, Tool, dict[str, Any]], dict[str, Any]
+]
 logger = logging.getLogger(__name__)
 
 
@@ -360,7 +362,7 @@ class StepToolContext(search.SearchTools):
     def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         if self.external_tools is None or self.sealer is None or self.settings is None:
             return {"success": False, "result": "MCP tools cannot run here."}
-        return self.external_tools(self.db, self.sealer, self.settings, tool, args)
+        return self.external_tools(self.db, self.sealer, self.settings, self.sandbox, tool, args)
 
     # -- recall and archival search: run/search.py's SearchTools, over this -------------
 

@@ -1,14 +1,17 @@
 """The first process of a sandboxed tool call, started by `unshare` in fresh namespaces.
 
-Run as `python -I -S jail.py <config json> <runner source>` inside new mount, PID, network,
-IPC and UTS namespaces (and a user namespace when the server is not root). It builds a
+Run as `python -I -S jail.py <runner source>` (its configuration on stdin), or as
+`jail.py --exec <program> <args...>` for a stdio MCP server (its configuration in the
+environment), inside new mount, PID, network, IPC and UTS namespaces (and a user
+namespace when the server is not root). It builds a
 root file system of its own on a size-limited tmpfs (the interpreter's files and /usr
 bound read-only, a private /proc, a few device nodes, an empty /tmp), pivots into it and
 detaches the old one, so nothing of the host's files, sockets or processes can be named.
 It then gives up every privilege (uid and gid nobody where that user exists in the
 namespace, an empty capability bounding set, no_new_privs) and resource limits are set,
 then runs the tool runner in this same process, which is PID 1 of its namespace: when it
-exits or is killed, the kernel kills everything the tool started.
+exits or is killed, the kernel kills everything the tool started. A program (`--exec`) runs
+as its child, so that PID 1 stays to relay the egress and reap.
 
 With `egress` in its config (its organization allows some hosts), the egress proxy's Unix
 socket is bound into the new root and a thread relays 127.0.0.1:3128 to it: the tool's
@@ -194,12 +197,21 @@ def set_limits(config: dict[str, object]) -> None:
         resource.setrlimit(limit, (value, value))
 
 
+CONFIG_VARIABLE = "JAIL_CONFIG"  # internal: the jail's, never the operator's
+
+
 def main() -> None:
-    # The configuration (the tool's environment: the agent's secrets, an egress pass) comes
-    # on stdin, its first line, before the runner's request: a command line is readable by
-    # every process of the host in /proc/<pid>/cmdline for as long as the call runs.
-    config = json.loads(sys.stdin.buffer.readline())
-    runner = sys.argv[1]
+    # Run as `jail.py <runner source>` (a tool call) the configuration (the tool's
+    # environment: the agent's secrets, an egress pass) comes on stdin, its first line,
+    # before the runner's request. Run as `jail.py --exec <program> <args...>` (a stdio MCP
+    # server, whose stdin is its protocol) it comes in this process's environment. Never on
+    # a command line: that is readable by every process of the host in /proc/<pid>/cmdline
+    # for as long as the call runs; an environment only by the server's own user and root.
+    serving = sys.argv[1] == "--exec"
+    if serving:
+        config = json.loads(os.environ.pop(CONFIG_VARIABLE))
+    else:
+        config = json.loads(sys.stdin.buffer.readline())
     root = config["root"]
     build_root(root, config)
     egress = config.get("egress")
@@ -215,8 +227,64 @@ def main() -> None:
     os.chdir("/work")
     os.environ.clear()
     os.environ.update(config["env"])
+    if serving:
+        serve(sys.argv[2:], config)
+    runner = sys.argv[1]
     del sys.argv[1:]
     exec(compile(runner, "<runner>", "exec"), {"__name__": "__main__"})
+
+
+def serve(argv: list[str], config: dict[str, object]) -> None:
+    """The program runs as this process's child, its stdout relayed by this one, PID 1 of
+    the namespace, which also relays the egress and reaps what the program leaves behind.
+    When the program ends, this process ends with its status, and the kernel ends the rest.
+    A line on stdout longer than `line_bytes`, or more than `stdout_bytes` in all, ends it:
+    the reader on the host holds a line whole before parsing it."""
+    env = config["env"]
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.dup2(writing, 1)
+        os.close(reading)
+        os.close(writing)
+        try:
+            os.execvpe(argv[0], argv, env)  # type: ignore[arg-type]
+        except OSError as err:
+            os.write(2, f"cannot start {argv[0]}: {err.strerror}\n".encode())
+        os._exit(127)
+    os.close(writing)
+    line, total = int(config["line_bytes"]), int(config["stdout_bytes"])  # type: ignore[call-overload]
+    relay = threading.Thread(target=relay_stdout, args=(reading, child, line, total))
+    relay.daemon = True
+    relay.start()
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(1)
+        if pid == child:
+            relay.join(timeout=1)  # what it wrote last, passed on before the end
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def relay_stdout(reading: int, child: int, line_bytes: int, stdout_bytes: int) -> None:
+    since_newline = sent = 0
+    while chunk := os.read(reading, 65536):
+        cut = chunk.rfind(b"\n")
+        since_newline = len(chunk) - cut - 1 if cut >= 0 else since_newline + len(chunk)
+        sent += len(chunk)
+        if since_newline > line_bytes or sent > stdout_bytes:
+            limit = (
+                f"a line of over {line_bytes}"
+                if since_newline > line_bytes
+                else (f"over {stdout_bytes}")
+            )
+            os.write(2, f"stopped: {limit} bytes on stdout\n".encode())
+            os.kill(child, 9)
+            os._exit(1)
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(1, view) :]
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ them, and only them, through the egress proxy (`tools/egress.py`).
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -74,8 +75,40 @@ class SandboxResult:
         )
 
 
+@dataclass(frozen=True)
+class ServerLaunch:
+    """A program that serves on its stdin and stdout (a stdio MCP server), started in the
+    sandbox for one use: what it runs, its environment (its organization's, given to it
+    whole), what it may reach and for how long."""
+
+    argv: tuple[str, ...]
+    environment: dict[str, str] = field(repr=False)
+    network: Network | None
+    timeout_seconds: float
+
+    def pass_seconds(self) -> float:
+        return self.timeout_seconds + 30
+
+
+@dataclass(frozen=True)
+class Confined:
+    """How this host starts a launch in the sandbox: a command and its environment (which
+    may carry the program's: never logged, never on a command line)."""
+
+    command: list[str]
+    environment: dict[str, str] = field(repr=False)
+
+
+class SandboxRefused(RuntimeError):
+    """This sandbox cannot start the program; the message says why."""
+
+
 class Sandbox(Protocol):
     def run(self, request: SandboxRequest) -> SandboxResult: ...
+
+    def confined(self, launch: ServerLaunch) -> AbstractContextManager[Confined]:
+        """The command that starts `launch` confined, valid while the context is open."""
+        ...
 
 
 Isolation = Literal["namespaces", "process"]

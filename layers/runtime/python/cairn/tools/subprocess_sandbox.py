@@ -12,21 +12,33 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cairn.tools.jail import CONFIG_VARIABLE
 from cairn.tools.runner import MARK, RUNNER
 from cairn.tools.sandbox import (
     DEFAULT_MEMORY_BYTES,
     OUTPUT_CHARS,
     PROCESSES,
     SCRATCH_BYTES,
+    Confined,
     Isolation,
+    Network,
+    SandboxRefused,
     SandboxRequest,
     SandboxResult,
+    ServerLaunch,
 )
 
 JAIL = str(Path(__file__).with_name("jail.py"))
+# A stdio MCP server's output, bounded in the jail: the SDK's reader holds a line whole
+# before parsing it, so one endless line would grow in our memory. A protocol message (a
+# tool's answer, a listing) is far smaller; a use (one listing or call) writes a few.
+STDIO_LINE_BYTES = 16 * 1024 * 1024
+STDIO_STDOUT_BYTES = 128 * 1024 * 1024
 
 
 class SubprocessSandbox:
@@ -55,6 +67,7 @@ class SubprocessSandbox:
         processes: int = PROCESSES,
         user_namespace: bool | None = None,
         egress_private_networks: tuple[str, ...] = (),
+        stdio_paths: tuple[str, ...] = (),
     ) -> None:
         self.memory_bytes, self.isolation = memory_bytes, isolation
         self.scratch_bytes, self.processes = scratch_bytes, processes
@@ -69,6 +82,9 @@ class SubprocessSandbox:
         self.egress_private_networks = egress_private_networks
         self._egress: tuple[str, bytes] | None = None
         self._egress_lock = threading.Lock()
+        # Host folders a stdio MCP server sees read-only besides the system's and the
+        # interpreter's (where its programs and packages are): the operator's choice.
+        self.stdio_paths = tuple(os.path.realpath(p) for p in stdio_paths)
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         if self.isolation == "namespaces" and (why := self.unavailable()):
@@ -84,22 +100,18 @@ class SubprocessSandbox:
             "TMPDIR": "/tmp",
             "CAIRN_TOOL_CALL_ID": request.tool_call_id,
         }
-        outlet = None
-        if request.proxy_url or request.network:
-            # The egress proxy's code loads with the first call that may use the network.
-            from cairn.tools import egress
         if request.proxy_url:
+            from cairn.tools import egress
+
             env.update(egress.tool_environment(request.proxy_url))
-        elif request.network and request.network.hosts and self.isolation == "namespaces":
-            path, key = self.egress()
-            hosts, seconds = request.network.hosts, request.pass_seconds()
-            token = egress.issue(key, request.network.organization_id, hosts, seconds)
-            env.update(egress.tool_environment(egress.proxy_url(token)))
-            outlet = {"socket": path, "jail_socket": egress.JAIL_SOCKET, "port": egress.JAIL_PORT}
+            outlet = None
+        else:
+            outlet = self._outlet(request.network, request.pass_seconds(), env)
         with tempfile.TemporaryDirectory(prefix="cairn-tool-") as scratch:
             first = b""  # what the command reads on stdin before the request
             if self.isolation == "namespaces":
-                command, config = self._jailed(scratch, env, timeout, outlet)
+                prefix, config = self._jailed(scratch, env, timeout, outlet)
+                command = [*prefix, RUNNER]
                 first = json.dumps(config).encode() + b"\n"
                 child_env = {"PATH": "/usr/bin:/bin"}
             else:
@@ -114,6 +126,48 @@ class SubprocessSandbox:
                 # packages (the venv's or the interpreter's own site-packages).
                 command = [self.python, "-I", "-S", "-c", RUNNER]
             return self._call(command, child_env, scratch, request, timeout, first)
+
+    @contextmanager
+    def confined(self, launch: ServerLaunch) -> Iterator[Confined]:
+        """A stdio MCP server's command: in the jail as a tool call is (`jail.py --exec`),
+        with its own folders (`stdio_paths`) shown read-only too, for one use; or, under
+        `process` isolation, as a plain child process with only its own environment."""
+        if self.isolation == "namespaces" and (why := self.unavailable()):
+            raise SandboxRefused(why)
+        env = {
+            "PATH": f"{os.path.dirname(self.python)}:/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "HOME": "/work",
+            "TMPDIR": "/tmp",
+            **launch.environment,
+        }
+        outlet = self._outlet(launch.network, launch.pass_seconds(), env)
+        with tempfile.TemporaryDirectory(prefix="cairn-mcp-") as scratch:
+            if self.isolation != "namespaces":
+                yield Confined(list(launch.argv), {**env, "HOME": scratch, "TMPDIR": scratch})
+                return
+            prefix, config = self._jailed(
+                scratch, env, launch.timeout_seconds, outlet, self.stdio_paths
+            )
+            config.update(line_bytes=STDIO_LINE_BYTES, stdout_bytes=STDIO_STDOUT_BYTES)
+            yield Confined(
+                [*prefix, "--exec", *launch.argv],
+                {"PATH": "/usr/bin:/bin", CONFIG_VARIABLE: json.dumps(config)},
+            )
+
+    def _outlet(
+        self, network: Network | None, seconds: float, env: dict[str, str]
+    ) -> dict[str, Any] | None:
+        """The jail's way to the egress proxy when its organization allows some hosts (the
+        proxy's address added to `env`), else None: no network at all."""
+        if not (network and network.hosts and self.isolation == "namespaces"):
+            return None
+        from cairn.tools import egress  # loaded with the first call that may use the network
+
+        path, key = self.egress()
+        token = egress.issue(key, network.organization_id, network.hosts, seconds)
+        env.update(egress.tool_environment(egress.proxy_url(token)))
+        return {"socket": path, "jail_socket": egress.JAIL_SOCKET, "port": egress.JAIL_PORT}
 
     def egress(self) -> tuple[str, bytes]:
         """The local egress proxy's socket and the key its passes are signed with."""
@@ -131,16 +185,24 @@ class SubprocessSandbox:
             return self._egress
 
     def _jailed(
-        self, scratch: str, env: dict[str, str], timeout: float, outlet: dict[str, Any] | None
+        self,
+        scratch: str,
+        env: dict[str, str],
+        timeout: float,
+        outlet: dict[str, Any] | None,
+        shown: tuple[str, ...] = (),
     ) -> tuple[list[str], dict[str, Any]]:
-        """The jail's command and its configuration, which goes on its stdin (the tool's
-        environment holds the agent's secrets: never on a command line)."""
+        """The jail's command and its configuration, which goes on its stdin or in its
+        environment (the tool's holds the agent's secrets: never on a command line)."""
         root = os.path.join(scratch, "root")
         os.mkdir(root)
         config = {
             "egress": outlet,
             "root": root,
-            "read_only": read_only_paths(sys.base_prefix, os.path.dirname(self.python)),
+            "read_only": [
+                *read_only_paths(sys.base_prefix, os.path.dirname(self.python)),
+                *shown,
+            ],
             "env": env,
             "cpu_seconds": int(timeout) + 1,
             "memory_bytes": self.memory_bytes,
@@ -154,7 +216,6 @@ class SubprocessSandbox:
             "-I",
             "-S",  # the runner runs in this interpreter: no site-packages for the tool
             JAIL,
-            RUNNER,
         ]
         return command, config
 

@@ -4,11 +4,18 @@ reaches nothing but the egress proxy (and that only with a pass this side signs)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cairn.tools import egress
-from cairn.tools.sandbox import SandboxRequest, SandboxResult
+from cairn.tools.sandbox import (
+    Confined,
+    SandboxRefused,
+    SandboxRequest,
+    SandboxResult,
+    ServerLaunch,
+)
 
 
 class LambdaSandbox:
@@ -53,3 +60,13 @@ class LambdaSandbox:
                 False, f"the tool sandbox failed: {body.get('errorMessage', body)}"
             )
         return SandboxResult.from_runner(body)
+
+    @contextmanager
+    def confined(self, launch: ServerLaunch) -> Iterator[Confined]:
+        """A stdio MCP server would run on the API's or the step's own function, beside the
+        server's credentials: refused (docs/tools.md says how to run one on AWS)."""
+        raise SandboxRefused(
+            "stdio MCP servers run only in the local stack's tool jail; on AWS, serve it over "
+            "streamable HTTP (or SSE) and add it by its URL"
+        )
+        yield  # pragma: no cover  (a generator, for contextmanager)

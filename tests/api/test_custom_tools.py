@@ -9,7 +9,8 @@ import httpx
 import pytest
 from letta_client import APIStatusError
 
-from tests.api.conftest import Stack
+from cairn.store.db import Database
+from tests.api.conftest import Stack, make_stack
 from tests.fakes.llm_server import call
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
@@ -100,14 +101,12 @@ def test_a_tool_that_raises_is_a_failed_return_not_a_crashed_step(stack: Stack) 
     assert response.stop_reason.stop_reason == "end_turn"
 
 
-def test_a_tool_past_its_timeout_comes_back_as_an_error(stack: Stack) -> None:
-    stack.runtime.engine.settings = stack.runtime.settings.model_copy(
-        update={"tool_timeout_seconds": 1}
-    )
-    client, agent = agent_with(stack, SLEEPS)
-    stack.fake.reply("", call("slow"))
-    stack.fake.reply("too slow")
-    ret = tool_return(client.agents.messages.create(agent.id, input="go"))
+def test_a_tool_past_its_timeout_comes_back_as_an_error(db: Database) -> None:
+    with make_stack(db, tool_timeout_seconds=1) as stack:
+        client, agent = agent_with(stack, SLEEPS)
+        stack.fake.reply("", call("slow"))
+        stack.fake.reply("too slow")
+        ret = tool_return(client.agents.messages.create(agent.id, input="go"))
     assert ret.status == "error" and "longer than 1 s" in ret.tool_return  # type: ignore[attr-defined]
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 
-from tests.api.conftest import Stack
+from cairn.store.db import Database
+from tests.api.conftest import Stack, make_stack
 from tests.fakes.llm_server import Reply, call
 from tests.waiting import eventually
 
@@ -133,11 +134,8 @@ def test_openapi_is_served(stack: Stack) -> None:
     assert schema["info"]["title"] == "Cairn" and "/v1/agents/" in schema["paths"]
 
 
-def test_a_send_without_a_configured_provider_names_the_variables(stack: Stack) -> None:
-    stack.runtime.engine.settings = stack.runtime.settings.model_copy(
-        update={"openai_api_key": None, "openai_base_url": None}
-    )
-    with http(stack) as client:
+def test_a_send_without_a_configured_provider_names_the_variables(db: Database) -> None:
+    with make_stack(db, openai_api_key=None, openai_base_url=None) as stack, http(stack) as client:
         agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
         sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
     assert sent.status_code == 401

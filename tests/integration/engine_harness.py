@@ -9,6 +9,7 @@ from typing import Any
 
 from cairn.config import Settings
 from cairn.domain import Agent, Block, LLMConfig, Message, Organization, TextContent
+from cairn.domain.base import utc_now
 from cairn.domain.runs import OutboxCommand, Run, RunOptions
 from cairn.domain.tool_rules import ToolRule
 from cairn.mcp_servers.calls import run_mcp_tool
@@ -19,12 +20,18 @@ from cairn.run.step import Engine, StepOutcome
 from cairn.store import agents, blocks, messages, outbox, runs
 from cairn.store.db import Database
 from cairn.tools.registry import BASE_TOOLS, MEMORY_TOOLS, default_tool_names, default_tool_rules
+from cairn.tools.sandbox import Sandbox
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 from tests.fakes.llm_server import FakeLLM
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
-def engine_for(db: Database, fake: FakeLLM, *, fixed_clock: bool = False) -> Engine:
+def engine_for(
+    db: Database, fake: FakeLLM, *, fixed_clock: bool = False, sandbox: Sandbox | None = None
+) -> Engine:
+    """An engine on the fake's providers, with the ports assembly would give it (the local
+    jail unless `sandbox` says otherwise)."""
     settings = Settings(
         openai_api_key="sk-test",
         openai_base_url=f"{fake.base_url}/v1",
@@ -37,9 +44,13 @@ def engine_for(db: Database, fake: FakeLLM, *, fixed_clock: bool = False) -> Eng
         llm_timeout_seconds=10,
     )
     # MCP tools are called as assembly hands them to the engine (mcp_servers/calls.py).
-    if fixed_clock:
-        return Engine(db, settings, clock=lambda: NOW, external_tools=run_mcp_tool)
-    return Engine(db, settings, external_tools=run_mcp_tool)
+    return Engine(
+        db,
+        settings,
+        sandbox=sandbox or SubprocessSandbox(),
+        clock=(lambda: NOW) if fixed_clock else utc_now,
+        external_tools=run_mcp_tool,
+    )
 
 
 def make_agent(

@@ -16,6 +16,7 @@ from cairn.jobs.embedding_jobs import backfill, embed_agent, retry_delays
 from cairn.run.step import Engine
 from cairn.store import agents, dead_letters, embedding_holds, messages
 from cairn.store.db import Database
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 from tests.fakes.llm_server import FakeLLM
 from tests.integration.engine_harness import make_agent, send
 
@@ -35,8 +36,9 @@ def engine(db: Database, fake: FakeLLM, **settings: object) -> Engine:
             llm_max_retries=0,
             llm_timeout_seconds=10,
             **settings,
-        ),
-    )  # type: ignore[arg-type]
+        ),  # type: ignore[arg-type]
+        sandbox=SubprocessSandbox(),
+    )
 
 
 def embedded_agent(db: Database, org: Organization, fake: FakeLLM, model: str) -> Agent:

@@ -72,7 +72,8 @@ def agent_on(
 
 def engine(db: Database, fake: FakeLLM, retries: int = 0) -> Engine:
     plain = engine_for(db, fake)
-    return Engine(db, plain.settings.model_copy(update={"llm_max_retries": retries}))
+    settings = plain.settings.model_copy(update={"llm_max_retries": retries})
+    return Engine(db, settings, sandbox=plain.sandbox)
 
 
 def spoke(fake: FakeLLM, provider: str) -> None:

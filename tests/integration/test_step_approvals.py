@@ -7,12 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from cairn.config import Settings
 from cairn.domain import Agent, Organization
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.errors import ConflictError, InvalidArgumentError
 from cairn.run.step import Engine
 from cairn.store.db import Database
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 from tests.fakes.llm_server import FakeLLM, call
 from tests.integration.engine_harness import (
     Turn,
@@ -147,4 +149,6 @@ def test_missing_decision_fails_the_answering_run(
 def test_approval_without_a_pending_call_is_refused(db: Database, org: Organization) -> None:
     agent = make_agent(db, org)
     with pytest.raises(InvalidArgumentError, match="No tool call is currently awaiting approval"):
-        start_run(Engine(db), org.id, agent.id, [answer(agent)])
+        start_run(
+            Engine(db, Settings(), sandbox=SubprocessSandbox()), org.id, agent.id, [answer(agent)]
+        )

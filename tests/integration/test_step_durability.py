@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from cairn import faults
+from cairn.config import Settings
 from cairn.domain import Agent, Organization, OutboxCommand
 from cairn.faults import SimulatedCrash
 from cairn.jobs.embedding_jobs import backfill
@@ -18,6 +19,7 @@ from cairn.run.step import Engine, StepOutcome
 from cairn.store import agents, archives, blocks, messages, outbox, runs
 from cairn.store import steps as step_rows
 from cairn.store.db import Database
+from cairn.tools.subprocess_sandbox import SubprocessSandbox
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 from tests.integration.engine_harness import (
     drive,
@@ -206,7 +208,7 @@ def test_a_transient_provider_error_within_the_budget_is_retried_by_the_sdk(
     agent = make_agent(db, org)
     fake.fail(503).reply("recovered")
     settings = engine_for(db, fake).settings.model_copy(update={"llm_max_retries": 1})
-    engine = Engine(db, settings)
+    engine = Engine(db, settings, sandbox=SubprocessSandbox())
     run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "hi")])
     turn = finished(engine, run, drive(engine, command))
     assert turn.run.stop_reason == "end_turn" and turn.roles == ["user", "assistant"]
@@ -278,7 +280,7 @@ def test_two_runs_racing_on_one_agent_never_interleave(
 
 
 def test_engine_step_of_unknown_run_is_missing(db: Database, org: Organization) -> None:
-    engine = Engine(db)
+    engine = Engine(db, Settings(), sandbox=SubprocessSandbox())
     assert engine.step(org.id, "run-00000000-0000-4000-8000-000000000000", 0).status == "missing"
 
 
@@ -363,7 +365,6 @@ def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
     from cairn.domain import Tool
     from cairn.store import tools
     from cairn.tools.source import derive_schema
-    from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
     with db.connection() as conn:
         tool = tools.upsert(
@@ -384,10 +385,9 @@ def test_a_custom_tool_with_outside_effects_runs_once_across_a_retry(
         call("core_memory_append", label="human", content="Likes: tea"),
     )
     fake.reply("done")
-    engine = engine_for(db, fake)
     # The effect is a file of the host's, which only a trusted (process) sandbox can write:
     # this is about the step running the tool once, not about isolation.
-    engine.sandbox = SubprocessSandbox(isolation="process")
+    engine = engine_for(db, fake, sandbox=SubprocessSandbox(isolation="process"))
     run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "go")])
     with faults.crash_at("between_tools"), pytest.raises(SimulatedCrash):
         engine.step(org.id, run.id, 0)
@@ -455,8 +455,9 @@ def test_an_mcp_tool_is_called_once_across_a_retry(
     from cairn.store import mcp_servers
     from tests.fakes.mcp_server import mcp_server
 
-    engine = engine_for(db, fake)
-    engine.settings = engine.settings.model_copy(update={"outbound_networks": "127.0.0.0/8"})
+    base = engine_for(db, fake)
+    opened = base.settings.model_copy(update={"outbound_networks": "127.0.0.0/8"})
+    engine = Engine(db, opened, sandbox=base.sandbox, external_tools=base.external_tools)
     with mcp_server() as server:
         with db.transaction() as conn:
             kept = mcp_servers.put(

@@ -297,8 +297,7 @@ def test_a_step_runs_a_tool_that_reaches_its_organizations_host(
             ),
         )
     agent = make_agent(db, org, tool_names=["fetch"])
-    engine = engine_for(db, fake)
-    engine.sandbox = SubprocessSandbox(egress_private_networks=LOOPBACK)
+    engine = engine_for(db, fake, sandbox=SubprocessSandbox(egress_private_networks=LOOPBACK))
     url = f"http://127.0.0.1:{upstream.port}/for-the-agent"
     fake.reply("", call("fetch", url=url)).reply("done")
     before = returned(send(engine, agent, "fetch it"))

@@ -38,7 +38,6 @@ from cairn.tools.sandbox import (
     Sandbox,
     SandboxResult,
 )
-from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 # A call of a tool served outside Cairn (an MCP server's): {"success", "result"}; the MCP
 # integration's, handed to the engine at assembly.
@@ -54,7 +53,7 @@ class StepToolContext(search.SearchTools):
     db: Database
     now: datetime
     memory: CoreMemory
-    sandbox: Sandbox = field(default_factory=SubprocessSandbox)
+    sandbox: Sandbox  # the tool sandbox assembly chose (the jail locally, a function on AWS)
     sealer: Sealer | None = None  # None: the agent's secrets are not handed to its tools
     settings: Settings | None = None  # for MCP calls: their timeout and outbound policy
     embedder: Embedder | None = None

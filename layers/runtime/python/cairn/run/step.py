@@ -62,7 +62,6 @@ from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
 from cairn.store.claim import Claim
 from cairn.store.db import Database
 from cairn.tools.sandbox import Sandbox
-from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 if TYPE_CHECKING:
     from cairn.run.step_work import StepParts
@@ -105,11 +104,11 @@ class Engine:
     def __init__(
         self,
         db: Database,
-        settings: Settings | None = None,
+        settings: Settings,
         *,
+        sandbox: Sandbox,
         llm_for: Callable[[LLMConfig], LLMClient] | None = None,
         clock: Callable[[], datetime] = utc_now,
-        sandbox: Sandbox | None = None,
         embedder_for: Callable[[EmbeddingConfig], Embedder] | None = None,
         provider_keys: ProviderKeyLookup | None = None,
         sealer: Sealer | None = None,
@@ -121,13 +120,14 @@ class Engine:
         self.db = db
         # The operator's metrics (CloudWatch on AWS): given at assembly, none by default.
         self.meter: Meter = meter or NoMeter()
-        self.settings = settings or Settings.from_env()
+        self.settings = settings
         # Opens agents' secrets for their tools' calls (the local envelope key by default).
         self.sealer = sealer or Sealer(lambda: envelope_key(self.settings))
         self._llm_for = llm_for or (lambda config: client_for(config, self.settings))
         self._clock = clock
-        # Custom tools run here: a subprocess locally, a locked-down Lambda on AWS.
-        self.sandbox: Sandbox = sandbox or SubprocessSandbox()
+        # Custom tools (and stdio MCP servers) run here: the jail locally, a locked-down
+        # Lambda on AWS; assembly chooses.
+        self.sandbox = sandbox
         self._embedder_for = embedder_for or (lambda c: providers.embedder_for(c, self.settings))
         # An organization's own providers (the providers API): its key, by provider name.
         self._provider_keys = provider_keys

@@ -1,0 +1,182 @@
+"""Cairn beside Letta 0.16.1 on one fake model, interleaved, with the floor (issue 65).
+
+Letta runs as its own self-hosted server (`letta server`, on a PostgreSQL of its own: pass
+its URL, its server's process id and its PostgreSQL's data folder); Cairn runs as `make dev`
+runs it (`python -m cairn.local`, started here). Both answer the same fake OpenAI model
+(tests/fakes/llm_server.py), which replies at once with text and no tool call. In rounds, one
+`letta_v1_agent` on each gets `--batch` sequential messages, Letta's, then the floor's (one
+OpenAI SDK call to the fake with Cairn's latest request, then one fsync'd commit), then
+Cairn's, so a drift of the machine's load falls on all three alike.
+
+Prints each one's p50 and p99, CPU per message (the server's processes and its PostgreSQL's,
+from /proc) and the ratios, with the machine's load.
+
+    .venv/bin/python bench/versus_letta.py --letta http://127.0.0.1:8284 \\
+        --letta-pid PID --letta-pgdata DIR [--rounds 5] [--batch 10]
+
+Letta's server must reach the fake: start it with OPENAI_API_KEY set (any value); each of
+its agents names the fake's URL as its model endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.local_stack import (  # noqa: E402
+    cpu_seconds,
+    floor,
+    free_port,
+    postmaster,
+    start_database,
+    start_stack,
+    stop_stack,
+)
+from tests.fakes.llm_server import FakeLLM, Recorded, Reply  # noqa: E402
+
+
+HASH = {"embedding_model": "cairn-hash", "embedding_endpoint_type": "hash", "embedding_dim": 384}
+
+
+def agent_body(fake: FakeLLM) -> dict[str, Any]:
+    endpoint = f"{fake.base_url}/v1"
+    return {
+        "name": f"bench-{time.monotonic_ns()}",
+        "agent_type": "letta_v1_agent",
+        "llm_config": {
+            "model": "gpt-bench",
+            "model_endpoint_type": "openai",
+            "model_endpoint": endpoint,
+            "context_window": 128_000,
+        },
+        "embedding_config": {
+            "embedding_model": "text-embedding-3-small",
+            "embedding_endpoint_type": "openai",
+            "embedding_endpoint": endpoint,
+            "embedding_dim": 1536,
+        },
+    }
+
+
+def send(client: httpx.Client, agent: str, n: int) -> list[float]:
+    times = []
+    for k in range(n):
+        started = time.perf_counter()
+        r = client.post(
+            f"/v1/agents/{agent}/messages",
+            json={"messages": [{"role": "user", "content": f"message {k}"}]},
+        )
+        times.append((time.perf_counter() - started) * 1000)
+        assert r.status_code == 200, r.text
+    return times
+
+
+def pct(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--letta", required=True, help="Letta's base URL")
+    parser.add_argument("--letta-pid", type=int, required=True, help="its server's process")
+    parser.add_argument("--letta-pgdata", required=True, help="its PostgreSQL's data folder")
+    parser.add_argument("--letta-key", default=os.environ.get("LETTA_API_KEY", ""))
+    parser.add_argument(
+        "--cairn-embedding",
+        choices=("openai", "hash"),
+        default="openai",
+        help="Cairn's agent embeds its messages with the fake's OpenAI embeddings (as Letta's"
+        " agent is configured) or the model-free hashing embedder",
+    )
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=10, help="messages a round, each server")
+    args = parser.parse_args()
+    letta_pg = int((Path(args.letta_pgdata) / "postmaster.pid").read_text().split()[0])
+    requests: list[dict[str, Any]] = []
+
+    def answer(recorded: Recorded) -> Reply:
+        requests.append(recorded.body)
+        return Reply(text="ok", usage=(1, 1))
+
+    times: dict[str, list[float]] = {"letta": [], "floor": [], "cairn": []}
+    cpu = {"letta": 0.0, "cairn": 0.0}
+    port = free_port()
+    with (
+        tempfile.TemporaryDirectory() as data,
+        FakeLLM() as fake,
+        open(Path(data) / "stack.log", "w") as log,
+    ):
+        fake.when(lambda r: True, answer)
+        dsn, database = start_database(data)
+        stack = start_stack(data, dsn, port, fake, log)
+        letta_auth = {"Authorization": f"Bearer {args.letta_key}"} if args.letta_key else {}
+        try:
+            with (
+                httpx.Client(base_url=args.letta, headers=letta_auth, timeout=120) as letta,
+                httpx.Client(
+                    base_url=f"http://127.0.0.1:{port}",
+                    headers={"Authorization": "Bearer sk-cairn-bench"},
+                    timeout=120,
+                ) as cairn,
+            ):
+                clients = {"letta": letta, "cairn": cairn}
+                agents = {}
+                for name, client in clients.items():
+                    body = agent_body(fake)
+                    if name == "cairn" and args.cairn_embedding == "hash":
+                        body["embedding_config"] = HASH
+                    made = client.post("/v1/agents/", json=body)
+                    assert made.status_code == 200, made.text
+                    agents[name] = made.json()["id"]
+                    send(client, agents[name], 3)  # warm up
+                cairn_body = requests[-1]  # Cairn's last model request (it warmed up last)
+                roots = {
+                    "letta": (args.letta_pid, letta_pg),
+                    "cairn": (stack.pid, postmaster(data)),
+                }
+                for _ in range(args.rounds):
+                    for name in ("letta", "floor", "cairn"):
+                        if name == "floor":  # with the request Cairn's last turn sent
+                            times["floor"] += floor(fake, dsn, body=cairn_body, n=args.batch)
+                            continue
+                        before = cpu_seconds(*roots[name])
+                        times[name] += send(clients[name], agents[name], args.batch)
+                        if name == "cairn":
+                            cairn_body = requests[-1]
+                        time.sleep(1)  # its after-work (embedding jobs, summaries) counted
+                        cpu[name] += cpu_seconds(*roots[name]) - before
+        finally:
+            stop_stack(stack)
+            database.cleanup()
+    n = args.rounds * args.batch
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    p50 = {k: statistics.median(v) for k, v in times.items()}
+    per = {k: v * 1000 / n for k, v in cpu.items()}
+    print(f"{args.rounds} rounds of {args.batch} messages each, interleaved (load {load})\n")
+    print("| | p50 ms | p99 ms | CPU a message (server + PostgreSQL) |")
+    print("| --- | --- | --- | --- |")
+    for name in ("letta", "floor", "cairn"):
+        cpu_cell = f"{per[name]:.1f} ms" if name in per else "-"
+        print(f"| {name} | {p50[name]:.1f} | {pct(times[name], 0.99):.1f} | {cpu_cell} |")
+    print(
+        f"\nCairn's p50: {p50['letta'] / p50['cairn']:.1f}x lower than Letta's, "
+        f"{p50['cairn'] / p50['floor']:.2f}x the floor; CPU a message "
+        f"{per['letta'] / per['cairn']:.1f}x less than Letta's"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

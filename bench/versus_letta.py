@@ -45,7 +45,6 @@ from bench.local_stack import (  # noqa: E402
 )
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply  # noqa: E402
 
-
 HASH = {"embedding_model": "cairn-hash", "embedding_endpoint_type": "hash", "embedding_dim": 384}
 
 

@@ -159,7 +159,7 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
             "next_key": "x",
             "key": "y",
             "cap": 3,
-            "turn_taken": False,
+            "lock_held": False,
             "reserve_at": 10,
         }
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()

@@ -10,7 +10,7 @@ from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
 from cairn.llm.reasoning import ANTHROPIC_THINKING
-from cairn.llm.transcript import call_arguments, merged, turns
+from cairn.llm.transcript import call_arguments, entries, merged
 from cairn.llm.types import (
     Delta,
     FinishReason,
@@ -194,27 +194,27 @@ def _assistant_blocks(
 def _messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
     system: list[str] = []
     pairs: list[tuple[str, list[dict[str, Any]]]] = []
-    for turn in turns(request.messages):
-        if turn.role == "system":
-            system.append(turn.text)
-        elif turn.role == "assistant":
+    for entry in entries(request.messages):
+        if entry.role == "system":
+            system.append(entry.text)
+        elif entry.role == "assistant":
             pairs.append(
-                ("assistant", _assistant_blocks(turn.text, turn.reasoning, turn.tool_calls))
+                ("assistant", _assistant_blocks(entry.text, entry.reasoning, entry.tool_calls))
             )
-        elif turn.role == "tool":
+        elif entry.role == "tool":
             pairs.append(
                 (
                     "user",
                     [
                         {
                             "type": "tool_result",
-                            "tool_use_id": turn.tool_call_id,
-                            "content": turn.text,
+                            "tool_use_id": entry.tool_call_id,
+                            "content": entry.text,
                         }
                     ],
                 )
             )
-        elif turn.images:  # the parts in the order sent
+        elif entry.images:  # the parts in the order sent
             pairs.append(
                 (
                     "user",
@@ -225,12 +225,12 @@ def _messages(request: LLMRequest) -> tuple[str, list[dict[str, Any]]]:
                             "type": "image",
                             "source": {"type": "base64", "media_type": piece[0], "data": piece[1]},
                         }
-                        for piece in turn.pieces
+                        for piece in entry.pieces
                     ],
                 )
             )
-        elif turn.text:
-            pairs.append(("user", [{"type": "text", "text": turn.text}]))
+        elif entry.text:
+            pairs.append(("user", [{"type": "text", "text": entry.text}]))
     opener = {"type": "text", "text": "(session start)"}
     out = [
         {"role": role, "content": _plain(role, blocks)} for role, blocks in merged(pairs, opener)

@@ -13,7 +13,7 @@ from typing import Any
 from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.anthropic_messages import thinks
-from cairn.llm.transcript import call_arguments, merged, turns
+from cairn.llm.transcript import call_arguments, entries, merged
 from cairn.llm.types import (
     Delta,
     ErrorKind,
@@ -213,17 +213,17 @@ def _assistant_blocks(
 def _messages(request: LLMRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system: list[dict[str, Any]] = []
     pairs: list[tuple[str, list[dict[str, Any]]]] = []
-    for turn in turns(request.messages):
-        if turn.role == "system":
-            system.append({"text": turn.text})
-        elif turn.role == "assistant":
+    for entry in entries(request.messages):
+        if entry.role == "system":
+            system.append({"text": entry.text})
+        elif entry.role == "assistant":
             pairs.append(
-                ("assistant", _assistant_blocks(turn.text, turn.reasoning, turn.tool_calls))
+                ("assistant", _assistant_blocks(entry.text, entry.reasoning, entry.tool_calls))
             )
-        elif turn.role == "tool":
-            result = {"toolUseId": turn.tool_call_id, "content": [{"text": turn.text}]}
+        elif entry.role == "tool":
+            result = {"toolUseId": entry.tool_call_id, "content": [{"text": entry.text}]}
             pairs.append(("user", [{"toolResult": result}]))
-        elif turn.images:  # the parts in the order sent
+        elif entry.images:  # the parts in the order sent
             # Converse takes the image's bytes and its format (png, jpeg, gif, webp).
             pairs.append(
                 (
@@ -237,12 +237,12 @@ def _messages(request: LLMRequest) -> tuple[list[dict[str, Any]], list[dict[str,
                                 "source": {"bytes": base64.b64decode(piece[1])},
                             }
                         }
-                        for piece in turn.pieces
+                        for piece in entry.pieces
                     ],
                 )
             )
-        elif turn.text:
-            pairs.append(("user", [{"text": turn.text}]))
+        elif entry.text:
+            pairs.append(("user", [{"text": entry.text}]))
     out = [
         {"role": role, "content": blocks}
         for role, blocks in merged(pairs, {"text": "(session start)"})

@@ -2,7 +2,7 @@
 
 Gemini's newer models refuse a `system` role: the system text goes in `system_instruction`
 and the history holds only `user` and `model` turns (the agent's own messages are
-`model`; tool results are `function_response` parts of a `user` turn). Tools are function
+`model`; tool results are `function_response` parts of a `user` entry). Tools are function
 declarations with their JSON schema as is (`parameters_json_schema`). A call's id is
 Gemini's when it gives one; otherwise Cairn makes one (`gm-...`), which is never sent back.
 Thinking models sign their turn: the signature is kept as the message's reasoning and sent
@@ -22,7 +22,7 @@ from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import translate_errors
 from cairn.llm.reasoning import GEMINI_THINKING
-from cairn.llm.transcript import call_arguments, merged, turns
+from cairn.llm.transcript import call_arguments, entries, merged
 from cairn.llm.types import (
     Delta,
     ErrorKind,
@@ -129,22 +129,22 @@ def request_body(request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, A
     system: list[str] = []
     names: dict[str, str] = {}  # call id -> tool name, for the responses
     pairs: list[tuple[str, list[dict[str, Any]]]] = []
-    for turn in turns(request.messages):
-        if turn.role == "system":
-            system.append(turn.text)
-        elif turn.role == "assistant":
-            names.update({c.id: c.function.name for c in turn.tool_calls})
-            pairs.append(("model", _model_parts(turn.text, turn.reasoning, turn.tool_calls)))
-        elif turn.role == "tool":
-            call_id = turn.tool_call_id or ""
+    for entry in entries(request.messages):
+        if entry.role == "system":
+            system.append(entry.text)
+        elif entry.role == "assistant":
+            names.update({c.id: c.function.name for c in entry.tool_calls})
+            pairs.append(("model", _model_parts(entry.text, entry.reasoning, entry.tool_calls)))
+        elif entry.role == "tool":
+            call_id = entry.tool_call_id or ""
             response: dict[str, Any] = {
                 "name": names.get(call_id, "tool"),
-                "response": {"result": turn.text},
+                "response": {"result": entry.text},
             }
             if call_id and not call_id.startswith(OWN_ID):
                 response["id"] = call_id
             pairs.append(("user", [{"function_response": response}]))
-        elif turn.images:  # the parts in the order sent
+        elif entry.images:  # the parts in the order sent
             # The SDK's Blob takes the bytes (it base64s them on the wire itself).
             pairs.append(
                 (
@@ -158,12 +158,12 @@ def request_body(request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, A
                                 "data": base64.b64decode(piece[1]),
                             }
                         }
-                        for piece in turn.pieces
+                        for piece in entry.pieces
                     ],
                 )
             )
-        elif turn.text:
-            pairs.append(("user", [{"text": turn.text}]))
+        elif entry.text:
+            pairs.append(("user", [{"text": entry.text}]))
     opener = {"text": "(session start)"}
     contents = [{"role": role, "parts": parts} for role, parts in merged(pairs, opener)]
     config = request.config
@@ -208,7 +208,7 @@ def _tool_choice(choice: str) -> dict[str, Any]:
 
 def _no_answer(whole: dict[str, Any]) -> LLMError:
     """A 200 with no candidate: a prompt Gemini blocked says why (the request's fault);
-    anything else (a proxy's `{"data": []}`) is the provider failing, not an empty turn."""
+    anything else (a proxy's `{"data": []}`) is the provider failing, not an empty entry."""
     blocked = (whole.get("prompt_feedback") or {}).get("block_reason")
     if blocked:
         return LLMError("bad_request", f"The model refused the prompt: {blocked}", status=400)

@@ -10,7 +10,7 @@ from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
 from cairn.llm.strict_tools import strict
-from cairn.llm.transcript import Turn, turns
+from cairn.llm.transcript import Entry, entries
 from cairn.llm.types import (
     Delta,
     FinishReason,
@@ -145,13 +145,13 @@ TOOL_CALL_ID_CHARS = 29
 def _messages(request: LLMRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     in_kwargs = request.config.put_inner_thoughts_in_kwargs
-    for turn in turns(request.messages):
-        if turn.role == "tool":
-            call_id = (turn.tool_call_id or "")[:TOOL_CALL_ID_CHARS]
-            out.append({"role": "tool", "tool_call_id": call_id, "content": turn.text})
-        elif turn.role == "assistant":
-            thoughts = turn.text or None
-            calls = [c.model_dump() for c in turn.tool_calls]
+    for entry in entries(request.messages):
+        if entry.role == "tool":
+            call_id = (entry.tool_call_id or "")[:TOOL_CALL_ID_CHARS]
+            out.append({"role": "tool", "tool_call_id": call_id, "content": entry.text})
+        elif entry.role == "assistant":
+            thoughts = entry.text or None
+            calls = [c.model_dump() for c in entry.tool_calls]
             for call in calls:
                 call["id"] = call["id"][:TOOL_CALL_ID_CHARS]
                 if in_kwargs:  # the thoughts go back where the model wrote them
@@ -162,7 +162,7 @@ def _messages(request: LLMRequest) -> list[dict[str, Any]]:
                 message["tool_calls"] = calls
             out.append(message)
         else:
-            out.append({"role": turn.role, "content": _user_content(turn)})
+            out.append({"role": entry.role, "content": _user_content(entry)})
     return out
 
 
@@ -248,14 +248,14 @@ def parse(completion: dict[str, Any]) -> LLMResponse:
     )
 
 
-def _user_content(turn: Turn) -> Any:
+def _user_content(entry: Entry) -> Any:
     """Text alone as a string; with images, OpenAI's parts in the order sent (each image a
     data URL)."""
-    if not turn.images:
-        return turn.text
+    if not entry.images:
+        return entry.text
     return [
         {"type": "text", "text": piece}
         if isinstance(piece, str)
         else {"type": "image_url", "image_url": {"url": f"data:{piece[0]};base64,{piece[1]}"}}
-        for piece in turn.pieces
+        for piece in entry.pieces
     ]

@@ -1,4 +1,5 @@
-"""Stored messages as the provider-neutral turns both request builders start from."""
+"""Stored messages as the provider-neutral entries (one a message, or a tool result) both request
+builders start from."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from cairn.domain.messages import (
 
 
 @dataclass
-class Turn:
+class Entry:
     role: str  # system | user | assistant | tool
     text: str = ""
     reasoning: list[ReasoningContent] = field(default_factory=list)
@@ -50,7 +51,7 @@ def call_arguments(call: ToolCall) -> dict[str, Any]:
 def merged(pairs: Iterable[tuple[str, list[Any]]], opener: Any) -> list[tuple[str, list[Any]]]:
     """(role, parts) turns as providers that want `user` and the model's turns to alternate
     take them: consecutive turns of one role are one turn (the results of parallel calls
-    share a user turn), empty ones are dropped, and a history that opens with the model's
+    share a user entry), empty ones are dropped, and a history that opens with the model's
     turn (a chat agent's startup call) gets `opener` as a user turn before it."""
     out: list[tuple[str, list[Any]]] = []
     for role, parts in pairs:
@@ -80,19 +81,19 @@ def pieces_of(message: Message) -> list[str | tuple[str, str]]:
     return out
 
 
-def turns(messages: Sequence[Message]) -> Iterator[Turn]:
+def entries(messages: Sequence[Message]) -> Iterator[Entry]:
     for message in messages:
         reasoning = [p for p in message.content if isinstance(p, ReasoningContent)]
         if message.role in ("assistant", "approval") and message.tool_calls:
             # An approval request is the model's own tool call, waiting for a person.
-            yield Turn("assistant", message.text, reasoning, list(message.tool_calls))
+            yield Entry("assistant", message.text, reasoning, list(message.tool_calls))
         elif message.role == "assistant":
-            yield Turn("assistant", message.text, reasoning)
+            yield Entry("assistant", message.text, reasoning)
         elif message.role == "tool":
             for ret in message.tool_returns or ():
-                yield Turn("tool", clip(ret.func_response or ""), tool_call_id=ret.tool_call_id)
+                yield Entry("tool", clip(ret.func_response or ""), tool_call_id=ret.tool_call_id)
         elif message.role in ("system", "user"):
             pieces = pieces_of(message)
             images = [piece for piece in pieces if isinstance(piece, tuple)]
-            yield Turn(message.role, message.text, images=images, pieces=pieces if images else [])
+            yield Entry(message.role, message.text, images=images, pieces=pieces if images else [])
         # An approval response carries decisions, not text: its results follow as tool turns.

@@ -35,10 +35,10 @@ WITH run AS (
 ), org AS (
     -- Whether the organization holds `cap` agents (or, holding some, the pool is down to
     -- its reserve: migration 0031), asked once and only for a run taking a new agent: the
-    -- question takes the organization's turn (migration 0020), before the agent row below
+    -- question takes the organization's lock (migrations 0020, 0044), before the agent row below
     -- is locked. A CTE with a volatile function is evaluated once.
     SELECT CASE WHEN %(cap)s <= 0 OR a.lease_run_id = %(run)s THEN false
-                ELSE cairn_org_full(%(org)s, %(run)s, {ORG_CAP}, %(turn_taken)s,
+                ELSE cairn_org_full(%(org)s, %(run)s, {ORG_CAP}, %(lock_held)s,
                                     %(reserve_at)s) END AS is_full
     FROM run JOIN agents a ON a.organization_id = %(org)s AND a.id = run.agent_id
 ), held AS (
@@ -184,12 +184,12 @@ def send(
     *,
     lease_seconds: float,
     cap: int = 0,
-    turn_taken: bool = False,
+    lock_held: bool = False,
     reserve_at: int = 0,
 ) -> Cursor[dict[str, Any]]:
     """The claim statement alone, so a pipeline can send it after another (`read` it then).
     `cap`: how many agents the organization's runs may hold at once (0: no limit);
-    `turn_taken`: the transaction holds its organization's turn (migration 0020);
+    `lock_held`: the transaction holds its organization's lock (migrations 0020, 0044);
     `reserve_at`: with `cap`, an organization holding agents takes another only while all
     organizations together hold fewer (0: no reserve; migration 0031)."""
     return conn.execute(
@@ -202,7 +202,7 @@ def send(
             "key": f"{run_id}:{step_index}",
             "next_key": f"{run_id}:{step_index + 1}",
             "cap": cap,
-            "turn_taken": turn_taken,
+            "lock_held": lock_held,
             "reserve_at": reserve_at,
         },
     )

@@ -49,9 +49,9 @@ WITH agent AS (
            END AS hold_seconds
     FROM agents a
     WHERE a.organization_id = %(organization_id)s AND a.id = %(agent_id)s
-      -- A start claiming its step takes its organization's turn before the agent row, as
-      -- every claim does (migration 0020).
-      AND (NOT %(org_turn)s OR cairn_org_turn(a.organization_id))
+      -- A start claiming its step takes its organization's lock before the agent row, as
+      -- every claim does (migrations 0020, 0044).
+      AND (NOT %(org_lock)s OR cairn_org_lock(a.organization_id))
     FOR UPDATE
 ), spent AS (
     -- A spent monthly budget starts no run, takes no answer, joins no input (migration 0037).
@@ -212,7 +212,7 @@ def start_run(
         "payload": Jsonb(first.payload),
         "dedup_key": first.dedup_key,
         "sent": claim_lease_seconds is not None,
-        "org_turn": claim_lease_seconds is not None and claim_cap > 0,
+        "org_lock": claim_lease_seconds is not None and claim_cap > 0,
     }
     if claim_lease_seconds is None:
         row = conn.execute(START_RUN, params).fetchone()
@@ -227,7 +227,7 @@ def start_run(
             0,
             lease_seconds=claim_lease_seconds,
             cap=claim_cap,
-            turn_taken=params["org_turn"],
+            lock_held=params["org_lock"],
         )
     row = started.fetchone()
     assert row is not None

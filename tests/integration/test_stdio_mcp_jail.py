@@ -18,6 +18,7 @@ from cairn.config import Settings
 from cairn.domain.mcp_servers import McpServer
 from cairn.mcp_servers.calls import reached
 from cairn.mcp_servers.client import McpError, McpTarget, call_tool, list_tools
+from cairn.sealing import Sealer
 from cairn.store.db import Database
 from cairn.tools.sandbox import Network, ServerLaunch
 from cairn.tools.subprocess_sandbox import SubprocessSandbox
@@ -179,7 +180,13 @@ def test_on_aws_a_stdio_server_is_refused_saying_what_to_do(db: Database) -> Non
     lambda_box = LambdaSandbox("cairn-sandbox", client=object())
     with (
         pytest.raises(McpError) as refused,
-        reached(server, db, lambda_box, Settings(database_url="postgresql://unused")),
+        reached(
+            server,
+            db,
+            Sealer(lambda: b"k" * 32),
+            lambda_box,
+            Settings(database_url="postgresql://unused"),
+        ),
     ):
         pass
     assert "stdio MCP server `local` cannot start" in str(refused.value)

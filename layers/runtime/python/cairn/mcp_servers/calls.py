@@ -29,13 +29,14 @@ def target_of(server: McpServer, signed_in: Any = None) -> McpTarget:
 
 @contextmanager
 def reached(
-    server: McpServer, db: Database, sandbox: Sandbox, settings: Settings, signed_in: Any = None
+    server: McpServer, db: Database, sealer: Sealer, sandbox: Sandbox, settings: Settings
 ) -> Iterator[McpTarget]:
-    """The server for one use: by its URL, or a stdio server's program confined in the tool
-    sandbox with its own environment, reaching what its organization's tools may (its
-    allowed hosts, through the egress proxy) for at most the MCP timeout."""
+    """The server for one use: by its URL (with its organization's OAuth sign-in, if any),
+    or a stdio server's program confined in the tool sandbox with its own environment,
+    reaching what its organization's tools may (its allowed hosts, through the egress
+    proxy) for at most the MCP timeout."""
     if not server.stdio:
-        yield target_of(server, signed_in)
+        yield target_of(server, oauth.stored(db, sealer, server))
         return
     assert server.command is not None
     with db.connection() as conn:
@@ -78,8 +79,7 @@ def run_mcp_tool(
         return {"success": False, "result": f"The MCP server of `{tool.name}` is gone."}
     opened = outbound.networks(settings.outbound_networks)
     try:
-        signed_in = None if server.stdio else oauth.stored(db, sealer, server)
-        with reached(server, db, sandbox, settings, signed_in) as target:
+        with reached(server, db, sealer, sandbox, settings) as target:
             done = call_tool(target, tool.name, args, opened, settings.mcp_timeout_seconds)
     except McpError as err:
         return {"success": False, "result": str(err)}

@@ -121,6 +121,8 @@ def _with_session(
                 await session.initialize()
                 return await work(session)
 
+    if target.transport != "stdio":
+        return _run(main, None, target, timeout, statuses)
     # A stdio server's stderr goes to a file (never our logs: it is a tenant's program, and
     # its size is bounded by the sandbox's file limit); its end says why it failed.
     with tempfile.TemporaryFile("w+", errors="replace") as errlog:
@@ -128,8 +130,7 @@ def _with_session(
             return _run(main, errlog, target, timeout, statuses)
         except McpError as err:
             errlog.seek(0)
-            said = errlog.read()[-STDERR_TAIL_CHARS:].strip()
-            if said and target.transport == "stdio":
+            if said := errlog.read()[-STDERR_TAIL_CHARS:].strip():
                 raise type(err)(f"{err} (its stderr ends: {said})") from None
             raise
 

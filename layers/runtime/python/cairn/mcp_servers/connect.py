@@ -39,9 +39,8 @@ def events(rt: Runtime, server: McpServer, base_url: str) -> Iterator[Event]:
         wait = max(1.0, min(wait, left - rt.settings.mcp_timeout_seconds))
     yield {"event": "connection_attempt", "server_name": server.server_name}
     opened = outbound.networks(rt.settings.outbound_networks)
-    signed_in = None if server.stdio else oauth.stored(rt.db, rt.engine.sealer, server)
     try:
-        with reached(server, rt.db, rt.engine.sandbox, rt.settings, signed_in) as target:
+        with reached(server, rt.db, rt.engine.sealer, rt.engine.sandbox, rt.settings) as target:
             tools = list_tools(target, opened, rt.settings.mcp_timeout_seconds)
     except McpSignInRequired:
         pass  # below: the sign-in

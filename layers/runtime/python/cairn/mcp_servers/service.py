@@ -19,7 +19,6 @@ from cairn import outbound
 from cairn.domain.mcp_servers import McpServer
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, NotFoundError, found
-from cairn.mcp_servers import oauth
 from cairn.mcp_servers.calls import reached, run_mcp_tool
 from cairn.mcp_servers.client import McpError, McpTool, list_tools
 from cairn.run.runtime import Runtime
@@ -129,8 +128,7 @@ def _listed(rt: Runtime, server: McpServer) -> list[McpTool]:
     sandbox); a 400 saying why when it cannot be reached."""
     opened = outbound.networks(rt.settings.outbound_networks)
     try:
-        signed_in = None if server.stdio else oauth.stored(rt.db, rt.engine.sealer, server)
-        with reached(server, rt.db, rt.engine.sandbox, rt.settings, signed_in) as target:
+        with reached(server, rt.db, rt.engine.sealer, rt.engine.sandbox, rt.settings) as target:
             return list_tools(target, opened, rt.settings.mcp_timeout_seconds)
     except McpError as err:
         raise InvalidArgumentError(f"MCP server `{server.server_name}`: {err}") from None

@@ -44,9 +44,10 @@ EXCLUDED = ("boto3",)
 RUNTIME_SOURCE = ROOT / "layers" / "runtime"
 # Local build leftovers that never ship (the editable install writes the egg-info).
 SKIP = ("__pycache__", "*.pyc", "*.egg-info")
-# Every commercial region's RDS root CAs (and Amazon's roots, which RDS Proxy's certificates
-# chain to), kept in the repository so that a synth needs no network but the package
-# registries; `make rds-ca` refreshes it from AWS's trust store.
+# AWS's global bundle of RDS root CAs (every commercial region's, as of its copy; RDS
+# Proxy's certificates chain to Amazon's public roots instead, certifi's), kept in the
+# repository so that a synth needs no network but the package registries; `make rds-ca`
+# refreshes it from AWS's trust store.
 RDS_CA_URL = "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem"
 RDS_CA_SOURCE = Path(__file__).resolve().parent / "rds-ca-bundle.pem"
 # A bundle is refreshed before any of its certificates has less than this left.

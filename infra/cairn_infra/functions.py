@@ -44,10 +44,12 @@ SPECS = {
     "sleeptime": Spec("sleeptime", Duration.seconds(30), memory_mb=512),
     "sweeper": Spec("sweeper", Duration.minutes(2), memory_mb=512),
     "migrate": Spec("migrate", Duration.minutes(5), memory_mb=512),
-    # Custom tools: no network at all (no route to the database or out), no secrets, a
-    # short leash. It has both layers like the others: its handler runs cairn's sandbox
-    # (public code; the tool's own process gets an empty environment, no layer path).
-    "sandbox": Spec("sandbox", Duration.seconds(15), memory_mb=512, subnets="isolated"),
+    # Custom tools and stdio MCP servers' uses: no network at all (no route to the database
+    # or out), no secrets, a short leash: a stdio use's 30 s (CAIRN_MCP_TIMEOUT_SECONDS) and
+    # the 5 s to stop its program and answer; a tool's own limit is 10 s. It has both layers
+    # like the others: its handler runs cairn's sandbox (public code; the tool's own process
+    # gets an empty environment, a stdio server the layers' path to import the mcp SDK).
+    "sandbox": Spec("sandbox", Duration.seconds(40), memory_mb=512, subnets="isolated"),
 }
 
 

@@ -14,12 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.config import Settings
-from cairn.domain.mcp_servers import McpServer
-from cairn.mcp_servers.calls import reached
 from cairn.mcp_servers.client import McpError, McpTarget, call_tool, list_tools
-from cairn.sealing import Sealer
-from cairn.store.db import Database
 from cairn.tools.sandbox import Network, ServerLaunch
 from cairn.tools.subprocess_sandbox import SubprocessSandbox
 from tests.waiting import eventually
@@ -169,25 +164,3 @@ def _cmdline(pid: str) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
-
-
-def test_on_aws_a_stdio_server_is_refused_saying_what_to_do(db: Database) -> None:
-    from cairn.adapters.aws.lambda_sandbox import LambdaSandbox
-
-    server = McpServer(
-        organization_id="org-test", server_name="local", server_type="stdio", command="npx"
-    )
-    lambda_box = LambdaSandbox("cairn-sandbox", client=object())
-    with (
-        pytest.raises(McpError) as refused,
-        reached(
-            server,
-            db,
-            Sealer(lambda: b"k" * 32),
-            lambda_box,
-            Settings(database_url="postgresql://unused"),
-        ),
-    ):
-        pass
-    assert "stdio MCP server `local` cannot start" in str(refused.value)
-    assert "add it by its URL" in str(refused.value)

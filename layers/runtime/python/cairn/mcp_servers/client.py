@@ -2,10 +2,11 @@
 `mcp` SDK: list its tools, call one. Streamable HTTP and SSE, every connection through the
 outbound-address policy (`cairn.outbound`), since the URL is a tenant's; or stdio, the
 server's program started in the tool sandbox (`McpTarget.process`: the command that
-confines it). Each use opens a session and closes it (no connection or process outlives a
-call in a Lambda environment). A server that signs its users in with OAuth is reached with
-`McpTarget.auth`, the SDK's OAuth client (mcp_servers/oauth.py); one that answers 401
-without it raises `McpSignInRequired`."""
+confines it, or on AWS the sandbox function, which makes the whole use). Each use opens a
+session and closes it (no connection or process outlives a call in a Lambda environment).
+A server that signs its users in with OAuth is reached with `McpTarget.auth`, the SDK's
+OAuth client (mcp_servers/oauth.py); one that answers 401 without it raises
+`McpSignInRequired`."""
 
 from __future__ import annotations
 
@@ -63,6 +64,10 @@ class McpResult:
 def list_tools(
     target: McpTarget, opened: tuple[outbound.Network, ...], timeout: float
 ) -> list[McpTool]:
+    if target.process is not None and target.process.remote is not None:
+        answer = _remotely(target, {"use": "list_tools"})
+        return [McpTool(t["name"], t["description"], t["input_schema"]) for t in answer["tools"]]
+
     async def run(session: Any) -> list[McpTool]:
         listed = await session.list_tools()
         return [
@@ -80,6 +85,11 @@ def call_tool(
     opened: tuple[outbound.Network, ...],
     timeout: float,
 ) -> McpResult:
+    if target.process is not None and target.process.remote is not None:
+        use = {"use": "call_tool", "tool": name, "arguments": args}
+        answered = _remotely(target, use)["result"]
+        return McpResult(str(answered["text"]), bool(answered["is_error"]))
+
     async def run(session: Any) -> McpResult:
         result = await session.call_tool(name, args)
         parts = []
@@ -90,6 +100,17 @@ def call_tool(
 
     done: McpResult = _with_session(target, opened, timeout, run)
     return done
+
+
+def _remotely(target: McpTarget, use: dict[str, Any]) -> dict[str, Any]:
+    """One use made whole where the sandbox is (`functions/sandbox` runs `list_tools` or
+    `call_tool` there with a local command): {"tools": [...]}, {"result": {...}}, or
+    {"error": why}, which is raised here as it was there."""
+    assert target.process is not None and target.process.remote is not None
+    answer = target.process.remote({**use, "name": target.url})
+    if "error" in answer:
+        raise McpError(str(answer["error"]))
+    return answer
 
 
 def _with_session(

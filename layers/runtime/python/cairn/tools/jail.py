@@ -13,6 +13,11 @@ then runs the tool runner in this same process, which is PID 1 of its namespace:
 exits or is killed, the kernel kills everything the tool started. A program (`--exec`) runs
 as its child, so that PID 1 stays to relay the egress and reap.
 
+With `"contained": false` in its config (`process` isolation: the sandbox function on AWS,
+which is itself the boundary and cannot make namespaces) `--exec` makes no namespace or root
+and keeps its user: the program gets its limits, an environment of its own, its scratch
+folder as working directory and the same bounded stdout, nothing more.
+
 With `egress` in its config (its organization allows some hosts), the egress proxy's Unix
 socket is bound into the new root and a thread relays 127.0.0.1:3128 to it: the tool's
 only way out, through the proxy's allow-list (`tools/egress.py`).
@@ -34,6 +39,7 @@ import socket
 import struct
 import sys
 import threading
+from typing import Any
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -186,14 +192,17 @@ def drop_privileges() -> None:
 def set_limits(config: dict[str, object]) -> None:
     cpu, memory = int(config["cpu_seconds"]), int(config["memory_bytes"])  # type: ignore[call-overload]
     files = int(config["scratch_bytes"])  # type: ignore[call-overload]
-    for limit, value in (
+    limits = [
         (resource.RLIMIT_CPU, cpu),
         (resource.RLIMIT_AS, memory),
         (resource.RLIMIT_FSIZE, files),
-        (resource.RLIMIT_NPROC, int(config["processes"])),  # type: ignore[call-overload]
         (resource.RLIMIT_NOFILE, 256),
         (resource.RLIMIT_CORE, 0),
-    ):
+    ]
+    # Processes are counted per user: only in the jail is the user the program's alone.
+    if config.get("processes"):
+        limits.append((resource.RLIMIT_NPROC, int(config["processes"])))  # type: ignore[call-overload]
+    for limit, value in limits:
         resource.setrlimit(limit, (value, value))
 
 
@@ -212,8 +221,22 @@ def main() -> None:
         config = json.loads(os.environ.pop(CONFIG_VARIABLE))
     else:
         config = json.loads(sys.stdin.buffer.readline())
-    root = config["root"]
-    build_root(root, config)
+    if config.get("contained", True):
+        contain(config)
+    set_limits(config)
+    os.chdir(config.get("workdir", "/work"))
+    os.environ.clear()
+    os.environ.update(config["env"])
+    if serving:
+        serve(sys.argv[2:], config)
+    runner = sys.argv[1]
+    del sys.argv[1:]
+    exec(compile(runner, "<runner>", "exec"), {"__name__": "__main__"})
+
+
+def contain(config: dict[str, Any]) -> None:
+    """The namespaces' own root, no privileges, and the egress relay if the call has one."""
+    build_root(config["root"], config)
     egress = config.get("egress")
     if egress:
         loopback_up()
@@ -223,15 +246,6 @@ def main() -> None:
         relay = threading.Thread(target=relay_egress, args=(listener, egress["jail_socket"]))
         relay.daemon = True
         relay.start()
-    set_limits(config)
-    os.chdir("/work")
-    os.environ.clear()
-    os.environ.update(config["env"])
-    if serving:
-        serve(sys.argv[2:], config)
-    runner = sys.argv[1]
-    del sys.argv[1:]
-    exec(compile(runner, "<runner>", "exec"), {"__name__": "__main__"})
 
 
 def serve(argv: list[str], config: dict[str, object]) -> None:

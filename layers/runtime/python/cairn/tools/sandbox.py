@@ -11,6 +11,7 @@ them, and only them, through the egress proxy (`tools/egress.py`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -85,6 +86,8 @@ class ServerLaunch:
     environment: dict[str, str] = field(repr=False)
     network: Network | None
     timeout_seconds: float
+    # A proxy with the use's pass in it, made by the caller (the sandbox function on AWS).
+    proxy_url: str | None = field(default=None, repr=False)
 
     def pass_seconds(self) -> float:
         return self.timeout_seconds + 30
@@ -93,10 +96,13 @@ class ServerLaunch:
 @dataclass(frozen=True)
 class Confined:
     """How this host starts a launch in the sandbox: a command and its environment (which
-    may carry the program's: never logged, never on a command line)."""
+    may carry the program's: never logged, never on a command line). Or, where the sandbox
+    is elsewhere (the sandbox function on AWS), `remote`: one use made whole there, asked
+    for and answered as JSON (`mcp_servers/client.py` says what)."""
 
     command: list[str]
     environment: dict[str, str] = field(repr=False)
+    remote: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, repr=False)
 
 
 class SandboxRefused(RuntimeError):

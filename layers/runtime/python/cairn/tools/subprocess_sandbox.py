@@ -68,6 +68,7 @@ class SubprocessSandbox:
         user_namespace: bool | None = None,
         egress_private_networks: tuple[str, ...] = (),
         stdio_paths: tuple[str, ...] = (),
+        stdio_environment: dict[str, str] | None = None,
     ) -> None:
         self.memory_bytes, self.isolation = memory_bytes, isolation
         self.scratch_bytes, self.processes = scratch_bytes, processes
@@ -85,6 +86,9 @@ class SubprocessSandbox:
         # Host folders a stdio MCP server sees read-only besides the system's and the
         # interpreter's (where its programs and packages are): the operator's choice.
         self.stdio_paths = tuple(os.path.realpath(p) for p in stdio_paths)
+        # Variables every stdio server gets under its own (the sandbox function's: its
+        # layers' packages on PYTHONPATH, so a server made with the `mcp` SDK starts).
+        self.stdio_environment = dict(stdio_environment or {})
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         if self.isolation == "namespaces" and (why := self.unavailable()):
@@ -129,9 +133,10 @@ class SubprocessSandbox:
 
     @contextmanager
     def confined(self, launch: ServerLaunch) -> Iterator[Confined]:
-        """A stdio MCP server's command: in the jail as a tool call is (`jail.py --exec`),
-        with its own folders (`stdio_paths`) shown read-only too, for one use; or, under
-        `process` isolation, as a plain child process with only its own environment."""
+        """A stdio MCP server's command, for one use: `jail.py --exec`, in the jail as a tool
+        call is, with its own folders (`stdio_paths`) shown read-only too; or, under
+        `process` isolation, without namespaces (the host is the boundary), as a child with
+        only its own environment, the limits and the bounded stdout."""
         if self.isolation == "namespaces" and (why := self.unavailable()):
             raise SandboxRefused(why)
         env = {
@@ -139,16 +144,31 @@ class SubprocessSandbox:
             "LANG": "C.UTF-8",
             "HOME": "/work",
             "TMPDIR": "/tmp",
+            **self.stdio_environment,
             **launch.environment,
         }
-        outlet = self._outlet(launch.network, launch.pass_seconds(), env)
+        if launch.proxy_url:  # the caller's pass (the sandbox function's: see lambda_sandbox)
+            from cairn.tools import egress
+
+            env.update(egress.tool_environment(launch.proxy_url))
+            outlet = None
+        else:
+            outlet = self._outlet(launch.network, launch.pass_seconds(), env)
         with tempfile.TemporaryDirectory(prefix="cairn-mcp-") as scratch:
-            if self.isolation != "namespaces":
-                yield Confined(list(launch.argv), {**env, "HOME": scratch, "TMPDIR": scratch})
-                return
-            prefix, config = self._jailed(
-                scratch, env, launch.timeout_seconds, outlet, self.stdio_paths
-            )
+            if self.isolation == "namespaces":
+                prefix, config = self._jailed(
+                    scratch, env, launch.timeout_seconds, outlet, self.stdio_paths
+                )
+            else:
+                prefix = [self.python, "-I", "-S", JAIL]
+                config = {
+                    "contained": False,
+                    "workdir": scratch,
+                    "env": {**env, "HOME": scratch, "TMPDIR": scratch},
+                    "cpu_seconds": int(launch.timeout_seconds) + 1,
+                    "memory_bytes": self.memory_bytes,
+                    "scratch_bytes": self.scratch_bytes,
+                }
             config.update(line_bytes=STDIO_LINE_BYTES, stdout_bytes=STDIO_STDOUT_BYTES)
             yield Confined(
                 [*prefix, "--exec", *launch.argv],

@@ -167,3 +167,54 @@ def test_a_query_of_a_whole_document_is_searched_by_its_first_words(
     assert words(db, org, agent.id, flood) == ["Biscuit is the puppy's name"]
     late = " ".join(f"word{n}" for n in range(5_000)) + " Biscuit"
     assert words(db, org, agent.id, late) == []  # past the words searched
+
+
+def test_bm25s_n_is_kept_by_the_writes_and_equals_the_count(
+    db: Database, org: Organization
+) -> None:
+    """An agent's searchable messages are BM25's N, kept on its row by the writes (a count
+    at every search grew with the whole history); through inserts, a message with no text,
+    an edit to nothing and back, a rewind and its undo, the kept number is the count, and
+    the words weigh the same as when a filter makes the search count them."""
+    from cairn.store import history
+    from cairn.store.search import message_search
+    from cairn.store.search import words as words_half
+
+    said = [("user", None, f"note {n} about the lake") for n in range(6)]
+    agent = with_history(db, org, [*said, ("tool", None, "")])
+
+    def kept_and_counted() -> tuple[int, int]:
+        with db.connection() as conn:
+            row = conn.execute(
+                "SELECT searchable_messages AS kept, (SELECT count(*) FROM messages"
+                " WHERE agent_id = %(a)s AND search_text <> '' AND rewound_at IS NULL) AS n"
+                " FROM agents WHERE id = %(a)s",
+                {"a": agent.id},
+            ).fetchone()
+        assert row is not None
+        return row["kept"], row["n"]
+
+    def weights(**filters: object) -> list[float]:
+        with db.connection() as conn:
+            found = message_search(org.id, agent.id, **filters)  # type: ignore[arg-type]
+            return words_half(conn, found, "lake note 3").idfs
+
+    assert kept_and_counted() == (6, 6)
+    with db.transaction() as conn:
+        listed = messages.list_for_agent(conn, org.id, agent.id)
+        first = next(m for m in listed if m.text == "note 0 about the lake")
+        messages.edit(conn, first.model_copy(update={"content": [TextContent(text="")]}))
+    assert kept_and_counted() == (5, 5)
+    with db.transaction() as conn:
+        messages.edit(conn, first)
+        window = [
+            m.id for m in listed if m.text in {"note 0 about the lake", "note 1 about the lake"}
+        ]
+        history.mark_rewound(conn, org.id, agent.id, window)
+    assert kept_and_counted() == (2, 2)
+    long_ago = datetime(2000, 1, 1, tzinfo=UTC)
+    assert weights() == weights(start=long_ago)  # kept N, counted N: the same weights
+    with db.transaction() as conn:
+        history.mark_rewound(conn, org.id, agent.id, [m.id for m in listed])
+    assert kept_and_counted() == (6, 6)
+    assert weights() == weights(start=long_ago)

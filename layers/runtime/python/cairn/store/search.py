@@ -97,6 +97,9 @@ class Scope(NamedTuple):
     order: tuple[str, ...]  # the rows' order, for neighbours and ties (alias {a})
     columns: str
     model: type[Any]  # what a row found is read as
+    # How many rows it holds (BM25's N): kept by the writes for a scope with no filter (its
+    # count grew with the whole history: 4-13 ms at 10,000 messages), counted otherwise.
+    size: str
 
 
 def _scope_sql(scope: Scope, alias: str) -> str:
@@ -132,7 +135,7 @@ hits AS (  -- (word, text) for every text holding it: the agent's or archive's p
     FROM terms JOIN {table} d ON {scope_d} AND d.fts @@ terms.t::tsquery
 ),
 corpus AS (
-    SELECT (SELECT count(*) FROM {table} d WHERE {scope_d})::float8 AS n,
+    SELECT ({size})::float8 AS n,
            coalesce((SELECT avg(dl) FROM (SELECT DISTINCT id, dl FROM hits) x), 1) AS avgdl
 ),
 idf AS (
@@ -275,6 +278,7 @@ def _statement(template: str, scope: Scope, query: Sequence[float] | None) -> sq
     else:
         pieces["vector_top"] = sql.SQL(VECTOR_TOP).format(**pieces)
         pieces["sim"] = sql.SQL(SIM).format(**pieces)
+    pieces["size"] = sql.SQL(scope.size).format(**pieces)
     return sql.SQL(template).format(
         **pieces,
         scope_p=sql.SQL(_scope_sql(scope, "p")),
@@ -348,6 +352,12 @@ PASSAGE_SCOPE = Scope(
     columns="d.id, d.organization_id, d.archive_id, d.text, d.embedding_config, d.tags,"
     " d.metadata, d.created_at",
     model=Passage,
+    size="""CASE WHEN %(tags)s::text[] IS NULL AND %(start)s::timestamptz IS NULL
+                   AND %(end)s::timestamptz IS NULL
+              THEN (SELECT coalesce(max(s.passages), 0) FROM archive_stats s
+                    JOIN archives a ON a.id = s.archive_id AND a.organization_id = %(org)s
+                    WHERE s.archive_id = %(archive_id)s)
+              ELSE (SELECT count(*) FROM {table} d WHERE {scope_d}) END""",
 )
 
 
@@ -406,6 +416,11 @@ MESSAGE_SCOPE = Scope(
     order=("{a}.sequence_id",),
     columns=", ".join(f"d.{c.strip()}" for c in MESSAGE_COLUMNS.split(",")),
     model=Message,
+    size="""CASE WHEN %(roles)s::text[] IS NULL AND %(start)s::timestamptz IS NULL
+                   AND %(end)s::timestamptz IS NULL
+              THEN (SELECT coalesce(max(a.searchable_messages), 0) FROM agents a
+                    WHERE a.organization_id = %(org)s AND a.id = %(agent)s)
+              ELSE (SELECT count(*) FROM {table} d WHERE {scope_d}) END""",
 )
 
 

@@ -7,8 +7,10 @@ patches the SDKs: requests and responses cross a real socket in the providers' f
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
+import struct
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -453,7 +455,11 @@ def embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
     from cairn.embeddings.base import HashEmbedder
 
     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-    vectors = HashEmbedder(int(body.get("dimensions") or 1536)).embed(texts)
+    vectors: list[Any] = HashEmbedder(int(body.get("dimensions") or 1536)).embed(texts)
+    if body.get("encoding_format") == "base64":
+        # As OpenAI answers what its SDK asks by default: each vector's float32s, little
+        # endian, in base64 (a list of floats made the SDK build a value per number).
+        vectors = [base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() for v in vectors]
     return {
         "object": "list",
         "model": body.get("model", "fake"),

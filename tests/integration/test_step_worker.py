@@ -262,9 +262,9 @@ def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
 ) -> None:
     """Three turns in a row: one embedding job reaches the queue (the others are the same
     window's duplicates), and it embeds every message still without a vector at once."""
-    from cairn.run import step as step_module
+    from cairn.run import follow_ons
 
-    monkeypatch.setattr(step_module, "EMBED_WINDOW_SECONDS", 3600)
+    monkeypatch.setattr(follow_ons, "EMBED_WINDOW_SECONDS", 3600)
     monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
     agent = make_agent(worker.rt.db, org)
     for n in range(3):

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from time import monotonic
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -18,19 +17,20 @@ from cairn.domain.folders import AgentFolder, FileAgent
 from cairn.domain.ids import stable_id
 from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
-from cairn.domain.runs import OutboxCommand, agent_message_command
+from cairn.domain.runs import OutboxCommand
 from cairn.domain.schedules import Schedule, check_room, make_schedule
 from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
-from cairn.llm import deadline
 from cairn.memory.edits import CoreMemory, MemoryEditError
-from cairn.run import agent_messages, search, voice_memory
+from cairn.run import search, voice_memory
 from cairn.run.agent_messages import Messenger
+from cairn.run.agent_tools import AgentTools
 from cairn.run.custom_tools import run_in_sandbox, secrets_environment
 from cairn.run.file_tools import FileWork
+from cairn.run.ports import ExternalTools
 from cairn.run.state import StepState
 from cairn.sealing import Sealer
-from cairn.store import agents, folders, schedules, tenancy
+from cairn.store import folders, schedules, tenancy
 from cairn.store.db import Database
 from cairn.tools.context import current_call
 from cairn.tools.sandbox import (
@@ -39,16 +39,11 @@ from cairn.tools.sandbox import (
     SandboxResult,
 )
 
-# A call of a tool served outside Cairn (an MCP server's): {"success", "result"}; the MCP
-# integration's, handed to the engine at assembly.
-ExternalTools = Callable[
-    [Database, Sealer, Settings, Sandbox, Tool, dict[str, Any]], dict[str, Any]
-]
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class StepToolContext(search.SearchTools):
+class StepToolContext(search.SearchTools, AgentTools):
     state: StepState
     db: Database
     now: datetime
@@ -70,65 +65,6 @@ class StepToolContext(search.SearchTools):
     outgoing: list[OutboxCommand] = field(default_factory=list)
     # Calls tools served elsewhere (an MCP server's), given at assembly (None: none here).
     external_tools: ExternalTools | None = None
-
-    # -- other agents -------------------------------------------------------------------
-
-    def send_to_agent(self, message: str, agent_id: str) -> str:
-        agent, run = self.state.agent, self.state.run
-        self._existing([agent_id])
-        text = agent_messages.async_text(agent.id, message)
-        command = agent_message_command(run, agent_id, text, current_call(), agent.name)
-        if all(c.dedup_key != command.dedup_key for c in self.outgoing):
-            self.outgoing.append(command)
-        return agent_messages.SENT
-
-    def ask_agents(
-        self,
-        message: str,
-        *,
-        agent_ids: list[str] | None = None,
-        tags: tuple[list[str], list[str]] | None = None,
-    ) -> str:
-        agent = self.state.agent
-        if self.messenger is None or self.settings is None:
-            raise ValueError("Messages to other agents cannot be sent from here.")
-        if agent_ids is not None:
-            if agent.id in agent_ids:
-                raise ValueError("An agent cannot wait for its own reply: this turn is it.")
-            self._existing(agent_ids)
-            text = agent_messages.wait_text(agent.id, message)
-        else:
-            assert tags is not None
-            with self.db.connection() as conn:
-                found = agents.matching_tags(
-                    conn, agent.organization_id, *tags, limit=agent_messages.TAG_MATCH_LIMIT
-                )
-            # Not the sender: its own turn holds it while it waits (Letta would run it).
-            agent_ids = [a for a in found if a != agent.id]
-            text = agent_messages.tags_text(message)
-        budget = self.settings.agent_reply_seconds
-        if (left := deadline.seconds_left()) is not None:
-            budget = min(budget, max(left, 0.0))
-        until = monotonic() + budget
-        shown = []
-        for target in agent_ids:
-            reply = self.messenger.ask(
-                agent.organization_id,
-                target,
-                [agent_messages.incoming(agent.organization_id, target, text, agent.name)],
-                run_id=agent_messages.child_run_id(self.state.run.id, current_call(), target),
-                metadata=agent_messages.metadata(agent.id, self.state.run.id),
-                budget_seconds=max(until - monotonic(), 0.0),
-            )
-            shown.append(agent_messages.shown(reply, budget))
-        # Letta answers with Python's text of its result (str(dict), str(list)).
-        return str(shown[0]) if tags is None else str(shown)
-
-    def _existing(self, agent_ids: list[str]) -> None:
-        with self.db.connection() as conn:
-            named = agents.names(conn, self.state.agent.organization_id, agent_ids)
-        if missing := [a for a in agent_ids if a not in named]:
-            raise ValueError(f"Agent with ID {missing[0]} not found")
 
     # -- files ------------------------------------------------------------------------------
 

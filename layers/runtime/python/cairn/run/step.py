@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from cairn import faults, tracing
 from cairn.config import Settings
@@ -31,11 +31,7 @@ from cairn.domain.runs import (
     OutboxCommand,
     Run,
     StepKind,
-    approval_wait_command,
-    embed_command,
-    group_turn_command,
     step_command,
-    task_result_command,
 )
 from cairn.domain.schedules import Schedule
 from cairn.embeddings import providers
@@ -50,31 +46,24 @@ from cairn.llm.types import MessageDelta
 from cairn.prices import TOKENS, step_cost
 from cairn.run import embedding_spend, lifecycle
 from cairn.run.agent_messages import Messenger
-from cairn.run.context import ExternalTools
+from cairn.run.follow_ons import embed_job, follow_ons
 from cairn.run.lifecycle import LEASE_SECONDS
 from cairn.run.metering import Meter, NoMeter
+from cairn.run.ports import ExternalTools, RunEnd, StepParts
 from cairn.run.state import StepState, load
 from cairn.run.step_model import ProviderKeyLookup, StepModel
 from cairn.sealing import Sealer, envelope_key
 from cairn.store import claim as claims
 from cairn.store import runs
-from cairn.store.checkpoints import AlreadyCommitted, Checkpoint, commit
+from cairn.store.checkpoints import AlreadyCommitted, commit
 from cairn.store.claim import Claim
 from cairn.store.db import Database
 from cairn.tools.sandbox import Sandbox
-
-if TYPE_CHECKING:
-    from cairn.run.step_work import StepParts
 
 logger = logging.getLogger(__name__)
 
 # A block edited by a person while the step ran: redo the step on fresh state this often.
 MAX_CONFLICT_RETRIES = 3
-# A busy agent's messages are embedded by one job per window, not one per step.
-EMBED_WINDOW_SECONDS = 30
-
-# What an edge starts when a run ends (a channel's reply): a command for the outbox, or None.
-RunEnd = Callable[[Run], OutboxCommand | None]
 
 StepStatus = Literal["committed", "already_done", "busy", "throttled", "run_finished", "missing"]
 
@@ -165,8 +154,6 @@ class Engine:
         """What a step's work is done with, as the engine has them now (tests swap parts);
         `messenger` runs the turns of agents its tools message (None: such tools answer an
         error), handed in by whoever drives the step, which is what runs turns."""
-        from cairn.run.step_work import StepParts
-
         return StepParts(
             self.model(),
             self.db,
@@ -317,7 +304,7 @@ class Engine:
         else:
             cp = llm_step(work)
         faults.reached("before_commit")
-        _add_commands(cp, self.run_end)
+        follow_ons(cp, self.run_end)
         tokens = cp.step.model_dump(include=TOKENS)
         cp.cost_usd = step_cost(cp.step.model, tokens, self.settings.prices)
         try:
@@ -348,7 +335,7 @@ class Engine:
             cp.run.stop_reason,
             cp.run.status,
             cp.agent.id,
-            (*done.commands, *_embed_job(cp, org_id, run_id, now)),
+            (*done.commands, *embed_job(cp, org_id, run_id, now)),
             done.run,
             tuple(done.messages),
             tuple(done.waiting),
@@ -376,35 +363,6 @@ class Engine:
         if request is None:
             raise ConflictError("The tool rules leave the agent no tool to call")
         return wire_body(request)
-
-
-def _add_commands(cp: Checkpoint, run_end: tuple[RunEnd, ...]) -> None:
-    """What the checkpoint starts besides its continuation, written in the same transaction."""
-    if cp.run.stop_reason == "requires_approval":
-        cp.commands.append(approval_wait_command(cp.run))
-    if cp.run.status in TERMINAL_RUN_STATUSES and cp.run.task_token:
-        cp.commands.append(task_result_command(cp.run))
-    ended_turn = cp.run.status == "completed" and cp.run.stop_reason != "requires_approval"
-    cp.sleeptime_turn = ended_turn and cp.agent.enable_sleeptime
-    if ended_turn and (next_turn := group_turn_command(cp.run)) is not None:
-        cp.commands.append(next_turn)
-    if cp.run.status in TERMINAL_RUN_STATUSES:
-        cp.commands.extend(c for hook in run_end if (c := hook(cp.run)) is not None)
-
-
-def _embed_job(cp: Checkpoint, org_id: str, run_id: str, now: datetime) -> list[OutboxCommand]:
-    """Embedding the agent's new messages, published with no outbox row: if that publish is
-    lost, the sweeper's backfill embeds every message still without one (embedding_jobs).
-
-    One job per agent per `EMBED_WINDOW_SECONDS`, not one per step: the embedding queue
-    (FIFO, never the steps' queue) drops the window's other sends as duplicates, and the
-    job embeds all the agent's messages still without a vector in one request. What a
-    window's job finds already done waits for the next window's job or the sweeper's
-    backfill (one sweep)."""
-    if not cp.agent.message_embeddings or not any(m.search_text() for m in cp.new_messages):
-        return []
-    window = int(now.timestamp() // EMBED_WINDOW_SECONDS)
-    return [embed_command(org_id, cp.agent.id, f"embed:{cp.agent.id}:{window}", run_id=run_id)]
 
 
 __all__ = ["Engine", "StepKind", "StepOutcome", "step_command"]

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from cairn.config import Settings
-from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.constants import DEFAULT_MAX_STEPS
 from cairn.domain.ids import new_id
 from cairn.domain.messages import ContentPart, Message, TextContent
@@ -26,43 +23,20 @@ from cairn.domain.runs import (
     run_status_for,
     step_command,
 )
-from cairn.domain.schedules import Schedule
-from cairn.embeddings.base import Embedder
 from cairn.llm.clients import wire_body
 from cairn.llm.types import Delta, LLMRequest, LLMResponse, MessageDelta
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
 from cairn.run import calls
-from cairn.run.agent_messages import Messenger
-from cairn.run.context import ExternalTools, StepToolContext
+from cairn.run.context import StepToolContext
 from cairn.run.policy import CallOutcome, after_tools, must_call_first, policy_for
+from cairn.run.ports import StepParts
 from cairn.run.prompt import context_estimate, refreshed_system
 from cairn.run.state import StepState
-from cairn.run.step_model import StepModel
-from cairn.sealing import Sealer
 from cairn.store.checkpoints import Checkpoint
-from cairn.store.db import Database
 from cairn.tools.rules import ToolRulesSolver
-from cairn.tools.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StepParts:
-    """What a turn works with, handed over by the engine that runs it: the model, the
-    database its tools read, the sandbox of custom tools, the settings, the clock."""
-
-    model: StepModel
-    db: Database
-    settings: Settings
-    sandbox: Sandbox
-    embedder_for: Callable[[EmbeddingConfig | None, str | None], Embedder]  # config, who pays
-    clock: Callable[[], datetime]
-    sealer: Sealer  # opens the agent's secrets for its custom tools
-    messenger: Messenger | None = None  # runs the turns of agents a tool messages
-    scheduler: Callable[[Schedule], object] | None = None  # fires schedules on time
-    external_tools: ExternalTools | None = None  # calls MCP servers' tools (assembly's)
 
 
 class StepWork:

@@ -39,9 +39,17 @@ class Stack:
 
 
 @contextmanager
-def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
+def make_stack(
+    db: Database,
+    *,
+    ports: dict[str, Any] | None = None,
+    yielding: Any = lambdas.released,
+    **settings: Any,
+) -> Iterator[Stack]:
     """The local HTTP bridge over a runtime with the fake LLM as the server's providers;
-    `settings` override the defaults."""
+    `settings` override the defaults, `ports` the engine's (assembly's `engine_ports`: a
+    test's model client or embedder, handed in at construction), `yielding` how a wait
+    lets other requests in (the local stack's: it gives the environment back)."""
     with FakeLLM() as fake:
         defaults: dict[str, Any] = dict(
             openai_api_key="sk-test",
@@ -57,7 +65,7 @@ def make_stack(db: Database, **settings: Any) -> Iterator[Stack]:
             data_dir=Path(tempfile.mkdtemp(prefix="cairn-stack-")),
         )
         # Waits let other requests in, as the local stack's do.
-        rt = build_runtime(Settings(**(defaults | settings)), db=db, yielding=lambdas.released)
+        rt = build_runtime(Settings(**(defaults | settings)), db=db, yielding=yielding, ports=ports)
         use_runtime(rt)
         with db.transaction() as conn:
             org = tenancy.create_organization(conn, Organization(name="api"))

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.api.conftest import Stack
+from cairn.store.db import Database
+from tests.api.conftest import Stack, make_stack
 from tests.fakes.llm_server import Reply
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
@@ -108,16 +112,22 @@ def test_twenty_agents_in_parallel_all_complete(stack: Stack) -> None:
         ]
 
 
-def test_a_slow_request_holds_its_environment_only(stack: Stack) -> None:
+@pytest.fixture
+def holding(db: Database) -> Iterator[Stack]:
+    """A stack whose waits keep their environment (no `yielding`), as any slow request of
+    the API might."""
+    with make_stack(db, yielding=nullcontext) as made:
+        yield made
+
+
+def test_a_slow_request_holds_its_environment_only(holding: Stack) -> None:
     """An image URL that trickles a byte every 0.2 s, its fetch not giving the environment
     back (as any slow request of the API might not): health and another organization's
     requests answer while it is still being served (one environment once held all, 98 s)."""
-    from contextlib import nullcontext
-
     from tests.api.test_agent_messages import stack_other_org_client
     from tests.integration.test_llm_patience import Stalling
 
-    stack.runtime.yielding = nullcontext  # the slow request keeps its environment throughout
+    stack = holding
     crawl = Stalling("crawls")
     try:
         client = stack.client()

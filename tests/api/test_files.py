@@ -256,29 +256,33 @@ def test_a_job_killed_midway_is_resumed_from_where_it_stopped(db: Database) -> N
     from cairn.jobs import file_jobs
     from cairn.run.sweeper import resume_files
 
-    with make_stack(db) as stack:
+    calls: list[int] = []
+    made_in: list[Stack] = []
+
+    def dying(config: Any) -> Any:
+        """The stack's own embedder, dying on its second batch (the engine is handed this
+        at construction)."""
+        from cairn.embeddings import providers
+
+        embedder = providers.embedder_for(config, made_in[0].runtime.settings)
+
+        class Dies:
+            model, dim = embedder.model, embedder.dim
+
+            def embed(self, texts: list[str]) -> list[list[float]]:
+                calls.append(len(texts))
+                if len(calls) == 2:
+                    raise KeyboardInterrupt("killed")  # not caught as a failure
+                return embedder.embed(texts)
+
+        return Dies()
+
+    with make_stack(db, ports={"embedder_for": dying}) as stack:
+        made_in.append(stack)
         client = stack.client()
         folder = client.folders.create(name="kb", embedding_chunk_size=5)
         text = "\n".join(f"line {n} of the trail notes" for n in range(200)).encode()
         original_batch, file_jobs.BATCH = file_jobs.BATCH, 16
-        calls: list[int] = []
-        real = stack.runtime.engine.embedder_for
-
-        def dying(config: Any, org: str | None = None) -> Any:
-            embedder = real(config, org)
-
-            class Dies:
-                model, dim = embedder.model, embedder.dim
-
-                def embed(self, texts: list[str]) -> list[list[float]]:
-                    calls.append(len(texts))
-                    if len(calls) == 2:
-                        raise KeyboardInterrupt("killed")  # not caught as a failure
-                    return embedder.embed(texts)
-
-            return Dies()
-
-        stack.runtime.engine.embedder_for = dying  # type: ignore[method-assign]
         try:
             made = _upload_and_kill(stack, client, folder.id, text)
             assert made.processing_status == "embedding" and made.chunks_embedded == 16
@@ -286,7 +290,6 @@ def test_a_job_killed_midway_is_resumed_from_where_it_stopped(db: Database) -> N
             done = settled(client, folder.id, made.id)
         finally:
             file_jobs.BATCH = original_batch
-            stack.runtime.engine.embedder_for = real  # type: ignore[method-assign]
         assert done.processing_status == "completed"
         chunks = passages_of(stack, folder.id)
         assert len(chunks) == done.total_chunks and sum(calls) == done.total_chunks + 16

@@ -183,33 +183,36 @@ def test_a_later_step_whose_provider_keeps_failing_ends_with_llm_api_error(
 
 
 def test_an_answer_with_no_choices_is_a_provider_error_retried_then_reported(
-    stack: Stack,
+    db: Database,
 ) -> None:
     empty = Reply(
         raw_body='{"id": "x", "object": "chat.completion", "choices": []}',
         raw_content_type="application/json",
     )
-    with http(stack) as client:
+    retries = [0]  # the model clients' retries, as the stack's settings would have them
+    made_in: list[Stack] = []
+
+    def llm_for(config: Any) -> Any:
+        from cairn.llm.clients import client_for
+
+        settings = made_in[0].runtime.settings.model_copy(update={"llm_max_retries": retries[0]})
+        return client_for(config, settings)
+
+    with make_stack(db, ports={"llm_for": llm_for}) as stack, http(stack) as client:
+        made_in.append(stack)
         agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
         stack.fake.when(lambda _: True, empty)
         sent = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
         assert sent.status_code == 502 and "no choices" in sent.json()["error"]["message"]
         assert len(stack.fake.requests) == 1  # CAIRN_LLM_MAX_RETRIES = 0: asked once
         stack.fake.reset()
-        stack.runtime.engine._llm_for = _with_retries(stack, 1)  # type: ignore[method-assign]
+        retries[0] = 1
         stack.fake.when(lambda r: len(stack.fake.requests) == 1, empty)
         stack.fake.when(lambda _: True, Reply(text="there you are"))
         again = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"})
         assert again.status_code == 200, again.text
         assert again.json()["messages"][-1]["content"] == "there you are"
         assert len(stack.fake.requests) == 2
-
-
-def _with_retries(stack: Stack, retries: int) -> Any:
-    from cairn.llm.clients import client_for
-
-    settings = stack.runtime.settings.model_copy(update={"llm_max_retries": retries})
-    return lambda config: client_for(config, settings)
 
 
 def test_a_sync_send_answers_within_its_budget_however_long_the_provider_takes(

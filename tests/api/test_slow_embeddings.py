@@ -4,13 +4,15 @@ first use, a slow provider) gives the API back to other requests while it runs."
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import httpx
+import pytest
 
 from cairn.domain.configs import EmbeddingConfig
 from cairn.embeddings.base import HashEmbedder
-from tests.api.conftest import Stack
+from cairn.store.db import Database
+from tests.api.conftest import Stack, make_stack
 
 LLM = {"model": "gpt-test", "model_endpoint_type": "openai", "context_window": 32000}
 
@@ -28,18 +30,29 @@ class Gated:
         return self.inner.embed(texts)
 
 
+GATES: dict[int, Gated] = {}
+
+
+@pytest.fixture
+def stack(db: Database) -> Iterator[Stack]:
+    """A stack whose embeddings wait for their gate: the embedder handed to the engine at
+    construction, one a size."""
+    GATES.clear()
+
+    def embedder_for(config: EmbeddingConfig) -> Gated:
+        return GATES.setdefault(config.embedding_dim, Gated(config.embedding_dim))
+
+    with make_stack(db, ports={"embedder_for": embedder_for}) as made:
+        yield made
+
+
 def test_health_and_other_agents_answer_while_an_embedding_takes_long(stack: Stack) -> None:
     headers = {"Authorization": f"Bearer {stack.key}"}
     http = httpx.Client(base_url=stack.url, headers=headers, timeout=30)
     agent = http.post("/v1/agents/", json={"name": "slow", "llm_config": LLM}).json()
     other = http.post("/v1/agents/", json={"name": "other", "llm_config": LLM}).json()
-    gated = Gated(agent["embedding_config"]["embedding_dim"])
-
-    def embedder_for(config: EmbeddingConfig) -> Gated:
-        assert config.embedding_dim == gated.dim
-        return gated
-
-    stack.runtime.engine._embedder_for = embedder_for  # the engine's injection point
+    dim = agent["embedding_config"]["embedding_dim"]
+    gated = GATES.setdefault(dim, Gated(dim))
     answers: list[httpx.Response] = []
     slow = threading.Thread(
         target=lambda: answers.append(

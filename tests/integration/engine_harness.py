@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from cairn.assembly.build import engine_ports
 from cairn.config import Settings
 from cairn.domain import Agent, Block, LLMConfig, Message, Organization, TextContent
 from cairn.domain.base import utc_now
@@ -50,6 +51,7 @@ def engine_for(
         sandbox=sandbox or SubprocessSandbox(),
         clock=(lambda: NOW) if fixed_clock else utc_now,
         external_tools=run_mcp_tool,
+        **engine_ports(settings),
     )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from cairn.assembly.build import engine_ports
 from cairn.config import Settings
 from cairn.domain import Organization
 from cairn.domain.agents import Agent
@@ -28,17 +29,14 @@ def fake() -> Iterator[FakeLLM]:
 
 
 def engine(db: Database, fake: FakeLLM, **settings: object) -> Engine:
-    return Engine(
-        db,
-        Settings(
-            openai_api_key="sk-test",
-            openai_base_url=f"{fake.base_url}/v1",
-            llm_max_retries=0,
-            llm_timeout_seconds=10,
-            **settings,
-        ),  # type: ignore[arg-type]
-        sandbox=SubprocessSandbox(),
+    made = Settings(
+        openai_api_key="sk-test",
+        openai_base_url=f"{fake.base_url}/v1",
+        llm_max_retries=0,
+        llm_timeout_seconds=10,
+        **settings,  # type: ignore[arg-type]
     )
+    return Engine(db, made, sandbox=SubprocessSandbox(), **engine_ports(made))
 
 
 def embedded_agent(db: Database, org: Organization, fake: FakeLLM, model: str) -> Agent:

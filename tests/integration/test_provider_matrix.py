@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from cairn.adapters.aws import bedrock
+from cairn.assembly.build import engine_ports
 from cairn.domain import Agent, Organization
 from cairn.domain.configs import CompactionSettings, LLMConfig
 from cairn.domain.messages import ApprovalDecision, Message
@@ -73,7 +74,7 @@ def agent_on(
 def engine(db: Database, fake: FakeLLM, retries: int = 0) -> Engine:
     plain = engine_for(db, fake)
     settings = plain.settings.model_copy(update={"llm_max_retries": retries})
-    return Engine(db, settings, sandbox=plain.sandbox)
+    return Engine(db, settings, sandbox=plain.sandbox, **engine_ports(settings))
 
 
 def spoke(fake: FakeLLM, provider: str) -> None:

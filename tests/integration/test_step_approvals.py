@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from cairn.assembly.build import engine_ports
 from cairn.config import Settings
 from cairn.domain import Agent, Organization
 from cairn.domain.messages import ApprovalDecision, Message
@@ -150,5 +151,8 @@ def test_approval_without_a_pending_call_is_refused(db: Database, org: Organizat
     agent = make_agent(db, org)
     with pytest.raises(InvalidArgumentError, match="No tool call is currently awaiting approval"):
         start_run(
-            Engine(db, Settings(), sandbox=SubprocessSandbox()), org.id, agent.id, [answer(agent)]
+            Engine(db, Settings(), sandbox=SubprocessSandbox(), **engine_ports(Settings())),
+            org.id,
+            agent.id,
+            [answer(agent)],
         )

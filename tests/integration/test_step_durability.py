@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from cairn import faults
+from cairn.assembly.build import engine_ports
 from cairn.config import Settings
 from cairn.domain import Agent, Organization, OutboxCommand
 from cairn.faults import SimulatedCrash
@@ -208,7 +209,7 @@ def test_a_transient_provider_error_within_the_budget_is_retried_by_the_sdk(
     agent = make_agent(db, org)
     fake.fail(503).reply("recovered")
     settings = engine_for(db, fake).settings.model_copy(update={"llm_max_retries": 1})
-    engine = Engine(db, settings, sandbox=SubprocessSandbox())
+    engine = Engine(db, settings, sandbox=SubprocessSandbox(), **engine_ports(settings))
     run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "hi")])
     turn = finished(engine, run, drive(engine, command))
     assert turn.run.stop_reason == "end_turn" and turn.roles == ["user", "assistant"]
@@ -280,7 +281,7 @@ def test_two_runs_racing_on_one_agent_never_interleave(
 
 
 def test_engine_step_of_unknown_run_is_missing(db: Database, org: Organization) -> None:
-    engine = Engine(db, Settings(), sandbox=SubprocessSandbox())
+    engine = Engine(db, Settings(), sandbox=SubprocessSandbox(), **engine_ports(Settings()))
     assert engine.step(org.id, "run-00000000-0000-4000-8000-000000000000", 0).status == "missing"
 
 
@@ -457,7 +458,9 @@ def test_an_mcp_tool_is_called_once_across_a_retry(
 
     base = engine_for(db, fake)
     opened = base.settings.model_copy(update={"outbound_networks": "127.0.0.0/8"})
-    engine = Engine(db, opened, sandbox=base.sandbox, external_tools=base.external_tools)
+    engine = Engine(
+        db, opened, sandbox=base.sandbox, **engine_ports(opened), external_tools=base.external_tools
+    )
     with mcp_server() as server:
         with db.transaction() as conn:
             kept = mcp_servers.put(

@@ -105,7 +105,9 @@ def worker(db: Database) -> Iterator[Worker]:
             step_queue_url=url,
             sync_budget_seconds=1,
         )
-        rt = build_runtime(settings, db=db, queue=SqsStepQueue(url, sqs))
+        # The queue as a test may make it fail (DownQueue, never failing unless told).
+        queue = DownQueue(SqsStepQueue(url, sqs), failures=0)
+        rt = build_runtime(settings, db=db, queue=queue)  # type: ignore[arg-type]
         use_runtime(rt)
         try:
             yield Worker(rt, sqs, url, dlq, fake)
@@ -398,13 +400,13 @@ def test_unpublished_continuation_is_swept_and_the_run_completes(
         worker.rt, org.id, agent.id, [user(agent, "go")], RunOptions(max_steps=10), wait=False
     ).run
     got = worker.sqs.receive_message(QueueUrl=worker.queue_url, AttributeNames=["All"])["Messages"]
-    real = worker.rt.queue
-    worker.rt.queue = DownQueue(real, failures=1)  # type: ignore[arg-type, assignment]
+    down = worker.rt.queue.steps
+    assert isinstance(down, DownQueue)  # handed to the runtime at construction
+    down.failures = 1
     invoke("step", to_event(got, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo"))
     # step 0 committed in a worker, its continuation could not be published
     with worker.rt.db.connection() as conn:
         assert runs.get_run(conn, org.id, run.id).status == "running"  # type: ignore[union-attr]
-    worker.rt.queue = real
     assert invoke("sweeper", {"source": "aws.events"})["republished"] == 0  # too fresh yet
     with worker.rt.db.connection() as conn:
         conn.execute("UPDATE outbox SET created_at = created_at - interval '1 minute'")

@@ -9,6 +9,7 @@ import os
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from cairn import heap, tracing
 from cairn.adapters.aws import bedrock
@@ -41,6 +42,19 @@ EXTENSIONS = Extensions(
     sweep=(("embedded", queue_kinds.backfill_phase), *telegram.SWEEP, *mcp_connect.SWEEP),
 )
 
+
+def engine_ports(settings: Settings) -> dict[str, Any]:
+    """The engine's model clients, embedders and sealer as the settings make them."""
+    from cairn.embeddings import providers
+    from cairn.llm.clients import client_for
+
+    return {
+        "llm_for": lambda config: client_for(config, settings),
+        "embedder_for": lambda config: providers.embedder_for(config, settings),
+        "sealer": Sealer(sealing_key(settings)),
+    }
+
+
 _lock = threading.Lock()
 _current: Runtime | None = None
 
@@ -53,7 +67,10 @@ def build_runtime(
     workflows: Workflows | None = None,
     embeddings: StepQueue | None = None,
     yielding: Callable[[], AbstractContextManager[None]] = nullcontext,
+    ports: dict[str, Any] | None = None,
 ) -> Runtime:
+    """The runtime of one process. `ports` replaces any of `engine_ports` (the tests' fakes:
+    a model's client or an embedder, handed in here, never swapped in afterwards)."""
     bedrock.install()  # model and embedding calls to Bedrock get their boto3 client here
     tracing.configure()  # OTLP export when the OTEL_* variables ask for it (cairn/tracing.py)
     database = db or Database(
@@ -90,7 +107,7 @@ def build_runtime(
         settings,
         sandbox=sandbox,
         provider_keys=keys,
-        sealer=Sealer(sealing_key(settings)),
+        **(engine_ports(settings) | (ports or {})),
         scheduler=scheduler.put if scheduler is not None else None,
         run_end=telegram.RUN_END,
         external_tools=run_mcp_tool,

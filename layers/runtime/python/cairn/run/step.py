@@ -41,7 +41,7 @@ from cairn.errors import (
     NotFoundError,
     VersionConflictError,
 )
-from cairn.llm.clients import LLMClient, client_for, wire_body
+from cairn.llm.clients import LLMClient, wire_body
 from cairn.llm.types import MessageDelta
 from cairn.prices import TOKENS, step_cost
 from cairn.run import embedding_spend, lifecycle
@@ -52,7 +52,7 @@ from cairn.run.metering import Meter, NoMeter
 from cairn.run.ports import ExternalTools, RunEnd, StepParts
 from cairn.run.state import StepState, load
 from cairn.run.step_model import ProviderKeyLookup, StepModel
-from cairn.sealing import Sealer, envelope_key
+from cairn.sealing import Sealer
 from cairn.store import claim as claims
 from cairn.store import runs
 from cairn.store.checkpoints import AlreadyCommitted, commit
@@ -96,11 +96,11 @@ class Engine:
         settings: Settings,
         *,
         sandbox: Sandbox,
-        llm_for: Callable[[LLMConfig], LLMClient] | None = None,
+        llm_for: Callable[[LLMConfig], LLMClient],
+        embedder_for: Callable[[EmbeddingConfig], Embedder],
+        sealer: Sealer,
         clock: Callable[[], datetime] = utc_now,
-        embedder_for: Callable[[EmbeddingConfig], Embedder] | None = None,
         provider_keys: ProviderKeyLookup | None = None,
-        sealer: Sealer | None = None,
         scheduler: Callable[[Schedule], object] | None = None,
         run_end: tuple[RunEnd, ...] = (),
         external_tools: ExternalTools | None = None,
@@ -110,14 +110,16 @@ class Engine:
         # The operator's metrics (CloudWatch on AWS): given at assembly, none by default.
         self.meter: Meter = meter or NoMeter()
         self.settings = settings
-        # Opens agents' secrets for their tools' calls (the local envelope key by default).
-        self.sealer = sealer or Sealer(lambda: envelope_key(self.settings))
-        self._llm_for = llm_for or (lambda config: client_for(config, self.settings))
+        # Opens agents' secrets for their tools' calls.
+        self.sealer = sealer
+        # A model's client and an embedding config's embedder, as assembly makes them (the
+        # tests hand in fakes): nothing is built here from the environment.
+        self._llm_for = llm_for
         self._clock = clock
         # Custom tools (and stdio MCP servers) run here: the jail locally, a locked-down
         # Lambda on AWS; assembly chooses.
         self.sandbox = sandbox
-        self._embedder_for = embedder_for or (lambda c: providers.embedder_for(c, self.settings))
+        self._embedder_for = embedder_for
         # An organization's own providers (the providers API): its key, by provider name.
         self._provider_keys = provider_keys
         # Registers a schedule an agent made with what fires it on time (EventBridge
@@ -151,7 +153,7 @@ class Engine:
         return StepModel(self.db, self.settings, self._llm_for, self._provider_keys)
 
     def step_parts(self, messenger: Messenger | None = None) -> StepParts:
-        """What a step's work is done with, as the engine has them now (tests swap parts);
+        """What a step's work is done with, as the engine was given them;
         `messenger` runs the turns of agents its tools message (None: such tools answer an
         error), handed in by whoever drives the step, which is what runs turns."""
         return StepParts(

@@ -89,9 +89,10 @@ class LimitExceededError(CairnError):
         self.limit, self.organization_id = limit, organization_id  # for the operator's metrics
 
 
-def found(value: T | None, kind: str, ident: str) -> T:
+def found(value: T | None, kind: str, ident: str | None = None) -> T:
     """`value`, or the 404 Letta answers for a `kind` of that id that is not there (or is
-    another organization's: the same answer, so an id reveals nothing)."""
+    another organization's: the same answer, so an id reveals nothing). Without `ident`,
+    `kind` is the whole answer, where Letta words a resource's 404 its own way."""
     if value is None:
-        raise NotFoundError(f"{kind} with id '{ident}' not found")
+        raise NotFoundError(kind if ident is None else f"{kind} with id '{ident}' not found")
     return value

@@ -69,9 +69,10 @@ class AgentView:
 
 
 def fetch(conn: Connection, org: str, agent_id: str, *, for_update: bool = False) -> Agent:
-    agent = agents.get(conn, org, agent_id, for_update=for_update)
-    if agent is None:
-        raise NotFoundError(f"Agent with ID {agent_id} not found")
+    agent = found(
+        agents.get(conn, org, agent_id, for_update=for_update),
+        f"Agent with ID {agent_id} not found",
+    )
     return agent
 
 

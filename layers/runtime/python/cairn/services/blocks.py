@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from cairn.domain.blocks import Block, BlockLimitError, BlockSearch
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
+from cairn.errors import InvalidArgumentError, UnprocessableError, found
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
@@ -43,9 +43,10 @@ def _fetch(conn: Connection, org: str, block_id: str) -> Block:
 
 def _by_label(conn: Connection, org: str, agent_id: str, label: str) -> Block:
     agent_service.fetch(conn, org, agent_id)
-    block = blocks.for_agent_by_label(conn, org, agent_id, label)
-    if block is None:
-        raise NotFoundError(f"No block with label '{label}' found for agent '{agent_id}'")
+    block = found(
+        blocks.for_agent_by_label(conn, org, agent_id, label),
+        f"No block with label '{label}' found for agent '{agent_id}'",
+    )
     return block
 
 

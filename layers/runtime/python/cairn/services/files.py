@@ -25,6 +25,7 @@ from cairn.errors import (
     NotFoundError,
     TooLargeError,
     UnsupportedMediaError,
+    found,
 )
 from cairn.jobs import documents, file_jobs
 from cairn.run.file_tools import FileWork
@@ -292,9 +293,10 @@ def open_for_agent(rt: Runtime, org: str, agent_id: str, file_id: str) -> list[s
     """Open the whole file in the agent's view; the files closed to make room (Letta's)."""
     with rt.db.connection() as conn:
         work = _work(rt, conn, org, agent_id)
-    view = next((v for v in work.views.values() if v.file_id == file_id), None)
-    if view is None:
-        raise NotFoundError(f"File with id={file_id} not found")
+    view = found(
+        next((v for v in work.views.values() if v.file_id == file_id), None),
+        f"File with id={file_id} not found",
+    )
     work.open_files([(view.file_name, None, None)], close_all_others=False)
     with rt.db.transaction() as conn:
         files.put_views(conn, list(work.changed.values()))
@@ -307,9 +309,10 @@ def close_for_agent(rt: Runtime, org: str, agent_id: str, file_id: str | None) -
         work = _work(rt, conn, org, agent_id)
     names = None
     if file_id is not None:
-        view = next((v for v in work.views.values() if v.file_id == file_id), None)
-        if view is None:
-            raise NotFoundError(f"File with id={file_id} not found")
+        view = found(
+            next((v for v in work.views.values() if v.file_id == file_id), None),
+            f"File with id={file_id} not found",
+        )
         names = [view.file_name]
     closed = work.close(names)
     with rt.db.transaction() as conn:

@@ -9,7 +9,7 @@ from typing import Any
 from cairn.domain.base import utc_now
 from cairn.domain.folders import Folder
 from cairn.embeddings.providers import default_config
-from cairn.errors import ConflictError, NotFoundError
+from cairn.errors import ConflictError, NotFoundError, found
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.run.file_opening import open_for
@@ -24,9 +24,7 @@ from cairn.tools.registry import BUILTIN_TOOLS, FILE_TOOLS
 
 
 def fetch(conn: Connection, org: str, folder_id: str) -> Folder:
-    folder = folders.get(conn, org, folder_id)
-    if folder is None:
-        raise NotFoundError(f"Source with id={folder_id} not found.")
+    folder = found(folders.get(conn, org, folder_id), f"Source with id={folder_id} not found.")
     return folder
 
 

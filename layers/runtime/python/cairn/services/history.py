@@ -14,7 +14,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.errors import NotFoundError, found
+from cairn.errors import found
 from cairn.run.runtime import Runtime
 from cairn.store import agents, history, messages
 from cairn.store.db import Connection
@@ -99,9 +99,10 @@ def state(rt: Runtime, org: str, agent_id: str, version: int) -> State:
 
 
 def state_in(conn: Connection, org: str, agent_id: str, version: int) -> State:
-    row = history.one(conn, org, agent_id, version)
-    if row is None:
-        raise NotFoundError(f"Agent {agent_id} has no version {version} in its history")
+    row = found(
+        history.one(conn, org, agent_id, version),
+        f"Agent {agent_id} has no version {version} in its history",
+    )
     kept_blocks = _block_versions(conn, org, row["blocks"])
     missing_blocks = [b for b in row["blocks"] if b not in kept_blocks]
     window = [i for _, i in history.window_at(conn, agent_id, version)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from cairn.domain.blocks import Block, BlockSearch
 from cairn.domain.identities import Identity, IdentityProperty
 from cairn.domain.ids import is_id
-from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError
+from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, found
 from cairn.run.runtime import Runtime
 from cairn.services.pages import Page
 from cairn.services.requests import IdentityCreate, IdentityUpdate, IdentityUpsert
@@ -19,10 +19,7 @@ from cairn.store.db import Connection
 def fetch(conn: Connection, org: str, identity_id: str) -> Identity:
     if not is_id(identity_id, "identity"):
         raise InvalidArgumentError(f"Invalid identity ID format: {identity_id}")
-    found = store.get(conn, org, identity_id)
-    if found is None:
-        raise NotFoundError(f"Identity with id={identity_id} not found")
-    return found
+    return found(store.get(conn, org, identity_id), f"Identity with id={identity_id} not found")
 
 
 def list_identities(

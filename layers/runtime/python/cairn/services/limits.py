@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from cairn.domain.limits import budget_spent
-from cairn.errors import InvalidArgumentError, NotFoundError
+from cairn.errors import InvalidArgumentError, found
 from cairn.store import limits
 from cairn.store.db import Database
 
@@ -17,10 +17,8 @@ WHOLE = ("monthly_tokens", "requests_per_minute", "max_runs")
 def show(db: Database, org_id: str) -> dict[str, Any]:
     """The organization's limits (None: none of that kind) and what it used this month."""
     with db.connection() as conn:
-        found = limits.get(conn, org_id)
-    if found is None:
-        raise NotFoundError(f"Organization {org_id} not found")
-    return _shown(found)
+        kept = found(limits.get(conn, org_id), f"Organization {org_id} not found")
+    return _shown(kept)
 
 
 def ensure_budget(db: Database, org_id: str) -> None:
@@ -52,11 +50,9 @@ def change(db: Database, org_id: str, asked: dict[str, Any], *, share: int) -> d
             "so no organization's runs are counted; set CAIRN_ORG_MAX_RUNS first"
         )
     with db.transaction() as conn:
-        found = limits.get(conn, org_id)
-        if found is None:
-            raise NotFoundError(f"Organization {org_id} not found")
-        limits.put(conn, org_id, {**{k: found[k] for k in limits.KINDS}, **wanted})
-        return _shown(limits.get(conn, org_id) or found)
+        kept = found(limits.get(conn, org_id), f"Organization {org_id} not found")
+        limits.put(conn, org_id, {**{k: kept[k] for k in limits.KINDS}, **wanted})
+        return _shown(limits.get(conn, org_id) or kept)
 
 
 def _valid(kind: str, value: Any) -> int | float | None:

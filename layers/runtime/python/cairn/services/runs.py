@@ -8,7 +8,7 @@ from typing import Any
 from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
-from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, found
+from cairn.errors import ConflictError, InvalidArgumentError, found
 from cairn.run import streaming as streams
 from cairn.run.runtime import Runtime
 from cairn.services.pages import EVERYTHING, Page, window
@@ -135,8 +135,7 @@ def _step(conn: Connection, org: str, step_id: str) -> Step:
 
 
 def _found(step: Step | None, step_id: str) -> Step:
-    if step is None:
-        raise NotFoundError(f"Step with id '{step_id}' not found")
+    return found(step, "Step", step_id)
     return step
 
 
@@ -175,8 +174,8 @@ def step_messages(
 ) -> list[Message]:
     with rt.db.connection() as conn:
         _step(conn, org, step_id)
-        found = messages.for_step(conn, org, step_id)
-    return window(found, page)
+        listed = messages.for_step(conn, org, step_id)
+    return window(listed, page)
 
 
 def feedback(

@@ -6,7 +6,7 @@ from typing import Any
 
 from cairn.domain import Organization, User
 from cairn.domain.limits import too_many_requests
-from cairn.errors import InvalidArgumentError, NotFoundError
+from cairn.errors import InvalidArgumentError, NotFoundError, found
 from cairn.store import Database, tenancy
 
 
@@ -97,8 +97,10 @@ def create_key(db: Database, org_id: str, name: str = "") -> dict[str, Any]:
 def revoke_key(db: Database, org_id: str, key_id: str) -> dict[str, Any]:
     """Revoked keys answer 401 from the next request on (a key is checked on every one)."""
     with db.transaction() as conn:
-        if tenancy.get_api_key(conn, org_id, key_id) is None:
-            raise NotFoundError(f"API key {key_id} not found in organization {org_id}")
+        found(
+            tenancy.get_api_key(conn, org_id, key_id),
+            f"API key {key_id} not found in organization {org_id}",
+        )
         revoked = tenancy.revoke_api_key(conn, org_id, key_id)
     return {"organization_id": org_id, "key_id": key_id, "revoked": revoked}
 

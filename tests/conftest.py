@@ -163,9 +163,18 @@ EMPTY_EVERY_TENANT = (
 
 @pytest.fixture
 def db(database: Database) -> Database:
-    """The database, empty."""
-    with database.connection() as conn:
-        conn.execute(EMPTY_EVERY_TENANT)
+    """The database, empty. The TRUNCATE locks every table at once: a statement still in
+    flight from the test before (a daemon worker's last query) may take its locks in
+    another order, and PostgreSQL ends one of the two as a deadlock (seen once in CI):
+    the emptying is tried again, as any client retries a deadlock."""
+    for attempt in range(5):
+        try:
+            with database.connection() as conn:
+                conn.execute(EMPTY_EVERY_TENANT)
+            break
+        except psycopg.errors.DeadlockDetected:
+            if attempt == 4:
+                raise
     return database
 
 

@@ -80,10 +80,14 @@ class Worker:
 
 
 class DownQueue:
-    """The queue being unreachable right after a commit: publishing raises."""
+    """The queue being unreachable right after a commit: publishing raises while it has
+    `failures` left; otherwise (and for all else a queue does) the real queue."""
 
     def __init__(self, real: SqsStepQueue, failures: int) -> None:
         self.real, self.failures = real, failures
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)  # its batches and redeliveries, as they are
 
     def publish(self, command: OutboxCommand) -> None:
         if self.failures > 0:

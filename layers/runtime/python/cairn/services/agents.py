@@ -69,11 +69,8 @@ class AgentView:
 
 
 def fetch(conn: Connection, org: str, agent_id: str, *, for_update: bool = False) -> Agent:
-    agent = found(
-        agents.get(conn, org, agent_id, for_update=for_update),
-        f"Agent with ID {agent_id} not found",
-    )
-    return agent
+    got = agents.get(conn, org, agent_id, for_update=for_update)
+    return found(got, f"Agent with ID {agent_id} not found")
 
 
 def view_of(conn: Connection, agent: Agent, *, sealer: Sealer, relations: bool = True) -> AgentView:

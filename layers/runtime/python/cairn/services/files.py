@@ -276,6 +276,12 @@ def agent_files(
     return listed[: page.limit], len(listed) > page.limit
 
 
+def _view(work: FileWork, file_id: str) -> FileAgent:
+    """The agent's view of the file (404 as Letta words it when it has none)."""
+    shown = next((v for v in work.views.values() if v.file_id == file_id), None)
+    return found(shown, f"File with id={file_id} not found")
+
+
 def _work(rt: Runtime, conn: Connection, org: str, agent_id: str) -> FileWork:
     agent = fetch_agent(conn, org, agent_id)
     return FileWork(
@@ -293,10 +299,7 @@ def open_for_agent(rt: Runtime, org: str, agent_id: str, file_id: str) -> list[s
     """Open the whole file in the agent's view; the files closed to make room (Letta's)."""
     with rt.db.connection() as conn:
         work = _work(rt, conn, org, agent_id)
-    view = found(
-        next((v for v in work.views.values() if v.file_id == file_id), None),
-        f"File with id={file_id} not found",
-    )
+    view = _view(work, file_id)
     work.open_files([(view.file_name, None, None)], close_all_others=False)
     with rt.db.transaction() as conn:
         files.put_views(conn, list(work.changed.values()))
@@ -309,10 +312,7 @@ def close_for_agent(rt: Runtime, org: str, agent_id: str, file_id: str | None) -
         work = _work(rt, conn, org, agent_id)
     names = None
     if file_id is not None:
-        view = found(
-            next((v for v in work.views.values() if v.file_id == file_id), None),
-            f"File with id={file_id} not found",
-        )
+        view = _view(work, file_id)
         names = [view.file_name]
     closed = work.close(names)
     with rt.db.transaction() as conn:

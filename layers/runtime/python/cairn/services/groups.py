@@ -147,7 +147,7 @@ def _check_buffers(longest: int | None, shortest: int | None) -> None:
 
 
 def _block(conn: Connection, org: str, block_id: str) -> None:
-    found(blocks.get(conn, org, block_id), f"Block with id '{block_id}' not found")
+    found(blocks.get(conn, org, block_id), "Block", block_id)
 
 
 def delete(rt: Runtime, org: str, group_id: str) -> None:

@@ -8,7 +8,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn import tracing
-from cairn.api.app import buffered, build_app
+from cairn.api.app import buffered
+from cairn.assembly.app import build_app
 from cairn.assembly.build import preload_for_snapshot
 from cairn.llm import deadline
 

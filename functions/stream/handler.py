@@ -10,7 +10,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from cairn.api.app import Streaming, build_app, respond
+from cairn.api.app import Streaming, respond
+from cairn.assembly.app import build_app
 from cairn.llm import deadline
 
 logger = Logger(service="cairn-stream")

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from cairn.api.app import build_app
 from cairn.api.openapi import letta_document, shape
+from cairn.assembly.app import build_app
 
 ROOT = Path(__file__).resolve().parents[2]
 LETTA = letta_document()  # Letta 0.16.1's own document, trimmed to these resources

@@ -20,9 +20,9 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 from cairn.adapters.aws.lambda_sandbox import LambdaSandbox
 from cairn.adapters.local.lambdas import LocalContext, invoke, load_handler
 from cairn.config import Settings
-from cairn.domain.mcp_servers import McpServer
 from cairn.mcp_servers.calls import reached
 from cairn.mcp_servers.client import McpError, McpResult, McpTarget, call_tool, list_tools
+from cairn.mcp_servers.models import McpServer
 from cairn.sealing import Sealer
 from cairn.store.db import Database
 from cairn.tools.sandbox import Network, SandboxRequest, ServerLaunch

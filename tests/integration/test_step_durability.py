@@ -450,10 +450,10 @@ def test_an_mcp_tool_is_called_once_across_a_retry(
 ) -> None:
     """A real MCP server (the `mcp` SDK's): the step crashes after the call and before its
     checkpoint; the retry reads the journaled answer instead of calling the server again."""
-    from cairn.domain.mcp_servers import McpServer
+    from cairn.mcp_servers import store as mcp_servers
     from cairn.mcp_servers.client import McpTool
+    from cairn.mcp_servers.models import McpServer
     from cairn.mcp_servers.service import _keep_tools
-    from cairn.store import mcp_servers
     from tests.fakes.mcp_server import mcp_server
 
     base = engine_for(db, fake)

@@ -6,6 +6,7 @@ Letta's error bodies are `{"detail": ...}` (its OpenAPI document, `api/letta-0.1
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import logging
 import re
@@ -20,13 +21,12 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from cairn import tracing
 from cairn.api import cors, http
+from cairn.api.edge import Edge
 from cairn.api.openapi import with_letta_responses
 from cairn.api.routes import (
-    agent_files,
     agents,
     archives,
     batches,
-    chat,
     console,
     embeddings,
     folders,
@@ -35,19 +35,15 @@ from cairn.api.routes import (
     history,
     identities,
     jobs,
-    mcp_by_name,
-    mcp_servers,
     memory,
     messages,
     providers,
     runs,
     sandbox_configs,
     schedules,
-    telegram,
     tools,
     usage,
 )
-from cairn.assembly.build import current_settings
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.errors import CairnError, LimitExceededError, PendingApprovalError, UnavailableError
 from cairn.llm.types import LLMError
@@ -55,9 +51,7 @@ from cairn.services import tenants
 
 logger = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/v1/health/", "/v1/health", "/openapi.json"})
-KEYLESS = re.compile(
-    r"^/console(/[\w.-]*)?$|^/v1/telegram/webhook/[\w-]+$|^/v1/tools/mcp/oauth/callback/[\w-]+$"
-)
+CONSOLE = r"^/console(/[\w.-]*)?$"  # the console's own static files
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Routes that take a form (an uploaded file) instead of JSON.
 FORM_PATHS = frozenset({"/v1/agents/import"})
@@ -114,12 +108,13 @@ def _limited(exc: LimitExceededError) -> Response[Any]:
 
 # Complexity: each branch is one of the app's nested middleware or error handlers, registered
 # on this one app; they read in one place as the request's path through it.
-def build_app() -> APIGatewayHttpResolver:  # noqa: C901
+def build_app(edges: tuple[Edge, ...] = ()) -> APIGatewayHttpResolver:  # noqa: C901
+    """Letta's routes and the console, and each edge's routes (assembly/app.py passes them)."""
     app = APIGatewayHttpResolver(enable_validation=True)
+    keyless = re.compile("|".join([CONSOLE, *(p for e in edges for p in e.keyless)]))
     modules = (
         health,
         agents,
-        agent_files,
         messages,
         batches,
         embeddings,
@@ -132,17 +127,16 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
         providers,
         identities,
         sandbox_configs,
-        mcp_servers,
-        mcp_by_name,
         folders,
-        chat,
         schedules,
         history,
         usage,
-        telegram,
     )
     for module in modules:
         app.include_router(module.router, prefix="/v1")
+    for edge in edges:
+        for name in edge.routes:
+            app.include_router(importlib.import_module(name).router, prefix="/v1")
     app.include_router(console.router)
 
     def traced(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
@@ -192,10 +186,10 @@ def build_app() -> APIGatewayHttpResolver:  # noqa: C901
     def authenticate(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         path = app.current_event.path
         # The console's own files (static: the page asks for a key and sends it with its
-        # calls). Telegram's webhook carries the bot's secret token (the route checks); an MCP
-        # server's OAuth callback, its sign-in's unguessable id (mcp_servers/oauth.py).
-        # Whole-path shapes, so no other route is reached by a path that starts like these.
-        if path in PUBLIC_PATHS or KEYLESS.match(path):
+        # calls), and an edge's keyless paths (each proves its caller itself: a webhook's
+        # secret token, an OAuth sign-in's unguessable id). Whole-path shapes, so no other
+        # route is reached by a path that starts like these.
+        if path in PUBLIC_PATHS or keyless.match(path):
             http.bind(app.current_event, None)
             return next_middleware(app)
         headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
@@ -340,7 +334,7 @@ def _resolved(
     http.take_stream()  # nothing left from an earlier request served on this thread
     # Only a browser's request (it names its Origin) reads the allowed origins.
     has_origin = any(k.lower() == "origin" for k in event.get("headers") or {})
-    allowed = current_settings().cors_origins if has_origin else ""
+    allowed = http.settings().cors_origins if has_origin else ""
     if (answer := cors.preflight(event, allowed)) is not None:
         return answer, None  # before the key: a browser's preflight carries none
     if (unreadable := _unreadable_body(event)) is not None:

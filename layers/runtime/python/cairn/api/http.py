@@ -8,14 +8,14 @@ on threads), so reading the request through a module-level router would mix them
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
-from cairn.assembly.build import runtime
+from cairn.config import Settings
 from cairn.domain.runs import Run
 from cairn.errors import UnauthorizedError
 from cairn.run.runtime import Runtime
@@ -48,8 +48,27 @@ def org_id() -> str:
     return org
 
 
+# The process's runtime and settings, as assembly makes them (assembly/app.py provides
+# them when it builds the app: the routes, below assembly, never build one).
+_provided: dict[str, Callable[[], object]] = {}
+
+
+def provide(runtime: Callable[[], Runtime], settings: Callable[[], Settings]) -> None:
+    _provided.update(runtime=runtime, settings=settings)
+
+
 def rt() -> Runtime:
-    return runtime()
+    runtime = _provided["runtime"]()
+    assert isinstance(runtime, Runtime)
+    return runtime
+
+
+def settings() -> Settings:
+    """The runtime's settings, or the environment's when none is built yet (a request that
+    needs no database, such as a browser's preflight, builds none)."""
+    found = _provided["settings"]()
+    assert isinstance(found, Settings)
+    return found
 
 
 # Letta's statuses for a provider failure: auth 401, rate limit 429, timeout 504,

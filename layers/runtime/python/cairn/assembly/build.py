@@ -20,27 +20,28 @@ from cairn.adapters.aws.secrets import (
     with_provider_keys,
 )
 from cairn.adapters.chosen import documents_for, meter_for, vault_for
+from cairn.assembly.edges import EDGES
 from cairn.config import Settings
 from cairn.jobs import queue_kinds
 from cairn.llm import deadline
-from cairn.mcp_servers import connect as mcp_connect
-from cairn.mcp_servers.calls import run_mcp_tool
 from cairn.run.provider_vault import ProviderKeys
 from cairn.run.runtime import Extensions, Outlets, Runtime, Scheduler, StepQueue, Workflows
 from cairn.run.step import Engine
 from cairn.sealing import Sealer
 from cairn.store.db import IDLE_CHECK_SECONDS, Database
-from cairn.telegram import replies as telegram
 from cairn.tools.sandbox import Sandbox
 from cairn.tools.subprocess_sandbox import SubprocessSandbox
 
 # What the background jobs and the edges add to the core: their queue messages, what runs
 # around a step, the sweeper's phases (what a run's end starts goes to the engine above).
 EXTENSIONS = Extensions(
-    kinds={**queue_kinds.KINDS, **telegram.KINDS},
-    around_step=telegram.AROUND_STEP,
-    sweep=(("embedded", queue_kinds.backfill_phase), *telegram.SWEEP, *mcp_connect.SWEEP),
+    kinds={**queue_kinds.KINDS, **{k: v for e in EDGES for k, v in e.kinds.items()}},
+    around_step=tuple(a for e in EDGES for a in e.around_step),
+    sweep=(("embedded", queue_kinds.backfill_phase), *(p for e in EDGES for p in e.sweep)),
 )
+RUN_END = tuple(r for e in EDGES for r in e.run_end)
+# Tools served outside Cairn: one edge serves them (MCP servers' tools).
+(EXTERNAL_TOOLS,) = (e.external_tools for e in EDGES if e.external_tools is not None)
 
 
 def engine_ports(settings: Settings) -> dict[str, Any]:
@@ -109,8 +110,8 @@ def build_runtime(
         provider_keys=keys,
         **(engine_ports(settings) | (ports or {})),
         scheduler=scheduler.put if scheduler is not None else None,
-        run_end=telegram.RUN_END,
-        external_tools=run_mcp_tool,
+        run_end=RUN_END,
+        external_tools=EXTERNAL_TOOLS,
         meter=meter_for(settings),
     )
     inline = False  # a part made here runs in this process: `serve` starts its consumer

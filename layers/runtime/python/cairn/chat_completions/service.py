@@ -13,11 +13,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cairn.chat_completions.requests import ChatCompletionRequest
 from cairn.domain.agents import Agent
 from cairn.errors import InvalidArgumentError
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
-from cairn.services.requests import ChatCompletionRequest, LettaRequest
+from cairn.services.requests import LettaRequest
 
 
 def prepare(rt: Runtime, org: str, req: ChatCompletionRequest) -> tuple[Agent, LettaRequest]:

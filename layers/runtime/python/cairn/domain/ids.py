@@ -28,13 +28,21 @@ PREFIXES = (
     "agent-env",
     "sandbox",
     "sandbox-env",
-    "mcp_server",
-    "mcp-oauth",
     "source",  # folders keep the id prefix of their older name
     "file",
     "schedule",
-    "telegram-bot",
 )
+# Each edge's own prefixes, declared where its models are (`prefix`).
+_declared: set[str] = set()
+
+
+def prefix(name: str) -> str:
+    """An edge's id prefix, declared so `new_id` takes it; the name back."""
+    if not re.fullmatch(r"[a-z][a-z_-]*", name):
+        raise ValueError(f"an id prefix is lowercase letters, '-' and '_': {name!r}")
+    _declared.add(name)
+    return name
+
 
 _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 
@@ -44,7 +52,7 @@ def id_pattern(prefix: str) -> str:
 
 
 def new_id(prefix: str) -> str:
-    if prefix not in PREFIXES:
+    if prefix not in PREFIXES and prefix not in _declared:
         raise ValueError(f"unknown id prefix {prefix!r}")
     return f"{prefix}-{uuid.uuid4()}"
 

@@ -6,9 +6,9 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from cairn.domain.agents import StopReason
 from cairn.domain.base import DomainModel, Value, utc_now
@@ -157,17 +157,9 @@ class JournalEntry(DomainModel):
 # start workflows; task_result sends a workflow item's token back when its background run ends.
 # file_job goes to the files queue and is never stored: a file row whose processing has not
 # finished is its own record (the sweeper publishes it again).
-OutboxKind = Literal[
-    "step",
-    "approval_wait",
-    "sleeptime",
-    "embed",
-    "task_result",
-    "group_turn",
-    "agent_message",
-    "file_job",
-    "telegram_reply",
-]
+# An edge's own kinds are named in its record (its queue kinds); the outbox table's CHECK
+# constraint lists every kind, the core's and the edges'.
+OutboxKind = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z_]{0,39}$")]
 
 
 class OutboxCommand(DomainModel):

@@ -29,6 +29,7 @@ from cairn.domain.tenancy import Organization
 from cairn.domain.tool_rules import ToolRule
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError
+from cairn.letta_import import store_source as letta_source
 from cairn.letta_import.files import FilesImport
 from cairn.letta_import.keys import SealedKeyError, open_key
 from cairn.letta_import.memory import (
@@ -47,7 +48,6 @@ from cairn.store import (
     agents,
     blocks,
     groups,
-    letta_source,
     tools,
 )
 from cairn.store import identities as identity_rows

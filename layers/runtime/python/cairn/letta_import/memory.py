@@ -16,11 +16,11 @@ from cairn.domain.messages import Message
 from cairn.domain.passages import Archive, Passage
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run
 from cairn.embeddings.providers import embedder_for
+from cairn.letta_import import store_source as letta_source
 from cairn.llm import endpoints
 from cairn.store import (
     agents,
     archives,
-    letta_source,
     messages,
     runs,
 )

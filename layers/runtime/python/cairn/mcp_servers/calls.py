@@ -10,12 +10,13 @@ from typing import Any
 
 from cairn import outbound
 from cairn.config import Settings
-from cairn.domain.mcp_servers import McpServer
 from cairn.domain.tools import Tool
 from cairn.mcp_servers import oauth
+from cairn.mcp_servers import store as mcp_servers
 from cairn.mcp_servers.client import McpError, McpTarget, call_tool
+from cairn.mcp_servers.models import McpServer
 from cairn.sealing import Sealer
-from cairn.store import mcp_servers, tenancy
+from cairn.store import tenancy
 from cairn.store.db import Database
 from cairn.tools.sandbox import Network, Sandbox, SandboxRefused, ServerLaunch
 

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from cairn import outbound
-from cairn.domain.mcp_servers import McpOAuthSession, McpServer
 from cairn.llm import deadline
 from cairn.mcp_servers import oauth
+from cairn.mcp_servers import store_oauth as mcp_oauth
 from cairn.mcp_servers.calls import reached, target_of
 from cairn.mcp_servers.client import McpError, McpSignInRequired, McpTarget, list_tools
+from cairn.mcp_servers.models import McpOAuthSession, McpServer
 from cairn.run.runtime import Runtime
-from cairn.store import mcp_oauth
 
 logger = logging.getLogger(__name__)
 

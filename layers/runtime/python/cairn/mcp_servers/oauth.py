@@ -21,10 +21,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from cairn.domain.base import utc_now
-from cairn.domain.mcp_servers import McpOAuthSession, McpServer
+from cairn.mcp_servers import store_oauth as store
 from cairn.mcp_servers.client import McpSignInRequired
+from cairn.mcp_servers.models import McpOAuthSession, McpServer
 from cairn.sealing import Sealer
-from cairn.store import mcp_oauth as store
 from cairn.store.db import Database
 
 CLIENT_NAME = "Cairn"

@@ -16,14 +16,14 @@ import logging
 from typing import Any
 
 from cairn import outbound
-from cairn.domain.mcp_servers import McpServer
 from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError, NotFoundError, found
+from cairn.mcp_servers import store
 from cairn.mcp_servers.calls import reached, run_mcp_tool
 from cairn.mcp_servers.client import McpError, McpTool, list_tools
+from cairn.mcp_servers.models import McpServer
+from cairn.mcp_servers.requests import McpServerCreate, McpServerUpdate, McpToolRun
 from cairn.run.runtime import Runtime
-from cairn.services.requests import McpServerCreate, McpServerUpdate, McpToolRun
-from cairn.store import mcp_servers as store
 from cairn.store import tools
 from cairn.store.db import Connection
 
@@ -88,14 +88,14 @@ def delete(rt: Runtime, org: str, server_id: str) -> None:
     """The server and its tools (taken off every agent)."""
     with rt.db.transaction() as conn:
         _server(conn, rt, org, server_id)
-        tools.delete_of_mcp_server(conn, org, server_id, keep=set())
+        store.delete_tools_of(conn, org, server_id, keep=set())
         store.delete(conn, org, server_id)
 
 
 def tools_of(rt: Runtime, org: str, server_id: str) -> list[Tool]:
     with rt.db.connection() as conn:
         _server(conn, rt, org, server_id)
-        return tools.of_mcp_server(conn, org, server_id)
+        return store.tools_of(conn, org, server_id)
 
 
 def tool_of(rt: Runtime, org: str, server_id: str, tool_id: str) -> Tool:
@@ -158,7 +158,7 @@ def _keep_tools(
     best_effort: bool = False,
 ) -> dict[str, list[str]]:
     org = server.organization_id
-    before = {t.name: t for t in tools.of_mcp_server(conn, org, server.id)}
+    before = {t.name: t for t in store.tools_of(conn, org, server.id)}
     report: dict[str, list[str]] = {"added": [], "updated": [], "deleted": []}
     for item in listed:
         parameters = item.input_schema or {"type": "object", "properties": {}}
@@ -192,7 +192,7 @@ def _keep_tools(
             tools.update(conn, tool)
             report["updated"].append(item.name)
     keep = {t.name for t in listed} | (keep_others or set())
-    report["deleted"] = tools.delete_of_mcp_server(conn, org, server.id, keep)
+    report["deleted"] = store.delete_tools_of(conn, org, server.id, keep)
     return report
 
 
@@ -223,7 +223,7 @@ def register(rt: Runtime, org: str, name: str, tool_name: str) -> Tool:
     if found is None:
         raise NotFoundError(f"MCP server `{name}` has no tool `{tool_name}`")
     with rt.db.transaction() as conn:
-        kept = {t.name: t for t in tools.of_mcp_server(conn, org, server.id)}
+        kept = {t.name: t for t in store.tools_of(conn, org, server.id)}
         _keep_tools(conn, server, [found], keep_others=set(kept))
         made = tools.get_by_name(conn, org, tool_name)
     assert made is not None

@@ -186,7 +186,7 @@ def _invoke(item: PreparedCall, ctx: ToolContext) -> dict[str, Any]:
 def _custom(item: PreparedCall, ctx: ToolContext) -> dict[str, Any]:
     tool = item.tool
     if tool is not None and tool.tool_type == "external_mcp":
-        return ctx.run_mcp_tool(tool, item.args)
+        return ctx.run_external_tool(tool, item.args)
     if tool is None or not tool.source_code:
         return {"success": False, "result": f"Tool `{item.name}` has no source code to run."}
     problem = _check_arguments(tool, item.args)

@@ -294,7 +294,7 @@ class StepToolContext(search.SearchTools, AgentTools):
         opened = outbound.networks(self.settings.outbound_networks if self.settings else "")
         return fetch(url, opened)
 
-    def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+    def run_external_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         if self.external_tools is None or self.sealer is None or self.settings is None:
             return {"success": False, "result": "MCP tools cannot run here."}
         return self.external_tools(self.db, self.sealer, self.settings, self.sandbox, tool, args)

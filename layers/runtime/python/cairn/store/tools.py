@@ -214,28 +214,3 @@ def search(
     params = {"org": org_id, "text": text, "types": tool_types, "tags": tags, "limit": limit}
     rows = conn.execute(SEARCH_TOOLS, params).fetchall()
     return [(Tool.model_validate(r), int(r["fts_rank"]), float(r["score"])) for r in rows]
-
-
-# An MCP server's tools: rows naming it in metadata.mcp.server_id.
-SERVER_TOOLS = """
-SELECT * FROM tools WHERE organization_id = %s AND tool_type = 'external_mcp'
-  AND metadata->'mcp'->>'server_id' = %s ORDER BY name
-"""
-
-
-def of_mcp_server(conn: Connection, org_id: str, server_id: str) -> list[Tool]:
-    return [Tool.model_validate(r) for r in conn.execute(SERVER_TOOLS, (org_id, server_id))]
-
-
-def delete_of_mcp_server(
-    conn: Connection, org_id: str, server_id: str, keep: set[str]
-) -> list[str]:
-    """The server's tools not named in `keep`, deleted (detached from their agents too);
-    their names."""
-    rows = conn.execute(
-        """DELETE FROM tools WHERE organization_id = %s AND tool_type = 'external_mcp'
-             AND metadata->'mcp'->>'server_id' = %s AND NOT (name = ANY(%s))
-           RETURNING name""",
-        (org_id, server_id, sorted(keep)),
-    ).fetchall()
-    return [r["name"] for r in rows]

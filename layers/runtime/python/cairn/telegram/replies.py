@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand, Run, run_command
-from cairn.domain.telegram import parts
 from cairn.run.agent_messages import said
 from cairn.run.runtime import QueueKind, Runtime
 from cairn.run.worker import poison
 from cairn.store import messages, runs
-from cairn.store import telegram as store
+from cairn.telegram import store
 from cairn.telegram.bot_api import TIMEOUT_SECONDS, BotApi, TelegramError
+from cairn.telegram.models import parts
 
 logger = logging.getLogger(__name__)
 # Telegram shows "typing..." for 5 s or until the bot's next message: renewed within that.

@@ -20,7 +20,6 @@ from typing import Any
 
 from cairn.domain.messages import Message
 from cairn.domain.runs import RunOptions
-from cairn.domain.telegram import GROUP_CHATS, TelegramBot, addressed, speaker
 from cairn.errors import (
     CairnError,
     InvalidArgumentError,
@@ -39,12 +38,12 @@ from cairn.services.requests import (
     IdentityCreate,
     LettaRequest,
     MessageCreate,
-    TelegramBotCreate,
 )
 from cairn.store import identities as identity_rows
-from cairn.store import telegram as store
-from cairn.telegram import replies
+from cairn.telegram import replies, store
 from cairn.telegram.bot_api import BotApi, TelegramError
+from cairn.telegram.models import GROUP_CHATS, TelegramBot, addressed, speaker
+from cairn.telegram.requests import TelegramBotCreate
 
 logger = logging.getLogger(__name__)
 WEBHOOK_PATH = "/v1/telegram/webhook/{bot_id}"

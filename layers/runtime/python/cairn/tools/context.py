@@ -118,7 +118,7 @@ class ToolContext(Protocol):
         """Schedule a message to the agent itself; what it is told."""
         ...
 
-    def run_mcp_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+    def run_external_tool(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         """{"success", "result"} of a call of the organization's MCP server."""
         ...
 

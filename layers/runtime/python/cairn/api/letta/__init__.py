@@ -5,7 +5,6 @@ from __future__ import annotations
 from cairn.api.letta.agents import agent_json, context_json, handle, view_json
 from cairn.api.letta.groups import group_json
 from cairn.api.letta.identities import identity_json
-from cairn.api.letta.mcp import connect_frames, mcp_config_json, mcp_server_json, mcp_tool_json
 from cairn.api.letta.memory import (
     agent_file_json,
     archive_json,
@@ -49,7 +48,6 @@ __all__ = [
     "archive_json",
     "batch_json",
     "block_json",
-    "connect_frames",
     "context_json",
     "edited_json",
     "embedding_model_json",
@@ -64,9 +62,6 @@ __all__ = [
     "identity_json",
     "iso",
     "letta_messages",
-    "mcp_config_json",
-    "mcp_server_json",
-    "mcp_tool_json",
     "message_json",
     "model_json",
     "passage_json",

@@ -16,7 +16,6 @@ from cairn.services.requests.agents import (
     UpdateAgent,
 )
 from cairn.services.requests.base import RequestBody, StrictBody
-from cairn.services.requests.chat import ChatCompletionRequest
 from cairn.services.requests.folders import FolderCreate, FolderUpdate
 from cairn.services.requests.groups import GroupCreate, GroupUpdate, ManagerConfig
 from cairn.services.requests.history import ForkRequest, RewindRequest
@@ -25,12 +24,6 @@ from cairn.services.requests.identities import (
     IdentityKey,
     IdentityUpdate,
     IdentityUpsert,
-)
-from cairn.services.requests.mcp import (
-    McpServerConfig,
-    McpServerCreate,
-    McpServerUpdate,
-    McpToolRun,
 )
 from cairn.services.requests.memory import (
     ArchiveCreate,
@@ -61,7 +54,6 @@ from cairn.services.requests.sandbox import (
     SandboxEnvVarUpdate,
 )
 from cairn.services.requests.schedules import ScheduleCreate
-from cairn.services.requests.telegram import TelegramBotCreate
 from cairn.services.requests.tools import (
     ApprovalToggle,
     CodeInput,
@@ -83,7 +75,6 @@ __all__ = [
     "CancelRequest",
     "CaptureRequest",
     "CapturedMessage",
-    "ChatCompletionRequest",
     "CodeInput",
     "CreateAgent",
     "CreateBatch",
@@ -102,10 +93,6 @@ __all__ = [
     "LettaBatchRequest",
     "LettaRequest",
     "ManagerConfig",
-    "McpServerConfig",
-    "McpServerCreate",
-    "McpServerUpdate",
-    "McpToolRun",
     "MessageCreate",
     "MessageSearch",
     "MessageText",
@@ -125,7 +112,6 @@ __all__ = [
     "ScheduleCreate",
     "StepFeedback",
     "StrictBody",
-    "TelegramBotCreate",
     "TextPart",
     "ToolCreate",
     "ToolRun",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn.domain.telegram import TelegramBot
 from cairn.sealing import Sealer
 from cairn.store.db import Connection
+from cairn.telegram.models import TelegramBot
 
 INSERT_BOT = """
 INSERT INTO telegram_bots (id, organization_id, agent_id, mode, username, telegram_id,

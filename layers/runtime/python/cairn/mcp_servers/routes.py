@@ -9,9 +9,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.mcp_servers import connect, service
+from cairn.mcp_servers import connect, service, shapes
 from cairn.mcp_servers.oauth import record_callback
-from cairn.services.requests import McpServerCreate, McpServerUpdate, McpToolRun
+from cairn.mcp_servers.requests import McpServerCreate, McpServerUpdate, McpToolRun
 
 router = APIGatewayHttpRouter()
 
@@ -19,19 +19,19 @@ router = APIGatewayHttpRouter()
 @router.post("/mcp-servers/")
 def mcp_create_mcp_server(req: Annotated[McpServerCreate, Body()]) -> Response[Any]:
     made = service.create(http.rt(), http.org_id(), req)
-    return http.json_reply(200, letta.mcp_server_json(made))
+    return http.json_reply(200, shapes.mcp_server_json(made))
 
 
 @router.get("/mcp-servers/")
 def mcp_list_mcp_servers() -> Response[Any]:
     found = service.list_servers(http.rt(), http.org_id())
-    return http.json_reply(200, [letta.mcp_server_json(s) for s in found])
+    return http.json_reply(200, [shapes.mcp_server_json(s) for s in found])
 
 
 @router.get("/mcp-servers/<mcp_server_id>")
 def mcp_retrieve_mcp_server(mcp_server_id: str) -> Response[Any]:
     found = service.retrieve(http.rt(), http.org_id(), mcp_server_id)
-    return http.json_reply(200, letta.mcp_server_json(found))
+    return http.json_reply(200, shapes.mcp_server_json(found))
 
 
 @router.patch("/mcp-servers/<mcp_server_id>")
@@ -39,7 +39,7 @@ def mcp_update_mcp_server(
     mcp_server_id: str, req: Annotated[McpServerUpdate, Body()]
 ) -> Response[Any]:
     changed = service.update(http.rt(), http.org_id(), mcp_server_id, req)
-    return http.json_reply(200, letta.mcp_server_json(changed))
+    return http.json_reply(200, shapes.mcp_server_json(changed))
 
 
 @router.delete("/mcp-servers/<mcp_server_id>")
@@ -82,7 +82,7 @@ def mcp_connect_mcp_server(mcp_server_id: str) -> Response[Any]:
     """The server reached, with an OAuth sign-in when it wants one (events as Letta's)."""
     server = service.retrieve(http.rt(), http.org_id(), mcp_server_id)
     events = connect.events(http.rt(), server, http.base_url())
-    return http.stream_reply(letta.connect_frames(events))
+    return http.stream_reply(shapes.connect_frames(events))
 
 
 @router.get("/tools/mcp/oauth/callback/<session_id>")

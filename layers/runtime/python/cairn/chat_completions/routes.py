@@ -9,11 +9,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.openai_stream import ChatChunks
 from cairn.chat_completions import service as chat_completions
+from cairn.chat_completions.chunks import ChatChunks
+from cairn.chat_completions.requests import ChatCompletionRequest
 from cairn.domain.runs import TERMINAL_RUN_STATUSES
 from cairn.services import messages, streams
-from cairn.services.requests import ChatCompletionRequest
 
 router = APIGatewayHttpRouter()
 

@@ -10,19 +10,21 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from cairn.domain.base import DomainModel, utc_now
-from cairn.domain.ids import new_id
+from cairn.domain.ids import new_id, prefix
 
+SERVER_ID = prefix("mcp_server")
+SIGN_IN_ID = prefix("mcp-oauth")
 McpServerType = Literal["streamable_http", "sse", "stdio"]
 
 
 class McpServer(DomainModel):
-    id: str = Field(default_factory=lambda: new_id("mcp_server"))
+    id: str = Field(default_factory=lambda: new_id(SERVER_ID))
     organization_id: str
     server_name: str = Field(min_length=1, max_length=200)
     server_type: McpServerType
     server_url: str | None = Field(default=None, min_length=1, max_length=2000)
     auth_header: str | None = None
-    # Opened; sealed at rest (store/mcp_servers.py), never shown whole.
+    # Opened; sealed at rest (mcp_servers/store.py), never shown whole.
     auth_token: str | None = Field(default=None, repr=False)
     custom_headers: dict[str, str] | None = Field(default=None, repr=False)
     # stdio's: the program and its environment, sealed at rest like the token and given
@@ -60,7 +62,7 @@ class McpOAuthSession(DomainModel):
     """One OAuth sign-in to an MCP server (Letta's MCPOAuth), by the organization: pending
     until its callback brings the authorization code, then authorized with the tokens."""
 
-    id: str = Field(default_factory=lambda: new_id("mcp-oauth"))
+    id: str = Field(default_factory=lambda: new_id(SIGN_IN_ID))
     organization_id: str
     server_url: str
     server_name: str
@@ -74,7 +76,7 @@ class McpOAuthSession(DomainModel):
     expires_at: datetime | None = None
     # The authorization server's metadata as discovered (its token endpoint, for refreshes).
     oauth_metadata: dict[str, Any] | None = None
-    # Opened; sealed at rest (store/mcp_oauth.py), never shown.
+    # Opened; sealed at rest (mcp_servers/store_oauth.py), never shown.
     # The client the authorization server registered (its secret included), as the SDK
     # reads it back (OAuthClientInformationFull).
     client_info: dict[str, Any] | None = Field(default=None, repr=False)

@@ -8,7 +8,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from cairn.domain.mcp_servers import McpServer
+from cairn.domain.tools import Tool
+from cairn.mcp_servers.models import McpServer
 from cairn.sealing import Sealer
 from cairn.store.db import Connection
 
@@ -98,3 +99,26 @@ def _opened(sealer: Sealer, row: dict[str, Any]) -> McpServer:
     if sealed is not None:
         secrets = json.loads(sealer.open(bytes(sealed), bound(row["organization_id"], row["id"])))
     return McpServer.model_validate({**row, **secrets})
+
+
+# An MCP server's tools: rows naming it in metadata.mcp.server_id.
+SERVER_TOOLS = """
+SELECT * FROM tools WHERE organization_id = %s AND tool_type = 'external_mcp'
+  AND metadata->'mcp'->>'server_id' = %s ORDER BY name
+"""
+
+
+def tools_of(conn: Connection, org_id: str, server_id: str) -> list[Tool]:
+    return [Tool.model_validate(r) for r in conn.execute(SERVER_TOOLS, (org_id, server_id))]
+
+
+def delete_tools_of(conn: Connection, org_id: str, server_id: str, keep: set[str]) -> list[str]:
+    """The server's tools not named in `keep`, deleted (detached from their agents too);
+    their names."""
+    rows = conn.execute(
+        """DELETE FROM tools WHERE organization_id = %s AND tool_type = 'external_mcp'
+             AND metadata->'mcp'->>'server_id' = %s AND NOT (name = ANY(%s))
+           RETURNING name""",
+        (org_id, server_id, sorted(keep)),
+    ).fetchall()
+    return [r["name"] for r in rows]

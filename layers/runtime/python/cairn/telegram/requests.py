@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from cairn.domain.ids import AgentId
-from cairn.domain.telegram import BotMode
 from cairn.services.requests.base import RequestBody
+from cairn.telegram.models import BotMode
 
 
 class TelegramBotCreate(RequestBody):

@@ -12,8 +12,13 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
 from cairn.errors import InvalidArgumentError
-from cairn.mcp_servers import connect, service
-from cairn.services.requests import McpServerConfig, McpServerCreate, McpServerUpdate, McpToolRun
+from cairn.mcp_servers import connect, service, shapes
+from cairn.mcp_servers.requests import (
+    McpServerConfig,
+    McpServerCreate,
+    McpServerUpdate,
+    McpToolRun,
+)
 
 router = APIGatewayHttpRouter()
 PREFIX = "/tools/mcp/servers"
@@ -34,13 +39,13 @@ def _create_body(body: dict[str, Any]) -> McpServerCreate:
 
 
 def _all() -> list[dict[str, Any]]:
-    return [letta.mcp_config_json(s) for s in service.list_servers(http.rt(), http.org_id())]
+    return [shapes.mcp_config_json(s) for s in service.list_servers(http.rt(), http.org_id())]
 
 
 @router.get(f"{PREFIX}")
 def list_mcp_servers() -> Response[Any]:
     found = service.list_servers(http.rt(), http.org_id())
-    return http.json_reply(200, {s.server_name: letta.mcp_config_json(s) for s in found})
+    return http.json_reply(200, {s.server_name: shapes.mcp_config_json(s) for s in found})
 
 
 @router.put(f"{PREFIX}")
@@ -53,7 +58,7 @@ def add_mcp_server(body: Annotated[dict[str, Any], Body()]) -> Response[Any]:
 def test_mcp_server(body: Annotated[dict[str, Any], Body()]) -> Response[Any]:
     found = service.probe(http.rt(), http.org_id(), _create_body(body))
     return http.json_reply(
-        200, {"status": "success", "tools": [letta.mcp_tool_json(t) for t in found]}
+        200, {"status": "success", "tools": [shapes.mcp_tool_json(t) for t in found]}
     )
 
 
@@ -63,14 +68,14 @@ def connect_mcp_server(body: Annotated[dict[str, Any], Body()]) -> Response[Any]
     wants one: the stream of GET /v1/mcp-servers/connect/{id}."""
     server = service.described(http.rt(), http.org_id(), _create_body(body))
     events = connect.events(http.rt(), server, http.base_url())
-    return http.stream_reply(letta.connect_frames(events))
+    return http.stream_reply(shapes.connect_frames(events))
 
 
 @router.get(f"{PREFIX}/<mcp_server_name>/tools")
 def list_mcp_tools_by_server(mcp_server_name: str) -> Response[Any]:
     server = service.named(http.rt(), http.org_id(), mcp_server_name)
     found = service.live_tools(http.rt(), server)
-    return http.json_reply(200, [letta.mcp_tool_json(t) for t in found])
+    return http.json_reply(200, [shapes.mcp_tool_json(t) for t in found])
 
 
 @router.post(f"{PREFIX}/<mcp_server_name>/resync")
@@ -102,7 +107,7 @@ def update_mcp_server(
     settings = {k: v for k, v in body.items() if k != "server_name"}
     update = McpServerUpdate(server_name=name if isinstance(name, str) else None, config=settings)
     changed = service.update(http.rt(), http.org_id(), server.id, update)
-    return http.json_reply(200, letta.mcp_config_json(changed))
+    return http.json_reply(200, shapes.mcp_config_json(changed))
 
 
 @router.delete(f"{PREFIX}/<mcp_server_name>")

@@ -9,8 +9,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from cairn.domain.base import DomainModel, utc_now
-from cairn.domain.ids import AgentId, OrgId, new_id
+from cairn.domain.ids import AgentId, OrgId, new_id, prefix
 
+BOT_ID = prefix("telegram-bot")
 BotMode = Literal["agent_per_chat", "identity_per_user"]
 # Telegram's longest message text (sendMessage), in characters.
 TEXT_LIMIT = 4096
@@ -18,7 +19,7 @@ GROUP_CHATS = ("group", "supergroup")
 
 
 class TelegramBot(DomainModel):
-    id: str = Field(default_factory=lambda: new_id("telegram-bot"))
+    id: str = Field(default_factory=lambda: new_id(BOT_ID))
     organization_id: OrgId
     agent_id: AgentId  # the agent answering, or the template of each chat's own agent
     mode: BotMode = "agent_per_chat"

@@ -7,7 +7,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from cairn.domain.mcp_servers import McpOAuthSession
+from cairn.mcp_servers.models import McpOAuthSession
 from cairn.sealing import Sealer
 from cairn.store.db import Connection
 

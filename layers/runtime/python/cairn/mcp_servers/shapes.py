@@ -10,9 +10,9 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from cairn.domain.mcp_servers import McpServer
 from cairn.domain.providers import hint
 from cairn.mcp_servers.client import McpTool
+from cairn.mcp_servers.models import McpServer
 
 
 def masked(value: str | None) -> str | None:

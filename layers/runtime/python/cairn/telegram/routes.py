@@ -11,9 +11,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http
 from cairn.api.letta.times import iso
-from cairn.domain.telegram import TelegramBot
-from cairn.services.requests import TelegramBotCreate
 from cairn.telegram import service as telegram
+from cairn.telegram.models import TelegramBot
+from cairn.telegram.requests import TelegramBotCreate
 
 router = APIGatewayHttpRouter()
 WEBHOOK_PREFIX = "/v1/telegram/webhook/"

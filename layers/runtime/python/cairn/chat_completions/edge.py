@@ -1,0 +1,7 @@
+"""The OpenAI-compatible door as assembly registers it: its one route."""
+
+from __future__ import annotations
+
+from cairn.api.edge import Edge
+
+EDGE = Edge(name="chat_completions", routes=("cairn.chat_completions.routes",))

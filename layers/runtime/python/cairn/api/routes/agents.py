@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, AgentId, Before, Limit, Order
+from cairn.api.paging import paged
+from cairn.api.params import AgentId
 from cairn.api.relations import relations_wanted
 from cairn.domain.agents import AgentFilter, StopReason
 from cairn.services import agents
@@ -26,6 +27,7 @@ def create_agent(req: Annotated[CreateAgent, Body()]) -> Response[Any]:
 
 
 @router.get("/agents/")
+@paged(limit=50, order="desc")
 def list_agents(
     name: str | None = None,
     query_text: str | None = None,
@@ -34,11 +36,9 @@ def list_agents(
     identity_id: str | None = None,
     identifier_keys: Annotated[list[str] | None, Query()] = None,
     last_stop_reason: StopReason | None = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
     include: Annotated[list[str] | None, Query()] = None,
+    *,
+    page: Page,
 ) -> Response[Any]:
     where = AgentFilter(
         name, query_text, tags, match_all_tags, identity_id, identifier_keys, last_stop_reason
@@ -47,7 +47,7 @@ def list_agents(
         http.rt(),
         http.org_id(),
         where,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
         relations=relations_wanted(include),
     )
     return http.json_reply(200, [letta.view_json(v) for v in found])
@@ -107,18 +107,17 @@ def context_window(agent_id: AgentId) -> Response[Any]:
 
 
 @router.get("/tags/")
+@paged(limit=50, order="asc")
 def list_tags(
     name: str | None = None,
     query_text: str | None = None,  # Letta's older name for `name`
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "asc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = agents.tags(
         http.rt(),
         http.org_id(),
         query_text=name or query_text,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, found)

@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, AgentId, ArchiveId, Before, Limit, Order, PassageId
+from cairn.api.paging import paged
+from cairn.api.params import AgentId, ArchiveId, PassageId
 from cairn.services import archives
 from cairn.services.pages import Page
 from cairn.services.requests import (
@@ -28,20 +29,19 @@ def create_archive(req: Annotated[ArchiveCreate, Body()]) -> Response[Any]:
 
 
 @router.get("/archives/")
+@paged(limit=50, order="desc")
 def list_archives(
     name: str | None = None,
     agent_id: str | None = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = archives.list_archives(
         http.rt(),
         http.org_id(),
         name=name,
         agent_id=agent_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.archive_json(a) for a in found])
 

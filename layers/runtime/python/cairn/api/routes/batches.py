@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, Before, Limit, Order
+from cairn.api.paging import paged
 from cairn.domain.ids import id_pattern
 from cairn.services import batches
 from cairn.services.pages import Page
@@ -27,12 +27,9 @@ def create_batch(req: Annotated[CreateBatch, Body()]) -> Response[Any]:
 
 
 @router.get("/messages/batches")
-def list_batches(
-    after: After = None, before: Before = None, limit: Limit = 100, order: Order = "desc"
-) -> Response[Any]:
-    found = batches.list_running(
-        http.rt(), http.org_id(), page=Page(limit=limit, after=after, before=before, order=order)
-    )
+@paged(limit=100, order="desc")
+def list_batches(*, page: Page) -> Response[Any]:
+    found = batches.list_running(http.rt(), http.org_id(), page=page)
     return http.json_reply(200, [letta.batch_json(b) for b in found])
 
 
@@ -50,19 +47,18 @@ def cancel_batch(batch_id: BatchId) -> Response[Any]:
 
 
 @router.get("/messages/batches/<batch_id>/messages")
+@paged(limit=100, order="desc")
 def list_batch_messages(
     batch_id: BatchId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 100,
-    order: Order = "desc",
     agent_id: AgentFilter = None,
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = batches.messages(
         http.rt(),
         http.org_id(),
         batch_id,
         agent_id=agent_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, {"messages": [letta.message_json(m) for m in found]})

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, File, Uploa
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
+from cairn.api.paging import paged
 from cairn.api.params import After, AgentId, Before, FileId, FolderId, Limit, Order
 from cairn.domain.folders import DuplicateHandling, Folder
 from cairn.services import files, folders
@@ -51,18 +52,17 @@ def source_by_name(source_name: str) -> Response[Any]:
 
 @router.get("/folders/")
 @router.get("/sources/")
+@paged(limit=50, order="asc")
 def list_folders(
     name: str | None = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "asc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = folders.list_folders(
         http.rt(),
         http.org_id(),
         name=name,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [_shown(f) for f in found])
 
@@ -108,18 +108,17 @@ def delete_source(source_id: FolderId) -> Response[Any]:
 
 
 @router.get("/folders/<folder_id>/agents")
+@paged(limit=50, order="desc")
 def folder_agents(
     folder_id: FolderId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = folders.agent_ids(
         http.rt(),
         http.org_id(),
         folder_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, found)
 
@@ -138,18 +137,17 @@ def source_agents(source_id: FolderId) -> Response[Any]:
 
 @router.get("/agents/<agent_id>/folders")
 @router.get("/agents/<agent_id>/sources")
+@paged(limit=50, order="desc")
 def agent_folders(
     agent_id: AgentId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = folders.of_agent(
         http.rt(),
         http.org_id(),
         agent_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [_shown(f) for f in found])
 
@@ -216,19 +214,18 @@ def upload_file_to_source(
 
 
 @router.get("/folders/<folder_id>/files")
+@paged(limit=1000, order="desc")
 def list_folder_files(
     folder_id: FolderId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 1000,
-    order: Order = "desc",
     include_content: bool = False,
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = files.list_files(
         http.rt(),
         http.org_id(),
         folder_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [_file(f, include_content) for f in found])
 
@@ -240,7 +237,8 @@ def list_source_files(
     limit: Limit = 1000,
     include_content: bool = False,
 ) -> Response[Any]:
-    return list_folder_files(source_id, after, None, limit, "desc", include_content)
+    page = Page(limit=limit, after=after, order="desc")  # Letta's older route: no order
+    return list_folder_files(source_id, include_content, page=page)
 
 
 @router.get("/sources/<source_id>/files/<file_id>")
@@ -268,18 +266,17 @@ def delete_source_file(source_id: FolderId, file_id: FileId) -> Response[Any]:
 
 
 @router.get("/folders/<folder_id>/passages")
+@paged(limit=100, order="desc")
 def folder_passages(
     folder_id: FolderId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 100,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = files.passages(
         http.rt(),
         http.org_id(),
         folder_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.file_passage_json(p) for p in found])
 
@@ -291,7 +288,9 @@ def source_passages(
     before: Before = None,
     limit: Limit = 100,
 ) -> Response[Any]:
-    return folder_passages(source_id, after, before, limit, "desc")
+    return folder_passages(
+        source_id, page=Page(limit=limit, after=after, before=before, order="desc")
+    )
 
 
 # -- an agent's files -------------------------------------------------------------------

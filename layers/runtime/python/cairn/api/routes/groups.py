@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta, streaming
-from cairn.api.params import After, AgentId, Before, BlockId, GroupId, Limit, MessageId, Order
+from cairn.api.paging import paged
+from cairn.api.params import AgentId, BlockId, GroupId, MessageId
 from cairn.domain.groups import ManagerType
 from cairn.domain.runs import Usage
 from cairn.services import groups
@@ -20,18 +21,17 @@ router = APIGatewayHttpRouter()
 
 
 @router.get("/groups/")
+@paged(limit=50, order="asc")
 def list_groups(
     manager_type: ManagerType | None = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "asc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = groups.list_groups(
         http.rt(),
         http.org_id(),
         manager_type=manager_type,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.group_json(g) for g in found])
 
@@ -42,20 +42,19 @@ def count_groups() -> Response[Any]:
 
 
 @router.get("/agents/<agent_id>/groups")
+@paged(limit=50, order="asc")
 def agent_groups(
     agent_id: AgentId,
     manager_type: ManagerType | None = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "asc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = groups.list_groups(
         http.rt(),
         http.org_id(),
         manager_type=manager_type,
         agent_id=agent_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.group_json(g) for g in found])
 
@@ -130,19 +129,18 @@ def stream_group_message(group_id: GroupId, req: Annotated[LettaRequest, Body()]
 
 
 @router.get("/groups/<group_id>/messages")
+@paged(limit=10, order="desc")
 def list_group_messages(
     group_id: GroupId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 10,
-    order: Order = "desc",
     use_assistant_message: bool = True,
+    *,
+    page: Page,
 ) -> Response[Any]:
     rows = groups.history(
         http.rt(),
         http.org_id(),
         group_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, letta.expand(rows, use_assistant_message=use_assistant_message))
 

@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, AgentId, Before, BlockId, IdentityId, Limit, Order
+from cairn.api.paging import paged
+from cairn.api.params import AgentId, BlockId, IdentityId
 from cairn.api.relations import relations_wanted
 from cairn.domain.agents import AgentFilter
 from cairn.domain.identities import IdentityProperty, IdentityType
@@ -21,15 +22,14 @@ router = APIGatewayHttpRouter()
 
 
 @router.get("/identities/")
+@paged(limit=50, order="desc")
 def list_identities(
     name: str | None = None,
     project_id: str | None = None,
     identifier_key: str | None = None,
     identity_type: IdentityType | None = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = identities.list_identities(
         http.rt(),
@@ -38,7 +38,7 @@ def list_identities(
         identifier_key=identifier_key,
         identity_type=identity_type,
         project_id=project_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.identity_json(i) for i in found])
 
@@ -89,38 +89,36 @@ def delete_identity(identity_id: IdentityId) -> Response[Any]:
 
 
 @router.get("/identities/<identity_id>/agents")
+@paged(limit=50, order="desc")
 def identity_agents(
     identity_id: IdentityId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
     include: Annotated[list[str] | None, Query()] = None,
+    *,
+    page: Page,
 ) -> Response[Any]:
     identities.retrieve(http.rt(), http.org_id(), identity_id)  # 404 for an unknown one
     found = agents.list_agents(
         http.rt(),
         http.org_id(),
         AgentFilter(identity_id=identity_id),
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
         relations=relations_wanted(include),
     )
     return http.json_reply(200, [letta.view_json(v) for v in found])
 
 
 @router.get("/identities/<identity_id>/blocks")
+@paged(limit=50, order="desc")
 def identity_blocks(
     identity_id: IdentityId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = identities.blocks_of(
         http.rt(),
         http.org_id(),
         identity_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.block_json(b) for b in found])
 

@@ -9,11 +9,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, AgentId, Before, BlockId, Limit, OptionalLimit, Order, PassageId
+from cairn.api.paging import paged
+from cairn.api.params import After, AgentId, Before, BlockId, Limit, PassageId
 from cairn.api.relations import relations_wanted
 from cairn.domain.blocks import BlockSearch
 from cairn.services import blocks, passages
-from cairn.services.pages import EVERYTHING, Page
+from cairn.services.pages import Page
 from cairn.services.requests import BlockUpdate, CreateBlock, CreatePassage
 
 router = APIGatewayHttpRouter()
@@ -30,18 +31,17 @@ def core_memory(agent_id: AgentId) -> Response[Any]:
 
 
 @router.get("/agents/<agent_id>/core-memory/blocks")
+@paged(limit=None, order="asc")
 def agent_blocks(
     agent_id: AgentId,
-    after: After = None,
-    before: Before = None,
-    limit: OptionalLimit = None,
-    order: Order = "asc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = blocks.of_agent(
         http.rt(),
         http.org_id(),
         agent_id,
-        page=Page(limit=limit or EVERYTHING.limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.block_json(b) for b in found])
 
@@ -81,6 +81,7 @@ def create_block(req: Annotated[CreateBlock, Body()]) -> Response[Any]:
 
 
 @router.get("/blocks/")
+@paged(limit=50, order="desc")
 def list_blocks(
     label: str | None = None,
     identity_id: str | None = None,
@@ -92,10 +93,8 @@ def list_blocks(
     connected_to_agents_count_gt: int | None = None,
     connected_to_agents_count_lt: int | None = None,
     connected_to_agents_count_eq: Annotated[list[int] | None, Query()] = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     search = BlockSearch(
         label_search,
@@ -112,7 +111,7 @@ def list_blocks(
         http.rt(),
         http.org_id(),
         label=label,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
         search=search,
     )
     return http.json_reply(200, [letta.block_json(b) for b in found])
@@ -143,19 +142,18 @@ def delete_block(block_id: BlockId) -> Response[Any]:
 
 
 @router.get("/blocks/<block_id>/agents")
+@paged(limit=None, order="asc")
 def block_agents(
     block_id: BlockId,
-    after: After = None,
-    before: Before = None,
-    limit: OptionalLimit = None,
-    order: Order = "asc",
     include: Annotated[list[str] | None, Query()] = None,
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = blocks.agents_of(
         http.rt(),
         http.org_id(),
         block_id,
-        page=Page(limit=limit or EVERYTHING.limit, after=after, before=before, order=order),
+        page=page,
         relations=relations_wanted(include),
     )
     return http.json_reply(200, [letta.view_json(v) for v in found])

@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta, streaming
-from cairn.api.params import After, AgentId, Before, Limit, MessageId, Order
+from cairn.api.paging import paged
+from cairn.api.params import AgentId, MessageId
 from cairn.domain.runs import TERMINAL_RUN_STATUSES
 from cairn.errors import UnprocessableError
 from cairn.services import messages, streams
@@ -95,25 +96,24 @@ def preview_raw_payload(agent_id: AgentId, req: Annotated[LettaRequest, Body()])
 
 
 @router.get("/agents/<agent_id>/messages")
+@paged(limit=100, order="desc")
 def list_messages(
     agent_id: AgentId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 100,
-    order: Order = "desc",
     include_err: bool = False,
     use_assistant_message: bool = True,
+    *,
+    page: Page,
 ) -> Response[Any]:
     rows = messages.history(
         http.rt(),
         http.org_id(),
         agent_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
         include_err=include_err,
     )
     shown = letta.expand(rows, use_assistant_message=use_assistant_message)
     # A newest-first page is shown oldest first: what is cut is its oldest, the next page's.
-    return http.page_reply(shown, keep_end=order == "desc")
+    return http.page_reply(shown, keep_end=page.order == "desc")
 
 
 @router.post("/agents/<agent_id>/messages/cancel")
@@ -156,12 +156,9 @@ def search_messages(req: Annotated[MessageSearch, Body()]) -> Response[Any]:
 
 
 @router.get("/messages/")
-def list_all_messages(
-    after: After = None, before: Before = None, limit: Limit = 100, order: Order = "desc"
-) -> Response[Any]:
-    found = messages.list_all(
-        http.rt(), http.org_id(), page=Page(limit=limit, after=after, before=before, order=order)
-    )
+@paged(limit=100, order="desc")
+def list_all_messages(*, page: Page) -> Response[Any]:
+    found = messages.list_all(http.rt(), http.org_id(), page=page)
     return http.json_reply(200, letta.expand(found))
 
 

@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, Before, Limit, Order, ProviderId
+from cairn.api.paging import paged
+from cairn.api.params import ProviderId
 from cairn.domain.providers import ProviderType
 from cairn.services import providers
 from cairn.services.pages import Page
@@ -19,20 +20,19 @@ router = APIGatewayHttpRouter()
 
 
 @router.get("/providers/")
+@paged(limit=50, order="desc")
 def list_providers(
     name: str | None = None,
     provider_type: ProviderType | None = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = providers.list_providers(
         http.rt(),
         http.org_id(),
         name=name,
         provider_type=provider_type,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.provider_json(p) for p in found])
 

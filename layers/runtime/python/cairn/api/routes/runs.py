@@ -9,15 +9,17 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta, streaming
-from cairn.api.params import After, Before, Limit, OptionalLimit, Order, RunId, StepId
+from cairn.api.paging import paged
+from cairn.api.params import RunId, StepId
 from cairn.services import runs
-from cairn.services.pages import EVERYTHING, Page
+from cairn.services.pages import Page
 from cairn.services.requests import RetrieveStream, StepFeedback
 
 router = APIGatewayHttpRouter()
 
 
 @router.get("/runs/")
+@paged(limit=100, order="desc")
 def list_runs(
     agent_id: str | None = None,
     agent_ids: Annotated[list[str] | None, Query()] = None,
@@ -25,10 +27,8 @@ def list_runs(
     background: bool | None = None,
     stop_reason: str | None = None,
     active: bool = False,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 100,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = runs.list_runs(
         http.rt(),
@@ -38,7 +38,7 @@ def list_runs(
         background=background,
         stop_reason=stop_reason,
         active=active,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.run_json(r) for r in found])
 
@@ -74,35 +74,33 @@ def stream_run(
 
 
 @router.get("/runs/<run_id>/messages")
+@paged(limit=100, order="asc")
 def run_messages(
     run_id: RunId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 100,
-    order: Order = "asc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = runs.messages_of(
         http.rt(),
         http.org_id(),
         run_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.page_reply(letta.expand(found))
 
 
 @router.get("/runs/<run_id>/steps")
+@paged(limit=100, order="desc")
 def run_steps(
     run_id: RunId,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 100,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = runs.steps_of(
         http.rt(),
         http.org_id(),
         run_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.step_json(s) for s in found])
 
@@ -129,20 +127,19 @@ def run_metrics(run_id: RunId) -> Response[Any]:
 
 
 @router.get("/steps/")
+@paged(limit=50, order="desc")
 def list_steps(
     agent_id: str | None = None,
     run_id: str | None = None,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = runs.steps(
         http.rt(),
         http.org_id(),
         agent_id=agent_id,
         run_id=run_id,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.step_json(s) for s in found])
 
@@ -153,18 +150,17 @@ def get_step(step_id: StepId) -> Response[Any]:
 
 
 @router.get("/steps/<step_id>/messages")
+@paged(limit=None, order="asc")
 def step_messages(
     step_id: StepId,
-    after: After = None,
-    before: Before = None,
-    limit: OptionalLimit = None,
-    order: Order = "asc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = runs.step_messages(
         http.rt(),
         http.org_id(),
         step_id,
-        page=Page(limit=limit or EVERYTHING.limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, letta.expand(found))
 

@@ -9,12 +9,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from cairn.api import http, letta
-from cairn.api.params import After, AgentId, Before, Limit, OptionalLimit, Order, ToolId
+from cairn.api.paging import paged
+from cairn.api.params import AgentId, ToolId
 from cairn.domain.providers import ProviderType
 from cairn.domain.tools import ToolFilter
 from cairn.llm.catalog import embedding_models
 from cairn.services import providers, tool_generation, tools
-from cairn.services.pages import EVERYTHING, Page
+from cairn.services.pages import Page
 from cairn.services.requests import (
     ApprovalToggle,
     CodeInput,
@@ -30,6 +31,7 @@ router = APIGatewayHttpRouter()
 
 
 @router.get("/tools/")
+@paged(limit=50, order="desc")
 def list_tools(
     name: str | None = None,
     names: Annotated[list[str] | None, Query()] = None,
@@ -38,10 +40,8 @@ def list_tools(
     tool_types: Annotated[list[str] | None, Query()] = None,
     exclude_tool_types: Annotated[list[str] | None, Query()] = None,
     return_only_letta_tools: bool = False,
-    after: After = None,
-    before: Before = None,
-    limit: Limit = 50,
-    order: Order = "desc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     where = ToolFilter(
         name,
@@ -56,7 +56,7 @@ def list_tools(
         http.rt(),
         http.org_id(),
         where,
-        page=Page(limit=limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.tool_json(t) for t in found])
 
@@ -182,18 +182,17 @@ def delete_tool(tool_id: ToolId) -> Response[Any]:
 
 
 @router.get("/agents/<agent_id>/tools")
+@paged(limit=None, order="asc")
 def agent_tools(
     agent_id: AgentId,
-    after: After = None,
-    before: Before = None,
-    limit: OptionalLimit = None,
-    order: Order = "asc",
+    *,
+    page: Page,
 ) -> Response[Any]:
     found = tools.of_agent(
         http.rt(),
         http.org_id(),
         agent_id,
-        page=Page(limit=limit or EVERYTHING.limit, after=after, before=before, order=order),
+        page=page,
     )
     return http.json_reply(200, [letta.tool_json(t) for t in found])
 

@@ -17,7 +17,7 @@ from letta_client import Letta
 from cairn.adapters.local import lambdas
 from cairn.adapters.local.inline import InlineStepQueue
 from cairn.assembly.build import build_runtime, use_runtime
-from cairn.config import Settings
+from cairn.assembly.edges import SETTINGS
 from cairn.domain import Organization, User
 from cairn.local.http import make_server
 from cairn.run.runtime import Runtime
@@ -65,7 +65,7 @@ def make_stack(
             data_dir=Path(tempfile.mkdtemp(prefix="cairn-stack-")),
         )
         # Waits let other requests in, as the local stack's do.
-        rt = build_runtime(Settings(**(defaults | settings)), db=db, yielding=yielding, ports=ports)
+        rt = build_runtime(SETTINGS(**(defaults | settings)), db=db, yielding=yielding, ports=ports)
         use_runtime(rt)
         with db.transaction() as conn:
             org = tenancy.create_organization(conn, Organization(name="api"))

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cairn.assembly.build import engine_ports
-from cairn.config import Settings
+from cairn.assembly.edges import SETTINGS
 from cairn.domain import Agent, Block, LLMConfig, Message, Organization, TextContent
 from cairn.domain.base import utc_now
 from cairn.domain.runs import OutboxCommand, Run, RunOptions
@@ -33,7 +33,7 @@ def engine_for(
 ) -> Engine:
     """An engine on the fake's providers, with the ports assembly would give it (the local
     jail unless `sandbox` says otherwise)."""
-    settings = Settings(
+    settings = SETTINGS(
         openai_api_key="sk-test",
         openai_base_url=f"{fake.base_url}/v1",
         anthropic_api_key="ant-test",

@@ -19,7 +19,7 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 
 from cairn.adapters.aws.lambda_sandbox import LambdaSandbox
 from cairn.adapters.local.lambdas import LocalContext, invoke, load_handler
-from cairn.config import Settings
+from cairn.assembly.edges import SETTINGS
 from cairn.mcp_servers.calls import reached
 from cairn.mcp_servers.client import McpError, McpResult, McpTarget, call_tool, list_tools
 from cairn.mcp_servers.models import McpServer
@@ -215,7 +215,7 @@ def test_on_aws_a_stored_stdio_server_is_reached_through_the_sandbox_function(
         args=[SERVER],
         env={"API_KEY": "from-the-server-record"},
     )
-    settings = Settings(database_url="postgresql://unused", mcp_timeout_seconds=20)
+    settings = SETTINGS(database_url="postgresql://unused", mcp_timeout_seconds=20)
     sandbox = LambdaSandbox("cairn-sandbox", lambda_client)
     with reached(server, db, Sealer(lambda: b"k" * 32), sandbox, settings) as target:
         seen = call_tool(target, "env", {"name": "API_KEY"}, (), 20)

@@ -6,6 +6,9 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from cairn.config import Settings
 
 
@@ -23,10 +26,11 @@ def test_the_configuration_page_names_what_the_code_reads_and_nothing_else() -> 
     """Docs that match the code (docs/configuration.md): each environment variable Settings
     maps and each `CAIRN_*` name the library or a handler uses is documented, and each
     documented variable is a name the code uses."""
-    import inspect
+    from cairn.assembly.edges import SETTINGS
 
     root = Path(__file__).resolve().parents[2]
-    mapped = set(re.findall(r'": "([A-Z][A-Z0-9_]+)"', inspect.getsource(Settings.from_env)))
+    mapped = set(SETTINGS.variables().values())  # the core's groups and the edges'
+    assert {"CAIRN_TELEGRAM_API_URL", "CAIRN_MCP_TIMEOUT_SECONDS", "DATABASE_URL"} <= mapped
     sources = [
         path.read_text()
         for folder in ("layers/runtime/python/cairn", "functions")
@@ -55,3 +59,27 @@ def test_tests_reach_no_provider_key_and_no_other_machine() -> None:
     assert not [name for name in PROVIDER_KEYS if name in os.environ]
     with socket.socket() as sock, pytest.raises(OutsideConnection, match=r"93\.184\.215\.14:443"):
         sock.connect(("93.184.215.14", 443))
+
+
+def test_settings_are_grouped_by_what_reads_them_and_each_edge_adds_its_own() -> None:
+    """Each field is read from one variable named in its group; an edge's group is in its
+    own folder and reaches the process's settings only through assembly."""
+    from cairn.assembly.edges import SETTINGS
+    from cairn.config import Group
+    from cairn.mcp_servers.settings import McpSettings
+    from cairn.telegram.settings import TelegramSettings
+
+    groups = [g for g in Settings.__mro__ if issubclass(g, Group) and vars(g).get("ENV")]
+    assert len(groups) >= 8
+    named = [f for g in groups for f in vars(g)["ENV"]]
+    assert len(named) == len(set(named)), "a field in two groups"
+    assert "telegram_api_url" not in Settings.model_fields  # the core has no edge's setting
+    made = SETTINGS.from_env(
+        {"CAIRN_TELEGRAM_API_URL": "http://bots.test", "CAIRN_MCP_TIMEOUT_SECONDS": "7"}
+    )
+    assert TelegramSettings.within(made).telegram_api_url == "http://bots.test"
+    assert McpSettings.within(made).mcp_timeout_seconds == 7
+    with pytest.raises(TypeError, match="TelegramSettings"):
+        TelegramSettings.within(Settings())
+    with pytest.raises(ValidationError, match="mcp_timeout_seconds"):
+        SETTINGS.from_env({"CAIRN_MCP_TIMEOUT_SECONDS": "0"})

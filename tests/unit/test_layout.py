@@ -265,9 +265,6 @@ EDGE_WORDS = {
     "agent_files": re.compile(r"cairn[./]agent_files"),
     "letta_import": re.compile(r"letta_import"),
 }
-# Not yet: the edges' settings are still read by the one Settings class (issue 66's
-# settings grouped by the package that reads them).
-WORDS_ALLOWED = {"config.py"}
 
 
 def _code_words(path: Path) -> set[str]:
@@ -324,7 +321,6 @@ def test_an_edge_is_named_only_in_its_folder_and_by_assembly() -> None:
         f"{rel} names {edge}: {sorted(w for w in words if pattern.search(w))}"
         for p in LIBRARY.rglob("*.py")
         if (rel := p.relative_to(LIBRARY).as_posix()).split("/")[0] not in EDGES | ASSEMBLERS
-        and rel not in WORDS_ALLOWED
         for words in [_code_words(p)]
         for edge, pattern in EDGE_WORDS.items()
         if any(pattern.search(w) for w in words)

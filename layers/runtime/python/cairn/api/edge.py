@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from cairn.config import Group
 from cairn.run.ports import ExternalTools, RunEnd
 from cairn.run.runtime import AroundStep, QueueKind, SweepPhase
 
@@ -19,7 +20,8 @@ class Edge:
     way: a webhook's secret, an OAuth sign-in's unguessable id); `kinds` are its queue
     messages by kind; `around_step`, the contexts a queued step runs in; `sweep`, the
     sweeper's phases by name; `run_end`, what it starts when a run ends; `external_tools`,
-    the calls of tools served outside Cairn."""
+    the calls of tools served outside Cairn; `settings`, its group of settings (read from
+    the environment with the core's, `Group.within` finds it)."""
 
     name: str
     routes: tuple[str, ...] = ()
@@ -29,3 +31,4 @@ class Edge:
     sweep: tuple[tuple[str, SweepPhase], ...] = ()
     run_end: tuple[RunEnd, ...] = ()
     external_tools: ExternalTools | None = None
+    settings: type[Group] | None = None

@@ -20,7 +20,7 @@ from cairn.adapters.aws.secrets import (
     with_provider_keys,
 )
 from cairn.adapters.chosen import documents_for, meter_for, vault_for
-from cairn.assembly.edges import EDGES
+from cairn.assembly.edges import EDGES, SETTINGS
 from cairn.config import Settings
 from cairn.jobs import queue_kinds
 from cairn.llm import deadline
@@ -184,7 +184,7 @@ def runtime() -> Runtime:
     global _current
     with _lock:
         if _current is None:
-            _current = build_runtime(with_provider_keys(Settings.from_env()))
+            _current = build_runtime(with_provider_keys(SETTINGS.from_env()))
             heap.settle("runtime")  # with the handler's imports: they outlive every request
         return _current
 
@@ -232,7 +232,7 @@ def build_deferred_models() -> None:
 def current_settings() -> Settings:
     """The running runtime's settings, or the environment's when none is built yet (a
     request that needs no database, such as a browser's preflight, builds none)."""
-    return _current.settings if _current is not None else Settings.from_env()
+    return _current.settings if _current is not None else SETTINGS.from_env()
 
 
 def use_runtime(value: Runtime | None) -> None:

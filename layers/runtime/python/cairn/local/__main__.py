@@ -28,6 +28,7 @@ from cairn.adapters.local import lambdas, stepfunctions
 from cairn.adapters.local.queue import Consumer, LocalQueue, LocalStepQueue
 from cairn.adapters.local.sqs import LOCAL_RETRY_SECONDS, MAX_RECEIVES, REGION, start_moto
 from cairn.assembly.build import build_runtime, use_runtime
+from cairn.assembly.edges import SETTINGS
 from cairn.config import Settings
 from cairn.local.http import make_server
 from cairn.run import watchdog
@@ -59,7 +60,7 @@ def main() -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     # Browser clients under development (Vite's and most dev servers' ports) may call it.
     os.environ.setdefault("CAIRN_CORS_ORIGINS", LOCAL_CORS_ORIGINS)
-    settings = Settings.from_env()
+    settings = SETTINGS.from_env()
     server_handle = None
     dsn = settings.database_url
     if dsn is None:
@@ -132,7 +133,7 @@ def start_workers(
     # moto's Step Functions interpreter calls Lambda back on this port.
     os.environ["MOTO_PORT"] = endpoint.rsplit(":", 1)[1]
     sfn = stepfunctions_client(endpoint, REGION)
-    settings = settings or Settings.from_env()
+    settings = settings or SETTINGS.from_env()
     # A quarter of the workers to each organization, and a reserve for organizations with
     # nothing running (docs/tenancy.md); the environment wins.
     shares = {

@@ -22,7 +22,7 @@ from cairn.adapters.local import lambdas
 from cairn.adapters.local.inline import InlineStepQueue
 from cairn.api.app import Streaming
 from cairn.assembly.build import build_runtime, use_runtime
-from cairn.config import Settings
+from cairn.assembly.edges import SETTINGS
 from cairn.services.tenants import ensure_local_tenant, organization_of
 from cairn.store import Database
 from cairn.store.migrate import apply_migrations
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attribute", default="handler", help="the handler's name in the file")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    settings = Settings.from_env()
+    settings = SETTINGS.from_env()
     handle = None
     dsn = settings.database_url
     if dsn is None:

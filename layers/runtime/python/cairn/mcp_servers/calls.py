@@ -15,6 +15,7 @@ from cairn.mcp_servers import oauth
 from cairn.mcp_servers import store as mcp_servers
 from cairn.mcp_servers.client import McpError, McpTarget, call_tool
 from cairn.mcp_servers.models import McpServer
+from cairn.mcp_servers.settings import McpSettings
 from cairn.sealing import Sealer
 from cairn.store import tenancy
 from cairn.store.db import Database
@@ -46,7 +47,7 @@ def reached(
         argv=(server.command, *(server.args or ())),
         environment=dict(server.env or {}),
         network=Network(server.organization_id, hosts),
-        timeout_seconds=settings.mcp_timeout_seconds,
+        timeout_seconds=McpSettings.within(settings).mcp_timeout_seconds,
     )
     with ExitStack() as held:
         try:
@@ -81,7 +82,9 @@ def run_mcp_tool(
     opened = outbound.networks(settings.outbound_networks)
     try:
         with reached(server, db, sealer, sandbox, settings) as target:
-            done = call_tool(target, tool.name, args, opened, settings.mcp_timeout_seconds)
+            done = call_tool(
+                target, tool.name, args, opened, McpSettings.within(settings).mcp_timeout_seconds
+            )
     except McpError as err:
         return {"success": False, "result": str(err)}
     return {"success": not done.is_error, "result": done.text}

@@ -21,6 +21,7 @@ from cairn.mcp_servers import store_oauth as mcp_oauth
 from cairn.mcp_servers.calls import reached, target_of
 from cairn.mcp_servers.client import McpError, McpSignInRequired, McpTarget, list_tools
 from cairn.mcp_servers.models import McpOAuthSession, McpServer
+from cairn.mcp_servers.settings import McpSettings
 from cairn.run.runtime import Runtime
 
 logger = logging.getLogger(__name__)
@@ -34,14 +35,15 @@ def events(rt: Runtime, server: McpServer, base_url: str) -> Iterator[Event]:
     CAIRN_MCP_OAUTH_WAIT_SECONDS and within the request's own time (behind API Gateway the
     whole answer leaves at its end: connect through the streaming URL to see the
     authorization URL as it comes)."""
-    wait = rt.settings.mcp_oauth_wait_seconds
+    mcp = McpSettings.within(rt.settings)
+    wait = mcp.mcp_oauth_wait_seconds
     if (left := deadline.seconds_left()) is not None:
-        wait = max(1.0, min(wait, left - rt.settings.mcp_timeout_seconds))
+        wait = max(1.0, min(wait, left - mcp.mcp_timeout_seconds))
     yield {"event": "connection_attempt", "server_name": server.server_name}
     opened = outbound.networks(rt.settings.outbound_networks)
     try:
         with reached(server, rt.db, rt.engine.sealer, rt.engine.sandbox, rt.settings) as target:
-            tools = list_tools(target, opened, rt.settings.mcp_timeout_seconds)
+            tools = list_tools(target, opened, mcp.mcp_timeout_seconds)
     except McpSignInRequired:
         pass  # below: the sign-in
     except McpError as err:
@@ -74,7 +76,9 @@ def _sign_in(rt: Runtime, server: McpServer, base_url: str, wait_seconds: float)
     def sign_in() -> None:
         """The SDK's flow, in a thread of its own: it waits for a person, this stream tells."""
         try:
-            listed = list_tools(target, opened, wait_seconds + rt.settings.mcp_timeout_seconds)
+            listed = list_tools(
+                target, opened, wait_seconds + McpSettings.within(rt.settings).mcp_timeout_seconds
+            )
             told.put(("tools", listed))
         except McpError as err:
             told.put(("error", str(err)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from cairn.api.edge import Edge
 from cairn.mcp_servers import calls, connect
+from cairn.mcp_servers.settings import McpSettings
 
 EDGE = Edge(
     name="mcp_servers",
@@ -13,4 +14,5 @@ EDGE = Edge(
     keyless=(rf"^{connect.CALLBACK_PATH}[\w-]+$",),
     sweep=connect.SWEEP,
     external_tools=calls.run_mcp_tool,
+    settings=McpSettings,
 )

@@ -23,6 +23,7 @@ from cairn.mcp_servers.calls import reached, run_mcp_tool
 from cairn.mcp_servers.client import McpError, McpTool, list_tools
 from cairn.mcp_servers.models import McpServer
 from cairn.mcp_servers.requests import McpServerCreate, McpServerUpdate, McpToolRun
+from cairn.mcp_servers.settings import McpSettings
 from cairn.run.runtime import Runtime
 from cairn.store import tools
 from cairn.store.db import Connection
@@ -129,7 +130,7 @@ def _listed(rt: Runtime, server: McpServer) -> list[McpTool]:
     opened = outbound.networks(rt.settings.outbound_networks)
     try:
         with reached(server, rt.db, rt.engine.sealer, rt.engine.sandbox, rt.settings) as target:
-            return list_tools(target, opened, rt.settings.mcp_timeout_seconds)
+            return list_tools(target, opened, McpSettings.within(rt.settings).mcp_timeout_seconds)
     except McpError as err:
         raise InvalidArgumentError(f"MCP server `{server.server_name}`: {err}") from None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from cairn.api.edge import Edge
 from cairn.telegram import replies
+from cairn.telegram.settings import TelegramSettings
 
 EDGE = Edge(
     name="telegram",
@@ -15,4 +16,5 @@ EDGE = Edge(
     around_step=replies.AROUND_STEP,
     sweep=replies.SWEEP,
     run_end=replies.RUN_END,
+    settings=TelegramSettings,
 )

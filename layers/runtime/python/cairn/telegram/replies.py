@@ -24,6 +24,7 @@ from cairn.store import messages, runs
 from cairn.telegram import store
 from cairn.telegram.bot_api import TIMEOUT_SECONDS, BotApi, TelegramError
 from cairn.telegram.models import parts
+from cairn.telegram.settings import TelegramSettings
 
 logger = logging.getLogger(__name__)
 # Telegram shows "typing..." for 5 s or until the bot's next message: renewed within that.
@@ -35,7 +36,11 @@ FINAL_CODES = (400, 403)
 def api_for(rt: Runtime, org_id: str, bot_id: str) -> BotApi | None:
     with rt.db.connection() as conn:
         bot = store.get(conn, rt.engine.sealer, org_id, bot_id)
-    return None if bot is None else BotApi(rt.settings.telegram_api_url, bot.token)
+    return (
+        None
+        if bot is None
+        else BotApi(TelegramSettings.within(rt.settings).telegram_api_url, bot.token)
+    )
 
 
 def channel(bot_id: str, chat_id: object, message_id: object) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from cairn.telegram import replies, store
 from cairn.telegram.bot_api import BotApi, TelegramError
 from cairn.telegram.models import GROUP_CHATS, TelegramBot, addressed, speaker
 from cairn.telegram.requests import TelegramBotCreate
+from cairn.telegram.settings import TelegramSettings
 
 logger = logging.getLogger(__name__)
 WEBHOOK_PATH = "/v1/telegram/webhook/{bot_id}"
@@ -61,7 +62,7 @@ def create(rt: Runtime, org: str, req: TelegramBotCreate) -> TelegramBot:
             "webhook_base_url: the address Telegram reaches this API at "
             "is needed (or set CAIRN_PUBLIC_URL)"
         )
-    api = BotApi(rt.settings.telegram_api_url, req.token)
+    api = BotApi(TelegramSettings.within(rt.settings).telegram_api_url, req.token)
     try:
         me = api.call("getMe") or {}
     except TelegramError as err:
@@ -101,7 +102,9 @@ def delete(rt: Runtime, org: str, bot_id: str) -> None:
     The agents it made for chats stay (their memories are the organization's)."""
     bot = retrieve(rt, org, bot_id)
     try:
-        BotApi(rt.settings.telegram_api_url, bot.token).call("deleteWebhook")
+        BotApi(TelegramSettings.within(rt.settings).telegram_api_url, bot.token).call(
+            "deleteWebhook"
+        )
     except TelegramError as err:
         logger.warning("deleteWebhook for bot %s failed: %s", bot_id, err)
     with rt.db.transaction() as conn:
@@ -126,7 +129,7 @@ def receive(rt: Runtime, bot_id: str, secret: str | None, update: dict[str, Any]
     with rt.db.connection() as conn:  # a retried delivery: no download, no agent made
         if store.taken(conn, bot.id, update["update_id"]):
             return "already taken"
-    api = BotApi(rt.settings.telegram_api_url, bot.token)
+    api = BotApi(TelegramSettings.within(rt.settings).telegram_api_url, bot.token)
     chat = message.get("chat") or {}
     content = _content(api, message)
     if content is None:

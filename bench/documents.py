@@ -33,7 +33,7 @@ from cairn.config import Settings  # noqa: E402
 from cairn.domain import Organization  # noqa: E402
 from cairn.domain.base import utc_now  # noqa: E402
 from cairn.local.postgres import start_embedded  # noqa: E402
-from cairn.run.file_tools import FileWork  # noqa: E402
+from cairn.run.backends.file_tools import FileWork  # noqa: E402
 from cairn.services import files as file_service  # noqa: E402
 from cairn.services import folders as folder_service  # noqa: E402
 from cairn.services.requests import FolderCreate  # noqa: E402

@@ -31,7 +31,7 @@ from cairn.config import Settings  # noqa: E402
 from cairn.domain import Organization, User  # noqa: E402
 from cairn.local.http import make_server  # noqa: E402
 from cairn.local.postgres import start_embedded  # noqa: E402
-from cairn.run import lifecycle  # noqa: E402
+from cairn.run.driving import lifecycle  # noqa: E402
 from cairn.store import Database, runs, tenancy  # noqa: E402
 from cairn.store import steps as step_rows  # noqa: E402
 from cairn.store.migrate import apply_migrations  # noqa: E402

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cairn import tracing
 from cairn.assembly.build import runtime
-from cairn.run.tasks import approval_task
+from cairn.run.driving.tasks import approval_task
 
 logger = Logger(service="cairn-approval")
 

@@ -17,7 +17,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from cairn import tracing
 from cairn.assembly.build import preload_for_snapshot, runtime
 from cairn.llm import deadline
-from cairn.run import later, worker
+from cairn.run import later
+from cairn.run.driving import worker
 from cairn.run.runtime import Runtime
 
 logger = Logger(service="cairn-step")

@@ -13,8 +13,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from cairn import tracing
 from cairn.assembly.build import runtime
 from cairn.config import Settings
-from cairn.run.schedules import fire_one
-from cairn.run.sweeper import sweep_once
+from cairn.run.driving.schedules import fire_one
+from cairn.run.driving.sweeper import sweep_once
 
 logger = Logger(service="cairn-sweeper")
 

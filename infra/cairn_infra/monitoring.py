@@ -159,7 +159,7 @@ class Alarms(Construct):
                 [w.cluster.metric_database_connections(period=five)],
             )
 
-        # Runs failed by the model provider: one log line each (run/step_work.py).
+        # Runs failed by the model provider: one log line each (run/steps/step_work.py).
         llm_errors = logs.MetricFilter(
             self,
             "LlmErrors",

@@ -15,10 +15,10 @@ from cairn import faults
 from cairn.domain.messages import Message, TextContent
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, RunOptions
 from cairn.faults import SimulatedCrash
-from cairn.run import lifecycle, worker
-from cairn.run.dispatch import sweep
-from cairn.run.lifecycle import StartedRun
-from cairn.run.sending import Messenger
+from cairn.run.driving import lifecycle, worker
+from cairn.run.driving.dispatch import sweep
+from cairn.run.driving.lifecycle import StartedRun
+from cairn.run.driving.sending import Messenger
 from cairn.store import messages, outbox, runs
 from cairn.store.db import Database
 from tests.api.conftest import Stack, make_stack

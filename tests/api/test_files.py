@@ -254,7 +254,7 @@ def test_a_job_killed_midway_is_resumed_from_where_it_stopped(db: Database) -> N
     """The job dies after its first batch of embeddings; the sweeper's next round sends it
     again; it goes on from the second batch: every chunk embedded once, none twice."""
     from cairn.jobs import file_jobs
-    from cairn.run.sweeper import resume_files
+    from cairn.run.driving.sweeper import resume_files
 
     calls: list[int] = []
     made_in: list[Stack] = []

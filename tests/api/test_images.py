@@ -317,7 +317,7 @@ def test_an_image_counts_in_the_context_estimate() -> None:
     for nothing: 346 tokens for twelve images)."""
     from cairn.domain.ids import new_id
     from cairn.domain.messages import ImageContent, Message, TextContent
-    from cairn.run.prompt import IMAGE_TOKENS, estimate_tokens
+    from cairn.run.steps.prompt import IMAGE_TOKENS, estimate_tokens
 
     org, agent = new_id("org"), new_id("agent")
     text = Message(

@@ -14,7 +14,7 @@ from moto import mock_aws
 
 from cairn.adapters.aws.scheduler import EventBridgeScheduler, eventbridge_expression
 from cairn.domain.schedules import Schedule
-from cairn.run.schedules import fire_due, fire_one
+from cairn.run.driving.schedules import fire_due, fire_one
 from cairn.store import runs, schedules
 from tests.api.conftest import Stack
 from tests.api.test_agent_messages import stack_other_org_client

@@ -116,7 +116,7 @@ def test_the_runtime_layer_ships_the_sources_with_bytecode_for_python_312(tmp_pa
     site = tmp_path / "python"
     shipped = {p.relative_to(site) for p in site.rglob("*.py")}
     source = {p.relative_to(RUNTIME_SOURCE / "python") for p in RUNTIME_SOURCE.rglob("*.py")}
-    assert shipped == source and Path("cairn/run/step.py") in shipped
+    assert shipped == source and Path("cairn/run/steps/step.py") in shipped
     assert (site / "cairn/store/migrations/0001_initial.sql").is_file()
     assert not list(site.glob("*.egg-info"))  # the editable install's leftovers stay home
     compiled = {p.name for p in site.rglob("__pycache__/*.pyc")}

@@ -14,10 +14,10 @@ from cairn.domain.base import utc_now
 from cairn.domain.runs import OutboxCommand, Run, RunOptions
 from cairn.domain.tool_rules import ToolRule
 from cairn.mcp_servers.calls import run_mcp_tool
-from cairn.run import lifecycle
 from cairn.run.agents import provision_agent
-from cairn.run.lifecycle import StartedRun
-from cairn.run.step import Engine, StepOutcome
+from cairn.run.driving import lifecycle
+from cairn.run.driving.lifecycle import StartedRun
+from cairn.run.steps.step import Engine, StepOutcome
 from cairn.store import agents, blocks, messages, outbox, runs
 from cairn.store.db import Database
 from cairn.tools.registry import BASE_TOOLS, MEMORY_TOOLS, default_tool_names, default_tool_rules

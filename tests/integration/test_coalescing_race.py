@@ -12,8 +12,8 @@ import pytest
 
 from cairn.domain import Organization
 from cairn.domain.runs import RunOptions
-from cairn.run import lifecycle
-from cairn.run.step import StepOutcome
+from cairn.run.driving import lifecycle
+from cairn.run.steps.step import StepOutcome
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM
 from tests.integration.engine_harness import (

@@ -10,7 +10,7 @@ import pytest
 from cairn.domain import Organization
 from cairn.domain.configs import CompactionSettings
 from cairn.memory.packaging import SUMMARY_PREAMBLE
-from cairn.run.compaction import DEFAULT_PROMPT, cut_index
+from cairn.run.steps.compaction import DEFAULT_PROMPT, cut_index
 from cairn.store import messages, steps
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply

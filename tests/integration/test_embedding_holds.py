@@ -14,7 +14,7 @@ from cairn.domain import Organization
 from cairn.domain.agents import Agent
 from cairn.domain.configs import EmbeddingConfig
 from cairn.jobs.embedding_jobs import backfill, embed_agent, retry_delays
-from cairn.run.step import Engine
+from cairn.run.steps.step import Engine
 from cairn.store import agents, dead_letters, embedding_holds, messages
 from cairn.store.db import Database
 from cairn.tools.subprocess_sandbox import SubprocessSandbox

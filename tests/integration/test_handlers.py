@@ -227,7 +227,7 @@ def test_the_api_handler_preloads_sdks_turn_and_models_only_for_a_snapshot(
         "from pydantic import BaseModel; from cairn.domain.messages import Message; "
         "from cairn.services.requests import CreateAgent; "
         "print(Message.__pydantic_complete__, CreateAgent.__pydantic_complete__, "
-        "'cairn.run.step_work' in sys.modules); "
+        "'cairn.run.steps.step_work' in sys.modules); "
         "print(sorted({'openai', 'anthropic'} & set(sys.modules)))"
     )
     env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init}
@@ -251,7 +251,7 @@ ONLY_SOME_REQUESTS = (
     "cairn.store.migrate",  # the migrate function and the local stack
     "cairn.agent_files.exporting",  # agent file export
     "cairn.agent_files.importing",  # and import
-    "cairn.run.step_work",  # a step
+    "cairn.run.steps.step_work",  # a step
 )
 
 

@@ -15,8 +15,8 @@ from cairn.domain import Agent, Organization
 from cairn.domain.configs import CompactionSettings, LLMConfig
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.tool_rules import RequiresApprovalToolRule
-from cairn.run.compaction import DEFAULT_PROMPT
-from cairn.run.step import Engine
+from cairn.run.steps.compaction import DEFAULT_PROMPT
+from cairn.run.steps.step import Engine
 from cairn.store.db import Database
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply, call
 from tests.integration.engine_harness import (

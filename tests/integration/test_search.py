@@ -14,7 +14,7 @@ from cairn.domain import Organization
 from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.base import HashEmbedder
 from cairn.jobs.embedding_jobs import backfill, embed_agent
-from cairn.run.search import archival, recall
+from cairn.run.backends.search import archival, recall
 from cairn.store import archives, messages
 from cairn.store import search as sql_search
 from cairn.store.db import Database

@@ -13,7 +13,7 @@ from cairn.domain import Agent, Organization
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.errors import ConflictError, InvalidArgumentError
-from cairn.run.step import Engine
+from cairn.run.steps.step import Engine
 from cairn.store.db import Database
 from cairn.tools.subprocess_sandbox import SubprocessSandbox
 from tests.fakes.llm_server import FakeLLM, call

@@ -15,8 +15,8 @@ from cairn.config import Settings
 from cairn.domain import Agent, Organization, OutboxCommand
 from cairn.faults import SimulatedCrash
 from cairn.jobs.embedding_jobs import backfill
-from cairn.run import dispatch
-from cairn.run.step import Engine, StepOutcome
+from cairn.run.driving import dispatch
+from cairn.run.steps.step import Engine, StepOutcome
 from cairn.store import agents, archives, blocks, messages, outbox, runs
 from cairn.store import steps as step_rows
 from cairn.store.db import Database

@@ -22,10 +22,11 @@ from cairn.assembly.build import build_runtime, use_runtime
 from cairn.config import Settings
 from cairn.domain import Organization
 from cairn.domain.runs import OutboxCommand, RunOptions
-from cairn.run import later, sending
-from cairn.run import worker as step_worker
+from cairn.run import later
+from cairn.run.driving import sending
+from cairn.run.driving import worker as step_worker
+from cairn.run.driving.watchdog import MAX_LOST_SENDS, MAX_REDRIVES
 from cairn.run.runtime import Runtime
-from cairn.run.watchdog import MAX_LOST_SENDS, MAX_REDRIVES
 from cairn.store import agents, dead_letters, messages, runs
 from cairn.store import db as db_module
 from cairn.store import steps as step_rows
@@ -268,7 +269,7 @@ def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
 ) -> None:
     """Three turns in a row: one embedding job reaches the queue (the others are the same
     window's duplicates), and it embeds every message still without a vector at once."""
-    from cairn.run import follow_ons
+    from cairn.run.driving import follow_ons
 
     monkeypatch.setattr(follow_ons, "EMBED_WINDOW_SECONDS", 3600)
     monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
@@ -306,7 +307,7 @@ def test_an_agent_can_turn_message_embeddings_off(
     by, and recall search says it searched by keywords only."""
 
     from cairn.jobs.embedding_jobs import backfill
-    from cairn.run import search
+    from cairn.run.backends import search
 
     monkeypatch.setattr(worker.rt.settings, "sync_budget_seconds", 25.0)
     off = make_agent(worker.rt.db, org, metadata={"cairn_message_embeddings": False})

@@ -26,7 +26,7 @@ from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.errors import ConflictError, InvalidArgumentError
 from cairn.local.__main__ import start_workers
 from cairn.local.http import make_server
-from cairn.run import sending, tasks
+from cairn.run.driving import sending, tasks
 from cairn.run.runtime import Runtime
 from cairn.run.sleeptime import provision_helper, provision_sleeptime
 from cairn.store import groups, messages, runs, tenancy
@@ -391,7 +391,7 @@ def turn(flows: Flows, primary: Agent, text: str) -> Run:
 def test_sleeptime_fans_out_and_no_shared_block_edit_is_lost(
     fresh: Flows, db: Database, org: Organization, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="cairn.run.step")
+    caplog.set_level(logging.INFO, logger="cairn.run.steps.step")
     primary, group_id = sleeptime_agent(db, org, helpers=2)
     fresh.fake.when(is_helper, helper_replies(["Fact A", "Fact B"], delay=1.5))
     script = Primary(fresh.fake)

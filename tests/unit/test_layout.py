@@ -25,7 +25,7 @@ def test_runtime_layer_holds_only_the_python_folder() -> None:
 
 def _imports(path: Path) -> set[str]:
     """Every module named, lazy imports too. `from cairn.run import sending` names both
-    `cairn.run` and `cairn.run.sending` (it named only the package, which hid a circle)."""
+    `cairn.run` and `cairn.run.driving.sending` (it named only the package, which hid a circle)."""
     tree = ast.parse(path.read_text())
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -228,7 +228,7 @@ def test_only_the_store_speaks_to_the_database() -> None:
         "api/app.py",  # maps IntegrityError to 409
         "adapters/aws/secrets.py",  # builds a DSN with psycopg's conninfo: no SQL there
         "local/postgres.py",  # the embedded server's bootstrap, before any store exists
-        "run/lifecycle.py",  # knows a send's run by its unique key (UniqueViolation)
+        "run/driving/lifecycle.py",  # knows a send's run by its unique key (UniqueViolation)
     }
     offenders = [
         rel
@@ -383,3 +383,18 @@ def test_no_package_has_an_import_cycle() -> None:
         if module not in state:
             walk(module, [module])
     assert circles == []
+
+
+def test_the_run_holds_one_idea_per_package() -> None:
+    # ARCHITECTURE.md: driving a run, the step and its kinds, the tools' backends; what
+    # every package of the run sees (its ports, the process's record) at the top.
+    packages = {p.parent.name for p in (LIBRARY / "run").glob("*/__init__.py")}
+    assert packages == {"driving", "steps", "backends"}
+    top = {p.stem for p in (LIBRARY / "run").glob("*.py")}
+    assert {"ports", "runtime"} <= top and len(top) <= 12, sorted(top)
+    long = {
+        p.relative_to(LIBRARY).as_posix(): n
+        for p in (LIBRARY / "run").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 400
+    }
+    assert long == {}

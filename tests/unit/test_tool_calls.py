@@ -11,7 +11,7 @@ from cairn.domain import Block
 from cairn.domain.ids import new_id
 from cairn.domain.messages import FunctionCall, ToolCall
 from cairn.memory.edits import CoreMemory
-from cairn.run import calls
+from cairn.run.backends import calls
 from cairn.tools.registry import BUILTIN_TOOLS
 from cairn.tools.rules import ToolRulesSolver
 

@@ -183,7 +183,7 @@ class ApiSettings(Group):
 
 
 class SweeperSettings(Group):
-    """What the sweeper and the background jobs keep, retry and re-send (`run/sweeper.py`,
+    """What the sweeper and the background jobs keep, retry and re-send (`run/driving/sweeper.py`,
     `jobs`)."""
 
     ENV: ClassVar[dict[str, str]] = {

@@ -264,7 +264,7 @@ def build_app(edges: tuple[Edge, ...] = ()) -> APIGatewayHttpResolver:  # noqa: 
         # The database went away under the request (a restart, an Aurora failover or
         # reboot; the pool's own errors are OperationalErrors too): the request's fault no
         # more than an unknown error's. What it had committed stays committed: a send's run
-        # goes on once the database is back (run/sending.py), and GET /v1/runs/ shows it.
+        # goes on once the database is back (run/driving/sending.py), and GET /v1/runs/ shows it.
         logger.warning("the database was lost during a request: %s", type(exc).__name__)
         return _detail(
             503,

@@ -26,7 +26,7 @@ from cairn.jobs import queue_kinds
 from cairn.llm import deadline
 from cairn.run.provider_vault import ProviderKeys
 from cairn.run.runtime import Extensions, Outlets, Runtime, Scheduler, StepQueue, Workflows
-from cairn.run.step import Engine
+from cairn.run.steps.step import Engine
 from cairn.sealing import Sealer
 from cairn.store.db import IDLE_CHECK_SECONDS, Database
 from cairn.tools.sandbox import Sandbox
@@ -206,7 +206,7 @@ def preload_for_snapshot() -> None:
     from google import genai  # noqa: F401
 
     # The turn's modules, loaded by a first step.
-    from cairn.run import approval_step, compaction_step, llm_step  # noqa: F401
+    from cairn.run.steps import approval_step, compaction_step, llm_step  # noqa: F401
 
     build_deferred_models()
     try:  # the Lambda Python runtime ships this module for SnapStart hooks

@@ -178,7 +178,7 @@ class OutboxCommand(DomainModel):
     sent_at: datetime | None = None
     attempts: int = 0
     last_error: str | None = None
-    redrives: int = 0  # re-sent by the watchdog after no progress (run/watchdog.py)
+    redrives: int = 0  # re-sent by the watchdog after no progress (run/driving/watchdog.py)
     claims: int = 0  # times the step started (its claim took the agent)
 
 

@@ -1,6 +1,6 @@
 """An embedder whose calls an organization pays for: refused once its monthly budget is
 spent, and each call's tokens and cost recorded (docs/operations.md, "Budgets and limits").
-The two are ports the runtime fills in (run/step.py): this layer knows no store."""
+The two are ports the runtime fills in (run/steps/step.py): this layer knows no store."""
 
 from __future__ import annotations
 

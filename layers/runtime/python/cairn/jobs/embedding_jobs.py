@@ -11,7 +11,7 @@ import json
 import logging
 
 from cairn.config import Settings
-from cairn.run.step import Engine
+from cairn.run.steps.step import Engine
 from cairn.store import dead_letters, embedding_holds, messages
 
 logger = logging.getLogger(__name__)

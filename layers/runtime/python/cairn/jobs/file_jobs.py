@@ -6,7 +6,7 @@ then each batch of passages with the count embedded), so a job killed at any poi
 resumed by the next delivery or by the sweeper (`unfinished`) from where it stopped: the
 text is not parsed twice and no chunk is embedded twice. A file that cannot be read ends in
 `error` with the reason; a failing embedding endpoint is retried by the queue, and its last
-failed delivery ends the file in `error` (run/worker.py).
+failed delivery ends the file in `error` (run/driving/worker.py).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from cairn.domain.folders import FileMetadata, FilePassage
 from cairn.errors import LimitExceededError
 from cairn.jobs import documents, pdf_text
 from cairn.llm import deadline
-from cairn.run.file_opening import open_for
-from cairn.run.step import Engine
+from cairn.run.backends.file_opening import open_for
+from cairn.run.steps.step import Engine
 from cairn.store import agents, files, folders
 
 logger = logging.getLogger(__name__)

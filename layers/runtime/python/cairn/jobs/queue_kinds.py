@@ -10,8 +10,8 @@ from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand, file_job_command
 from cairn.jobs import file_jobs
 from cairn.jobs.embedding_jobs import EmbeddingFailed, backfill, embed_agent
+from cairn.run.driving.worker import poison
 from cairn.run.runtime import QueueKind, Runtime
-from cairn.run.worker import poison
 
 
 class EmbedMessage(Value):

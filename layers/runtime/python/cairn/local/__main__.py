@@ -31,7 +31,7 @@ from cairn.assembly.build import build_runtime, use_runtime
 from cairn.assembly.edges import SETTINGS
 from cairn.config import Settings
 from cairn.local.http import make_server
-from cairn.run import watchdog
+from cairn.run.driving import watchdog
 from cairn.run.runtime import Runtime
 from cairn.services.tenants import ensure_local_tenant
 from cairn.store import Database

@@ -2,8 +2,10 @@
 
 Words (docs/architecture.md): a *run* is one agent turn; a *step* is one model call, its
 tools and one checkpoint; a *step kind* is what a step does (a model step, an approval, a
-compaction). Driving: `sending.py` (sync), `streaming.py` (streamed), `worker.py`
-(queued), `dispatch.py` (continuations), `watchdog.py` and `sweeper.py` (every run ends).
-The step: `step.py` (claim, kind, commit), `step_work.py` (what every kind shares),
-`llm_step.py`, `approval_step.py`, `compaction_step.py`. What a process shares:
-`runtime.py` and the ports it holds."""
+compaction). One idea a package: `driving/` (sending, streaming, the worker, continuations,
+every run ending), `steps/` (the step, its kinds and what they share), `backends/` (the
+tools' side of a step). Here: what every package of the run sees, the process's shared
+record and its ports (`runtime.py`, `ports.py`), the operator's metrics and embedding spend
+(`metering.py`, `embedding_spend.py`), organizations' provider keys (`provider_vault.py`),
+work after a reply (`later.py`), dates as tools name them (`dates.py`), and agents made
+ready to run (`agents.py`, `sleeptime.py`)."""

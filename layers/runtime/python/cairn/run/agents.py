@@ -11,7 +11,7 @@ from cairn.domain.tools import Tool
 from cairn.errors import InvalidArgumentError
 from cairn.memory.initial import initial_messages
 from cairn.memory.prompts import base_prompt
-from cairn.run import prompt
+from cairn.run.steps import prompt
 from cairn.sealing import Sealer
 from cairn.store import agent_secrets, agents, blocks, messages, tools
 from cairn.store.db import Database

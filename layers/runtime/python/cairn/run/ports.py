@@ -17,8 +17,8 @@ from cairn.domain.runs import OutboxCommand, Run
 from cairn.domain.schedules import Schedule
 from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
-from cairn.run.agent_messages import Messenger
-from cairn.run.step_model import StepModel
+from cairn.run.backends.agent_messages import Messenger
+from cairn.run.steps.step_model import StepModel
 from cairn.sealing import Sealer
 from cairn.store.db import Database
 from cairn.tools.sandbox import Sandbox

@@ -21,7 +21,7 @@ from cairn.config import Settings
 from cairn.domain.runs import OutboxCommand
 from cairn.domain.schedules import Schedule
 from cairn.run.provider_vault import ProviderKeys, ProviderVault
-from cairn.run.step import Engine
+from cairn.run.steps.step import Engine
 from cairn.store.db import Database
 
 

@@ -23,11 +23,11 @@ from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
 from cairn.llm import reasoning
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
-from cairn.run import prompt
 from cairn.run.agents import provision_agent
 from cairn.run.runtime import Runtime
 from cairn.run.sleeptime import delete_with_helpers, provision_sleeptime
-from cairn.run.state import load
+from cairn.run.steps import prompt
+from cairn.run.steps.state import load
 from cairn.sealing import Sealer
 from cairn.services import identities as identity_service
 from cairn.services import providers

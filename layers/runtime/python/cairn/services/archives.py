@@ -16,7 +16,8 @@ from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
-from cairn.run import search, sending
+from cairn.run.backends import search
+from cairn.run.driving import sending
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView

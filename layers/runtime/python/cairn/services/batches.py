@@ -13,9 +13,9 @@ from cairn.domain.batches import Batch
 from cairn.domain.messages import Message
 from cairn.domain.runs import RunOptions
 from cairn.errors import NotFoundError, found
-from cairn.run import lifecycle
-from cairn.run.dispatch import publish_all, wake
-from cairn.run.lifecycle import StartedRun
+from cairn.run.driving import lifecycle
+from cairn.run.driving.dispatch import publish_all, wake
+from cairn.run.driving.lifecycle import StartedRun
 from cairn.run.runtime import Runtime
 from cairn.services import messages as message_service
 from cairn.services.pages import Page

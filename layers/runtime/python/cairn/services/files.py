@@ -28,7 +28,7 @@ from cairn.errors import (
     found,
 )
 from cairn.jobs import documents, file_jobs
-from cairn.run.file_tools import FileWork
+from cairn.run.backends.file_tools import FileWork
 from cairn.run.runtime import Runtime
 from cairn.services.agents import fetch as fetch_agent
 from cairn.services.folders import fetch as fetch_folder

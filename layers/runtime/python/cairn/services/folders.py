@@ -12,7 +12,7 @@ from cairn.embeddings.providers import default_config
 from cairn.errors import ConflictError, NotFoundError, found
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
-from cairn.run.file_opening import open_for
+from cairn.run.backends.file_opening import open_for
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.agents import AgentView
@@ -183,7 +183,7 @@ def attach(rt: Runtime, org: str, agent_id: str, folder_id: str, *, on: bool) ->
     with rt.db.transaction() as conn:
         agent = agent_service.fetch(conn, org, agent_id, for_update=True)
         fetch(conn, org, folder_id)
-        if on:  # its files open, as Letta opens them (run/file_opening.py)
+        if on:  # its files open, as Letta opens them (run/backends/file_opening.py)
             folders.attach(conn, org, folder_id, agent_id)
             attach_file_tools(conn, org, agent_id)
             open_for(conn, agent, files.completed_of_folder(conn, org, folder_id), utc_now())

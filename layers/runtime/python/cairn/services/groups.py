@@ -1,6 +1,6 @@
 """Groups: the sleeptime groups Cairn builds, and Letta's multi-agent groups.
 
-A message to a round-robin group is a chain of turns (run/group_chat.py); one to a
+A message to a round-robin group is a chain of turns (run/driving/group_chat.py); one to a
 sleeptime group goes to its primary agent, whose turns start the sleeptime agents.
 """
 
@@ -15,8 +15,8 @@ from cairn.domain.ids import new_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
-from cairn.run import group_chat, sending
-from cairn.run import streaming as streams
+from cairn.run.driving import group_chat, sending
+from cairn.run.driving import streaming as streams
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import messages as message_service

@@ -17,8 +17,8 @@ from cairn.domain.messages import (
 )
 from cairn.domain.runs import RunOptions, embed_command
 from cairn.errors import ConflictError, NotFoundError, UnprocessableError
-from cairn.run import dispatch, sending, tasks
-from cairn.run import search as run_search
+from cairn.run.backends import search as run_search
+from cairn.run.driving import dispatch, sending, tasks
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import images

@@ -10,8 +10,9 @@ from cairn.domain.base import utc_now
 from cairn.domain.constants import MAX_EMBEDDING_DIM
 from cairn.domain.passages import Archive, Passage
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
-from cairn.run import search, sending
+from cairn.run.backends import search
 from cairn.run.dates import parse_when
+from cairn.run.driving import sending
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.pages import Page

@@ -9,7 +9,7 @@ from cairn.domain.ids import is_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import Run, Step
 from cairn.errors import ConflictError, InvalidArgumentError, found
-from cairn.run import streaming as streams
+from cairn.run.driving import streaming as streams
 from cairn.run.runtime import Runtime
 from cairn.services.pages import EVERYTHING, Page, window
 from cairn.store import messages, runs

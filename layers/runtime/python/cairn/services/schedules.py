@@ -1,5 +1,5 @@
 """Scheduled messages to an agent: made, listed, read, cancelled. Firing is the
-run's (run/schedules.py)."""
+run's (run/driving/schedules.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """`conversation_search` and `archival_memory_search` outside a step (`POST
-/v1/agents/{id}/tools/{name}/run`), as Letta runs them: the same functions a step's calls run
-(run/search.py), with the model's arguments parsed by the same tool spec. Nothing is written.
+/v1/agents/{id}/tools/{name}/run`), as Letta runs them: the same functions a step's calls
+run (run/backends/search.py), with the model's arguments parsed by the same tool spec.
+Nothing is written.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from typing import Any
 
 from cairn.domain.agents import Agent
 from cairn.memory.edits import MemoryEditError
-from cairn.run import search, sending
+from cairn.run.backends import search
+from cairn.run.driving import sending
 from cairn.run.runtime import Runtime
 from cairn.store import archives
 from cairn.tools.registry import BUILTIN_TOOLS

@@ -1,12 +1,12 @@
 """A streamed send, the request's side: its inputs and options from Letta's request; the run
-itself streams in `run/streaming.py`."""
+itself streams in `run/driving/streaming.py`."""
 
 from __future__ import annotations
 
 from cairn.domain.runs import RunOptions
-from cairn.run import streaming
+from cairn.run.driving import streaming
+from cairn.run.driving.streaming import Ended, Event, Failed, Piece, Ping, Stored
 from cairn.run.runtime import Runtime
-from cairn.run.streaming import Ended, Event, Failed, Piece, Ping, Stored
 from cairn.services.messages import inputs
 from cairn.services.requests import LettaRequest
 

@@ -9,7 +9,7 @@ from typing import Any
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool, ToolFilter
 from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
-from cairn.run.custom_tools import run_in_sandbox, secrets_environment
+from cairn.run.backends.custom_tools import run_in_sandbox, secrets_environment
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import memory_tools, search_tools

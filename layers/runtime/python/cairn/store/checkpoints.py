@@ -56,7 +56,7 @@ class Checkpoint:
     file_views: list[FileAgent] = field(default_factory=list)
     next_command: OutboxCommand | None = None
     # Published after commit besides the continuation: the approval wait, a workflow item's
-    # result. (Embedding jobs need no row: run/step.py, `_embed_job`.)
+    # result. (Embedding jobs need no row: run/steps/step.py, `_embed_job`.)
     commands: list[OutboxCommand] = field(default_factory=list)
     # A foreground turn of an agent with sleeptime ended: count it, maybe start the fan-out.
     sleeptime_turn: bool = False

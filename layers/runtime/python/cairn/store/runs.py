@@ -36,7 +36,7 @@ RETURNING *
 # command where it was never claimed: a claim committed since this statement's snapshot
 # is seen there (PostgreSQL re-reads a row updated meanwhile), so no input joins a run whose
 # first step has read its inputs. A claim that waited for this statement's lock on the agent
-# read the run before the append: the step reads the inputs again (run/step.py). A new
+# read the run before the append: the step reads the inputs again (run/steps/step.py). A new
 # run of a coalescing agent holds its first step until `coalesce_until` (store/claim.py).
 START_RUN = """
 WITH agent AS (

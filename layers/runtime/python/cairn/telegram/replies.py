@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand, Run, run_command
-from cairn.run.agent_messages import said
+from cairn.run.backends.agent_messages import said
+from cairn.run.driving.worker import poison
 from cairn.run.runtime import QueueKind, Runtime
-from cairn.run.worker import poison
 from cairn.store import messages, runs
 from cairn.telegram import store
 from cairn.telegram.bot_api import TIMEOUT_SECONDS, BotApi, TelegramError

@@ -26,8 +26,8 @@ from cairn.errors import (
     NotFoundError,
     UnauthorizedError,
 )
-from cairn.run import lifecycle
-from cairn.run.dispatch import publish_and_mark
+from cairn.run.driving import lifecycle
+from cairn.run.driving.dispatch import publish_and_mark
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services import identities, messages

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cairn.domain.runs import OutboxCommand
-from cairn.run import later, worker
+from cairn.run import later
+from cairn.run.driving import worker
 
 if TYPE_CHECKING:
     from cairn.run.runtime import Runtime
@@ -140,7 +141,7 @@ def _dead_letter(rt: Runtime, command: OutboxCommand, attempts: int) -> None:
 
 
 def _fan_out(rt: Runtime, command: OutboxCommand) -> None:
-    from cairn.run import tasks
+    from cairn.run.driving import tasks
 
     plan = tasks.sleeptime_task(rt, {**command.payload, "action": "plan"})
     for item in plan["items"]:

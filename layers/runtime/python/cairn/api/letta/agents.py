@@ -15,7 +15,7 @@ from cairn.domain.agent_secrets import AgentSecret
 from cairn.domain.agents import Agent
 from cairn.domain.blocks import Block
 from cairn.domain.tools import Tool
-from cairn.run.prompt import CHARS_PER_TOKEN
+from cairn.run.steps.prompt import CHARS_PER_TOKEN
 from cairn.services.agents import AgentView, ContextOverview
 
 

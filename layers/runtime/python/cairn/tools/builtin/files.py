@@ -1,6 +1,6 @@
 """Letta's file tools over the folders attached to an agent: open (a window into core
 memory's `<directories>`), grep, and search by meaning. Descriptions are Letta 0.16.1's
-(`letta_words`); the work is the step's (run/file_tools.py)."""
+(`letta_words`); the work is the step's (run/backends/file_tools.py)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from cairn.domain.runs import (
     file_job_command,
     task_result_command,
 )
-from cairn.run.dispatch import publish_and_mark, wake, wake_organization
+from cairn.run.driving.dispatch import publish_and_mark, wake, wake_organization
 from cairn.run.runtime import Runtime
 from cairn.store import files, outbox, runs
 

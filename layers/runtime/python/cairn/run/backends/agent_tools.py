@@ -1,6 +1,6 @@
 """The built-in tools that reach other agents (`send_message_to_agent_async`, Letta's
 `send_message_to_agent_and_wait_for_reply` and its by-tags form), as a step's ToolContext
-offers them (run/context.py): a message sent after the checkpoint, or a turn of each agent
+offers them (run/backends/context.py): a message sent after the checkpoint, or a turn of each agent
 asked, run here within the step's time."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from time import monotonic
 from cairn.config import Settings
 from cairn.domain.runs import OutboxCommand, agent_message_command
 from cairn.llm import deadline
-from cairn.run import agent_messages
-from cairn.run.agent_messages import Messenger
-from cairn.run.state import StepState
+from cairn.run.backends import agent_messages
+from cairn.run.backends.agent_messages import Messenger
+from cairn.run.steps.state import StepState
 from cairn.store import agents
 from cairn.store.db import Database
 from cairn.tools.context import current_call

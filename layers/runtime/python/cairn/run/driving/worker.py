@@ -16,10 +16,10 @@ from pydantic import ConfigDict, Field, ValidationError
 from cairn.domain.base import Value
 from cairn.domain.runs import OutboxCommand
 from cairn.llm.deadline import DeadlineReached
-from cairn.run import group_turns, sending
-from cairn.run.dispatch import after_step
+from cairn.run.driving import group_turns, sending
+from cairn.run.driving.dispatch import after_step
+from cairn.run.driving.watchdog import end_failed_run
 from cairn.run.runtime import QueueKind, Runtime
-from cairn.run.watchdog import end_failed_run
 from cairn.store import dead_letters, outbox, runs
 
 logger = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ the response before any tool runs, and commits everything in `store.checkpoints.
 delivery reuses the journal (no second model call) and a committed step is never redone.
 
 Here: claiming a step, choosing its kind and the commit. The step's own work (the model
-and its key, tools, endings) is `run/step_work.py` and the modules of each kind it names; a
-run's start and its end from outside a step, `run/lifecycle.py`.
+and its key, tools, endings) is `run/steps/step_work.py` and the modules of each kind it names; a
+run's start and its end from outside a step, `run/driving/lifecycle.py`.
 """
 
 from __future__ import annotations
@@ -44,14 +44,15 @@ from cairn.errors import (
 from cairn.llm.clients import LLMClient, wire_body
 from cairn.llm.types import MessageDelta
 from cairn.prices import TOKENS, step_cost
-from cairn.run import embedding_spend, lifecycle
-from cairn.run.agent_messages import Messenger
-from cairn.run.follow_ons import embed_job, follow_ons
-from cairn.run.lifecycle import LEASE_SECONDS
+from cairn.run import embedding_spend
+from cairn.run.backends.agent_messages import Messenger
+from cairn.run.driving import lifecycle
+from cairn.run.driving.follow_ons import embed_job, follow_ons
+from cairn.run.driving.lifecycle import LEASE_SECONDS
 from cairn.run.metering import Meter, NoMeter
 from cairn.run.ports import ExternalTools, RunEnd, StepParts
-from cairn.run.state import StepState, load
-from cairn.run.step_model import ProviderKeyLookup, StepModel
+from cairn.run.steps.state import StepState, load
+from cairn.run.steps.step_model import ProviderKeyLookup, StepModel
 from cairn.sealing import Sealer
 from cairn.store import claim as claims
 from cairn.store import runs
@@ -286,10 +287,10 @@ class Engine:
         previous_kind = got.previous_kind
         now = self._clock()
         # What only a step needs, not imported by requests.
-        from cairn.run.approval_step import approval_step
-        from cairn.run.compaction_step import compaction_step
-        from cairn.run.llm_step import llm_step
-        from cairn.run.step_work import StepWork
+        from cairn.run.steps.approval_step import approval_step
+        from cairn.run.steps.compaction_step import compaction_step
+        from cairn.run.steps.llm_step import llm_step
+        from cairn.run.steps.step_work import StepWork
 
         work = StepWork(self.step_parts(messenger), state, journal, now, on_delta)
         if got.spent is not None:
@@ -358,8 +359,8 @@ class Engine:
             state = load(conn, run, 0)
         if state is None:
             raise NotFoundError(f"Agent with ID {agent_id} not found")
-        from cairn.run.llm_step import llm_request
-        from cairn.run.step_work import StepWork
+        from cairn.run.steps.llm_step import llm_request
+        from cairn.run.steps.step_work import StepWork
 
         request, *_ = llm_request(StepWork(self.step_parts(), state, {}, self._clock()))
         if request is None:

@@ -1,13 +1,13 @@
 """Round-robin groups, the next turn: started from the queue when the last turn's run ended
-(run/group_chat.py says how a chain goes)."""
+(run/driving/group_chat.py says how a chain goes)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from cairn.domain.runs import RunOptions
-from cairn.run import group_chat, lifecycle
-from cairn.run.dispatch import publish_and_mark
+from cairn.run.driving import group_chat, lifecycle
+from cairn.run.driving.dispatch import publish_and_mark
 from cairn.run.runtime import Runtime
 from cairn.store import runs
 from cairn.store.db import DuplicateKey

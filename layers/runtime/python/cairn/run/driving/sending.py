@@ -20,12 +20,13 @@ from cairn.errors import CairnError, NotFoundError
 from cairn.llm import deadline
 from cairn.llm.deadline import DeadlineReached
 from cairn.llm.types import Delta, LLMError, MessageDelta
-from cairn.run import agent_messages, lifecycle
-from cairn.run.agent_messages import Reply
-from cairn.run.dispatch import after_step, defer, publish_and_mark, wake
-from cairn.run.lifecycle import StartedRun
+from cairn.run.backends import agent_messages
+from cairn.run.backends.agent_messages import Reply
+from cairn.run.driving import lifecycle
+from cairn.run.driving.dispatch import after_step, defer, publish_and_mark, wake
+from cairn.run.driving.lifecycle import StartedRun
 from cairn.run.runtime import Runtime
-from cairn.run.step import StepOutcome
+from cairn.run.steps.step import StepOutcome
 from cairn.store import messages, outbox, runs
 from cairn.store.claim import Claim
 from cairn.store.db import DuplicateKey

@@ -1,5 +1,5 @@
 """A step's work on loaded state, built into a checkpoint value; it writes
-nothing itself (`run/step.py` commits it).
+nothing itself (`run/steps/step.py` commits it).
 
 Here: what every kind of step shares (its messages, the model's answer, running the tools
 called, the endings and the checkpoint). The kinds: `llm_step.py` (a model call),
@@ -27,12 +27,12 @@ from cairn.llm.clients import wire_body
 from cairn.llm.types import Delta, LLMRequest, LLMResponse, MessageDelta
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
-from cairn.run import calls
-from cairn.run.context import StepToolContext
-from cairn.run.policy import CallOutcome, after_tools, must_call_first, policy_for
+from cairn.run.backends import calls
+from cairn.run.backends.context import StepToolContext
 from cairn.run.ports import StepParts
-from cairn.run.prompt import context_estimate, refreshed_system
-from cairn.run.state import StepState
+from cairn.run.steps.policy import CallOutcome, after_tools, must_call_first, policy_for
+from cairn.run.steps.prompt import context_estimate, refreshed_system
+from cairn.run.steps.state import StepState
 from cairn.store.checkpoints import Checkpoint
 from cairn.tools.rules import ToolRulesSolver
 

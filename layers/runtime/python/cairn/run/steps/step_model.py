@@ -21,7 +21,7 @@ from cairn.domain.runs import JournalEntry
 from cairn.llm import deadline
 from cairn.llm.clients import LLMClient, client_for
 from cairn.llm.types import LLMError, LLMRequest, LLMResponse, OnDelta
-from cairn.run.state import StepState
+from cairn.run.steps.state import StepState
 from cairn.store import step_journal
 from cairn.store.db import Database
 

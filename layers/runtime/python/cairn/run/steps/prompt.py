@@ -18,8 +18,8 @@ from cairn.memory.render import (
     needs_rebuild,
     render_memory_section,
 )
-from cairn.run.policy import LoopPolicy
-from cairn.run.state import StepState
+from cairn.run.steps.policy import LoopPolicy
+from cairn.run.steps.state import StepState
 from cairn.tools.registry import BUILTIN_TOOLS
 from cairn.tools.rules import ToolRulesSolver
 from cairn.tools.schema import with_runtime_arguments

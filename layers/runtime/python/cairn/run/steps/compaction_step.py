@@ -7,9 +7,9 @@ from cairn.domain.messages import ImageContent
 from cairn.domain.runs import step_command
 from cairn.llm.deadline import DeadlineReached
 from cairn.llm.types import LLMError
-from cairn.run import compaction
-from cairn.run.image_descriptions import described
-from cairn.run.step_work import StepWork
+from cairn.run.steps import compaction
+from cairn.run.steps.image_descriptions import described
+from cairn.run.steps.step_work import StepWork
 from cairn.store.checkpoints import Checkpoint
 
 

@@ -14,8 +14,9 @@ from cairn.domain.ids import stable_id
 from cairn.domain.messages import ApprovalDecision, Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, RunOptions, task_result
 from cairn.errors import ConflictError, LimitExceededError
-from cairn.run import lifecycle, sleeptime
-from cairn.run.dispatch import publish_and_mark
+from cairn.run import sleeptime
+from cairn.run.driving import lifecycle
+from cairn.run.driving.dispatch import publish_and_mark
 from cairn.run.runtime import Runtime, send_result
 from cairn.store import agents, messages, outbox, runs
 

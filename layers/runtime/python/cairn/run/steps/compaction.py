@@ -12,7 +12,7 @@ from cairn.domain.configs import CompactionSettings
 from cairn.domain.messages import Message, TextContent
 from cairn.llm.types import LLMRequest
 from cairn.memory import packaging
-from cairn.run.prompt import CHARS_PER_TOKEN, estimate_tokens
+from cairn.run.steps.prompt import CHARS_PER_TOKEN, estimate_tokens
 
 DEFAULT_PROMPT = (
     "You condense a conversation between an AI agent and a user so the agent can go on "

@@ -22,13 +22,13 @@ from cairn.domain.schedules import Schedule, check_room, make_schedule
 from cairn.domain.tools import Tool
 from cairn.embeddings.base import Embedder
 from cairn.memory.edits import CoreMemory, MemoryEditError
-from cairn.run import search, voice_memory
-from cairn.run.agent_messages import Messenger
-from cairn.run.agent_tools import AgentTools
-from cairn.run.custom_tools import run_in_sandbox, secrets_environment
-from cairn.run.file_tools import FileWork
+from cairn.run.backends import search, voice_memory
+from cairn.run.backends.agent_messages import Messenger
+from cairn.run.backends.agent_tools import AgentTools
+from cairn.run.backends.custom_tools import run_in_sandbox, secrets_environment
+from cairn.run.backends.file_tools import FileWork
 from cairn.run.ports import ExternalTools
-from cairn.run.state import StepState
+from cairn.run.steps.state import StepState
 from cairn.sealing import Sealer
 from cairn.store import folders, schedules, tenancy
 from cairn.store.db import Database
@@ -299,7 +299,7 @@ class StepToolContext(search.SearchTools, AgentTools):
             return {"success": False, "result": "MCP tools cannot run here."}
         return self.external_tools(self.db, self.sealer, self.settings, self.sandbox, tool, args)
 
-    # -- recall and archival search: run/search.py's SearchTools, over this -------------
+    # -- recall and archival search: run/backends/search.py's SearchTools, over this -------------
 
     def search_scope(self) -> search.SearchScope:
         state = self.state

@@ -8,11 +8,11 @@ from cairn.llm.deadline import DeadlineReached
 from cairn.llm.types import LLMError, LLMRequest
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
-from cairn.run import calls
-from cairn.run.image_descriptions import described, text_only
-from cairn.run.policy import must_call_first
-from cairn.run.prompt import refreshed_system, tool_schemas
-from cairn.run.step_work import StepWork
+from cairn.run.backends import calls
+from cairn.run.steps.image_descriptions import described, text_only
+from cairn.run.steps.policy import must_call_first
+from cairn.run.steps.prompt import refreshed_system, tool_schemas
+from cairn.run.steps.step_work import StepWork
 from cairn.store.checkpoints import Checkpoint
 from cairn.tools.rules import ToolRuleViolation
 

@@ -246,8 +246,8 @@ def _bounded(limit: int | None) -> int:
 
 class SearchTools:
     """`conversation_search` and `archival_memory_search` as a ToolContext offers them, with
-    their arguments as the model gives them: a step's context (run/context.py) and the calls
-    outside a step (AgentSearch) each say where they look."""
+    their arguments as the model gives them: a step's context (run/backends/context.py) and
+    the calls outside a step (AgentSearch) each say where they look."""
 
     def search_scope(self) -> SearchScope:
         raise NotImplementedError

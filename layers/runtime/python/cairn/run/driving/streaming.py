@@ -23,8 +23,8 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
 from cairn.llm import deadline
 from cairn.llm.types import Delta, LLMError
-from cairn.run import sending
-from cairn.run.lifecycle import StartedRun
+from cairn.run.driving import sending
+from cairn.run.driving.lifecycle import StartedRun
 from cairn.run.runtime import Runtime
 from cairn.store import messages, runs
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from cairn.domain.messages import Message
 from cairn.memory import packaging
 from cairn.memory.edits import CoreMemory
-from cairn.run import calls
-from cairn.run.prompt import refreshed_system
-from cairn.run.step_work import StepWork
+from cairn.run.backends import calls
+from cairn.run.steps.prompt import refreshed_system
+from cairn.run.steps.step_work import StepWork
 from cairn.store.checkpoints import Checkpoint
 from cairn.tools.rules import ToolRuleViolation
 

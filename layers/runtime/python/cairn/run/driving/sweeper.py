@@ -12,10 +12,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from cairn.run.dispatch import prune, sweep
+from cairn.run.driving.dispatch import prune, sweep
+from cairn.run.driving.schedules import fire_due
+from cairn.run.driving.watchdog import redrive_stalled, resume_files
 from cairn.run.runtime import Runtime
-from cairn.run.schedules import fire_due
-from cairn.run.watchdog import redrive_stalled, resume_files
 from cairn.store import history
 
 logger = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from cairn.domain.messages import Message, TextContent
 from cairn.domain.runs import OutboxCommand, RunOptions
 from cairn.domain.schedules import Schedule, next_after, occurrence_run_id
 from cairn.errors import CairnError
-from cairn.run import lifecycle
-from cairn.run.dispatch import publish_and_mark
+from cairn.run.driving import lifecycle
+from cairn.run.driving.dispatch import publish_and_mark
 from cairn.run.runtime import Runtime
 from cairn.store import runs, schedules
 from cairn.store.db import Connection

@@ -398,3 +398,14 @@ def test_the_run_holds_one_idea_per_package() -> None:
         if (n := len(p.read_text().splitlines())) > 400
     }
     assert long == {}
+
+
+def test_every_404_is_worded_in_one_place() -> None:
+    # errors.found() for a fetch, errors.not_found() for a deletion or a list's missing ids:
+    # Letta's wording ("<Kind> with id '<id>' not found") is written once.
+    made = {
+        p.relative_to(LIBRARY).as_posix()
+        for p in LIBRARY.rglob("*.py")
+        if p.name != "errors.py" and re.search(r"\bNotFoundError\(", p.read_text())
+    }
+    assert made == set()

@@ -94,5 +94,11 @@ def found(value: T | None, kind: str, ident: str | None = None) -> T:
     another organization's: the same answer, so an id reveals nothing). Without `ident`,
     `kind` is the whole answer, where Letta words a resource's 404 its own way."""
     if value is None:
-        raise NotFoundError(kind if ident is None else f"{kind} with id '{ident}' not found")
+        raise not_found(kind, ident)
     return value
+
+
+def not_found(kind: str, ident: str | None = None) -> NotFoundError:
+    """The 404 of `found()`, for what is not a fetch: a deletion that found nothing, ids of
+    a list that are not there."""
+    return NotFoundError(kind if ident is None else f"{kind} with id '{ident}' not found")

@@ -17,7 +17,7 @@ from typing import Any
 
 from cairn import outbound
 from cairn.domain.tools import Tool
-from cairn.errors import InvalidArgumentError, NotFoundError, found
+from cairn.errors import InvalidArgumentError, found
 from cairn.mcp_servers import store
 from cairn.mcp_servers.calls import reached, run_mcp_tool
 from cairn.mcp_servers.client import McpError, McpTool, list_tools
@@ -100,10 +100,8 @@ def tools_of(rt: Runtime, org: str, server_id: str) -> list[Tool]:
 
 
 def tool_of(rt: Runtime, org: str, server_id: str, tool_id: str) -> Tool:
-    found = next((t for t in tools_of(rt, org, server_id) if t.id == tool_id), None)
-    if found is None:
-        raise NotFoundError(f"Tool with id '{tool_id}' not found on MCP server {server_id}")
-    return found
+    tool = next((t for t in tools_of(rt, org, server_id) if t.id == tool_id), None)
+    return found(tool, f"Tool with id '{tool_id}' not found on MCP server {server_id}")
 
 
 def run(rt: Runtime, org: str, server_id: str, tool_id: str, req: McpToolRun) -> dict[str, Any]:
@@ -206,10 +204,8 @@ def _server(conn: Connection, rt: Runtime, org: str, server_id: str) -> McpServe
 
 def named(rt: Runtime, org: str, name: str) -> McpServer:
     with rt.db.connection() as conn:
-        found = store.by_name(conn, rt.engine.sealer, org, name)
-    if found is None:
-        raise NotFoundError(f"MCP server `{name}` not found")
-    return found
+        server = store.by_name(conn, rt.engine.sealer, org, name)
+    return found(server, f"MCP server `{name}` not found")
 
 
 def live_tools(rt: Runtime, server: McpServer) -> list[McpTool]:
@@ -220,12 +216,11 @@ def live_tools(rt: Runtime, server: McpServer) -> list[McpTool]:
 def register(rt: Runtime, org: str, name: str, tool_name: str) -> Tool:
     """One of the server's tools kept among the organization's (Letta's add_mcp_tool)."""
     server = named(rt, org, name)
-    found = next((t for t in _listed(rt, server) if t.name == tool_name), None)
-    if found is None:
-        raise NotFoundError(f"MCP server `{name}` has no tool `{tool_name}`")
+    listed = next((t for t in _listed(rt, server) if t.name == tool_name), None)
+    tool = found(listed, f"MCP server `{name}` has no tool `{tool_name}`")
     with rt.db.transaction() as conn:
         kept = {t.name: t for t in store.tools_of(conn, org, server.id)}
-        _keep_tools(conn, server, [found], keep_others=set(kept))
+        _keep_tools(conn, server, [tool], keep_others=set(kept))
         made = tools.get_by_name(conn, org, tool_name)
     assert made is not None
     return made

@@ -19,7 +19,7 @@ from cairn.domain.messages import Message
 from cairn.domain.runs import Run
 from cairn.domain.tools import Tool
 from cairn.embeddings.providers import default_config
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
+from cairn.errors import InvalidArgumentError, UnprocessableError, found, not_found
 from cairn.llm import reasoning
 from cairn.llm.catalog import resolve_embedding
 from cairn.memory.initial import initial_messages
@@ -312,7 +312,7 @@ def _replace(
             repo.detach(conn, org, agent_id, item.id)
     for item_id in ids:
         if not repo.attach(conn, org, agent_id, item_id):
-            raise NotFoundError(f"{what} with id '{item_id}' not found")
+            raise not_found(what, item_id)
 
 
 def delete(rt: Runtime, org: str, agent_id: str) -> None:
@@ -366,8 +366,7 @@ def context_overview(rt: Runtime, org: str, agent_id: str) -> ContextOverview:
         active = runs.active_runs(conn, org, agent.id)
         # The overview reads what a step would: any run will do as the frame.
         state = load(conn, active[0] if active else Run(organization_id=org, agent_id=agent.id), 0)
-    if state is None:
-        raise NotFoundError(f"Agent with ID {agent_id} not found")
+    state = found(state, f"Agent with ID {agent_id} not found")
     return ContextOverview(
         agent=agent,
         core_memory=prompt.memory_section(agent, state.blocks, folders=state.folders),

@@ -13,7 +13,7 @@ from cairn.domain.base import utc_now
 from cairn.domain.indexing import indexed_text
 from cairn.domain.passages import Archive, Passage
 from cairn.embeddings.providers import default_config
-from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
+from cairn.errors import ConflictError, UnprocessableError, found
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.run.backends import search
@@ -154,8 +154,8 @@ def delete_passage(rt: Runtime, org: str, archive_id: str, passage_id: str) -> N
     with rt.db.transaction() as conn:
         _fetch(conn, org, archive_id)
         passage = archives.get_passage(conn, org, passage_id)
-        if passage is None or passage.archive_id != archive_id:
-            raise NotFoundError(f"Passage with id '{passage_id}' not found")
+        theirs = passage is not None and passage.archive_id == archive_id
+        found(passage if theirs else None, "Passage", passage_id)
         archives.delete_passage(conn, org, passage_id)
 
 

@@ -12,7 +12,7 @@ from cairn.domain.base import utc_now
 from cairn.domain.batches import Batch
 from cairn.domain.messages import Message
 from cairn.domain.runs import RunOptions
-from cairn.errors import NotFoundError, found
+from cairn.errors import found, not_found
 from cairn.run.driving import lifecycle
 from cairn.run.driving.dispatch import publish_all, wake
 from cairn.run.driving.lifecycle import StartedRun
@@ -29,7 +29,7 @@ def create(rt: Runtime, org: str, user_id: str | None, req: CreateBatch) -> Batc
         wanted = list(dict.fromkeys(r.agent_id for r in req.requests))
         missing = [a for a in wanted if a not in agents.names(conn, org, wanted)]
     if missing:
-        raise NotFoundError(f"Agent(s) not found: {', '.join(missing)}")
+        raise not_found(f"Agent(s) not found: {', '.join(missing)}")
     prepared = [(r, message_service.inputs(rt, org, r.agent_id, r)) for r in req.requests]
     batch = Batch(organization_id=org, created_by_id=user_id, callback_url=req.callback_url)
     started: list[StartedRun] = []

@@ -22,7 +22,6 @@ from cairn.domain.runs import file_job_command
 from cairn.errors import (
     ConflictError,
     InvalidArgumentError,
-    NotFoundError,
     TooLargeError,
     UnsupportedMediaError,
     found,
@@ -51,9 +50,8 @@ class Uploaded:
 
 def fetch(conn: Connection, org: str, file_id: str, folder_id: str | None = None) -> FileMetadata:
     file = files.get(conn, org, file_id)
-    if file is None or (folder_id is not None and file.folder_id != folder_id):
-        raise NotFoundError(f"File with id={file_id} not found.")
-    return file
+    theirs = file is not None and folder_id in (None, file.folder_id)
+    return found(file if theirs else None, f"File with id={file_id} not found.")
 
 
 def clean_name(filename: str) -> str:

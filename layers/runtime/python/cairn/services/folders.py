@@ -9,7 +9,7 @@ from typing import Any
 from cairn.domain.base import utc_now
 from cairn.domain.folders import Folder
 from cairn.embeddings.providers import default_config
-from cairn.errors import ConflictError, NotFoundError, found
+from cairn.errors import ConflictError, found
 from cairn.llm import endpoints
 from cairn.llm.catalog import resolve_embedding
 from cairn.run.backends.file_opening import open_for
@@ -64,9 +64,7 @@ def retrieve(rt: Runtime, org: str, folder_id: str) -> Folder:
 
 def id_by_name(rt: Runtime, org: str, name: str) -> str:
     with rt.db.connection() as conn:
-        folder = folders.by_name(conn, org, name)
-    if folder is None:
-        raise NotFoundError(f"Source with name={name} not found.")
+        folder = found(folders.by_name(conn, org, name), f"Source with name={name} not found.")
     return folder.id
 
 

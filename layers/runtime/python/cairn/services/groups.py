@@ -14,7 +14,7 @@ from cairn.domain.groups import Group, round_robin_turns
 from cairn.domain.ids import new_id
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, Run, RunOptions, Usage
-from cairn.errors import ConflictError, NotFoundError, UnprocessableError, found
+from cairn.errors import ConflictError, UnprocessableError, found, not_found
 from cairn.run.driving import group_chat, sending
 from cairn.run.driving import streaming as streams
 from cairn.run.runtime import Runtime
@@ -131,7 +131,7 @@ def _check_members(conn: Connection, org: str, agent_ids: list[str], manager: st
     wanted = [*agent_ids, *([manager] if manager else [])]
     missing = [a for a in wanted if a not in agents.names(conn, org, wanted)]
     if missing:
-        raise NotFoundError(f"Agent(s) not found: {', '.join(sorted(set(missing)))}")
+        raise not_found(f"Agent(s) not found: {', '.join(sorted(set(missing)))}")
 
 
 def _check_buffers(longest: int | None, shortest: int | None) -> None:
@@ -154,7 +154,7 @@ def delete(rt: Runtime, org: str, group_id: str) -> None:
     """The group goes; its agents and their messages stay (Letta's delete_group)."""
     with rt.db.transaction() as conn:
         if not groups.delete(conn, org, group_id):
-            raise NotFoundError(f"Group with id '{group_id}' not found")
+            raise not_found("Group", group_id)
 
 
 def share_block(rt: Runtime, org: str, group_id: str, block_id: str, *, attach: bool) -> None:
@@ -203,8 +203,8 @@ def edit_message(
         group = _fetch(conn, org, group_id)
         message = messages.get(conn, org, message_id)
     members = {*group.agent_ids, *([group.manager_agent_id] if group.manager_agent_id else [])}
-    if message is None or message.agent_id not in members:
-        raise NotFoundError(f"Message with id '{message_id}' not found")
+    theirs = message is not None and message.agent_id in members
+    message = found(message if theirs else None, "Message", message_id)
     return message_service.edit(rt, org, message.agent_id, message_id, req)
 
 

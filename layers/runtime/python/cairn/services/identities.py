@@ -7,7 +7,7 @@ from __future__ import annotations
 from cairn.domain.blocks import Block, BlockSearch
 from cairn.domain.identities import Identity, IdentityProperty
 from cairn.domain.ids import is_id
-from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, found
+from cairn.errors import ConflictError, InvalidArgumentError, found, not_found
 from cairn.run.runtime import Runtime
 from cairn.services.pages import Page
 from cairn.services.requests import IdentityCreate, IdentityUpdate, IdentityUpsert
@@ -210,4 +210,4 @@ def _link(conn: Connection, org: str, identity_id: str, kind: str, ids: list[str
     store.link(conn, org, identity_id, kind, ids)
     missing = set(ids) - set(store.linked(conn, org, identity_id, kind))
     if missing:
-        raise NotFoundError(f"Items not found in {kind}s: {sorted(missing)}")
+        raise not_found(f"Items not found in {kind}s: {sorted(missing)}")

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from cairn.domain.agents import Agent
-from cairn.errors import NotFoundError
+from cairn.errors import found
 from cairn.memory.edits import CoreMemory, MemoryEditError
 from cairn.run.runtime import Runtime
 from cairn.store import agents, blocks, history
@@ -54,8 +54,7 @@ def run(rt: Runtime, org: str, agent: Agent, name: str, args: dict[str, Any]) ->
 
 
 def _save(conn: Connection, org: str, agent_id: str, memory: CoreMemory) -> None:
-    if agents.get(conn, org, agent_id) is None:  # deleted meanwhile
-        raise NotFoundError(f"Agent {agent_id} not found")
+    found(agents.get(conn, org, agent_id), f"Agent {agent_id} not found")  # deleted meanwhile
     created, updated, deleted = memory.changes()
     for block in created:
         blocks.create(conn, block, actor_type="agent", actor_id=agent_id)

@@ -16,7 +16,7 @@ from cairn.domain.messages import (
     TextContent,
 )
 from cairn.domain.runs import RunOptions, embed_command
-from cairn.errors import ConflictError, NotFoundError, UnprocessableError
+from cairn.errors import ConflictError, UnprocessableError, found
 from cairn.run.backends import search as run_search
 from cairn.run.driving import dispatch, sending, tasks
 from cairn.run.runtime import Runtime
@@ -324,8 +324,8 @@ def edit(rt: Runtime, org: str, agent_id: str, message_id: str, req: MessageUpda
     with rt.db.transaction() as conn:
         agent_service.fetch(conn, org, agent_id)
         message = messages.get(conn, org, message_id)
-        if message is None or message.agent_id != agent_id:
-            raise NotFoundError(f"Message with id '{message_id}' not found")
+        theirs = message is not None and message.agent_id == agent_id
+        message = found(message if theirs else None, "Message", message_id)
         edited = _edited(message, req)
         messages.edit(conn, edited)
     return edited

@@ -9,7 +9,7 @@ from cairn.domain.agents import Agent
 from cairn.domain.base import utc_now
 from cairn.domain.constants import MAX_EMBEDDING_DIM
 from cairn.domain.passages import Archive, Passage
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError
+from cairn.errors import InvalidArgumentError, UnprocessableError, found
 from cairn.run.backends import search
 from cairn.run.dates import parse_when
 from cairn.run.driving import sending
@@ -149,6 +149,6 @@ def delete(rt: Runtime, org: str, agent_id: str, passage_id: str) -> None:
         agent = agent_service.fetch(conn, org, agent_id)
         archive = archives.archive_for_agent(conn, org, agent.id)
         passage = archives.get_passage(conn, org, passage_id)
-        if passage is None or archive is None or passage.archive_id != archive.id:
-            raise NotFoundError(f"Passage with id '{passage_id}' not found")
+        theirs = passage is not None and archive is not None and passage.archive_id == archive.id
+        found(passage if theirs else None, "Passage", passage_id)
         archives.delete_passage(conn, org, passage_id)

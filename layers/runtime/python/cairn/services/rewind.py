@@ -17,7 +17,7 @@ from typing import Any, Literal
 from cairn import faults
 from cairn.domain.agents import Agent
 from cairn.domain.messages import Message
-from cairn.errors import ConflictError, NotFoundError, found
+from cairn.errors import ConflictError, found, not_found
 from cairn.run.runtime import Runtime
 from cairn.services.history import State, state_in
 from cairn.store import agents, archives, blocks, history, messages, runs, tools
@@ -37,7 +37,7 @@ def rewind(
                 f"Agent {agent_id} has a run in progress: rewind it once the run has ended"
             )
         if version > agent.version:  # as the state, diff, export and fork of it answer
-            raise NotFoundError(
+            raise not_found(
                 f"Agent {agent_id} has no version {version} in its history "
                 f"(it is at version {agent.version})"
             )

@@ -16,7 +16,7 @@ from cairn.domain.sandbox_configs import (
     kind_of,
     settings,
 )
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
+from cairn.errors import InvalidArgumentError, UnprocessableError, found, not_found
 from cairn.run.runtime import Runtime
 from cairn.services.requests import SandboxConfigBody, SandboxEnvVarCreate, SandboxEnvVarUpdate
 from cairn.store import sandbox_configs as store
@@ -62,7 +62,7 @@ def update(rt: Runtime, org: str, config_id: str, req: SandboxConfigBody) -> San
 def delete(rt: Runtime, org: str, config_id: str) -> None:
     with rt.db.transaction() as conn:
         if not store.delete(conn, org, config_id):
-            raise NotFoundError(f"Sandbox config with id '{config_id}' not found")
+            raise not_found("Sandbox config", config_id)
 
 
 def list_configs(
@@ -122,4 +122,4 @@ def update_var(rt: Runtime, org: str, var_id: str, req: SandboxEnvVarUpdate) -> 
 def delete_var(rt: Runtime, org: str, var_id: str) -> None:
     with rt.db.transaction() as conn:
         if not store.delete_var(conn, org, var_id):
-            raise NotFoundError(f"Environment variable with id '{var_id}' not found")
+            raise not_found("Environment variable", var_id)

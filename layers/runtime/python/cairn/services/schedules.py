@@ -7,7 +7,7 @@ import logging
 
 from cairn.domain.base import utc_now
 from cairn.domain.schedules import Schedule, check_room, make_schedule
-from cairn.errors import NotFoundError
+from cairn.errors import found
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
 from cairn.services.requests import ScheduleCreate
@@ -30,9 +30,7 @@ def create(rt: Runtime, org: str, agent_id: str, req: ScheduleCreate) -> Schedul
     with rt.db.transaction() as conn:
         active = schedules.active_for_agent(conn, org, agent_id)
         check_room(active, rt.settings.agent_max_schedules)
-        stored = schedules.create(conn, made)
-    if stored is None:
-        raise NotFoundError(f"Agent with ID {agent_id} not found")
+        stored = found(schedules.create(conn, made), f"Agent with ID {agent_id} not found")
     register(rt, stored)
     return stored
 
@@ -57,10 +55,9 @@ def list_of(
 
 def retrieve(rt: Runtime, org: str, agent_id: str, schedule_id: str) -> Schedule:
     with rt.db.connection() as conn:
-        found = schedules.get(conn, org, schedule_id)
-    if found is None or found.agent_id != agent_id:
-        raise NotFoundError(f"Schedule with id {schedule_id} not found")
-    return found
+        schedule = schedules.get(conn, org, schedule_id)
+    theirs = schedule is not None and schedule.agent_id == agent_id
+    return found(schedule if theirs else None, f"Schedule with id {schedule_id} not found")
 
 
 def delete(rt: Runtime, org: str, agent_id: str, schedule_id: str) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from cairn.domain import Organization, User
 from cairn.domain.limits import too_many_requests
-from cairn.errors import InvalidArgumentError, NotFoundError, found
+from cairn.errors import InvalidArgumentError, found
 from cairn.store import Database, tenancy
 
 
@@ -59,9 +59,7 @@ def set_tool_hosts(db: Database, org_id: str, hosts: Any) -> dict[str, Any]:
     except ValueError as err:
         raise InvalidArgumentError(f"hosts: {err}") from None
     with db.transaction() as conn:
-        org = tenancy.set_tool_hosts(conn, org_id, kept)
-    if org is None:
-        raise NotFoundError(f"Organization {org_id} not found")
+        org = found(tenancy.set_tool_hosts(conn, org_id, kept), f"Organization {org_id} not found")
     return {"organization_id": org.id, "tool_hosts": org.tool_hosts}
 
 
@@ -110,15 +108,12 @@ def rotate_key(db: Database, org_id: str, key_id: str) -> dict[str, Any]:
     the new one starts."""
     with db.transaction() as conn:
         old = tenancy.get_api_key(conn, org_id, key_id)
-        if old is None or old.revoked_at is not None:
-            raise NotFoundError(f"No active API key {key_id} in organization {org_id}")
+        active = old if old is not None and old.revoked_at is None else None
+        old = found(active, f"No active API key {key_id} in organization {org_id}")
         tenancy.revoke_api_key(conn, org_id, key_id)
         key, plain = tenancy.create_api_key(conn, org_id, old.user_id, name=old.name)
     return {"organization_id": org_id, "revoked": key_id, "key_id": key.id, "api_key": plain}
 
 
 def _organization(conn: Any, org_id: str) -> Organization:
-    found = tenancy.get_organization(conn, org_id)
-    if found is None:
-        raise NotFoundError(f"Organization {org_id} not found")
-    return found
+    return found(tenancy.get_organization(conn, org_id), f"Organization {org_id} not found")

@@ -8,7 +8,7 @@ from typing import Any
 
 from cairn.domain.tool_rules import RequiresApprovalToolRule
 from cairn.domain.tools import Tool, ToolFilter
-from cairn.errors import InvalidArgumentError, NotFoundError, UnprocessableError, found
+from cairn.errors import InvalidArgumentError, UnprocessableError, found, not_found
 from cairn.run.backends.custom_tools import run_in_sandbox, secrets_environment
 from cairn.run.runtime import Runtime
 from cairn.services import agents as agent_service
@@ -154,7 +154,7 @@ def upsert(rt: Runtime, org: str, req: ToolCreate) -> Tool:
 def delete(rt: Runtime, org: str, tool_id: str) -> None:
     with rt.db.transaction() as conn:
         if not tools.delete(conn, org, tool_id):
-            raise NotFoundError(f"Tool with id '{tool_id}' not found")
+            raise not_found("Tool", tool_id)
 
 
 def of_agent(
@@ -234,9 +234,7 @@ def modify(rt: Runtime, org: str, tool_id: str, req: ToolUpdate) -> Tool:
         clash = tools.get_by_name(conn, org, updated.name)
         if clash is not None and clash.id != tool.id:
             raise InvalidArgumentError(f"A tool named `{updated.name}` exists already")
-        changed = tools.update(conn, updated)
-        if changed is None:  # deleted meanwhile
-            raise NotFoundError(f"Tool with id '{tool_id}' not found")
+        changed = found(tools.update(conn, updated), "Tool", tool_id)  # deleted meanwhile
         return changed
 
 
@@ -278,8 +276,7 @@ def run_for_agent(
         held = blocks_of(conn, org, agent_id)
         hosts = tenancy.tool_hosts(conn, org)
         environment = secrets_environment(conn, rt.engine.sealer, agent)
-    if tool is None:
-        raise NotFoundError(f"Tool `{tool_name}` is not attached to agent {agent_id}")
+    tool = found(tool, f"Tool `{tool_name}` is not attached to agent {agent_id}")
     if tool.tool_type != "custom" and memory_tools.runs_outside_a_step(tool.name):
         return memory_tools.run(rt, org, agent, tool.name, args)
     if tool.tool_type != "custom" and tool.name in search_tools.SEARCH_TOOLS:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-from cairn.errors import NotFoundError
+from cairn.errors import not_found
 from cairn.store import history
 from cairn.store.db import Connection
 
@@ -116,7 +116,7 @@ def write(conn: Connection, org_id: str, agent_id: str, changes: Changes, *, ver
         written = {r["message_id"] for r in conn.execute(INSERT_ENTRIES, params).fetchall()}
         missing = [i for _, i in changes.added if i not in written]
         if missing:
-            raise NotFoundError(f"Message(s) not found: {', '.join(missing)}")
+            raise not_found(f"Message(s) not found: {', '.join(missing)}")
 
 
 def entry_params(org_id: str, agent_id: str, entries: list[Entry]) -> dict[str, object]:

@@ -23,8 +23,8 @@ from cairn.domain.runs import RunOptions
 from cairn.errors import (
     CairnError,
     InvalidArgumentError,
-    NotFoundError,
     UnauthorizedError,
+    found,
 )
 from cairn.run.driving import lifecycle
 from cairn.run.driving.dispatch import publish_and_mark
@@ -115,9 +115,9 @@ def receive(rt: Runtime, bot_id: str, secret: str | None, update: dict[str, Any]
     """One update Telegram delivered: proven by the bot's secret token, taken once (by its
     update_id), started as a background turn of the chat's agent. Returns what was done."""
     with rt.db.connection() as conn:
-        bot = store.for_webhook(conn, rt.engine.sealer, bot_id)
-    if bot is None:
-        raise NotFoundError(f"Telegram bot {bot_id} not found")
+        bot = found(
+            store.for_webhook(conn, rt.engine.sealer, bot_id), f"Telegram bot {bot_id} not found"
+        )
     if not secret or not hmac.compare_digest(_digest(secret), bot.secret_sha256):
         raise UnauthorizedError("The webhook's secret token does not match")
     message = update.get("message")
@@ -342,10 +342,7 @@ def _agent_from_template(rt: Runtime, bot: TelegramBot, chat: dict[str, Any]) ->
 
 
 def _fetch(conn: Any, rt: Runtime, org: str, bot_id: str) -> TelegramBot:
-    found = store.get(conn, rt.engine.sealer, org, bot_id)
-    if found is None:
-        raise NotFoundError(f"Telegram bot {bot_id} not found")
-    return found
+    return found(store.get(conn, rt.engine.sealer, org, bot_id), f"Telegram bot {bot_id} not found")
 
 
 def _digest(secret: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from cairn.errors import NotFoundError
+from cairn.errors import not_found
 
 router = APIGatewayHttpRouter()
 FILES = Path(__file__).resolve().parents[2] / "console"
@@ -40,7 +40,7 @@ HEADERS = {
 def _file(name: str) -> tuple[str, str]:
     """The file's text and its ETag (a hash of it)."""
     if not NAME.match(name) or not (FILES / name).is_file():
-        raise NotFoundError(f"No console file {name}")
+        raise not_found(f"No console file {name}")
     body = (FILES / name).read_text()
     return body, '"' + hashlib.sha256(body.encode()).hexdigest()[:32] + '"'
 

@@ -14,7 +14,12 @@ from cairn.domain.ids import stable_id
 from cairn.domain.limits import budget_spent
 from cairn.domain.messages import Message
 from cairn.domain.runs import TERMINAL_RUN_STATUSES, OutboxCommand, Run, RunOptions, step_command
-from cairn.errors import ConflictError, InvalidArgumentError, NotFoundError, PendingApprovalError
+from cairn.errors import (
+    ConflictError,
+    InvalidArgumentError,
+    PendingApprovalError,
+    not_found,
+)
 from cairn.store import agents, messages, runs
 from cairn.store.claim import Claim
 from cairn.store.db import Connection, Database
@@ -111,7 +116,7 @@ def start_run(
                 raise
             return again
     if not row["found"]:
-        raise NotFoundError(f"Agent with ID {agent_id} not found")
+        raise not_found(f"Agent with ID {agent_id} not found")
     if row["spent"] is not None:
         raise budget_spent(org_id, row["spent"])
     if row["joined"] is not None:

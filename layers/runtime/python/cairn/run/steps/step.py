@@ -38,8 +38,8 @@ from cairn.embeddings import providers
 from cairn.embeddings.base import Embedder
 from cairn.errors import (
     ConflictError,
-    NotFoundError,
     VersionConflictError,
+    found,
 )
 from cairn.llm.clients import LLMClient, wire_body
 from cairn.llm.types import MessageDelta
@@ -356,9 +356,7 @@ class Engine:
         run = Run(organization_id=org_id, agent_id=agent_id)
         run.request_config = Run.inputs_config(inputs)
         with self.db.connection() as conn:
-            state = load(conn, run, 0)
-        if state is None:
-            raise NotFoundError(f"Agent with ID {agent_id} not found")
+            state = found(load(conn, run, 0), f"Agent with ID {agent_id} not found")
         from cairn.run.steps.llm_step import llm_request
         from cairn.run.steps.step_work import StepWork
 

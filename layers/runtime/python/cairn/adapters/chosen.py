@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from cairn.config import Settings
 from cairn.run.metering import Meter, NoMeter
+from cairn.run.ports import DocumentStore
 from cairn.run.provider_vault import EnvelopeVault, ProviderVault
-from cairn.run.runtime import DocumentStore
 from cairn.sealing import envelope_key
 
 

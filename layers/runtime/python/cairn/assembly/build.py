@@ -24,8 +24,9 @@ from cairn.assembly.edges import EDGES, SETTINGS
 from cairn.config import Settings
 from cairn.jobs import queue_kinds
 from cairn.llm import deadline
+from cairn.run.ports import Scheduler, StepQueue, Workflows
 from cairn.run.provider_vault import ProviderKeys
-from cairn.run.runtime import Extensions, Outlets, Runtime, Scheduler, StepQueue, Workflows
+from cairn.run.runtime import Extensions, Outlets, Runtime
 from cairn.run.steps.step import Engine
 from cairn.sealing import Sealer
 from cairn.store.db import IDLE_CHECK_SECONDS, Database

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.domain.configs import EmbeddingConfig
 from cairn.domain.folders import FileAgent, FileMetadata, FilePassage, Folder
 from cairn.letta_import import store_source as letta_source
-from cairn.run.runtime import DocumentStore
+from cairn.run.ports import DocumentStore
 from cairn.services.folders import attach_file_tools
 from cairn.store import agents, files, folders
 from cairn.store.db import Database

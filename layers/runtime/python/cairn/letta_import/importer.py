@@ -39,8 +39,8 @@ from cairn.letta_import.memory import (
 )
 from cairn.letta_import.report import Progress, Report
 from cairn.llm import endpoints
+from cairn.run.ports import DocumentStore
 from cairn.run.provider_vault import ProviderVault
-from cairn.run.runtime import DocumentStore
 from cairn.sealing import Sealer
 from cairn.services.providers import named as provider_named
 from cairn.store import (

@@ -1,6 +1,6 @@
-"""The parts a process shares across invocations, as one record (`Runtime`); the ports it
-holds, as small protocols (what the run needs from the outside world); and what the edges add
-to the core (`Extensions`).
+"""The parts a process shares across invocations, as one record (`Runtime`), holding the
+ports (`run/ports.py`); which port an outbox command goes to (`Outlets`); and what the edges
+add to the core (`Extensions`).
 
 Kept apart from `assembly/build.py`, which builds it and chooses the adapters: the adapters
 (inline queue, workers, tasks) take a Runtime without importing the module that builds them.
@@ -13,57 +13,16 @@ import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel
 
 from cairn.config import Settings
 from cairn.domain.runs import OutboxCommand
-from cairn.domain.schedules import Schedule
+from cairn.run.ports import DocumentStore, Scheduler, StepQueue, Workflows
 from cairn.run.provider_vault import ProviderKeys, ProviderVault
 from cairn.run.steps.step import Engine
 from cairn.store.db import Database
-
-
-class StepQueue(Protocol):
-    """Delivers step commands, in order per agent, at least once."""
-
-    def publish(self, command: OutboxCommand) -> None: ...
-
-
-class Workflows(Protocol):
-    """The approval and sleeptime workflows: started from the outbox, answered by token."""
-
-    def start(self, command: OutboxCommand) -> None: ...
-
-    def succeed(self, token: str, output: dict[str, Any]) -> bool:
-        """Hand a waiting task its result; False if no task waits on the token any more."""
-        ...
-
-    def fail(self, token: str, error: str, cause: str) -> bool: ...
-
-
-class DocumentStore(Protocol):
-    """Where the originals of uploaded files live (S3 on AWS), by key."""
-
-    def put(self, key: str, body: bytes, content_type: str) -> None: ...
-
-    def get(self, key: str) -> bytes:
-        """The object; KeyError if it is not there."""
-        ...
-
-    def delete(self, keys: list[str]) -> None:
-        """Remove these objects (those already gone are no error)."""
-        ...
-
-
-class Scheduler(Protocol):
-    """What fires scheduled messages on time besides the sweeper (EventBridge Scheduler)."""
-
-    def put(self, schedule: Schedule) -> bool: ...
-
-    def remove(self, schedule_id: str) -> None: ...
-
 
 # One publisher for every outbox kind: steps to the step queue, embedding jobs to theirs (never
 # in an agent's FIFO group, where the agent's next turn would queue behind them), the rest to

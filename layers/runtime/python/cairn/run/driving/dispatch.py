@@ -6,7 +6,7 @@ import logging
 
 from cairn.domain.runs import OutboxCommand
 from cairn.run import later
-from cairn.run.runtime import StepQueue
+from cairn.run.ports import StepQueue
 from cairn.run.steps.step import StepOutcome
 from cairn.store import agents, outbox
 from cairn.store.db import Database

@@ -313,14 +313,14 @@ def _importers_of(package: str) -> set[str]:
 
 def test_an_edge_is_named_only_in_its_folder_and_by_assembly() -> None:
     for edge in EDGES:
-        named_by = {m for m in _importers_of(edge) if m.split("/")[0] not in ASSEMBLERS}
+        named_by = {m for m in _importers_of(edge) if m.split("/")[0] != "assembly"}
         assert named_by == set(), f"{edge} imported outside its folder: {named_by}"
     # Nor by a word in the code (a queue kind, an id prefix, a table): a channel's run keeps
     # its chat in its metadata (`channel`), which its steps' messages carry unread.
     named = {
         f"{rel} names {edge}: {sorted(w for w in words if pattern.search(w))}"
         for p in LIBRARY.rglob("*.py")
-        if (rel := p.relative_to(LIBRARY).as_posix()).split("/")[0] not in EDGES | ASSEMBLERS
+        if (rel := p.relative_to(LIBRARY).as_posix()).split("/")[0] not in EDGES | {"assembly"}
         for words in [_code_words(p)]
         for edge, pattern in EDGE_WORDS.items()
         if any(pattern.search(w) for w in words)
@@ -339,7 +339,7 @@ def test_an_edge_is_one_folder_with_its_record() -> None:
     # Its routes, SQL and request models in its folder; assembly registers its one record.
     from cairn.assembly.edges import EDGES as registered
 
-    assert {e.name for e in registered} == EDGES - {"letta_import"}  # an operator's action
+    assert {e.name for e in registered} == EDGES
     for edge in registered:
         for module in edge.routes:
             assert module.startswith(f"cairn.{edge.name}."), module

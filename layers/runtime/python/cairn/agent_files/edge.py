@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from cairn.api.edge import Edge
+from cairn.run.edge import Edge
 
 EDGE = Edge(name="agent_files", routes=("cairn.agent_files.routes",))

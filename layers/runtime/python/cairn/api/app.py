@@ -21,7 +21,6 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from cairn import tracing
 from cairn.api import cors, http
-from cairn.api.edge import Edge
 from cairn.api.openapi import with_letta_responses
 from cairn.api.routes import (
     agents,
@@ -47,6 +46,7 @@ from cairn.api.routes import (
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.errors import CairnError, LimitExceededError, PendingApprovalError, UnavailableError
 from cairn.llm.types import LLMError
+from cairn.run.edge import Edge
 from cairn.services import tenants
 
 logger = logging.getLogger(__name__)

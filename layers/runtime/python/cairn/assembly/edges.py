@@ -1,4 +1,4 @@
-"""The edges this server runs, each registered through its one record (`cairn.api.edge`):
+"""The edges this server runs, each registered through its one record (`cairn.run.edge`):
 to add a channel or an integration, add its record here. `SETTINGS` is the class of the process's
 settings: the core's groups and each edge's."""
 
@@ -8,12 +8,13 @@ from typing import cast
 
 from cairn import config
 from cairn.agent_files.edge import EDGE as AGENT_FILES
-from cairn.api.edge import Edge
 from cairn.chat_completions.edge import EDGE as CHAT_COMPLETIONS
+from cairn.letta_import.edge import EDGE as LETTA_IMPORT
 from cairn.mcp_servers.edge import EDGE as MCP_SERVERS
+from cairn.run.edge import Edge
 from cairn.telegram.edge import EDGE as TELEGRAM
 
-EDGES: tuple[Edge, ...] = (MCP_SERVERS, AGENT_FILES, CHAT_COMPLETIONS, TELEGRAM)
+EDGES: tuple[Edge, ...] = (MCP_SERVERS, AGENT_FILES, CHAT_COMPLETIONS, TELEGRAM, LETTA_IMPORT)
 
 
 def _with_edges() -> type[config.Settings]:

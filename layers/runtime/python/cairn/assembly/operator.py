@@ -1,5 +1,6 @@
 """An operator's action by name: the migrate function's payload and `cairn-admin` both come
-here. The tenants' actions are the tenants service's; a Letta import is the integration's."""
+here. The tenants' actions are the tenants service's; an edge's (a Letta import) are in its
+record, given the parts assembly chooses."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import Any
 from cairn.adapters.aws import bedrock
 from cairn.adapters.aws.secrets import sealing_key
 from cairn.adapters.chosen import documents_for, vault_for
+from cairn.assembly.edges import EDGES
 from cairn.config import Settings
 from cairn.errors import InvalidArgumentError
-from cairn.letta_import import importer
+from cairn.letta_import.edge import run_import
 from cairn.letta_import.report import Progress, Report
+from cairn.run.edge import OperatorParts
 from cairn.run.provider_vault import ProviderVault
 from cairn.sealing import Sealer
 from cairn.services import limits, usage
@@ -34,13 +37,8 @@ def operate(
     """An operator's action by name (the migrate function's payload, `cairn-admin`); `stop`
     says when a long one (import_letta) must leave off, to be run again."""
     action, org = event.get("action"), str(event.get("organization_id") or "")
-    if action == "import_letta":
-        return import_letta(
-            db,
-            str(event.get("source") or ""),
-            stop=stop,
-            letta_key=event.get("letta_encryption_key") or None,
-        ).as_dict()
+    if action in EDGE_ACTIONS:
+        return EDGE_ACTIONS[str(action)](db, event, operator_parts(), stop)
     if action == "create_tenant":
         return create_tenant(
             db, event.get("organization") or "default", event.get("user") or "admin"
@@ -64,7 +62,7 @@ def operate(
     raise InvalidArgumentError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
 
 
-ACTIONS = (
+CORE_ACTIONS = (
     "create_tenant",
     "list_tenants",
     "set_tool_hosts",
@@ -74,8 +72,29 @@ ACTIONS = (
     "rotate_key",
     "usage",
     "limits",
-    "import_letta",
 )
+EDGE_ACTIONS = {name: act for e in EDGES for name, act in e.actions.items()}
+ACTIONS = (*CORE_ACTIONS, *EDGE_ACTIONS)
+
+
+def operator_parts(
+    settings: Settings | None = None,
+    *,
+    vault: ProviderVault | None = None,
+    sealer: Sealer | None = None,
+    progress: Progress | None = None,
+) -> OperatorParts:
+    """The parts the settings choose, as the API's: providers' keys in its vault, agents'
+    secrets sealed with its key, files' originals in its store."""
+    settings = settings or Settings.from_env()
+    bedrock.install()  # an action may embed (a Letta import's passages), maybe on Bedrock
+    return OperatorParts(
+        settings,
+        vault or vault_for(settings),
+        sealer or Sealer(sealing_key(settings)),
+        documents_for(settings),
+        progress,
+    )
 
 
 def set_limits(db: Database, org: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -119,15 +138,7 @@ def import_letta(
     letta_key: str | None = None,
     sealer: Sealer | None = None,
 ) -> Report:
-    """Letta's import (`letta_import/importer.py`) with the parts the settings choose, as the
-    API's: providers' keys in its vault, agents' secrets sealed with its key, files' originals
-    in its store. `letta_key` is the Letta server's LETTA_ENCRYPTION_KEY, if it had one."""
-    settings = settings or Settings.from_env()
-    bedrock.install()  # passages embedded again may go to Bedrock
-    parts = importer.ImportParts(
-        vault or vault_for(settings),
-        letta_key or None,
-        sealer or Sealer(sealing_key(settings)),
-        documents_for(settings),
-    )
-    return importer.import_letta(db, source_url, parts, progress, stop=stop, settings=settings)
+    """Letta's import with the parts the settings choose (`operator_parts`); `letta_key` is
+    the Letta server's LETTA_ENCRYPTION_KEY, if it had one."""
+    parts = operator_parts(settings, vault=vault, sealer=sealer, progress=progress)
+    return run_import(db, source_url, parts, letta_key, stop)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from cairn.api.edge import Edge
+from cairn.run.edge import Edge
 
 EDGE = Edge(name="chat_completions", routes=("cairn.chat_completions.routes",))

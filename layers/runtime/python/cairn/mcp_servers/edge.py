@@ -4,9 +4,9 @@ of an MCP server's tools from a step (the engine's external tools)."""
 
 from __future__ import annotations
 
-from cairn.api.edge import Edge
 from cairn.mcp_servers import calls, connect
 from cairn.mcp_servers.settings import McpSettings
+from cairn.run.edge import Edge
 
 EDGE = Edge(
     name="mcp_servers",

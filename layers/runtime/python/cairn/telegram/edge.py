@@ -4,7 +4,7 @@ and the pruning of the updates it took."""
 
 from __future__ import annotations
 
-from cairn.api.edge import Edge
+from cairn.run.edge import Edge
 from cairn.telegram import replies
 from cairn.telegram.settings import TelegramSettings
 

@@ -1,0 +1,38 @@
+"""Letta's import as assembly registers it: the operator's `import_letta` action (the
+migrate function's payload, `cairn-admin`, `cairn import-letta`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cairn.letta_import import importer
+from cairn.letta_import.report import Report
+from cairn.run.edge import Edge, OperatorParts
+from cairn.store.db import Database
+
+
+def run_import(
+    db: Database,
+    source_url: str,
+    parts: OperatorParts,
+    letta_key: str | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> Report:
+    """The import with the process's parts; `letta_key` is the Letta server's
+    LETTA_ENCRYPTION_KEY, if it had one."""
+    through = importer.ImportParts(parts.vault, letta_key or None, parts.sealer, parts.documents)
+    return importer.import_letta(
+        db, source_url, through, parts.progress, stop=stop, settings=parts.settings
+    )
+
+
+def _action(
+    db: Database, event: dict[str, Any], parts: OperatorParts, stop: Callable[[], bool] | None
+) -> dict[str, Any]:
+    source = str(event.get("source") or "")
+    key = event.get("letta_encryption_key") or None
+    return run_import(db, source, parts, key, stop).as_dict()
+
+
+EDGE = Edge(name="letta_import", actions={"import_letta": _action})

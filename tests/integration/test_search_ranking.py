@@ -169,13 +169,14 @@ def test_a_query_of_a_whole_document_is_searched_by_its_first_words(
     assert words(db, org, agent.id, late) == []  # past the words searched
 
 
-def test_bm25s_n_is_kept_by_the_writes_and_equals_the_count(
+def test_bm25s_n_and_average_length_are_kept_by_the_writes_and_equal_the_count(
     db: Database, org: Organization
 ) -> None:
-    """An agent's searchable messages are BM25's N, kept on its row by the writes (a count
-    at every search grew with the whole history); through inserts, a message with no text,
-    an edit to nothing and back, a rewind and its undo, the kept number is the count, and
-    the words weigh the same as when a filter makes the search count them."""
+    """An agent's searchable messages and their lengths' sum are BM25's N and average
+    length, kept on its row by the writes (counting at every search grew with the whole
+    history); through inserts, a message with no text, an edit to nothing and back, an edit
+    to longer words, a rewind and its undo, the kept numbers are the counted ones, and the
+    words weigh the same as when a filter makes the search count them."""
     from cairn.store import history
     from cairn.store.search import message_search
     from cairn.store.search import words as words_half
@@ -186,18 +187,23 @@ def test_bm25s_n_is_kept_by_the_writes_and_equals_the_count(
     def kept_and_counted() -> tuple[int, int]:
         with db.connection() as conn:
             row = conn.execute(
-                "SELECT searchable_messages AS kept, (SELECT count(*) FROM messages"
-                " WHERE agent_id = %(a)s AND search_text <> '' AND rewound_at IS NULL) AS n"
+                "SELECT searchable_messages AS kept, searchable_length AS kept_length,"
+                " (SELECT count(*) FROM messages WHERE agent_id = %(a)s AND search_text <> ''"
+                "  AND rewound_at IS NULL) AS n,"
+                " (SELECT sum(length(fts)) FROM messages WHERE agent_id = %(a)s"
+                "  AND search_text <> '' AND rewound_at IS NULL) AS length"
                 " FROM agents WHERE id = %(a)s",
                 {"a": agent.id},
             ).fetchone()
         assert row is not None
+        assert row["kept_length"] == (row["length"] or 0), "the kept length is the sum"
         return row["kept"], row["n"]
 
-    def weights(**filters: object) -> list[float]:
+    def weights(**filters: object) -> tuple[list[float], float]:
         with db.connection() as conn:
             found = message_search(org.id, agent.id, **filters)  # type: ignore[arg-type]
-            return words_half(conn, found, "lake note 3").idfs
+            weighed = words_half(conn, found, "lake note 3")
+            return weighed.idfs, weighed.avgdl
 
     assert kept_and_counted() == (6, 6)
     with db.transaction() as conn:
@@ -205,6 +211,12 @@ def test_bm25s_n_is_kept_by_the_writes_and_equals_the_count(
         first = next(m for m in listed if m.text == "note 0 about the lake")
         messages.edit(conn, first.model_copy(update={"content": [TextContent(text="")]}))
     assert kept_and_counted() == (5, 5)
+    longer = "note 0 about the lake, its herons, reeds, boats and the old mill"
+    with db.transaction() as conn:
+        messages.edit(conn, first.model_copy(update={"content": [TextContent(text=longer)]}))
+    assert kept_and_counted() == (6, 6)
+    long_ago = datetime(2000, 1, 1, tzinfo=UTC)
+    assert weights() == weights(start=long_ago)
     with db.transaction() as conn:
         messages.edit(conn, first)
         window = [
@@ -212,9 +224,56 @@ def test_bm25s_n_is_kept_by_the_writes_and_equals_the_count(
         ]
         history.mark_rewound(conn, org.id, agent.id, window)
     assert kept_and_counted() == (2, 2)
-    long_ago = datetime(2000, 1, 1, tzinfo=UTC)
     assert weights() == weights(start=long_ago)  # kept N, counted N: the same weights
     with db.transaction() as conn:
         history.mark_rewound(conn, org.id, agent.id, [m.id for m in listed])
     assert kept_and_counted() == (6, 6)
+    assert weights() == weights(start=long_ago)
+
+
+def test_an_archives_n_and_average_length_are_kept_by_its_writes(
+    db: Database, org: Organization
+) -> None:
+    """archive_stats keeps an archive's passages and their lengths' sum as inserts and
+    deletions change them; a filtered search counts its own, and the words weigh the same."""
+    from cairn.store.search import passage_search
+    from cairn.store.search import words as words_half
+
+    texts = ["green tea every morning", "the train leaves at nine", "tea, tea and more tea"]
+    with db.transaction() as conn:
+        archive = archives.create_archive(conn, Archive(organization_id=org.id, name="a"))
+        stored = [
+            archives.insert_passage(
+                conn, Passage(organization_id=org.id, archive_id=archive.id, text=t)
+            )[0]
+            for t in texts
+        ]
+
+    def kept_and_counted() -> tuple[tuple[int, int], tuple[int, int]]:
+        with db.connection() as conn:
+            row = conn.execute(
+                "SELECT s.passages, s.passage_length,"
+                " (SELECT count(*) FROM passages WHERE archive_id = %(a)s) AS n,"
+                " (SELECT coalesce(sum(length(fts)), 0) FROM passages"
+                "  WHERE archive_id = %(a)s) AS length"
+                " FROM archive_stats s WHERE s.archive_id = %(a)s",
+                {"a": archive.id},
+            ).fetchone()
+        assert row is not None
+        return (row["passages"], row["passage_length"]), (row["n"], row["length"])
+
+    def weights(**filters: object) -> tuple[list[float], float]:
+        with db.connection() as conn:
+            found = passage_search(org.id, archive.id, **filters)  # type: ignore[arg-type]
+            weighed = words_half(conn, found, "tea in the morning")
+            return weighed.idfs, weighed.avgdl
+
+    kept, counted = kept_and_counted()
+    assert kept == counted and kept[0] == 3 and kept[1] > 3
+    long_ago = datetime(2000, 1, 1, tzinfo=UTC)
+    assert weights() == weights(start=long_ago)
+    with db.transaction() as conn:
+        archives.delete_passage(conn, org.id, stored[1].id)
+    kept, counted = kept_and_counted()
+    assert kept == counted and kept[0] == 2
     assert weights() == weights(start=long_ago)

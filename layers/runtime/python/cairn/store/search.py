@@ -99,9 +99,11 @@ class Scope(NamedTuple):
     order: tuple[str, ...]  # the rows' order, for neighbours and ties (alias {a})
     columns: str
     model: type[Any]  # what a row found is read as
-    # How many rows it holds (BM25's N): kept by the writes for a scope with no filter (its
-    # count grew with the whole history: 4-13 ms at 10,000 messages), counted otherwise.
-    size: str
+    # How many rows it holds and their lengths' sum (BM25's N and average length): kept by
+    # the writes for a scope with no filter (counting grew with the whole history: 4-13 ms
+    # at 10,000 messages), counted otherwise. Rows of (n, total), summed.
+    corpus: str
+    unfiltered: str  # true when the search has none of its scope's filters
 
 
 def _scope_sql(scope: Scope, alias: str) -> str:
@@ -153,7 +155,8 @@ def _statement(template: str, scope: Scope, query: Sequence[float] | None) -> sq
     else:
         pieces["vector_top"] = sql.SQL(VECTOR_TOP).format(**pieces)
         pieces["sim"] = sql.SQL(SIM).format(**pieces)
-    pieces["size"] = sql.SQL(scope.size).format(**pieces)
+    unfiltered = sql.SQL(scope.unfiltered)
+    pieces["corpus"] = sql.SQL(scope.corpus).format(**pieces, unfiltered=unfiltered)
     return sql.SQL(template).format(
         **pieces,
         scope_p=sql.SQL(_scope_sql(scope, "p")),
@@ -227,12 +230,14 @@ PASSAGE_SCOPE = Scope(
     columns="d.id, d.organization_id, d.archive_id, d.text, d.embedding_config, d.tags,"
     " d.metadata, d.created_at",
     model=Passage,
-    size="""CASE WHEN %(tags)s::text[] IS NULL AND %(start)s::timestamptz IS NULL
-                   AND %(end)s::timestamptz IS NULL
-              THEN (SELECT coalesce(max(s.passages), 0) FROM archive_stats s
-                    JOIN archives a ON a.id = s.archive_id AND a.organization_id = %(org)s
-                    WHERE s.archive_id = %(archive_id)s)
-              ELSE (SELECT count(*) FROM {table} d WHERE {scope_d}) END""",
+    corpus="""SELECT s.passages, s.passage_length FROM archive_stats s
+              JOIN archives a ON a.id = s.archive_id AND a.organization_id = %(org)s
+              WHERE s.archive_id = %(archive_id)s AND {unfiltered}
+              UNION ALL
+              SELECT count(*), sum(length(d.fts)) FROM {table} d
+              WHERE {scope_d} AND NOT {unfiltered}""",
+    unfiltered="""(%(tags)s::text[] IS NULL AND %(start)s::timestamptz IS NULL
+                   AND %(end)s::timestamptz IS NULL)""",
 )
 
 
@@ -291,11 +296,13 @@ MESSAGE_SCOPE = Scope(
     order=("{a}.sequence_id",),
     columns=", ".join(f"d.{c.strip()}" for c in MESSAGE_COLUMNS.split(",")),
     model=Message,
-    size="""CASE WHEN %(roles)s::text[] IS NULL AND %(start)s::timestamptz IS NULL
-                   AND %(end)s::timestamptz IS NULL
-              THEN (SELECT coalesce(max(a.searchable_messages), 0) FROM agents a
-                    WHERE a.organization_id = %(org)s AND a.id = %(agent)s)
-              ELSE (SELECT count(*) FROM {table} d WHERE {scope_d}) END""",
+    corpus="""SELECT a.searchable_messages, a.searchable_length FROM agents a
+              WHERE a.organization_id = %(org)s AND a.id = %(agent)s AND {unfiltered}
+              UNION ALL
+              SELECT count(*), sum(length(d.fts)) FROM {table} d
+              WHERE {scope_d} AND NOT {unfiltered}""",
+    unfiltered="""(%(roles)s::text[] IS NULL AND %(start)s::timestamptz IS NULL
+                   AND %(end)s::timestamptz IS NULL)""",
 )
 
 

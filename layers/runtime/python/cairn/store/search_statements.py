@@ -2,10 +2,10 @@
 scope's table, filters and order (its `{placeholders}`), and the vector half's pieces."""
 
 # Two statements. The first takes the words: BM25 (every query word may match, rarer ones
-# weigh more, a long text does not win by length; a word counts once in a text, and the
-# average length is that of the texts matched: on LoCoMo neither changed hit@5, 0.717 and
-# 0.719, and they spare expanding every matched text's words and reading the whole scope).
-# It needs no embedding, so it runs while the query is embedded (run/search.overlapped).
+# weigh more, a long text does not win by length; a word counts once in a text: on LoCoMo
+# it changed no hit@5, and it spares expanding every matched text's words). N and the
+# average length are the scope's, kept by the writes (migrations 0045, 0046).
+# It needs no embedding, so it runs while the query is embedded (run/backends/search.overlapped).
 # N and the average length are the scope's own: each agent's or archive's words weigh as
 # they do in its memory. It returns each word's weight and the best texts by words.
 WORDS = """
@@ -21,9 +21,10 @@ hits AS (  -- (word, text) for every text holding it: the agent's or archive's p
     SELECT terms.t AS term, d.id, length(d.fts)::float8 AS dl
     FROM terms JOIN {table} d ON {scope_d} AND d.fts @@ terms.t::tsquery
 ),
-corpus AS (
-    SELECT ({size})::float8 AS n,
-           coalesce((SELECT avg(dl) FROM (SELECT DISTINCT id, dl FROM hits) x), 1) AS avgdl
+corpus AS (  -- N and the average length: kept for a whole scope, counted for a filtered one
+    SELECT coalesce(sum(n), 0)::float8 AS n,
+           coalesce(nullif(sum(total), 0)::float8 / nullif(sum(n), 0), 1) AS avgdl
+    FROM ({corpus}) c (n, total)
 ),
 idf AS (
     SELECT term, ln(1 + (c.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf

@@ -83,3 +83,19 @@ def test_settings_are_grouped_by_what_reads_them_and_each_edge_adds_its_own() ->
         TelegramSettings.within(Settings())
     with pytest.raises(ValidationError, match="mcp_timeout_seconds"):
         SETTINGS.from_env({"CAIRN_MCP_TIMEOUT_SECONDS": "0"})
+
+
+def test_no_key_is_in_the_settings_repr() -> None:
+    keys = {
+        "api_key": "sk-cairn-secret-1",
+        "openai_api_key": "sk-openai-secret-2",
+        "anthropic_api_key": "sk-ant-secret-3",
+        "gemini_api_key": "gm-secret-4",
+        "exa_api_key": "exa-secret-5",
+        "provider_key": "cHJvdmlkZXIta2V5LXNlY3JldC02",
+    }
+    made = Settings(**keys, bedrock_own_key=("AKIAX", "bedrock-secret-7", "us-east-1"))
+    shown = repr(made) + str(made)
+    assert "sk-openai-secret-2" not in shown and "bedrock-secret-7" not in shown
+    assert not [k for k, v in keys.items() if v in shown]
+    assert made.openai_api_key == "sk-openai-secret-2"  # kept, only not shown

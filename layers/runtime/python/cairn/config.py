@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field, field_validator
 
 
 class Group(BaseModel):
-    """A group of settings: its fields and `ENV`, the variable each is read from."""
+    """A group of settings: its fields and `ENV`, the variable each is read from. A key's
+    field is left out of the repr: settings printed or logged show no secret."""
 
     ENV: ClassVar[dict[str, str]] = {}
 
@@ -99,7 +100,7 @@ class LocalSettings(Group):
         "data_dir": "CAIRN_DATA_DIR",
     }
     port: int = Field(default=8283, ge=1, le=65535)
-    api_key: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
     data_dir: Path = Path(".cairn")
 
 
@@ -253,7 +254,7 @@ class ToolSettings(Group):
     }
     # web_search (Exa): the server's key, for agents without an EXA_API_KEY secret, and the
     # endpoint (Exa's unless set).
-    exa_api_key: str | None = None
+    exa_api_key: str | None = Field(default=None, repr=False)
     exa_base_url: str | None = None
     # How long send_message_to_agent_and_wait_for_reply (and the tag-matching send) waits
     # for the other agents' turns, in all; never past the step's own deadline.
@@ -311,16 +312,17 @@ class ModelSettings(Group):
     embedding_threads: int = Field(default=1, ge=1, le=64)
     # The server's model providers: keys and endpoints (an agent's llm_config.model_endpoint
     # overrides the base URLs).
-    openai_api_key: str | None = None
+    openai_api_key: str | None = Field(default=None, repr=False)
     openai_base_url: str | None = None
-    anthropic_api_key: str | None = None
+    anthropic_api_key: str | None = Field(default=None, repr=False)
     anthropic_base_url: str | None = None
-    gemini_api_key: str | None = None
+    gemini_api_key: str | None = Field(default=None, repr=False)
     gemini_base_url: str | None = None
-    provider_key: str | None = None  # base64 of 32 bytes; default: a key file in data_dir
+    # base64 of 32 bytes; default: a key file in data_dir
+    provider_key: str | None = Field(default=None, repr=False)
     # Set for one call only, never from the environment: an organization's own Bedrock
     # credentials (access key id, secret access key, region); None: the function's role.
-    bedrock_own_key: tuple[str, str, str] | None = None
+    bedrock_own_key: tuple[str, str, str] | None = Field(default=None, repr=False)
     # Set for one call only, never from the environment: the call carries an organization's
     # own key (llm.endpoints: it goes to the organization's URL, checked by the policy).
     tenant_key: bool = False

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cairn.letta_import import importer
 from cairn.letta_import.report import Report
 from cairn.run.edge import Edge, OperatorParts
 from cairn.store.db import Database
@@ -20,7 +19,10 @@ def run_import(
     stop: Callable[[], bool] | None = None,
 ) -> Report:
     """The import with the process's parts; `letta_key` is the Letta server's
-    LETTA_ENCRYPTION_KEY, if it had one."""
+    LETTA_ENCRYPTION_KEY, if it had one. The importer is loaded here, by the action: no
+    function's cold start pays for it (only the migrate function runs it)."""
+    from cairn.letta_import import importer
+
     through = importer.ImportParts(parts.vault, letta_key or None, parts.sealer, parts.documents)
     return importer.import_letta(
         db, source_url, through, parts.progress, stop=stop, settings=parts.settings

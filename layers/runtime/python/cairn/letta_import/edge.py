@@ -4,11 +4,13 @@ migrate function's payload, `cairn-admin`, `cairn import-letta`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cairn.letta_import.report import Report
 from cairn.run.edge import Edge, OperatorParts
 from cairn.store.db import Database
+
+if TYPE_CHECKING:  # the import's own modules load when it runs, not with its record
+    from cairn.letta_import.report import Report
 
 
 def run_import(

@@ -277,3 +277,72 @@ def test_an_archives_n_and_average_length_are_kept_by_its_writes(
     kept, counted = kept_and_counted()
     assert kept == counted and kept[0] == 2
     assert weights() == weights(start=long_ago)
+
+
+def test_a_scope_that_is_a_small_share_of_its_table_compares_its_own_rows(
+    db: Database, org: Organization
+) -> None:
+    """The meaning half walks the HNSW index every archive shares, unless finding its
+    candidates there would walk past too many other archives' rows (a filtered scan slows,
+    and an iterative one stops short at hnsw.max_scan_tuples): then it compares the
+    archive's own rows, exactly. The decision reads the archive's kept count against the
+    table's statistics; both ways find the same passages here, where HNSW is exact."""
+    from cairn.store.search import exact_vectors, fused, passage_search
+    from cairn.store.search import words as words_half
+
+    def archive_of(name: str, texts: list[str]) -> Archive:
+        with db.transaction() as conn:
+            made = archives.create_archive(conn, Archive(organization_id=org.id, name=name))
+            for n, text in enumerate(texts):
+                at = NOW + timedelta(minutes=n)
+                embedding = EMBED.embed([indexed_text(text, at)])[0]
+                archives.insert_passage(
+                    conn,
+                    Passage(
+                        organization_id=org.id,
+                        archive_id=made.id,
+                        text=text,
+                        embedding=embedding,
+                        created_at=at,
+                    ),
+                )
+        return made
+
+    small = archive_of("small", [f"note {n}: the heron by the lake, day {n}" for n in range(20)])
+    archive_of("large", [f"ledger line {n}: invoice {n * 7} paid" for n in range(400)])
+    with db.connection() as conn:
+        conn.execute("ANALYZE passages")
+    query = "a heron at the lake"
+    vector = EMBED.embed([query])[0]
+    found = passage_search(org.id, small.id)
+    with db.connection() as conn:
+        weighed = words_half(conn, found, query)
+    assert weighed.n == 20 and weighed.table_rows >= 420
+    # 50 candidates x 420 rows / 20 = 1,050 index entries walked: under the default budget
+    assert not exact_vectors(weighed, Ranking())
+    strict = Ranking(hnsw_walk=500)
+    assert exact_vectors(weighed, strict)
+    assert not exact_vectors(weighed._replace(n=0), strict)  # no count: the index
+    assert not exact_vectors(weighed._replace(table_rows=0), strict)  # no statistics yet
+
+    def plan(ranking: Ranking) -> str:
+        statement, values = fused(found, weighed, vector, ranking, limit=10)
+        with db.connection() as conn:
+            rows = conn.execute(b"EXPLAIN " + statement.as_bytes(conn), values).fetchall()
+        return " ".join(str(r) for r in rows)
+
+    assert "passages_embedding_384" in plan(Ranking())  # the shared HNSW index
+    assert "passages_embedding_384" not in plan(strict)  # the archive's own rows
+    with db.connection() as conn:
+        by_index = search_passages(conn, org.id, small.id, query, vector, limit=10)
+        by_rows = search_passages(conn, org.id, small.id, query, vector, limit=10, ranking=strict)
+    # every passage is a candidate of each half here: the same passages, fused the same
+    assert [p.id for p, _ in by_rows] == [p.id for p, _ in by_index]
+    # and the exact half ranks them by their true cosine (HNSW's relaxed order may not)
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT id FROM passages WHERE archive_id = %s ORDER BY embedding <=> %s::vector, id",
+            (small.id, "[" + ",".join(map(str, vector)) + "]"),
+        ).fetchall()
+    truth = {r["id"]: rank for rank, r in enumerate(rows, start=1)}
+    assert [(p.id, h.vector_rank) for p, h in by_rows] == [(p.id, truth[p.id]) for p, _ in by_rows]

@@ -39,7 +39,11 @@ top AS (
 SELECT coalesce((SELECT array_agg(term ORDER BY term) FROM idf), '{{}}') AS terms,
        coalesce((SELECT array_agg(idf ORDER BY term) FROM idf), '{{}}') AS idfs,
        (SELECT avgdl FROM corpus) AS avgdl,
-       coalesce((SELECT array_agg(id ORDER BY score DESC, id) FROM top), '{{}}') AS top
+       coalesce((SELECT array_agg(id ORDER BY score DESC, id) FROM top), '{{}}') AS top,
+       (SELECT n FROM corpus) AS n,
+       -- the table's rows, every scope's, as the statistics last counted them (-1: never)
+       (SELECT greatest(c.reltuples, 0)::float8 FROM pg_class c
+        WHERE c.oid = to_regclass(%(table_name)s)) AS table_rows
 """
 # The second takes meaning and fuses: cosine similarity over the embeddings (HNSW), each
 # candidate's score in both halves read from its own row (words by their weights from the
@@ -121,6 +125,18 @@ VECTOR_TOP = """
     SELECT d.id, row_number() OVER (ORDER BY d.embedding::{vt} <=> %(q)s::{vt}) AS rank
     FROM {table} d WHERE {scope_d} AND vector_dims(d.embedding) = %(dim)s
     ORDER BY d.embedding::{vt} <=> %(q)s::{vt} LIMIT %(candidates)s
+"""
+# The same candidates from the scope's own rows, each compared (exact), never through the
+# shared HNSW index: for a scope that is a small share of its table, where a filtered HNSW
+# scan walks past the other scopes' rows and an iterative one stops short at
+# hnsw.max_scan_tuples (store/search.py, `exact_vectors`). The fence (OFFSET 0) keeps the
+# order by distance out of the scan.
+VECTOR_TOP_EXACT = """
+    SELECT x.id, row_number() OVER (ORDER BY x.distance, x.id) AS rank FROM (
+        SELECT d.id, d.embedding::{vt} <=> %(q)s::{vt} AS distance
+        FROM {table} d WHERE {scope_d} AND vector_dims(d.embedding) = %(dim)s
+        OFFSET 0
+    ) x ORDER BY x.distance, x.id LIMIT %(candidates)s
 """
 # Exact cosine, for the candidates and their neighbours only (a few hundred rows at most).
 SIM = """CASE WHEN vector_dims(d.embedding) = %(dim)s

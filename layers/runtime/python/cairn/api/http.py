@@ -50,25 +50,23 @@ def org_id() -> str:
 
 # The process's runtime and settings, as assembly makes them (assembly/app.py provides
 # them when it builds the app: the routes, below assembly, never build one).
-_provided: dict[str, Callable[[], object]] = {}
+class _Provided:
+    runtime: Callable[[], Runtime]
+    settings: Callable[[], Settings]
 
 
 def provide(runtime: Callable[[], Runtime], settings: Callable[[], Settings]) -> None:
-    _provided.update(runtime=runtime, settings=settings)
+    _Provided.runtime, _Provided.settings = runtime, settings
 
 
 def rt() -> Runtime:
-    runtime = _provided["runtime"]()
-    assert isinstance(runtime, Runtime)
-    return runtime
+    return _Provided.runtime()
 
 
 def settings() -> Settings:
     """The runtime's settings, or the environment's when none is built yet (a request that
     needs no database, such as a browser's preflight, builds none)."""
-    found = _provided["settings"]()
-    assert isinstance(found, Settings)
-    return found
+    return _Provided.settings()
 
 
 # Letta's statuses for a provider failure: auth 401, rate limit 429, timeout 504,

@@ -11,8 +11,6 @@ import logging
 import re
 from typing import Any
 
-import httpx
-
 TIMEOUT_SECONDS = 10.0
 # Telegram's own cap on a file a bot may download (getFile): 20 MB.
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -52,6 +50,8 @@ class BotApi:
 
     def call(self, method: str, **params: Any) -> Any:
         """One method's `result`; TelegramError for its refusal or no answer."""
+        import httpx  # on a first call: every function registers the channel (docs/numbers.md)
+
         body = {k: v for k, v in params.items() if v is not None}
         try:
             answer = httpx.post(
@@ -75,6 +75,8 @@ class BotApi:
         path, size = found.get("file_path"), found.get("file_size") or 0
         if not path or size > MAX_FILE_BYTES:
             raise TelegramError("Telegram gave no file to download (too large, or gone)")
+        import httpx
+
         try:
             answer = httpx.get(
                 f"{self._base}/file/bot{self._token}/{path}", timeout=TIMEOUT_SECONDS

@@ -36,7 +36,7 @@ def test_a_query_alone_embeds_as_it_would_among_stored_texts() -> None:
     model = MiniLMEmbedder()
     texts = ["When did Ada go to Lisbon?", "hi", "word " * 600, "Ünïcödé 日本語 🎉", ""]
     batch = model.embed(texts)
-    assert model._query is not None  # the compiled path is the one checked here
+    assert model._query is not None  # ONNX Runtime's path is the one checked here
     for text, together in zip(texts, batch, strict=True):
         (alone,) = model.embed([text])
         assert len(alone) == 384

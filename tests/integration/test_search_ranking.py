@@ -346,3 +346,32 @@ def test_a_scope_that_is_a_small_share_of_its_table_compares_its_own_rows(
         ).fetchall()
     truth = {r["id"]: rank for rank, r in enumerate(rows, start=1)}
     assert [(p.id, h.vector_rank) for p, h in by_rows] == [(p.id, truth[p.id]) for p, _ in by_rows]
+
+
+def test_a_search_is_prepared_once_and_planned_for_its_own_values(
+    db: Database, org: Organization, pg_dsn: str
+) -> None:
+    """Where the connection prepares statements, a search's two statements are parsed once
+    and still planned for each search's values: a generic plan misjudges the candidates."""
+    agent = with_history(
+        db, org, [("user", None, f"turn {n} about puppies and tea") for n in range(6)]
+    )
+    query = "puppies and tea"
+    one = Database(pg_dsn, max_size=1)  # one connection: what it prepared stays on it
+    try:
+        found = []
+        for _ in range(4):
+            with one.connection() as conn:
+                vector = EMBED.embed([query])[0]
+                hits = hybrid_messages(conn, org.id, agent.id, query, vector, limit=6)
+            found.append([(m.id, hit.score) for m, hit in hits])
+        with one.connection() as conn:
+            plans = conn.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE '%%lexical_near%%' OR statement LIKE '%%WITH terms AS%%'"
+            ).fetchall()
+    finally:
+        one.close()
+    assert len(found[0]) == 6 and all(f == found[0] for f in found)
+    assert len(plans) == 2  # the words' statement and the fusion, each prepared once
+    assert all(p["generic_plans"] == 0 and p["custom_plans"] >= 1 for p in plans)

@@ -240,6 +240,39 @@ def wait_embedded(dsn: str, agent: str, timeout: float = 1800) -> float:
     return time.perf_counter() - started
 
 
+def settled(dsn: str, timeout: float = 600) -> tuple[float, int, int]:
+    """Wait until the messages table is as autovacuum keeps it: its dead rows (each
+    embedding job's update leaves one) and its rows changed since the last statistics both
+    under autovacuum's own thresholds, and no vacuum of it running. Straight after 10,000
+    messages the planner's statistics still describe the table before them, until
+    autovacuum's next round (its naptime is a minute). (Seconds waited, dead rows and rows
+    changed since the last statistics, as found at first.)"""
+    started = time.perf_counter()
+    first: tuple[int, int] | None = None
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT s.n_dead_tup, s.n_mod_since_analyze,"
+                " s.n_dead_tup < current_setting('autovacuum_vacuum_threshold')::float8"
+                "   + current_setting('autovacuum_vacuum_scale_factor')::float8"
+                "     * greatest(c.reltuples, 0)"
+                " AND s.n_mod_since_analyze < current_setting('autovacuum_analyze_threshold')"
+                "   ::float8 + current_setting('autovacuum_analyze_scale_factor')::float8"
+                "     * greatest(c.reltuples, 0)"
+                " AND NOT EXISTS (SELECT FROM pg_stat_progress_vacuum v WHERE v.relid = c.oid)"
+                " FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid"
+                " WHERE s.relname = 'messages'"
+            ).fetchone()
+            assert row is not None
+            dead, changed, done = row
+            first = first or (dead, changed)
+            if done:
+                return time.perf_counter() - started, *first
+            if time.perf_counter() - started > timeout:
+                raise TimeoutError(f"messages: {dead} dead, {changed} changed after {timeout} s")
+            time.sleep(1)
+
+
 def insert_passages(
     c: httpx.Client, agent: str, said: list[dict[str, Any]], names: bool
 ) -> tuple[dict[str, set[str]], list[float]]:
@@ -349,9 +382,11 @@ def scale(
     conv = {"speaker_a": said[0]["speaker"]}
     agent, ids, capture = ingest(c, conv, said, embedding, True)
     embed = wait_embedded(dsn, agent)
+    waited, dead, changed = settled(dsn)
     print(
         f"\n{n} messages: capture {capture:.1f} s ({n / capture:.0f}/s), embedding jobs "
-        f"{embed:.1f} s ({n / max(embed, 1e-9):.0f}/s)"
+        f"{embed:.1f} s ({n / max(embed, 1e-9):.0f}/s); then {dead} dead rows and {changed} "
+        f"changed since the statistics, autovacuum's within {waited:.0f} s (load {load()})"
     )
     for mode in ("hybrid", "fts"):
         times = []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,18 @@ def test_no_key_is_in_the_settings_repr() -> None:
     assert "sk-openai-secret-2" not in shown and "bedrock-secret-7" not in shown
     assert not [k for k, v in keys.items() if v in shown]
     assert made.openai_api_key == "sk-openai-secret-2"  # kept, only not shown
+
+
+def test_only_the_processs_own_settings_class_builds_a_validator() -> None:
+    # Every group, `Settings` and the class assembly makes of them would each build one when
+    # defined (a cold start's time); only the last reads the environment.
+    from cairn.assembly.edges import SETTINGS
+
+    code = (
+        "from cairn import config; from cairn.assembly.edges import SETTINGS; "
+        "SETTINGS.from_env({}); "
+        "print(sorted(c.__name__ for c in {SETTINGS, *config.Group.__subclasses__(), "
+        "config.Settings} if c.__pydantic_complete__))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [f"['{SETTINGS.__name__}']"]

@@ -9,12 +9,16 @@ import os
 from pathlib import Path
 from typing import ClassVar, Literal, Self
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Group(BaseModel):
     """A group of settings: its fields and `ENV`, the variable each is read from. A key's
     field is left out of the repr: settings printed or logged show no secret."""
+
+    # Each group, `Settings` and the class assembly makes of them all would each build its
+    # validator when defined; only the last is ever read from the environment in a process.
+    model_config = ConfigDict(defer_build=True)
 
     ENV: ClassVar[dict[str, str]] = {}
 

@@ -41,6 +41,25 @@ def with_history(db: Database, org: Organization, said: list[tuple[str, str | No
     return agent
 
 
+def archive_of(db: Database, org: Organization, name: str, texts: list[str]) -> Archive:
+    """An archive of `texts` as passages, a minute apart, each embedded as indexed."""
+    with db.transaction() as conn:
+        made = archives.create_archive(conn, Archive(organization_id=org.id, name=name))
+        for n, text in enumerate(texts):
+            at = NOW + timedelta(minutes=n)
+            archives.insert_passage(
+                conn,
+                Passage(
+                    organization_id=org.id,
+                    archive_id=made.id,
+                    text=text,
+                    embedding=EMBED.embed([indexed_text(text, at)])[0],
+                    created_at=at,
+                ),
+            )
+    return made
+
+
 def words(db: Database, org: Organization, agent_id: str, query: str, **kw: object) -> list[str]:
     """Recall by words alone (no vector), best first."""
     with db.connection() as conn:
@@ -124,21 +143,9 @@ def test_vectors_and_words_are_fused_and_each_mode_uses_its_half(
 ) -> None:
     agent = make_agent(db, org)
     texts = ["green tea every morning", "the train leaves at nine", "quarterly report due"]
+    archive = archive_of(db, org, "a", texts)
     with db.transaction() as conn:
-        archive = archives.create_archive(conn, Archive(organization_id=org.id, name="a"))
         archives.attach_archive(conn, org.id, archive.id, agent.id)
-        for n, text in enumerate(texts):
-            at = NOW + timedelta(minutes=n)
-            archives.insert_passage(
-                conn,
-                Passage(
-                    organization_id=org.id,
-                    archive_id=archive.id,
-                    text=text,
-                    embedding=EMBED.embed([indexed_text(text, at)])[0],
-                    created_at=at,
-                ),
-            )
     query = "tea in the morning"
     vector = EMBED.embed([query])[0]
     with db.connection() as conn:
@@ -290,26 +297,9 @@ def test_a_scope_that_is_a_small_share_of_its_table_compares_its_own_rows(
     from cairn.store.search import exact_vectors, fused, passage_search
     from cairn.store.search import words as words_half
 
-    def archive_of(name: str, texts: list[str]) -> Archive:
-        with db.transaction() as conn:
-            made = archives.create_archive(conn, Archive(organization_id=org.id, name=name))
-            for n, text in enumerate(texts):
-                at = NOW + timedelta(minutes=n)
-                embedding = EMBED.embed([indexed_text(text, at)])[0]
-                archives.insert_passage(
-                    conn,
-                    Passage(
-                        organization_id=org.id,
-                        archive_id=made.id,
-                        text=text,
-                        embedding=embedding,
-                        created_at=at,
-                    ),
-                )
-        return made
-
-    small = archive_of("small", [f"note {n}: the heron by the lake, day {n}" for n in range(20)])
-    archive_of("large", [f"ledger line {n}: invoice {n * 7} paid" for n in range(400)])
+    notes = [f"note {n}: the heron by the lake, day {n}" for n in range(20)]
+    small = archive_of(db, org, "small", notes)
+    archive_of(db, org, "large", [f"ledger line {n}: invoice {n * 7} paid" for n in range(400)])
     with db.connection() as conn:
         conn.execute("ANALYZE passages")
     query = "a heron at the lake"

@@ -141,7 +141,12 @@ def drive(engine: Engine, command: OutboxCommand, *, limit: int = 60) -> list[St
     next_command: OutboxCommand | None = command
     while next_command is not None and len(outcomes) < limit:
         payload = next_command.payload
-        outcome = engine.step(payload["organization_id"], payload["run_id"], payload["step_index"])
+        outcome = engine.step(
+            payload["organization_id"],
+            payload["run_id"],
+            payload["step_index"],
+            agent_id=payload.get("agent_id"),  # as the step worker passes it
+        )
         if outcome.status == "busy":  # another run holds the agent: the queue redelivers later
             time.sleep(0.05)
             continue

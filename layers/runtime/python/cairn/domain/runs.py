@@ -216,6 +216,9 @@ def step_command(run: Run, step_index: int) -> OutboxCommand:
         "organization_id": run.organization_id,
         "run_id": run.id,
         "step_index": step_index,
+        # a hint: the claim finds the run's agent itself, and a warm function that holds
+        # the agent's window parsed sends only what is new in it (store/parsed_windows.py)
+        "agent_id": run.agent_id,
     }
     if isinstance(channel := run.metadata.get("channel"), dict):
         payload["channel"] = channel

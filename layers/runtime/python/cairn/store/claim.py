@@ -7,7 +7,7 @@ One statement, so a step costs one round trip before the model is called. Measur
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg import Cursor
 from pydantic import TypeAdapter
@@ -24,6 +24,7 @@ from cairn.store.db import Connection
 from cairn.store.files import AGENT_FOLDERS
 from cairn.store.limits import ORG_CAP, SPENT
 from cairn.store.messages import MESSAGE_COLUMNS
+from cairn.store.parsed_windows import WINDOWS
 
 # The lease: free, ours, or lapsed; and no older run of the agent still waiting (runs are
 # served in the order they were created).
@@ -81,6 +82,19 @@ WITH run AS (
     JOIN archives_agents aa ON aa.agent_id = l.id AND aa.is_owner
     JOIN archives ar ON ar.id = aa.archive_id
     ORDER BY ar.created_at, ar.id LIMIT 1
+), in_window AS (
+    -- The window's messages, each with its version (store/parsed_windows.py), made into
+    -- JSON only when this process does not hold it parsed already. Each message by its key
+    -- in a subquery per entry: a join would let the planner pick a scan of the whole
+    -- history when it misjudges the window's size.
+    SELECT w.position, w.version, w.sent,
+           CASE WHEN w.sent THEN (SELECT to_json(m) FROM (SELECT {MESSAGE_COLUMNS} FROM messages
+                                                          WHERE id = w.message_id) m) END AS body
+    FROM (SELECT e.position, e.message_id, v.version,
+                 (v.version = ANY(%(held)s)) IS NOT TRUE AS sent
+          FROM lease l JOIN context_entries e ON e.agent_id = l.id
+          LEFT JOIN LATERAL (SELECT id || '@' || xmin::text AS version FROM messages
+                             WHERE id = e.message_id) v ON true) w
 )
 SELECT
     (SELECT to_jsonb(run) FROM run) AS run,
@@ -93,21 +107,18 @@ SELECT
          (SELECT jsonb_agg(e.message_id ORDER BY e.position) FROM context_entries e
           WHERE e.agent_id = l.id), '[]'))
      FROM lease l) AS agent,
-    (SELECT coalesce(array_agg(e.position ORDER BY e.position), '{{}}') FROM lease l
-     JOIN context_entries e ON e.agent_id = l.id) AS context_positions,
+    coalesce((SELECT array_agg(position ORDER BY position) FROM in_window), '{{}}')
+        AS context_positions,
     (SELECT coalesce(json_agg(b ORDER BY ab.attached_at, b.id), '[]')
      FROM lease l JOIN agents_blocks ab ON ab.agent_id = l.id
      JOIN blocks b ON b.id = ab.block_id) AS blocks,
     (SELECT coalesce(json_agg(t ORDER BY at.attached_at, t.name), '[]')
      FROM lease l JOIN agents_tools at ON at.agent_id = l.id
      JOIN tools t ON t.id = at.tool_id) AS tools,
-    -- Each message by its key in a subquery per entry: a join would let the planner pick a
-    -- scan of the whole history when it misjudges the window's size.
-    (SELECT coalesce(json_agg(
-         (SELECT to_json(m) FROM (SELECT {MESSAGE_COLUMNS} FROM messages
-                                  WHERE id = e.message_id) m)
-         ORDER BY e.position), '[]')::text
-     FROM lease l JOIN context_entries e ON e.agent_id = l.id) AS context,
+    coalesce((SELECT array_agg(version ORDER BY position) FROM in_window), '{{}}')
+        AS context_versions,
+    (SELECT coalesce(json_agg(body ORDER BY position) FILTER (WHERE sent), '[]')
+     FROM in_window)::text AS context,
     -- Sizes kept by the writes (migration 0010), not counted over the history each step.
     coalesce((SELECT l.message_count FROM lease l), 0) AS recall_count,
     (SELECT to_jsonb(archive) FROM archive) AS archive,
@@ -124,9 +135,17 @@ SELECT
 """
 
 
-# The context window arrives as JSON text and is validated by pydantic's own parser: half
-# the time of json.loads and a model_validate per message (~0.5 ms for 60 messages).
+# The context window's messages not held parsed arrive as JSON text, validated by pydantic's
+# own parser: half the time of json.loads and a model_validate per message (~0.5 ms for 60).
 _CONTEXT = TypeAdapter(list[Message], config=DEFERRED)
+
+
+class Sent(NamedTuple):
+    """A claim sent (`send`), to `read` once its pipeline is synced: with the messages of
+    the agent's window this process held parsed when it was sent (by version)."""
+
+    cursor: Cursor[dict[str, Any]]
+    held: dict[str, Message]
 
 
 @dataclass
@@ -162,6 +181,7 @@ def claim(
     lease_seconds: float,
     cap: int = 0,
     reserve_at: int = 0,
+    agent_id: str | None = None,
 ) -> Claim:
     return read(
         send(
@@ -172,6 +192,7 @@ def claim(
             lease_seconds=lease_seconds,
             cap=cap,
             reserve_at=reserve_at,
+            agent_id=agent_id,
         )
     )
 
@@ -186,13 +207,17 @@ def send(
     cap: int = 0,
     lock_held: bool = False,
     reserve_at: int = 0,
-) -> Cursor[dict[str, Any]]:
+    agent_id: str | None = None,
+) -> Sent:
     """The claim statement alone, so a pipeline can send it after another (`read` it then).
     `cap`: how many agents the organization's runs may hold at once (0: no limit);
     `lock_held`: the transaction holds its organization's lock (migrations 0020, 0044);
     `reserve_at`: with `cap`, an organization holding agents takes another only while all
-    organizations together hold fewer (0: no reserve; migration 0031)."""
-    return conn.execute(
+    organizations together hold fewer (0: no reserve; migration 0031); `agent_id`: the
+    run's agent, when the caller knows it: its window's messages held parsed are not sent
+    again (store/parsed_windows.py)."""
+    held = WINDOWS.held(agent_id)
+    cursor = conn.execute(
         CLAIM,
         {
             "org": org_id,
@@ -204,23 +229,29 @@ def send(
             "cap": cap,
             "lock_held": lock_held,
             "reserve_at": reserve_at,
+            "held": list(held),
         },
     )
+    return Sent(cursor, held)
 
 
-def read(cursor: Cursor[dict[str, Any]]) -> Claim:
-    row = cursor.fetchone()
+def read(sent: Sent) -> Claim:
+    row = sent.cursor.fetchone()
     assert row is not None
+    agent = Agent.model_validate(row["agent"]) if row["agent"] else None
+    context = _window(row["context_versions"], row["context"], sent.held)
+    if agent is not None:
+        WINDOWS.keep(agent.id, dict(zip(row["context_versions"], context, strict=True)))
     return Claim(
         run=Run.model_validate(row["run"]) if row["run"] else None,
         done=row["done"],
         next_command=OutboxCommand.model_validate(row["next_command"])
         if row["next_command"]
         else None,
-        agent=Agent.model_validate(row["agent"]) if row["agent"] else None,
+        agent=agent,
         blocks=[Block.model_validate(b) for b in row["blocks"]],
         tools=[Tool.model_validate(t) for t in row["tools"]],
-        context=_CONTEXT.validate_json(row["context"]),
+        context=context,
         context_positions=list(row["context_positions"] or ()),
         recall_count=int(row["recall_count"]),
         archive=Archive.model_validate(row["archive"]) if row["archive"] else None,
@@ -233,3 +264,10 @@ def read(cursor: Cursor[dict[str, Any]]) -> Claim:
         folders=[AgentFolder.model_validate(f) for f in row["folders"] or ()],
         spent=row["spent"],
     )
+
+
+def _window(versions: list[str], sent_json: str, held: dict[str, Message]) -> list[Message]:
+    """The window in order: each message held, or parsed from those the claim sent (in the
+    same order, the others left out)."""
+    sent = iter(_CONTEXT.validate_json(sent_json))
+    return [held[v] if v in held else next(sent) for v in versions]

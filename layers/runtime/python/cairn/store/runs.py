@@ -228,6 +228,7 @@ def start_run(
             lease_seconds=claim_lease_seconds,
             cap=claim_cap,
             lock_held=params["org_lock"],
+            agent_id=run.agent_id,
         )
     row = started.fetchone()
     assert row is not None

@@ -184,6 +184,7 @@ def _step_here(
             claimed=claimed,
             on_delta=on_delta,
             messenger=Messenger(rt),  # the multi-agent tools run other agents' turns
+            agent_id=agent_id,
         )
     except DeadlineReached:
         defer(rt.db, command)

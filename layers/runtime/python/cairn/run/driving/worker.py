@@ -33,6 +33,7 @@ class StepMessage(Value):
     organization_id: str
     run_id: str
     step_index: int = Field(ge=0)
+    agent_id: str | None = None  # the run's agent (a hint: commands before it had none)
 
 
 class GroupTurnMessage(Value):
@@ -103,7 +104,13 @@ def _step(rt: Runtime, payload: dict[str, Any], command: OutboxCommand | None) -
         with ExitStack() as around:
             for context in rt.extensions.around_step:
                 around.enter_context(context(rt, org, payload))
-            outcome = rt.engine.step(org, run_id, index, messenger=sending.Messenger(rt))
+            outcome = rt.engine.step(
+                org,
+                run_id,
+                index,
+                messenger=sending.Messenger(rt),
+                agent_id=payload.get("agent_id"),
+            )
     except DeadlineReached as err:
         # The model took the step's whole invocation (every retry included): it has failed,
         # as a timeout after the SDK's retries fails the run. Delivering the step again

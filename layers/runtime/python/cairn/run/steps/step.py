@@ -181,20 +181,25 @@ class Engine:
         claimed: Claim | None = None,
         on_delta: MessageDelta | None = None,
         messenger: Messenger | None = None,
+        agent_id: str | None = None,
     ) -> StepOutcome:
         """Run the step; `claimed` is its claim if the caller took it already (start_run).
         With `on_delta`, the model's answer is streamed and each piece handed on with the
         id its message will be stored under (a stream's reader sees it as it is made);
-        `messenger` runs the turns of the agents its tools message."""
+        `messenger` runs the turns of the agents its tools message. `agent_id`, the run's
+        agent when the caller knows it, lets the claim skip the window's messages this
+        process holds parsed (store/parsed_windows.py)."""
         for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
             try:
-                return self._step(org_id, run_id, step_index, claimed, on_delta, messenger)
+                return self._step(
+                    org_id, run_id, step_index, claimed, on_delta, messenger, agent_id
+                )
             except VersionConflictError as err:
                 logger.info(
                     "step %s/%s conflicted (%s), attempt %d", run_id, step_index, err, attempt
                 )
             claimed = None  # a retry reads fresh state
-        return self._step(org_id, run_id, step_index, None, on_delta, messenger)
+        return self._step(org_id, run_id, step_index, None, on_delta, messenger, agent_id)
 
     def _step(
         self,
@@ -204,6 +209,7 @@ class Engine:
         claimed: Claim | None,
         on_delta: MessageDelta | None,
         messenger: Messenger | None,
+        agent_id: str | None = None,
     ) -> StepOutcome:
         got = claimed
         while got is None or got.held_seconds > 0:
@@ -218,6 +224,7 @@ class Engine:
                     lease_seconds=LEASE_SECONDS,
                     cap=self.settings.org_max_runs,
                     reserve_at=self.settings.reserve_at,
+                    agent_id=agent_id,
                 )
         run = got.run
         if run is None:

@@ -82,6 +82,8 @@ WITH run AS (
     JOIN archives_agents aa ON aa.agent_id = l.id AND aa.is_owner
     JOIN archives ar ON ar.id = aa.archive_id
     ORDER BY ar.created_at, ar.id LIMIT 1
+), parsed AS MATERIALIZED (  -- hashed, not a scan of the array for each entry
+    SELECT unnest(%(held)s::text[]) AS version
 ), in_window AS (
     -- The window's messages, each with its version (store/parsed_windows.py), made into
     -- JSON only when this process does not hold it parsed already. Each message by its key
@@ -91,7 +93,7 @@ WITH run AS (
            CASE WHEN w.sent THEN (SELECT to_json(m) FROM (SELECT {MESSAGE_COLUMNS} FROM messages
                                                           WHERE id = w.message_id) m) END AS body
     FROM (SELECT e.position, e.message_id, v.version,
-                 (v.version = ANY(%(held)s)) IS NOT TRUE AS sent
+                 (v.version IN (SELECT version FROM parsed)) IS NOT TRUE AS sent
           FROM lease l JOIN context_entries e ON e.agent_id = l.id
           LEFT JOIN LATERAL (SELECT id || '@' || xmin::text AS version FROM messages
                              WHERE id = e.message_id) v ON true) w

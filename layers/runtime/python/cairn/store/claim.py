@@ -89,7 +89,7 @@ WITH run AS (
     -- JSON only when this process does not hold it parsed already. Each message by its key
     -- in a subquery per entry: a join would let the planner pick a scan of the whole
     -- history when it misjudges the window's size.
-    SELECT w.position, w.version, w.sent,
+    SELECT w.position, w.message_id, w.version, w.sent,
            CASE WHEN w.sent THEN (SELECT to_json(m) FROM (SELECT {MESSAGE_COLUMNS} FROM messages
                                                           WHERE id = w.message_id) m) END AS body
     FROM (SELECT e.position, e.message_id, v.version,
@@ -106,8 +106,7 @@ SELECT
     (SELECT to_jsonb(o) FROM outbox o
      WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s) AS next_command,
     (SELECT to_jsonb(l) || jsonb_build_object('message_ids', coalesce(
-         (SELECT jsonb_agg(e.message_id ORDER BY e.position) FROM context_entries e
-          WHERE e.agent_id = l.id), '[]'))
+         (SELECT jsonb_agg(message_id ORDER BY position) FROM in_window), '[]'))
      FROM lease l) AS agent,
     coalesce((SELECT array_agg(position ORDER BY position) FROM in_window), '{{}}')
         AS context_positions,

@@ -14,8 +14,8 @@ from cairn.assembly.build import preload_for_snapshot
 from cairn.llm import deadline
 
 logger = Logger(service="cairn-api")
-preload_for_snapshot()  # SnapStart: the providers' SDKs go into the snapshot
 app = build_app()
+preload_for_snapshot()  # SnapStart: the providers' SDKs and every route's models go into it
 # Kept for answering: the response must leave before the function (and API Gateway) ends.
 ANSWER_SECONDS = 2.0
 

@@ -252,6 +252,12 @@ ONLY_SOME_REQUESTS = (
     "cairn.agent_files.exporting",  # agent file export
     "cairn.agent_files.importing",  # and import
     "cairn.run.steps.step_work",  # a step
+    # The route modules, and the Letta schemas and request models behind them: a request
+    # loads those of its path (cairn/api/lazy_routes.py).
+    "cairn.api.routes.agents",
+    "cairn.api.routes.messages",
+    "cairn.api.letta",
+    "cairn.services.requests",
 )
 
 

@@ -6,7 +6,6 @@ Letta's error bodies are `{"detail": ...}` (its OpenAPI document, `api/letta-0.1
 from __future__ import annotations
 
 import base64
-import importlib
 import json
 import logging
 import re
@@ -21,28 +20,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from cairn import tracing
 from cairn.api import cors, http
+from cairn.api.lazy_routes import LazyRoutesResolver
 from cairn.api.openapi import with_letta_responses
-from cairn.api.routes import (
-    agents,
-    archives,
-    batches,
-    console,
-    embeddings,
-    folders,
-    groups,
-    health,
-    history,
-    identities,
-    jobs,
-    memory,
-    messages,
-    providers,
-    runs,
-    sandbox_configs,
-    schedules,
-    tools,
-    usage,
-)
+from cairn.api.routes import SERVED, console
 from cairn.domain.constants import MAX_REQUEST_BYTES, too_large
 from cairn.errors import CairnError, LimitExceededError, PendingApprovalError, UnavailableError
 from cairn.llm.types import LLMError
@@ -108,35 +88,14 @@ def _limited(exc: LimitExceededError) -> Response[Any]:
 
 # Complexity: each branch is one of the app's nested middleware or error handlers, registered
 # on this one app; they read in one place as the request's path through it.
-def build_app(edges: tuple[Edge, ...] = ()) -> APIGatewayHttpResolver:  # noqa: C901
-    """Letta's routes and the console, and each edge's routes (assembly/app.py passes them)."""
-    app = APIGatewayHttpResolver(enable_validation=True)
-    keyless = re.compile("|".join([CONSOLE, *(p for e in edges for p in e.keyless)]))
-    modules = (
-        health,
-        agents,
-        messages,
-        batches,
-        embeddings,
-        jobs,
-        memory,
-        archives,
-        runs,
-        tools,
-        groups,
-        providers,
-        identities,
-        sandbox_configs,
-        folders,
-        schedules,
-        history,
-        usage,
-    )
-    for module in modules:
-        app.include_router(module.router, prefix="/v1")
+def build_app(edges: tuple[Edge, ...] = ()) -> LazyRoutesResolver:  # noqa: C901
+    """Letta's routes and the console, and each edge's routes (assembly/app.py passes them):
+    each route module is imported when a request first reaches it (`app.load()` loads all)."""
+    modules = {f"cairn.api.routes.{name}": rules for name, rules in SERVED.items()}
     for edge in edges:
-        for name in edge.routes:
-            app.include_router(importlib.import_module(name).router, prefix="/v1")
+        modules |= edge.routes
+    app = LazyRoutesResolver(modules, prefix="/v1")
+    keyless = re.compile("|".join([CONSOLE, *(p for e in edges for p in e.keyless)]))
     app.include_router(console.router)
 
     def traced(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:

@@ -3,13 +3,15 @@ assembly builds (functions/api and functions/stream use it)."""
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
-
 from cairn.api import app, http
-from cairn.assembly.build import current_settings, runtime
+from cairn.api.lazy_routes import LazyRoutesResolver
+from cairn.assembly.build import current_settings, runtime, snapshotting
 from cairn.assembly.edges import EDGES
 
 
-def build_app() -> APIGatewayHttpResolver:
+def build_app() -> LazyRoutesResolver:
     http.provide(runtime, current_settings)
-    return app.build_app(EDGES)
+    built = app.build_app(EDGES)
+    if snapshotting():
+        built.load()  # a snapshot holds every route module, as it holds the SDKs
+    return built

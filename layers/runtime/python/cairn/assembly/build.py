@@ -197,10 +197,17 @@ def after_restore() -> None:
             _current.db.reset()
 
 
+def snapshotting() -> bool:
+    """Whether this initialisation ends in a SnapStart snapshot (what it imports, every
+    restore has), rather than a plain cold start (what it imports, every cold start pays)."""
+    return os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start"
+
+
 def preload_for_snapshot() -> None:
     """Import what a step needs before the snapshot is taken, so restores skip it; only
-    under SnapStart (the plain cold-start import path stays free of the providers' SDKs)."""
-    if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") != "snap-start":
+    under SnapStart (the plain cold-start import path stays free of the providers' SDKs).
+    Called after the handler's app is built: the models of its routes are built too."""
+    if not snapshotting():
         return
     import anthropic  # noqa: F401
     import openai  # noqa: F401

@@ -10,7 +10,28 @@ from cairn.run.edge import Edge
 
 EDGE = Edge(
     name="mcp_servers",
-    routes=("cairn.mcp_servers.routes", "cairn.mcp_servers.routes_by_name"),
+    routes={
+        "cairn.mcp_servers.routes": (
+            "/mcp-servers/",
+            "/mcp-servers/<mcp_server_id>",
+            "/mcp-servers/<mcp_server_id>/tools",
+            "/mcp-servers/<mcp_server_id>/tools/<tool_id>",
+            "/mcp-servers/<mcp_server_id>/tools/<tool_id>/run",
+            "/mcp-servers/<mcp_server_id>/refresh",
+            "/mcp-servers/connect/<mcp_server_id>",
+            "/tools/mcp/oauth/callback/<session_id>",
+        ),
+        "cairn.mcp_servers.routes_by_name": (
+            "/tools/mcp/servers",
+            "/tools/mcp/servers/test",
+            "/tools/mcp/servers/connect",
+            "/tools/mcp/servers/<mcp_server_name>/tools",
+            "/tools/mcp/servers/<mcp_server_name>/resync",
+            "/tools/mcp/servers/<mcp_server_name>/tools/<tool_name>/execute",
+            "/tools/mcp/servers/<mcp_server_name>/<mcp_tool_name>",
+            "/tools/mcp/servers/<mcp_server_name>",
+        ),
+    },
     keyless=(rf"^{connect.CALLBACK_PATH}[\w-]+$",),
     sweep=connect.SWEEP,
     external_tools=calls.run_mcp_tool,

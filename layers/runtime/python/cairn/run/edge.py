@@ -38,8 +38,9 @@ OperatorAction = Callable[
 
 @dataclass(frozen=True)
 class Edge:
-    """`routes` name its route modules (each with a `router`), served under /v1 and imported
-    only when the app is built (a worker's function never loads them); `keyless` are
+    """`routes` name its route modules (each with a `router`), served under /v1, each with
+    the rules its router registers: the app imports one when a request first needs it (a
+    worker's function never loads them); `keyless` are
     whole-path patterns answered without an API key (the route proves its caller another
     way: a webhook's secret, an OAuth sign-in's unguessable id); `kinds` are its queue
     messages by kind; `around_step`, the contexts a queued step runs in; `sweep`, the
@@ -49,7 +50,7 @@ class Edge:
     actions it adds, by name."""
 
     name: str
-    routes: tuple[str, ...] = ()
+    routes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     keyless: tuple[str, ...] = ()
     kinds: Mapping[str, QueueKind] = field(default_factory=dict)
     around_step: tuple[AroundStep, ...] = ()

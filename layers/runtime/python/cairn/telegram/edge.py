@@ -10,7 +10,13 @@ from cairn.telegram.settings import TelegramSettings
 
 EDGE = Edge(
     name="telegram",
-    routes=("cairn.telegram.routes",),
+    routes={
+        "cairn.telegram.routes": (
+            "/telegram/bots",
+            "/telegram/bots/<bot_id>",
+            "/telegram/webhook/<bot_id>",
+        )
+    },
     keyless=(r"^/v1/telegram/webhook/[\w-]+$",),  # routes.WEBHOOK_PREFIX
     kinds=replies.KINDS,
     around_step=replies.AROUND_STEP,

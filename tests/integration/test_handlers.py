@@ -275,6 +275,21 @@ def test_a_cold_start_leaves_out_what_only_some_requests_use(function: str) -> N
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.parametrize("function", ["api", "stream"])
+def test_a_cold_start_settles_what_it_imported(function: str) -> None:
+    # Frozen out of the collector's reach once imported, so a collection while the first
+    # request imports its route modules walks only what is new (cairn/assembly/app.py).
+    code = (
+        "import gc; from cairn.adapters.local.lambdas import load_handler; "
+        f"load_handler({function!r}); print(gc.get_freeze_count())"
+    )
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert int(done.stdout.strip().splitlines()[-1]) > 10_000
+
+
 # Loaded by no function's cold start: the provider SDKs (a model's first call), MCP (a
 # server's first use), PDF and HTML parsing (a document's), the local model, the exporters
 # of traces (when tracing is on), the operator's commands (an admin command only), and the

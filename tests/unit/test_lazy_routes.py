@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import threading
+import time
 import uuid
 from typing import Any
 
 import pytest
 
+from cairn.api import lazy_routes
 from cairn.api.app import build_app
 from cairn.api.lazy_routes import LazyRoutesResolver
 from cairn.api.routes import SERVED
@@ -126,3 +129,47 @@ def test_the_openapi_document_loads_every_route_module() -> None:
     document = app.get_openapi_schema(title="t", version="1")
     assert set(app.loaded) == set(MODULES)
     assert "/v1/agents/{agent_id}/messages" in (document.paths or {})
+
+
+def test_modules_loaded_from_many_threads_at_once_are_each_included_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One resolver answers one request at a time (Powertools keeps the request on the
+    # resolver; the local stack gives each of its environments a resolver and a lock), but
+    # nothing need rely on it: paths loaded together include each module once. An import
+    # is made slow, as a cold one is, so that the threads meet inside it.
+    imported = importlib.import_module
+
+    def slowly(name: str) -> Any:
+        time.sleep(0.02)
+        return imported(name)
+
+    monkeypatch.setattr(lazy_routes.importlib, "import_module", slowly)
+    eager = build_app(EDGES)
+    eager.load()
+    app = build_app(EDGES)
+    paths = [
+        f"/v1/agents/agent-{uuid.uuid4()}/messages",
+        "/v1/runs/",
+        "/v1/tools/",
+        "/v1/blocks/",
+        "/v1/agents/import",
+        "/v1/folders/",
+        "/v1/mcp-servers/",
+        "/v1/usage",
+    ] * 3
+    start = threading.Barrier(len(paths))
+
+    def first(path: str) -> None:
+        start.wait()
+        app.load(path)
+
+    threads = [threading.Thread(target=first, args=(p,)) for p in paths]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(app.loaded) == len(set(app.loaded)) >= 8
+    app.load()
+    routes = len(app._static_routes) + len(app._dynamic_routes)
+    assert routes == len(eager._static_routes) + len(eager._dynamic_routes)

@@ -17,8 +17,8 @@ _lock = threading.Lock()
 def settle(what: str) -> None:
     """Once per `what` and process: move every object alive now to the collector's permanent
     generation. Called right after the long-lived objects come to be (the HTTP app's import,
-    the runtime, a provider SDK's first import). Reference counting still frees them; only cycles among them would
-    stay, and these are not garbage."""
+    the runtime, a provider SDK's first import). Reference counting still frees them; only
+    cycles among them would stay, and these are not garbage."""
     with _lock:
         if what in _settled:
             return

@@ -86,15 +86,20 @@ def _limited(exc: LimitExceededError) -> Response[Any]:
     return _detail(429, str(exc), headers={"Retry-After": str(exc.retry_after_seconds)})
 
 
+def route_modules(edges: tuple[Edge, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """Every route module served under /v1, Letta's and each edge's, with its rules."""
+    modules = {f"cairn.api.routes.{name}": rules for name, rules in SERVED.items()}
+    for edge in edges:
+        modules |= edge.routes
+    return modules
+
+
 # Complexity: each branch is one of the app's nested middleware or error handlers, registered
 # on this one app; they read in one place as the request's path through it.
 def build_app(edges: tuple[Edge, ...] = ()) -> LazyRoutesResolver:  # noqa: C901
     """Letta's routes and the console, and each edge's routes (assembly/app.py passes them):
     each route module is imported when a request first reaches it (`app.load()` loads all)."""
-    modules = {f"cairn.api.routes.{name}": rules for name, rules in SERVED.items()}
-    for edge in edges:
-        modules |= edge.routes
-    app = LazyRoutesResolver(modules, prefix="/v1")
+    app = LazyRoutesResolver(route_modules(edges), prefix="/v1")
     keyless = re.compile("|".join([CONSOLE, *(p for e in edges for p in e.keyless)]))
     app.include_router(console.router)
 

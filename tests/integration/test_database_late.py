@@ -17,6 +17,7 @@ import httpx
 import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import ConnectionPool
 
 from cairn.adapters.local.lambdas import invoke
 from cairn.assembly.build import build_runtime, use_runtime
@@ -237,6 +238,30 @@ def test_a_sync_send_that_waited_for_the_database_answers_202_when_its_turn_does
             assert said == ["from the worker"]
     finally:
         slow.close()
+
+
+def test_a_connection_is_given_back_in_the_callers_own_thread(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a `reset` callback psycopg_pool hands each returned connection to a worker
+    thread: a thread switch for every checkout, which cost about 1 ms of CPU a message
+    (bench/versus_letta.py). The last use is marked by `connection` itself."""
+    tasks: list[str] = []
+    run_task = ConnectionPool.run_task
+
+    def counted(pool: ConnectionPool[Any], task: Any) -> None:
+        tasks.append(type(task).__name__)
+        run_task(pool, task)
+
+    monkeypatch.setattr(ConnectionPool, "run_task", counted)
+    db = Database(pg_dsn, max_size=2)
+    try:
+        for _ in range(3):
+            with db.connection() as conn:
+                conn.execute("SELECT 1")
+        assert "ReturnConnection" not in tasks, tasks
+    finally:
+        db.close()
 
 
 def test_a_session_the_server_ends_when_idle_is_replaced_unseen(pg_dsn: str) -> None:

@@ -117,7 +117,6 @@ class Database:
             },
             configure=self._configure,
             check=self._check,
-            reset=self._mark_used,
             name="cairn",
         )
 
@@ -133,9 +132,6 @@ class Database:
     def _check(self, conn: Connection) -> None:
         if time.monotonic() - self._last_used.get(conn, 0.0) > self._idle_check:
             conn.execute("SELECT 1")
-
-    def _mark_used(self, conn: Connection) -> None:
-        self._last_used[conn] = time.monotonic()
 
     def open(self) -> None:
         with self._lock:
@@ -184,6 +180,9 @@ class Database:
         finally:
             with self._lock:
                 self._in_use -= counted and pool is self._pool
+            # Marked here, not by the pool's `reset` callback: with one, psycopg_pool hands
+            # every returned connection to a worker thread, a thread switch per checkout.
+            self._last_used[conn] = time.monotonic()
             pool.putconn(conn)  # the pool it came from, even if `reset` replaced it since
 
     def _checkout(self) -> tuple[ConnectionPool[Connection], Connection]:

@@ -25,6 +25,7 @@ from cairn.store.files import AGENT_FOLDERS
 from cairn.store.limits import ORG_CAP, SPENT
 from cairn.store.messages import MESSAGE_COLUMNS
 from cairn.store.parsed_windows import WINDOWS
+from cairn.store.sql_text import Native
 
 # The lease: free, ours, or lapsed; and no older run of the agent still waiting (runs are
 # served in the order they were created).
@@ -134,6 +135,7 @@ SELECT
     -- A spent monthly budget ends the run at its next step (migration 0037).
     {SPENT.format(org="%(org)s")} AS spent
 """
+_CLAIM = Native.of(CLAIM)
 
 
 # The context window's messages not held parsed arrive as JSON text, validated by pydantic's
@@ -218,8 +220,8 @@ def send(
     run's agent, when the caller knows it: its window's messages held parsed are not sent
     again (store/parsed_windows.py)."""
     held = WINDOWS.held(agent_id)
-    cursor = conn.execute(
-        CLAIM,
+    cursor = _CLAIM.execute(
+        conn,
         {
             "org": org_id,
             "run": run_id,

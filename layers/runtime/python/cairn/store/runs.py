@@ -11,6 +11,7 @@ from cairn.store import claim as claims
 from cairn.store.db import Connection, pipeline
 from cairn.store.limits import SPENT
 from cairn.store.rows import Order, delete_with_rows, from_row, page, to_params
+from cairn.store.sql_text import Native
 
 RUN_JSON = ("metadata", "request_config", "usage", "error")
 
@@ -132,6 +133,7 @@ SELECT (SELECT count(*) FROM agent) AS found,
        (SELECT request_config ->> 'coalesce_until' FROM run) AS coalesce_until,
        (SELECT budget FROM spent) AS spent
 """.replace("{spent}", SPENT.format(org="%(organization_id)s"))
+_START_RUN = Native.of(START_RUN)
 
 
 UPDATE_RUN = """
@@ -215,11 +217,11 @@ def start_run(
         "org_lock": claim_lease_seconds is not None and claim_cap > 0,
     }
     if claim_lease_seconds is None:
-        row = conn.execute(START_RUN, params).fetchone()
+        row = _START_RUN.execute(conn, params).fetchone()
         assert row is not None
         return row, None
     with pipeline(conn):
-        started = conn.execute(START_RUN, params)
+        started = _START_RUN.execute(conn, params)
         claiming = claims.send(
             conn,
             run.organization_id,

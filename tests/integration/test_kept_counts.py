@@ -161,7 +161,7 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
             "cap": 3,
             "lock_held": False,
             "reserve_at": 10,
-            "held": [],
+            "held": "",
         }
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
     assert plan is not None

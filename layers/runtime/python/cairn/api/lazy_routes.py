@@ -30,11 +30,14 @@ def pattern(prefix: str, rules: tuple[str, ...]) -> re.Pattern[str]:
     """What matches a path any of `rules` serves under `prefix`, found anywhere in the raw
     path (after an API Gateway stage), with or without its last `/` (the app answers the
     other form with a redirect)."""
-    shapes = (
+    return re.compile(f"(?:{_shapes(prefix, rules)})/?$")
+
+
+def _shapes(prefix: str, rules: tuple[str, ...]) -> str:
+    return "|".join(
         "[^/]+".join(re.escape(part) for part in PARAMETER.split(prefix + rule.rstrip("/")))
         for rule in rules
     )
-    return re.compile(f"(?:{'|'.join(shapes)})/?$")
 
 
 class LazyRoutesResolver(APIGatewayHttpResolver):
@@ -44,13 +47,19 @@ class LazyRoutesResolver(APIGatewayHttpResolver):
     def __init__(self, modules: Mapping[str, tuple[str, ...]], prefix: str) -> None:
         super().__init__(enable_validation=True)
         self._prefix = prefix
+        self._rules = dict(modules)
         self._pending = {name: pattern(prefix, rules) for name, rules in modules.items()}
+        # Every pending module's rules in one pattern: once a path's modules are loaded, a
+        # request asks one search, not one per module still pending (about twenty).
+        self._any_pending = self._joined()
         self._loading = threading.Lock()  # the local stack serves requests on threads
         self.loaded: list[str] = []  # the modules included so far, in order
 
     def load(self, path: str | None = None) -> None:
         """Include each module not yet loaded that serves `path` (every one when None)."""
-        if not self._pending:
+        # Read without the lock: modules only leave the pending set, so a pattern replaced
+        # meanwhile at worst sends this request to the loop below for nothing.
+        if path is not None and not self._any_pending.search(path):
             return
         with self._loading:
             for name, served in list(self._pending.items()):
@@ -59,6 +68,11 @@ class LazyRoutesResolver(APIGatewayHttpResolver):
                     self.include_router(module.router, prefix=self._prefix)
                     del self._pending[name]
                     self.loaded.append(name)
+            self._any_pending = self._joined()
+
+    def _joined(self) -> re.Pattern[str]:
+        shapes = "|".join(_shapes(self._prefix, self._rules[name]) for name in self._pending)
+        return re.compile(f"(?:{shapes})/?$" if shapes else "(?!)")  # (?!) matches nothing
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         self.load(event.get("rawPath") or event.get("path") or "")

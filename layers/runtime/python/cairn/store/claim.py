@@ -84,7 +84,9 @@ WITH run AS (
     JOIN archives ar ON ar.id = aa.archive_id
     ORDER BY ar.created_at, ar.id LIMIT 1
 ), parsed AS MATERIALIZED (  -- hashed, not a scan of the array for each entry
-    SELECT unnest(%(held)s::text[]) AS version
+    -- One text, not an array: psycopg searches each element of a list it sends with a
+    -- regular expression (whether to quote it); a version holds no comma.
+    SELECT unnest(string_to_array(%(held)s, ',')) AS version
 ), in_window AS (
     -- The window's messages, each with its version (store/parsed_windows.py), made into
     -- JSON only when this process does not hold it parsed already. Each message by its key
@@ -236,7 +238,7 @@ def send(
             "cap": cap,
             "lock_held": lock_held,
             "reserve_at": reserve_at,
-            "held": list(held),
+            "held": ",".join(held),
         },
     )
     return Sent(cursor, held)

@@ -264,6 +264,23 @@ def test_a_connection_is_given_back_in_the_callers_own_thread(
         db.close()
 
 
+def test_the_connection_given_back_last_is_the_next_given_out(pg_dsn: str) -> None:
+    """The warm connection first (store/db.py, _MostRecentFirst): psycopg_pool's own order,
+    oldest first, would give out `first` here."""
+    db = Database(pg_dsn, max_size=2)
+    try:
+        with db.connection() as first, db.connection() as second:
+            last, other = first.info.backend_pid, second.info.backend_pid
+        # `first` went back last: the outer block ends after the inner one.
+        for _ in range(3):
+            with db.connection() as conn:
+                assert conn.info.backend_pid == last
+        with db.connection() as a, db.connection() as b:  # and the other is still there
+            assert {a.info.backend_pid, b.info.backend_pid} == {last, other}
+    finally:
+        db.close()
+
+
 def test_a_session_the_server_ends_when_idle_is_replaced_unseen(pg_dsn: str) -> None:
     """A small stack's sessions end after a minute idle (so that Aurora may pause): the next
     use finds its connection gone, pings it (idle past idle_check) and gets a new one."""

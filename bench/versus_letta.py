@@ -6,7 +6,10 @@ runs it (`python -m cairn.local`, started here). Both answer the same fake OpenA
 (tests/fakes/llm_server.py), which replies at once with text and no tool call. In rounds, one
 `letta_v1_agent` on each gets `--batch` sequential messages, Letta's, then the floor's (one
 OpenAI SDK call to the fake with Cairn's latest request, then one fsync'd commit), then
-Cairn's, so a drift of the machine's load falls on all three alike.
+Cairn's, so a drift of the machine's load falls on all three alike. The floor is measured
+twice: with the SDK's typed `create` (issue 65's floor, Letta's call) and with its request
+method given the body's bytes (`raw`: how Cairn calls it, without `create`'s walk over the
+body).
 
 Prints each one's p50 and p99, CPU per message (the server's processes and its PostgreSQL's,
 from /proc) and the ratios, with the machine's load.
@@ -109,7 +112,7 @@ def main() -> int:
         requests.append(recorded.body)
         return Reply(text="ok", usage=(1, 1))
 
-    times: dict[str, list[float]] = {"letta": [], "floor": [], "cairn": []}
+    times: dict[str, list[float]] = {"letta": [], "floor": [], "raw floor": [], "cairn": []}
     cpu = {"letta": 0.0, "cairn": 0.0}
     port = free_port()
     with (
@@ -146,9 +149,10 @@ def main() -> int:
                     "cairn": (stack.pid, postmaster(data)),
                 }
                 for _ in range(args.rounds):
-                    for name in ("letta", "floor", "cairn"):
-                        if name == "floor":  # with the request Cairn's last turn sent
-                            times["floor"] += floor(fake, dsn, body=cairn_body, n=args.batch)
+                    for name in ("letta", "floor", "raw floor", "cairn"):
+                        if name in ("floor", "raw floor"):  # the request Cairn's turn sent
+                            raw = name == "raw floor"
+                            times[name] += floor(fake, dsn, body=cairn_body, n=args.batch, raw=raw)
                             continue
                         before = cpu_seconds(*roots[name])
                         times[name] += send(clients[name], agents[name], args.batch)
@@ -166,12 +170,13 @@ def main() -> int:
     print(f"{args.rounds} rounds of {args.batch} messages each, interleaved (load {load})\n")
     print("| | p50 ms | p99 ms | CPU a message (server + PostgreSQL) |")
     print("| --- | --- | --- | --- |")
-    for name in ("letta", "floor", "cairn"):
+    for name in ("letta", "floor", "raw floor", "cairn"):
         cpu_cell = f"{per[name]:.1f} ms" if name in per else "-"
         print(f"| {name} | {p50[name]:.1f} | {pct(times[name], 0.99):.1f} | {cpu_cell} |")
     print(
         f"\nCairn's p50: {p50['letta'] / p50['cairn']:.1f}x lower than Letta's, "
-        f"{p50['cairn'] / p50['floor']:.2f}x the floor; CPU a message "
+        f"{p50['cairn'] / p50['floor']:.2f}x the floor ({p50['cairn'] / p50['raw floor']:.2f}x the"
+        f" raw floor); CPU a message "
         f"{per['letta'] / per['cairn']:.1f}x less than Letta's"
     )
     return 0

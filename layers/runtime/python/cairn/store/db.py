@@ -69,11 +69,20 @@ def _forget_prepared(conn: Connection) -> None:
     """After a statement failed in a pipeline, the ones queued behind it never ran, but
     psycopg (3.3.9) has already counted the one it was preparing as prepared: every later
     use of it on this connection failed with 'prepared statement "_pg3_N" does not exist'
-    (tests/integration/test_pipeline_errors.py). DEALLOCATE ALL makes both sides forget
-    every prepared statement (psycopg clears its cache on seeing it); inside a transaction
-    the caller's ROLLBACK does the same."""
+    (tests/integration/test_pipeline_errors.py). Both sides forget every prepared statement
+    when psycopg rolls a transaction back (it clears its cache and sends DEALLOCATE ALL):
+    an empty transaction is rolled back here for that; inside one, the caller's rollback
+    does the same.
+
+    A `DEALLOCATE ALL` sent as a statement, as before, did it only once a connection:
+    psycopg counts that statement like any other and looks for DEALLOCATE ALL only in the
+    results of statements it has not seen yet, so a second one emptied the server's
+    statements behind its back. On a warm function's one connection, two failed pipelines
+    (a tenant's NUL byte twice) then failed every later request with a 500
+    (`test_statements_prepared_between_two_failed_pipelines_still_run`)."""
     if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
-        conn.execute("DEALLOCATE ALL")
+        with conn.transaction():
+            raise psycopg.Rollback()
 
 
 class _MostRecentFirst(ConnectionPool[Connection]):

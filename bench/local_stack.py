@@ -133,7 +133,7 @@ def floor(
     from pydantic_core import to_json
 
     client = openai.OpenAI(base_url=f"{fake.base_url}/v1", api_key="k", max_retries=0)
-    content = to_json(body)
+    content = to_json(body) if raw else b""
     times = []
     with psycopg.connect(dsn) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (n int)")

@@ -47,7 +47,7 @@ class Native:
 
     @classmethod
     def of(cls, statement: str) -> Native:
-        names: list[str] = []
+        numbers: dict[str, int] = {}  # in first-use order
 
         def number(match: re.Match[str]) -> str:
             name = match.group(1)
@@ -55,11 +55,9 @@ class Native:
                 if match.group() == "%":
                     raise ValueError("a lone `%` in a statement: write `%%`")
                 return "%"
-            if name not in names:
-                names.append(name)
-            return f"${names.index(name) + 1}"
+            return f"${numbers.setdefault(name, len(numbers) + 1)}"
 
-        return cls(_PLACEHOLDER.sub(number, compact(statement)).encode(), tuple(names))
+        return cls(_PLACEHOLDER.sub(number, compact(statement)).encode(), tuple(numbers))
 
     def execute(self, conn: Connection, params: Mapping[str, Any]) -> RawCursor[dict[str, Any]]:
         """Run on `conn` (in its pipeline, if one is open) with each name's value."""

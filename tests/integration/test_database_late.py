@@ -265,7 +265,7 @@ def test_a_connection_is_given_back_in_the_callers_own_thread(
 
 
 def test_the_connection_given_back_last_is_the_next_given_out(pg_dsn: str) -> None:
-    """The warm connection first (store/db.py, _MostRecentFirst): psycopg_pool's own order,
+    """The warm connection first (store/db.py, _WarmFirst): psycopg_pool's own order,
     oldest first, would give out `first` here."""
     db = Database(pg_dsn, max_size=2)
     try:
@@ -277,6 +277,37 @@ def test_the_connection_given_back_last_is_the_next_given_out(pg_dsn: str) -> No
                 assert conn.info.backend_pid == last
         with db.connection() as a, db.connection() as b:  # and the other is still there
             assert {a.info.backend_pid, b.info.backend_pid} == {last, other}
+    finally:
+        db.close()
+
+
+def test_a_thread_gets_back_the_connection_it_gave_back_last(pg_dsn: str) -> None:
+    """A request's statements are prepared on the connection it used before: another
+    thread's connection, given back after it (a background job's), is not handed to it
+    (store/db.py, _WarmFirst), though it is the most recently returned."""
+    db = Database(pg_dsn, max_size=2)
+    try:
+        with db.connection() as conn:
+            mine = conn.info.backend_pid
+        others: list[int] = []
+
+        def background() -> None:
+            with contextlib.ExitStack() as one, contextlib.ExitStack() as two:
+                a = one.enter_context(db.connection())
+                b = two.enter_context(db.connection())
+                others.append(
+                    b.info.backend_pid if a.info.backend_pid == mine else a.info.backend_pid
+                )
+                # this thread's other connection goes back last of all
+                (one if a.info.backend_pid == mine else two).close()
+
+        worker = threading.Thread(target=background)
+        worker.start()
+        worker.join(timeout=30)
+        assert others and others[0] != mine
+        for _ in range(3):
+            with db.connection() as conn:
+                assert conn.info.backend_pid == mine
     finally:
         db.close()
 

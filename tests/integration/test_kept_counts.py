@@ -173,6 +173,32 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
     assert json.dumps(plan).count("archive_stats") >= 1
 
 
+def test_the_messages_to_embed_are_found_by_their_own_index(
+    db: Database, org: Organization
+) -> None:
+    """An embedding job's read and the backfill's probe of each agent go through
+    messages_to_embed, never the history: 20,000 messages without a vector and without
+    words to embed are passed over (migration 0047 dropped the index of every message
+    without a vector)."""
+    agent = make_agent(db, org)
+    archive = archive_of(db, org, agent.id)
+    bulk_load(db, org, agent.id, archive.id)
+    reads = [
+        (messages.TO_EMBED, {"org": org.id, "agent": agent.id, "limit": 128}),
+        (messages.AGENTS_TO_EMBED, {"limit": 20}),
+    ]
+    with db.connection() as conn:
+        for query, params in reads:
+            row = conn.execute("EXPLAIN (FORMAT JSON) " + query, params).fetchone()
+            assert row is not None
+            used = {
+                (node["Node Type"], node.get("Index Name"))
+                for node in _nodes(next(iter(row.values()))[0]["Plan"])
+                if node.get("Relation Name") == "messages"
+            }
+            assert used and all(name == "messages_to_embed" for _, name in used), used
+
+
 def test_no_statement_of_a_turn_scans_the_history_or_the_archive(
     db: Database, org: Organization, fake: FakeLLM
 ) -> None:

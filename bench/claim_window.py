@@ -1,7 +1,9 @@
 """A step's claim as the agent's context window grows: the same step claimed again and
 again, with the window held parsed by this process (store/parsed_windows.py) and without,
-in turn. Prints the claim's time (PostgreSQL's work and the parse, one process, one
-thread) and the bytes of window the claim sent, at each window size, with the load.
+and held but on a connection without server-side prepared statements (as every shape but
+`size=small` runs, behind RDS Proxy: PostgreSQL plans the claim each time), in turn.
+Prints the claim's time (PostgreSQL's work and the parse, one process, one thread) and the
+bytes of window the claim sent, at each window size, with the load.
 
     .venv/bin/python bench/claim_window.py [--sizes 100,300,1000] [-n 40]
 """
@@ -60,6 +62,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, FakeLLM() as fake:
         dsn, server = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
         db = Database(dsn, max_size=2)
+        unprepared = Database(dsn, prepare=False)
         try:
             apply_migrations(dsn)
             with db.transaction() as conn:
@@ -67,37 +70,42 @@ def main() -> int:
             # a window that never fills: every message stays in it, as in a young agent
             engine = engine_for(db, fake)
             agent = make_agent(db, org, context_window=1_000_000)
-            print("| window | claim, held | claim, read whole | bytes sent, held | whole |")
-            print("| --- | --- | --- | --- | --- |")
+            print(
+                "| window | claim, held | claim, read whole | claim, held, unprepared"
+                " | bytes sent, held | whole |"
+            )
+            print("| --- | --- | --- | --- | --- | --- |")
             for size in sizes:
                 while (window := len(_window_of(db, agent))) < size:  # a turn adds two
                     fake.reply(f"reply {window}: " + "the heron by the lake " * 6)
                     send(engine, agent, f"turn {window}: " + "what did we say " * 6)
                 run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "and now?")])
-                times: dict[bool, list[float]] = {True: [], False: []}
-                bytes_: dict[bool, list[int]] = {True: [], False: []}
-                for i in range(2 * args.n):
-                    held = i % 2 == 0
-                    if not held:
+                times: dict[str, list[float]] = {"held": [], "whole": [], "unprepared": []}
+                bytes_: dict[str, list[int]] = {"held": [], "whole": [], "unprepared": []}
+                for i in range(3 * args.n):
+                    kind = ("held", "whole", "unprepared")[i % 3]
+                    if kind == "whole":
                         WINDOWS.forget()
-                    with db.connection() as conn:
+                    with (unprepared if kind == "unprepared" else db).connection() as conn:
                         started = time.perf_counter()
                         got = claim.claim(
                             conn, org.id, run.id, 0, lease_seconds=60, agent_id=agent.id
                         )
-                        times[held].append((time.perf_counter() - started) * 1000)
+                        times[kind].append((time.perf_counter() - started) * 1000)
                     assert got.agent is not None and len(got.context) == window
-                    bytes_[held].append(sent[-1])
+                    bytes_[kind].append(sent[-1])
                 fake.reply("ok")
                 drive(engine, command)  # the run ends: the agent is free for more turns
                 print(
-                    f"| {window} | {statistics.median(times[True][1:]):.2f} ms"
-                    f" | {statistics.median(times[False]):.2f} ms"
-                    f" | {statistics.median(bytes_[True][1:]):,.0f}"
-                    f" | {statistics.median(bytes_[False]):,.0f} |"
+                    f"| {window} | {statistics.median(times['held'][1:]):.2f} ms"
+                    f" | {statistics.median(times['whole']):.2f} ms"
+                    f" | {statistics.median(times['unprepared'][1:]):.2f} ms"
+                    f" | {statistics.median(bytes_['held'][1:]):,.0f}"
+                    f" | {statistics.median(bytes_['whole']):,.0f} |"
                 )
         finally:
             db.close()
+            unprepared.close()
             server.cleanup()
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"\n(load {load}; the first claim of each size, which fills what is held, left out)")

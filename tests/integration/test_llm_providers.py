@@ -112,6 +112,43 @@ def test_openai_tool_calls_and_request_shape(fake: FakeLLM) -> None:
     ] == "Bearer sk-test"
 
 
+def test_a_window_message_is_made_into_wire_form_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same Message objects, step after step (a window held parsed), are each made into
+    OpenAI's wire form once; a request with the thoughts in the calls' arguments gets its
+    own form; a message that is gone takes its form with it."""
+    import gc
+
+    from cairn.llm import openai_chat
+
+    made: list[str] = []
+    entries = openai_chat.entries
+
+    def counted(messages: list[Message]) -> object:
+        made.extend(m.role for m in messages)
+        return entries(messages)
+
+    monkeypatch.setattr(openai_chat, "entries", counted)
+    window = history()
+    ask = request()
+    ask.messages = window
+    first = openai_chat.request_body(ask)
+    assert made == ["system", "user", "assistant", "tool"]
+    again = openai_chat.request_body(ask)
+    assert again["messages"] == first["messages"] and len(made) == 4  # none made again
+    ask.messages = [*window, msg("user", "and now?")]
+    grown = openai_chat.request_body(ask)
+    assert grown["messages"][:4] == first["messages"] and made[4:] == ["user"]
+    thinking = request(put_inner_thoughts_in_kwargs=True)
+    thinking.messages = window
+    in_kwargs = openai_chat.request_body(thinking)["messages"][2]
+    assert in_kwargs["content"] is None  # the thoughts moved into the call
+    assert json.loads(in_kwargs["tool_calls"][0]["function"]["arguments"])["thinking"]
+    kept = len(openai_chat._WIRE)
+    del window, ask, thinking, first, again, grown, in_kwargs
+    gc.collect()
+    assert len(openai_chat._WIRE) <= kept - 5
+
+
 def test_openai_reasoning_model_gets_effort_and_completion_tokens(fake: FakeLLM) -> None:
     fake.reply("done", reasoning="because")
     req = request(model="o4-mini", reasoning_effort="high", max_tokens=500, temperature=0.5)

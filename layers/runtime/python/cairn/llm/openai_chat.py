@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from cairn.domain.messages import FunctionCall, ReasoningContent, ToolCall
+from cairn.domain.messages import FunctionCall, Message, ReasoningContent, ToolCall
 from cairn.llm import deadline
 from cairn.llm.errors import json_object, translate_errors
 from cairn.llm.strict_tools import strict
@@ -149,27 +151,54 @@ TOOL_CALL_ID_CHARS = 29
 
 
 def _messages(request: LLMRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
     in_kwargs = request.config.put_inner_thoughts_in_kwargs
-    for entry in entries(request.messages):
-        if entry.role == "tool":
-            call_id = (entry.tool_call_id or "")[:TOOL_CALL_ID_CHARS]
-            out.append({"role": "tool", "tool_call_id": call_id, "content": entry.text})
-        elif entry.role == "assistant":
-            thoughts = entry.text or None
-            calls = [c.model_dump() for c in entry.tool_calls]
-            for call in calls:
-                call["id"] = call["id"][:TOOL_CALL_ID_CHARS]
-                if in_kwargs:  # the thoughts go back where the model wrote them
-                    call["function"]["arguments"] = _with_thoughts(call, thoughts)
-            content = None if in_kwargs and calls else thoughts
-            message: dict[str, Any] = {"role": "assistant", "content": content}
-            if calls:
-                message["tool_calls"] = calls
-            out.append(message)
-        else:
-            out.append({"role": entry.role, "content": _user_content(entry)})
+    out: list[dict[str, Any]] = []
+    for message in request.messages:
+        out += _wire_of(message, in_kwargs)
     return out
+
+
+# Each message's wire entries, made once for as long as the message lives. A step's window
+# is the same Message objects from one step to the next (held parsed by this process:
+# store/parsed_windows.py, which already takes them as never changed in place), so only its
+# new messages are made into wire form again; bench/claim_window.py's windows of 100-300
+# messages took 0.2-0.6 ms a step to remake whole. Keyed by identity (a Message is not
+# hashable); an entry goes when its message does (the weak reference's callback), before
+# its id can be another object's. The entries are shared: nothing may change them.
+_WIRE: dict[int, tuple[bool, list[dict[str, Any]], weakref.ref[Message]]] = {}
+
+
+def _wire_of(message: Message, in_kwargs: bool) -> list[dict[str, Any]]:
+    key = id(message)
+    found = _WIRE.get(key)
+    if found is not None and found[0] == in_kwargs and found[2]() is message:
+        return found[1]
+    made = [_wire_entry(entry, in_kwargs) for entry in entries([message])]
+    _WIRE[key] = (in_kwargs, made, weakref.ref(message, partial(_forget, key)))
+    return made
+
+
+def _forget(key: int, _gone: object) -> None:
+    _WIRE.pop(key, None)
+
+
+def _wire_entry(entry: Entry, in_kwargs: bool) -> dict[str, Any]:
+    if entry.role == "tool":
+        call_id = (entry.tool_call_id or "")[:TOOL_CALL_ID_CHARS]
+        return {"role": "tool", "tool_call_id": call_id, "content": entry.text}
+    if entry.role == "assistant":
+        thoughts = entry.text or None
+        calls = [c.model_dump() for c in entry.tool_calls]
+        for call in calls:
+            call["id"] = call["id"][:TOOL_CALL_ID_CHARS]
+            if in_kwargs:  # the thoughts go back where the model wrote them
+                call["function"]["arguments"] = _with_thoughts(call, thoughts)
+        content = None if in_kwargs and calls else thoughts
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = calls
+        return message
+    return {"role": entry.role, "content": _user_content(entry)}
 
 
 def _with_thoughts(call: dict[str, Any], thoughts: str | None) -> str:

@@ -40,3 +40,17 @@ def test_the_long_statements_lose_nothing_but_layout(statement: str) -> None:
         words = words.replace(f"%({name})s", f"${number}")
     assert native.text.decode().split() == words.replace("%%", "%").split()
     assert len(native.text) < len(statement)
+
+
+def test_a_statement_made_a_function_and_the_call_that_runs_it() -> None:
+    native = Native.of("SELECT %(a)s::int + %(b)s AS total, %(a)s AS again")
+    made = native.plpgsql("f", ["integer", "integer"], [("total", "integer"), ("again", "integer")])
+    assert made.startswith("CREATE OR REPLACE FUNCTION f(integer, integer) RETURNS TABLE ")
+    assert "(total integer, again integer)" in made
+    assert "#variable_conflict use_column" in made
+    assert "RETURN QUERY SELECT $1::int + $2 AS total, $1 AS again;" in made
+    call = native.calling("f", ["integer", "integer"])
+    assert call.text == b"SELECT * FROM f($1::integer, $2::integer)"
+    assert call.names == native.names == ("a", "b")
+    with pytest.raises(ValueError):
+        native.plpgsql("f", ["integer"], [("total", "integer")])

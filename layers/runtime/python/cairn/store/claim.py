@@ -142,12 +142,14 @@ _CLAIM = Native.of(CLAIM)
 # without server-side prepared statements (behind RDS Proxy) PostgreSQL planned it on every
 # step, about 1.7 ms of its CPU; a function's plan is kept by the database session. Its
 # parameters' types, in the order of _CLAIM.names, as PostgreSQL infers them for CLAIM
-# (tests/integration/test_claim_function.py holds the three alike).
-CLAIM_TYPES = (
-    "text", "text", "integer", "integer", "boolean", "integer", "double precision", "text",
-    "text", "text",
+# (tests/integration/test_statement_functions.py holds the three alike).
+CLAIMING = _CLAIM.served(
+    "cairn_claim",
+    (
+        "text", "text", "integer", "integer", "boolean", "integer", "double precision", "text",
+        "text", "text",
+    ),
 )  # fmt: skip
-_CLAIM_FUNCTION = _CLAIM.calling("cairn_claim", CLAIM_TYPES)
 
 
 # The context window's messages not held parsed arrive as JSON text, validated by pydantic's
@@ -236,8 +238,7 @@ def send(
     run's agent, when the caller knows it: its window's messages held parsed are not sent
     again (store/parsed_windows.py)."""
     held = WINDOWS.held(agent_id)
-    statement = _CLAIM if conn.prepare_threshold is not None else _CLAIM_FUNCTION
-    cursor = statement.execute(
+    cursor = CLAIMING.execute(
         conn,
         {
             "org": org_id,

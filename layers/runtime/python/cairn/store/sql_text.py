@@ -87,6 +87,24 @@ class Native:
         casts = ", ".join(f"${n}::{kind}" for n, kind in enumerate(types, start=1))
         return Native(f"SELECT * FROM {name}({casts})".encode(), self.names)
 
+    def served(self, name: str, types: Sequence[str]) -> Served:
+        return Served(self, name, tuple(types), self.calling(name, types))
+
+
+@dataclass(frozen=True)
+class Served:
+    """A statement that is also function `name` (a migration made it with `plpgsql`): sent
+    as it is where the connection prepares statements, else as the function's call."""
+
+    statement: Native
+    name: str
+    types: tuple[str, ...]
+    call: Native
+
+    def execute(self, conn: Connection, params: Mapping[str, Any]) -> RawCursor[dict[str, Any]]:
+        chosen = self.statement if conn.prepare_threshold is not None else self.call
+        return chosen.execute(conn, params)
+
 
 def function_body(statement: Native) -> str:
     """The PL/pgSQL body of `statement` made a function: its result columns are named as the

@@ -6,7 +6,7 @@
 --
 -- Written by `Native.plpgsql` (store/sql_text.py) from the statement as it is sent; a change
 -- to CLAIM needs a migration making the function again (tests/integration/
--- test_claim_function.py says so, and prints the text).
+-- test_statement_functions.py says so, and prints the text).
 CREATE OR REPLACE FUNCTION cairn_claim(text, text, integer, integer, boolean, integer, double precision, text, text, text) RETURNS TABLE (run text, done boolean, org_full boolean, held double precision, next_command text, agent text, context_positions bigint[], blocks text, tools text, context_versions text[], context text, recall_count bigint, archive text, archival_count bigint, archival_tags text[], journal jsonb, previous_kind text, folders text, spent text)
     LANGUAGE plpgsql AS $body$
 #variable_conflict use_column

@@ -1,50 +1,56 @@
-"""The claim as a PL/pgSQL function (migration 0048), what a connection without server-side
-prepared statements runs (behind RDS Proxy): the same statement as the one sent directly,
-the same claim, a whole turn through it."""
+"""Long statements made PL/pgSQL functions (migrations 0048, 0049), what a connection
+without server-side prepared statements runs (behind RDS Proxy): each the same statement as
+the one sent directly, the same claim, a whole turn through them."""
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
 
 import psycopg
 import pytest
 
 from cairn.domain import Organization
-from cairn.store import claim
+from cairn.store import claim, runs
 from cairn.store.db import Database
-from cairn.store.sql_text import function_body
+from cairn.store.sql_text import Served, function_body
 from tests.fakes.llm_server import FakeLLM
 from tests.integration.engine_harness import engine_for, make_agent, send, start_run, user
 
 
-def test_the_claim_function_runs_the_claim_as_it_is_sent(pg_dsn: str) -> None:
-    """A change to CLAIM needs a migration making cairn_claim again: this fails until one
-    does, and prints the function as it must be."""
+@pytest.mark.parametrize("served", [claim.CLAIMING, runs.STARTING], ids=lambda s: s.name)
+def test_each_function_runs_its_statement_as_it_is_sent(pg_dsn: str, served: Served) -> None:
+    """A change to the statement needs a migration making its function again: this fails
+    until one does, and prints the function as it must be (`Native.plpgsql`)."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(b"PREPARE probe AS " + claim._CLAIM.text)
+        conn.execute(b"PREPARE probe AS " + served.statement.text)
         probe = conn.execute(
             "SELECT parameter_types::text[], result_types::text[] FROM pg_prepared_statements"
             " WHERE name = 'probe'"
         ).fetchone()
         assert probe is not None
         kinds, results = probe
-        shown = conn.execute("EXECUTE probe (" + ", ".join(["NULL"] * len(kinds)) + ")")
-        columns = list(zip([c.name for c in shown.description or ()], results, strict=True))
+        described = conn.pgconn.describe_prepared(b"probe")
+        names = [(described.fname(i) or b"").decode() for i in range(described.nfields)]
+        columns = list(zip(names, results, strict=True))
         made = conn.execute(
             "SELECT pg_get_function_identity_arguments(oid), pg_get_function_result(oid), prosrc"
-            " FROM pg_proc WHERE proname = 'cairn_claim'"
+            " FROM pg_proc WHERE proname = %s",
+            (served.name,),
         ).fetchall()
-    wanted = claim._CLAIM.plpgsql("cairn_claim", kinds, columns)
-    assert tuple(kinds) == claim.CLAIM_TYPES, wanted
+    wanted = served.statement.plpgsql(served.name, kinds, columns)
+    assert tuple(kinds) == served.types, wanted
     assert len(made) == 1, wanted
     arguments, result, source = made[0]
     assert arguments == ", ".join(kinds), wanted
     assert result == f"TABLE({', '.join(f'{c} {k}' for c, k in columns)})", wanted
-    assert source == function_body(claim._CLAIM), wanted
+    assert source == function_body(served.statement), wanted
 
 
 @pytest.fixture
-def unprepared(pg_dsn: str) -> Database:
+def unprepared(pg_dsn: str) -> Iterator[Database]:
     db = Database(pg_dsn, max_size=2, prepare=False)
-    yield db  # type: ignore[misc]
+    yield db
     db.close()
 
 
@@ -80,24 +86,28 @@ def test_a_claim_through_the_function_is_the_statements(
     assert through.run.model_dump(exclude=changed) == direct.run.model_dump(exclude=changed)
 
 
-def test_a_turn_without_prepared_statements_claims_through_the_function(
+def test_a_turn_without_prepared_statements_goes_through_the_functions(
     unprepared: Database, org: Organization, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     used: list[bytes] = []
-    function = claim._CLAIM_FUNCTION
 
     class Seen:
-        names = function.names
+        def __init__(self, call: object) -> None:
+            self.call = call
+            self.names = call.names
 
         def execute(self, conn: psycopg.Connection, params: dict) -> object:  # type: ignore[type-arg]
-            used.append(function.text)
-            return function.execute(conn, params)
+            used.append(self.call.text)
+            return self.call.execute(conn, params)
 
-    monkeypatch.setattr(claim, "_CLAIM_FUNCTION", Seen())
+    for module, name in ((claim, "CLAIMING"), (runs, "STARTING")):
+        served = getattr(module, name)
+        monkeypatch.setattr(module, name, dataclasses.replace(served, call=Seen(served.call)))
     with FakeLLM() as fake:
         engine = engine_for(unprepared, fake)
         agent = make_agent(unprepared, org)
         fake.reply("hello there")
         turn = send(engine, agent, "hi")
-    assert turn.run.status == "completed" and used
-    assert all(text.startswith(b"SELECT * FROM cairn_claim(") for text in used)
+    assert turn.run.status == "completed"
+    called = {text.split(b"(")[0] for text in used}
+    assert called == {b"SELECT * FROM cairn_start_run", b"SELECT * FROM cairn_claim"}, called

@@ -47,3 +47,35 @@ def test_messages_slot_in_where_a_gap_allows_and_renumber_where_none_does() -> N
     assert apply(tight, plan(tight, ["sys", "a", "u1"])) == ["sys", "a", "u1"]
     before = plan([(5, "u1")], ["sys", "u1"])
     assert before == Changes(removed=[], added=[(4, "sys")])
+
+
+def test_an_append_plans_as_the_general_plan_does() -> None:
+    """The appending fast path (`_appended`) gives what the general plan gives."""
+    import random
+
+    from cairn.store import context
+
+    rng = random.Random(7)
+    taken = 0
+    for _ in range(500):
+        size = rng.randrange(0, 30)
+        positions = sorted(rng.sample(range(200), size))
+        ids = (
+            rng.sample([f"m{k}" for k in range(60)], size)
+            if rng.random() < 0.7
+            else [f"m{rng.randrange(60)}" for _ in range(size)]
+        )
+        old = list(zip(positions, ids, strict=True))
+        new = [*ids, *(f"m{rng.randrange(80)}" for _ in range(rng.randrange(0, 4)))]
+        fast = context._appended(old, new)
+        slow = context._positions(old, new)
+        wanted = set(zip(slow, new, strict=True))
+        general = Changes(
+            removed=[e for e in old if e not in wanted],
+            added=[e for e in zip(slow, new, strict=True) if e not in set(old)],
+        )
+        if fast is not None:
+            taken += 1
+            assert Changes(removed=[], added=fast) == general, (old, new)
+        assert plan(old, new) == general, (old, new)
+    assert taken > 100  # the fast path was tried

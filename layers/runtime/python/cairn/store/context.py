@@ -60,6 +60,9 @@ def read(conn: Connection, agent_id: str) -> list[Entry]:
 
 def plan(old: list[Entry], new_ids: list[str]) -> Changes:
     """The fewest entry writes that turn `old` into `new_ids`, in that order."""
+    appended = _appended(old, new_ids)
+    if appended is not None:
+        return Changes(removed=[], added=appended)
     positions = _positions(old, new_ids)
     wanted = set(zip(positions, new_ids, strict=True))
     had = set(old)
@@ -67,6 +70,20 @@ def plan(old: list[Entry], new_ids: list[str]) -> Changes:
         removed=[(p, i) for p, i in old if (p, i) not in wanted],
         added=[(p, i) for p, i in zip(positions, new_ids, strict=True) if (p, i) not in had],
     )
+
+
+def _appended(old: list[Entry], new_ids: list[str]) -> list[Entry] | None:
+    """A step's usual change, its messages after the window's, without walking the window
+    in Python as `_positions` does (0.2-0.6 ms a step at windows of 100-400): the entries
+    of the new ids, numbered on from the last, or None for any other change. The same as
+    the general plan gives, duplicates aside (they renumber all there)."""
+    n = len(old)
+    if not old or len(new_ids) < n or len(set(new_ids)) != len(new_ids):
+        return None
+    if new_ids[:n] != [message_id for _, message_id in old]:
+        return None
+    last = old[-1][0]
+    return [(last + k, message_id) for k, message_id in enumerate(new_ids[n:], start=1)]
 
 
 def _positions(old: list[Entry], new_ids: list[str]) -> list[int]:

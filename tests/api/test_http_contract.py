@@ -7,6 +7,8 @@ import time
 from typing import Any
 
 import httpx
+import psycopg
+import pytest
 
 from cairn.store.db import Database
 from tests.api.conftest import Stack, make_stack
@@ -127,6 +129,25 @@ def test_context_overview_and_cancel(stack: Stack) -> None:
         cancelled = client.post(f"/v1/agents/{agent['id']}/messages/cancel").json()
         assert cancelled in ({run["id"]: "cancelled"}, {})
         assert client.get(f"/v1/runs/{run['id']}").json()["status"] in ("cancelled", "completed")
+
+
+def test_a_transaction_rolled_back_by_the_database_is_a_409_to_send_again(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deadlock or serialization failure: nothing was written and the database is there,
+    so the answer says to send it again (Letta's clients retry a 409), not that the
+    connection was lost."""
+    from cairn.services import messages as message_service
+
+    def deadlocked(*_: Any, **__: Any) -> None:
+        raise psycopg.errors.DeadlockDetected("deadlock detected")
+
+    with http(stack) as client:
+        agent = client.post("/v1/agents/", json={"llm_config": LLM}).json()
+        monkeypatch.setattr(message_service, "cancel", deadlocked)
+        answer = client.post(f"/v1/agents/{agent['id']}/messages/cancel")
+    assert answer.status_code == 409 and answer.headers["retry-after"] == "1"
+    assert "send it again" in answer.json()["detail"]
 
 
 def test_openapi_is_served(stack: Stack) -> None:

@@ -302,6 +302,47 @@ def test_cancel_landing_mid_step_keeps_the_work_and_goes_no_further(
     assert send(engine, agent, "hi").run.stop_reason == "end_turn"  # the lease was released
 
 
+def test_a_cancel_racing_a_checkpoint_waits_for_it_and_never_deadlocks(
+    db: Database, org: Organization, fake: FakeLLM
+) -> None:
+    """A checkpoint takes the agent's row (its messages' counts) before the run's; a cancel
+    took the run's first, then waited for the checkpoint's copy of the run's input message,
+    which both write: each waited for the other, PostgreSQL refused one, and the cancel
+    answered 503 (tests/api/test_http_contract.py met it). Here the checkpoint is held
+    between the two: the cancel waits for it, then ends the run."""
+    from tests.waiting import eventually
+
+    engine = engine_for(db, fake)
+    agent = make_agent(db, org)
+    run, *_ = start_run(engine, org.id, agent.id, [user(agent, "hi")])
+    failed: list[BaseException] = []
+
+    def cancel() -> None:
+        try:
+            engine.fail_run(org.id, run.id, "cancelled", "cancelled by request")
+        except BaseException as err:
+            failed.append(err)
+
+    canceller = threading.Thread(target=cancel)
+    with db.transaction() as conn:  # a checkpoint: its messages first, then its run
+        messages.insert(conn, run.input_messages())
+        canceller.start()
+        eventually(lambda: someone_waits_for_a_lock(db))
+        conn.execute(
+            "UPDATE runs SET updated_at = now() WHERE organization_id = %s AND id = %s",
+            (org.id, run.id),
+        )
+    canceller.join(timeout=60)
+    assert not canceller.is_alive() and not failed, failed
+    with db.connection() as conn:
+        ended = runs.get_run(conn, org.id, run.id)
+        stored = conn.execute("SELECT count(*) AS n FROM messages WHERE run_id = %s", (run.id,))
+        assert stored.fetchone()["n"] == 1  # the input, once
+        lease = conn.execute("SELECT lease_run_id FROM agents WHERE id = %s", (agent.id,))
+        assert lease.fetchone()["lease_run_id"] is None
+    assert ended is not None and ended.status == "cancelled"
+
+
 def test_a_step_whose_run_was_cancelled_and_deleted_meanwhile_keeps_nothing(
     db: Database, org: Organization, fake: FakeLLM
 ) -> None:

@@ -68,6 +68,15 @@ def nests_deeper(body: str, limit: int) -> bool:
     return False
 
 
+# What PostgreSQL rolls back whole to let a concurrent transaction through (SQLSTATE class 40
+# but 40003, whose commit is unknown): psycopg makes each an OperationalError.
+_ROLLED_BACK: list[type[Exception]] = [
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.TransactionRollback,
+]
+
+
 def _detail(status: int, detail: object, headers: dict[str, str] | None = None) -> Response[Any]:
     if status == 422 and isinstance(detail, str):
         # Letta's 422 is FastAPI's: a list of errors, each naming where (the schema served
@@ -235,6 +244,20 @@ def build_app(edges: tuple[Edge, ...] = ()) -> LazyRoutesResolver:  # noqa: C901
             "The database connection was lost during this request; try again in a few "
             "seconds (a message sent may have started its run: list the agent's runs)",
             headers={"Retry-After": str(UnavailableError.retry_after_seconds)},
+        )
+
+    @app.exception_handler(_ROLLED_BACK)
+    def rolled_back(exc: psycopg.OperationalError) -> Response[Any]:
+        # A deadlock or a serialization failure: PostgreSQL rolled the request's transaction
+        # back to let a concurrent one through. Nothing of it was written and the database is
+        # there: the same request again goes through (Letta's clients retry a 409 on their
+        # own). Before, it read as a lost connection.
+        logger.warning("a request's transaction was rolled back: %s", type(exc).__name__)
+        return _detail(
+            409,
+            "CONFLICT: the request met a concurrent change of the same data and was rolled "
+            "back, nothing of it written; send it again",
+            headers={"Retry-After": "1"},
         )
 
     @app.exception_handler(psycopg.errors.IntegrityError)

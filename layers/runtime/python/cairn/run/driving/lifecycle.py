@@ -174,6 +174,14 @@ def fail_run(
         run = runs.get_run(conn, org_id, run_id)
         if run is None or run.status in TERMINAL_RUN_STATUSES:
             return run
+        # The agent's row first, as a checkpoint takes them (its messages' counts, then the
+        # run): taking the run's first deadlocked with a step checkpointing meanwhile, each
+        # waiting for the other (the run's, and the input message both write), and one was
+        # refused (a cancel answered 503). Then the run as that step left it.
+        agents.get(conn, org_id, run.agent_id, for_update=True)
+        run = runs.get_run(conn, org_id, run_id)
+        if run is None or run.status in TERMINAL_RUN_STATUSES:
+            return run
         status = "cancelled" if reason == "cancelled" else "failed"
         ended = run.model_copy(
             update={

@@ -30,11 +30,14 @@ def as_app(pg_dsn: str, password: str) -> str:
     return psycopg.conninfo.make_conninfo(pg_dsn, user=APP_ROLE, password=password)
 
 
+@pytest.mark.parametrize("prepare", [True, False], ids=["prepared", "behind-the-proxy"])
 def test_a_whole_turn_runs_as_the_application_role(
-    db: Database, org: Organization, fake: FakeLLM, pg_dsn: str
+    db: Database, org: Organization, fake: FakeLLM, pg_dsn: str, prepare: bool
 ) -> None:
+    """Behind RDS Proxy nothing is prepared, and the turn calls the statements' functions
+    (migrations 0048, 0049): the role may run them too."""
     allow_login(pg_dsn, "app-password")
-    app = Database(as_app(pg_dsn, "app-password"), max_size=2)
+    app = Database(as_app(pg_dsn, "app-password"), max_size=2, prepare=prepare)
     try:
         agent = make_agent(db, org)
         fake.reply("", call("core_memory_append", label="human", content="Likes: tea"))

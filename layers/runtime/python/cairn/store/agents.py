@@ -53,6 +53,13 @@ WHERE a.organization_id = %(org)s AND a.id = %(id)s
 """
 # Serialises writers of one agent inside a transaction (history capture, checkpoints).
 LOCK_AGENT = SELECT_AGENT + " FOR UPDATE OF a"
+# The agent's row of a run, held as a checkpoint holds it (an update of other than its key):
+# what ends a run from outside takes it before the run's row, in the checkpoint's order.
+LOCK_AGENT_OF_RUN = """
+SELECT a.id FROM agents a JOIN runs r ON r.agent_id = a.id
+WHERE r.organization_id = %(org)s AND r.id = %(run)s AND a.organization_id = %(org)s
+FOR NO KEY UPDATE OF a
+"""
 RELEASE_LEASE = """
 UPDATE agents SET lease_run_id = NULL, lease_expires_at = NULL
 WHERE organization_id = %(org)s AND id = %(id)s AND lease_run_id = %(run)s
@@ -167,6 +174,10 @@ def lease_free(conn: Connection, org_id: str, agent_id: str, *, settled: bool = 
     query = LEASE_FREE + " FOR SHARE" if settled else LEASE_FREE
     row = conn.execute(query, {"org": org_id, "id": agent_id}).fetchone()
     return bool(row and row["free"])
+
+
+def lock_agent_of_run(conn: Connection, org_id: str, run_id: str) -> None:
+    conn.execute(LOCK_AGENT_OF_RUN, {"org": org_id, "run": run_id})
 
 
 def release_lease(conn: Connection, org_id: str, agent_id: str, run_id: str) -> None:

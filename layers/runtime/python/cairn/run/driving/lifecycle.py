@@ -171,14 +171,11 @@ def fail_run(
 ) -> Run | None:
     """End a run that cannot go on (dead-lettered step, cancel); frees its agent."""
     with db.transaction() as conn:
-        run = runs.get_run(conn, org_id, run_id)
-        if run is None or run.status in TERMINAL_RUN_STATUSES:
-            return run
         # The agent's row first, as a checkpoint takes them (its messages' counts, then the
         # run): taking the run's first deadlocked with a step checkpointing meanwhile, each
         # waiting for the other (the run's, and the input message both write), and one was
-        # refused (a cancel answered 503). Then the run as that step left it.
-        agents.get(conn, org_id, run.agent_id, for_update=True)
+        # refused (a cancel answered 503). The run is then read as that step left it.
+        agents.lock_agent_of_run(conn, org_id, run_id)
         run = runs.get_run(conn, org_id, run_id)
         if run is None or run.status in TERMINAL_RUN_STATUSES:
             return run

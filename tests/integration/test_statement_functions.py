@@ -1,4 +1,4 @@
-"""Long statements made PL/pgSQL functions (migrations 0048, 0049), what a connection
+"""Statements made PL/pgSQL functions (migrations 0048-0050), what a connection
 without server-side prepared statements runs (behind RDS Proxy): each the same statement as
 the one sent directly, the same claim, a whole turn through them."""
 
@@ -11,14 +11,25 @@ import psycopg
 import pytest
 
 from cairn.domain import Organization
-from cairn.store import claim, runs
+from cairn.store import checkpoints, claim, context, history, outbox, runs
 from cairn.store.db import Database
 from cairn.store.sql_text import Served, function_body
 from tests.fakes.llm_server import FakeLLM
 from tests.integration.engine_harness import engine_for, make_agent, send, start_run, user
 
 
-@pytest.mark.parametrize("served", [claim.CLAIMING, runs.STARTING], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "served",
+    [
+        claim.CLAIMING,
+        runs.STARTING,
+        history.INSERTING_VERSION,
+        context.INSERTING_ENTRIES,
+        checkpoints.CHECKPOINTING_AGENT,
+        outbox.WAITING,
+    ],
+    ids=lambda s: s.name,
+)
 def test_each_function_runs_its_statement_as_it_is_sent(pg_dsn: str, served: Served) -> None:
     """A change to the statement needs a migration making its function again: this fails
     until one does, and prints the function as it must be (`Native.plpgsql`)."""
@@ -32,7 +43,7 @@ def test_each_function_runs_its_statement_as_it_is_sent(pg_dsn: str, served: Ser
         kinds, results = probe
         described = conn.pgconn.describe_prepared(b"probe")
         names = [(described.fname(i) or b"").decode() for i in range(described.nfields)]
-        columns = list(zip(names, results, strict=True))
+        columns = list(zip(names, results or [], strict=True))  # none: returns void
         made = conn.execute(
             "SELECT pg_get_function_identity_arguments(oid), pg_get_function_result(oid), prosrc"
             " FROM pg_proc WHERE proname = %s",
@@ -43,8 +54,9 @@ def test_each_function_runs_its_statement_as_it_is_sent(pg_dsn: str, served: Ser
     assert len(made) == 1, wanted
     arguments, result, source = made[0]
     assert arguments == ", ".join(kinds), wanted
-    assert result == f"TABLE({', '.join(f'{c} {k}' for c, k in columns)})", wanted
-    assert source == function_body(served.statement), wanted
+    returns = f"TABLE({', '.join(f'{c} {k}' for c, k in columns)})" if columns else "void"
+    assert result == returns, wanted
+    assert source == function_body(served.statement, rows=bool(columns)), wanted
 
 
 @pytest.fixture
@@ -100,7 +112,14 @@ def test_a_turn_without_prepared_statements_goes_through_the_functions(
             used.append(self.call.text)
             return self.call.execute(conn, params)
 
-    for module, name in ((claim, "CLAIMING"), (runs, "STARTING")):
+    for module, name in (
+        (claim, "CLAIMING"),
+        (runs, "STARTING"),
+        (history, "INSERTING_VERSION"),
+        (context, "INSERTING_ENTRIES"),
+        (checkpoints, "CHECKPOINTING_AGENT"),
+        (outbox, "WAITING"),
+    ):
         served = getattr(module, name)
         monkeypatch.setattr(module, name, dataclasses.replace(served, call=Seen(served.call)))
     with FakeLLM() as fake:
@@ -110,4 +129,11 @@ def test_a_turn_without_prepared_statements_goes_through_the_functions(
         turn = send(engine, agent, "hi")
     assert turn.run.status == "completed"
     called = {text.split(b"(")[0] for text in used}
-    assert called == {b"SELECT * FROM cairn_start_run", b"SELECT * FROM cairn_claim"}, called
+    assert called == {
+        b"SELECT * FROM cairn_start_run",
+        b"SELECT * FROM cairn_claim",
+        b"SELECT * FROM cairn_insert_version",
+        b"SELECT * FROM cairn_insert_entries",
+        b"SELECT * FROM cairn_checkpoint_agent",
+        b"SELECT * FROM cairn_waiting_for_release",
+    }, called

@@ -72,14 +72,19 @@ class Native:
 
     def plpgsql(self, name: str, types: Sequence[str], columns: Sequence[tuple[str, str]]) -> str:
         """`CREATE OR REPLACE FUNCTION name` running this statement: its parameters' `types`
-        in `$n` order, the `columns` (name, type) it returns. A migration holds the text;
-        a test holds it alike to the statement's."""
+        in `$n` order, the `columns` (name, type) it returns (none: a statement that returns
+        no rows, the function returns `void`). A migration holds the text; a test holds it
+        alike to the statement's."""
         if len(types) != len(self.names):
             raise ValueError(f"{len(self.names)} parameters, {len(types)} types")
-        returns = ", ".join(f"{column} {kind}" for column, kind in columns)
+        returns = (
+            f"TABLE ({', '.join(f'{column} {kind}' for column, kind in columns)})"
+            if columns
+            else "void"
+        )
         return (
-            f"CREATE OR REPLACE FUNCTION {name}({', '.join(types)}) RETURNS TABLE ({returns})\n"
-            f"    LANGUAGE plpgsql AS $body${function_body(self)}$body$;\n"
+            f"CREATE OR REPLACE FUNCTION {name}({', '.join(types)}) RETURNS {returns}\n"
+            f"    LANGUAGE plpgsql AS $body${function_body(self, rows=bool(columns))}$body$;\n"
         )
 
     def calling(self, name: str, types: Sequence[str]) -> Native:
@@ -106,10 +111,12 @@ class Served:
         return chosen.execute(conn, params)
 
 
-def function_body(statement: Native) -> str:
-    """The PL/pgSQL body of `statement` made a function: its result columns are named as the
-    function's, and a name is the column's where both could be meant."""
+def function_body(statement: Native, *, rows: bool = True) -> str:
+    """The PL/pgSQL body of `statement` made a function: with `rows`, its result columns are
+    named as the function's, and a name is the column's where both could be meant."""
     text = statement.text.decode()
     if "$body$" in text:
         raise ValueError("the statement holds the function body's quote")
+    if not rows:
+        return f"\nBEGIN\n    {text};\nEND\n"
     return f"\n#variable_conflict use_column\nBEGIN\n    RETURN QUERY {text};\nEND\n"

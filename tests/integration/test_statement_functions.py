@@ -1,4 +1,4 @@
-"""Statements made PL/pgSQL functions (migrations 0048-0050), what a connection
+"""Statements made PL/pgSQL functions (migrations 0048-0051), what a connection
 without server-side prepared statements runs (behind RDS Proxy): each the same statement as
 the one sent directly, the same claim, a whole turn through them."""
 
@@ -11,7 +11,18 @@ import psycopg
 import pytest
 
 from cairn.domain import Organization
-from cairn.store import checkpoints, claim, context, history, outbox, runs
+from cairn.store import (
+    checkpoints,
+    claim,
+    context,
+    history,
+    limits,
+    messages,
+    outbox,
+    runs,
+    steps,
+    tenancy,
+)
 from cairn.store.db import Database
 from cairn.store.sql_text import Served, function_body
 from tests.fakes.llm_server import FakeLLM
@@ -27,6 +38,12 @@ from tests.integration.engine_harness import engine_for, make_agent, send, start
         context.INSERTING_ENTRIES,
         checkpoints.CHECKPOINTING_AGENT,
         outbox.WAITING,
+        steps.INSERTING_STEP,
+        messages.INSERTING_MESSAGES,
+        checkpoints.FINISHING_RUN,
+        history.INSERTING_CHANGES,
+        limits.ADDING_TO_MONTH,
+        tenancy.AUTHENTICATING,
     ],
     ids=lambda s: s.name,
 )
@@ -119,6 +136,10 @@ def test_a_turn_without_prepared_statements_goes_through_the_functions(
         (context, "INSERTING_ENTRIES"),
         (checkpoints, "CHECKPOINTING_AGENT"),
         (outbox, "WAITING"),
+        (steps, "INSERTING_STEP"),
+        (messages, "INSERTING_MESSAGES"),
+        (checkpoints, "FINISHING_RUN"),
+        (history, "INSERTING_CHANGES"),
     ):
         served = getattr(module, name)
         monkeypatch.setattr(module, name, dataclasses.replace(served, call=Seen(served.call)))
@@ -136,4 +157,8 @@ def test_a_turn_without_prepared_statements_goes_through_the_functions(
         b"SELECT * FROM cairn_insert_entries",
         b"SELECT * FROM cairn_checkpoint_agent",
         b"SELECT * FROM cairn_waiting_for_release",
+        b"SELECT * FROM cairn_insert_step",
+        b"SELECT * FROM cairn_insert_messages",
+        b"SELECT * FROM cairn_finish_run",
+        b"SELECT * FROM cairn_insert_changes",
     }, called

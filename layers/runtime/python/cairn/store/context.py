@@ -128,9 +128,8 @@ def write(conn: Connection, org_id: str, agent_id: str, changes: Changes, *, ver
     (store/history.py); a message id the organization does not hold is a NotFoundError."""
     if not changes:
         return
-    conn.execute(
-        history.INSERT_CHANGES,
-        history.change_params(agent_id, version, changes.removed, changes.added),
+    history.INSERTING_CHANGES.execute(
+        conn, history.change_params(agent_id, version, changes.removed, changes.added)
     )
     if changes.removed:
         conn.execute(DELETE_ENTRIES, {"agent_id": agent_id, "positions": changes.positions_removed})

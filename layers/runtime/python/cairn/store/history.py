@@ -67,6 +67,10 @@ FROM unnest(%(positions)s::bigint[], %(added)s::boolean[], %(ids)s::text[])
      AS c (position, added, message_id)
 ON CONFLICT DO NOTHING
 """
+# Planned on every step behind RDS Proxy, about 0.02 ms: a function too (migration 0051).
+INSERTING_CHANGES = Native.of(INSERT_CHANGES).served(
+    "cairn_insert_changes", ("text", "bigint", "bigint[]", "boolean[]", "text[]")
+)
 
 
 def version_params(
@@ -365,6 +369,6 @@ def prune(db: Database, *, retention_days: float, agents: int = 100) -> int:
             window = window_at(conn, agent_id, version)
             conn.execute(FOLD_BASE, at)
             conn.execute(DROP_CHANGES, at)
-            conn.execute(INSERT_CHANGES, change_params(agent_id, version, [], window))
+            INSERTING_CHANGES.execute(conn, change_params(agent_id, version, [], window))
             conn.execute(DROP_VERSIONS, at)
     return len(bases)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cairn.store.db import Connection
+from cairn.store.sql_text import Native
 
 KINDS = ("monthly_tokens", "monthly_cost_usd", "requests_per_minute", "max_runs")
 
@@ -36,6 +37,10 @@ ON CONFLICT (organization_id, month) DO UPDATE
 SET tokens = org_usage_months.tokens + EXCLUDED.tokens,
     cost_usd = org_usage_months.cost_usd + EXCLUDED.cost_usd
 """
+# Planned on every step behind RDS Proxy, about 0.02 ms: a function too (migration 0051).
+ADDING_TO_MONTH = Native.of(ADD_TO_MONTH).served(
+    "cairn_add_to_month", ("text", "bigint", "numeric")
+)
 
 # An embedding call's tokens and cost: the month's (what budgets read) and the day's, per
 # model (what the usage rows show), in one statement after the call returned.

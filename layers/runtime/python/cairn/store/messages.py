@@ -14,6 +14,7 @@ from cairn.domain.indexing import indexed_text
 from cairn.domain.messages import Message
 from cairn.store.db import Connection
 from cairn.store.rows import from_row
+from cairn.store.sql_text import Native
 
 # Columns the application writes; sequence_id, fts and embedding are the database's.
 _WRITTEN = (
@@ -57,6 +58,8 @@ SELECT {_WRITABLE} FROM jsonb_populate_recordset(NULL::messages, %(batch)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING id, sequence_id
 """
+# Planned on every step behind RDS Proxy, about 0.04 ms: a function too (migration 0051).
+INSERTING_MESSAGES = Native.of(INSERT_MESSAGES).served("cairn_insert_messages", ("jsonb",))
 SELECT_MESSAGE = f"SELECT {_RETURNED} FROM messages WHERE organization_id = %(org)s AND id = %(id)s"
 # In the order of the given ids (the context window's order), whatever the sequence says.
 # As one JSON text, in the order asked, validated by pydantic's own parser (as the claim
@@ -111,7 +114,7 @@ def insert(conn: Connection, messages: list[Message]) -> list[Message]:
         return []
     assigned = {
         r["id"]: r["sequence_id"]
-        for r in conn.execute(INSERT_MESSAGES, batch_params(messages)).fetchall()
+        for r in INSERTING_MESSAGES.execute(conn, batch_params(messages)).fetchall()
     }
     missing = [m.id for m in messages if m.id not in assigned]
     if missing:

@@ -10,6 +10,7 @@ from psycopg.types.json import Jsonb
 from cairn.domain.runs import Step
 from cairn.store.db import Connection
 from cairn.store.rows import Order, from_row, page, to_params
+from cairn.store.sql_text import Native
 
 INSERT_STEP = """
 INSERT INTO steps (id, organization_id, run_id, agent_id, step_index, kind, status, stop_reason,
@@ -26,6 +27,17 @@ VALUES (%(id)s, %(organization_id)s, %(run_id)s, %(agent_id)s, %(step_index)s, %
 ON CONFLICT (run_id, step_index) DO NOTHING
 RETURNING *
 """
+# Planned on every step behind RDS Proxy, about 0.04 ms: a function too (migration 0051).
+# Its result is the table's row: a column added to the table needs the function again.
+INSERTING_STEP = Native.of(INSERT_STEP).served(
+    "cairn_insert_step",
+    (
+        "text", "text", "text", "text", "integer", "text", "text", "text", "text", "text",
+        "text", "integer", "integer", "integer", "integer", "integer", "integer", "integer",
+        "integer", "jsonb", "timestamp with time zone", "timestamp with time zone",
+        "timestamp with time zone", "bigint", "bigint",
+    ),
+)  # fmt: skip
 
 
 SELECT_STEP = "SELECT * FROM steps WHERE organization_id = %(org)s AND id = %(id)s"
@@ -39,7 +51,7 @@ WHERE organization_id = %(org)s AND run_id = %(run_id)s AND step_index = %(step_
 
 def record_step(conn: Connection, step: Step) -> Step | None:
     """Insert the step row; None when (run_id, step_index) was already recorded (a redelivery)."""
-    return from_row(Step, conn.execute(INSERT_STEP, to_params(step, ("error",))).fetchone())
+    return from_row(Step, INSERTING_STEP.execute(conn, to_params(step, ("error",))).fetchone())
 
 
 def get_step(conn: Connection, org_id: str, step_id: str) -> Step | None:

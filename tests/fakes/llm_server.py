@@ -104,6 +104,8 @@ class FakeLLM:
         self.embedding_gate = threading.Event()
         self.embedding_gate.set()
         self.embedding_failures = 0
+        # Another compatible server's embeddings answer, made from the request's body.
+        self.embedding_answer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.gates_timed_out = 0  # replies whose gate was not set within 30 s
         self.listings: list[str] = []  # the keys model lists were asked with (GET /models)
         self.bedrock_profiles = ["us.anthropic.claude-sonnet-4-20250514-v1:0"]
@@ -658,7 +660,8 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:  # noqa: C901
                     fake.embedding_failures -= 1
                     self._send_json(500, {"error": {"message": "embeddings are down"}})
                     return
-                self._send_json(200, embeddings_body(body))
+                answer = fake.embedding_answer or embeddings_body
+                self._send_json(200, answer(body))
                 return
             if self.path.rstrip("/").endswith("/invoke"):  # Bedrock's embedding models
                 fake.embedding_requests.append({"path": self.path, **body})

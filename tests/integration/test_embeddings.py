@@ -8,8 +8,9 @@ import pytest
 
 from cairn.config import Settings
 from cairn.domain.configs import EmbeddingConfig
-from cairn.embeddings.base import HashEmbedder
+from cairn.embeddings.base import Embedder, HashEmbedder
 from cairn.embeddings.providers import MiniLMEmbedder, default_config, embedder_for
+from cairn.llm.types import LLMError
 from tests.fakes.llm_server import FakeLLM
 
 
@@ -61,6 +62,54 @@ def test_openai_embeddings_batch_and_ask_for_their_dimensions() -> None:
     # default (base64 of float32s), so they are the fake's to float32 precision.
     assert {r["encoding_format"] for r in fake.embedding_requests} == {"base64"}
     assert vectors[3] == pytest.approx(HashEmbedder(512).embed(["text 3"])[0], abs=1e-7)
+
+
+def _openai_embedder(fake: FakeLLM, dim: int = 8) -> Embedder:
+    settings = Settings(openai_api_key="sk", openai_base_url=f"{fake.base_url}/v1")
+    config = EmbeddingConfig(
+        embedding_model="text-embedding-3-small",
+        embedding_dim=dim,
+        embedding_endpoint_type="openai",
+    )
+    return embedder_for(config, settings)
+
+
+def test_a_compatible_server_answering_lists_in_any_order_is_read_in_the_texts_order() -> None:
+    # Servers that speak OpenAI's API but not its base64 (older vLLM, LM Studio) answer
+    # lists of numbers whatever was asked, and nothing says their data comes in order.
+    texts = ["the heron", "by the lake", "at dawn"]
+    with FakeLLM() as fake:
+        fake.embedding_answer = lambda body: {
+            "data": [
+                {"index": i, "embedding": HashEmbedder(8).embed([body["input"][i]])[0]}
+                for i in (2, 0, 1)
+            ],
+            "usage": {"prompt_tokens": 9},
+        }
+        vectors, tokens = _openai_embedder(fake).embed_counted(texts)  # type: ignore[attr-defined]
+    assert vectors == HashEmbedder(8).embed(texts)  # exactly: no float32 on the way
+    assert tokens == 9
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"data": []},
+        {"object": "list"},
+        {"data": [{"index": 0, "embedding": "AAAA"}]},  # three bytes: not whole float32s
+        {"data": [{"index": 0, "embedding": "A"}]},  # not base64
+        {"data": [{"index": 0, "embedding": ["a", "b"]}]},
+    ],
+    ids=["no vectors", "no data", "part of a float32", "not base64", "not numbers"],
+)
+def test_an_embeddings_answer_without_a_vector_per_text_is_the_servers_error(
+    answer: dict[str, object],
+) -> None:
+    with FakeLLM() as fake:
+        fake.embedding_answer = lambda body: answer
+        with pytest.raises(LLMError) as raised:
+            _openai_embedder(fake).embed(["one text"])
+    assert raised.value.kind == "server" and "embedding server" in str(raised.value)
 
 
 def test_a_key_makes_openai_the_default() -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import array
+import base64
 import logging
+import sys
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -11,7 +14,8 @@ from typing import Any
 from cairn.config import Settings
 from cairn.domain.configs import EmbeddingConfig
 from cairn.embeddings.base import Embedder, HashEmbedder, batched, estimated_tokens
-from cairn.llm.errors import translate_errors
+from cairn.llm.errors import json_object, translate_errors
+from cairn.llm.types import LLMError
 
 logger = logging.getLogger(__name__)
 
@@ -29,19 +33,53 @@ class OpenAIEmbedder:
         return self.embed_counted(texts)[0]
 
     def embed_counted(self, texts: Sequence[str]) -> tuple[list[list[float]], int]:
-        """The vectors and the tokens the provider counted (what it bills)."""
+        """The vectors and the tokens the provider counted (what it bills).
+
+        Through the SDK's own request method (its retries, auth, timeouts and errors), its
+        answer taken as plain JSON, as the chat client does (llm/openai_chat.py): the typed
+        `create` built a model per vector and a list of floats from each, then this copied
+        it: 70 texts at 1,536 dimensions took 6-9 ms of CPU, 4.5 ms so."""
+        from pydantic_core import to_json
+
         out: list[list[float]] = []
         tokens = 0
         for chunk in batched(texts, self.batch_size):
-            extra = {"dimensions": self.dim} if self.model.startswith("text-embedding-3") else {}
+            body: dict[str, Any] = {"model": self.model, "input": list(chunk)}
+            if self.model.startswith("text-embedding-3"):
+                body["dimensions"] = self.dim
+            # What the SDK asks by default: each vector's float32s in base64, a quarter of
+            # the bytes of a list of numbers. A server that answers with lists is read too.
+            body["encoding_format"] = "base64"
             with translate_errors():
-                response = self._client.embeddings.create(
-                    model=self.model, input=list(chunk), **extra
+                answer = json_object(
+                    self._client.post("/embeddings", content=to_json(body), cast_to=object)
                 )
-            out += [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
-            said = getattr(getattr(response, "usage", None), "prompt_tokens", None)
-            tokens += int(said) if said is not None else estimated_tokens(chunk)
+            data = answer.get("data")
+            if not isinstance(data, list) or len(data) != len(chunk):
+                raise LLMError("server", "The embedding server's answer has no vector per text")
+            ordered = sorted(data, key=lambda d: d.get("index", 0) if isinstance(d, dict) else 0)
+            out += [_vector(d.get("embedding") if isinstance(d, dict) else None) for d in ordered]
+            said = (answer.get("usage") or {}).get("prompt_tokens")
+            tokens += int(said) if isinstance(said, int) else estimated_tokens(chunk)
         return out, tokens
+
+
+def _vector(embedding: object) -> list[float]:
+    """One vector of an embeddings answer: base64 float32s (little endian), or numbers."""
+    if isinstance(embedding, str):
+        try:
+            raw = base64.b64decode(embedding)
+        except ValueError:  # binascii.Error: not base64
+            raw = b"?"
+        if len(raw) % 4:
+            raise LLMError("server", "The embedding server's vector is not whole float32s")
+        floats = array.array("f", raw)
+        if sys.byteorder != "little":
+            floats.byteswap()
+        return floats.tolist()
+    if isinstance(embedding, list) and all(isinstance(x, int | float) for x in embedding):
+        return [float(x) for x in embedding]
+    raise LLMError("server", "The embedding server's answer has no vector per text")
 
 
 class BedrockEmbedder:

@@ -35,7 +35,7 @@ def test_a_whole_turn_runs_as_the_application_role(
     db: Database, org: Organization, fake: FakeLLM, pg_dsn: str, prepare: bool
 ) -> None:
     """Behind RDS Proxy nothing is prepared, and the turn calls the statements' functions
-    (migrations 0048, 0049): the role may run them too."""
+    (migrations 0048-0051): the role may run them too."""
     allow_login(pg_dsn, "app-password")
     app = Database(as_app(pg_dsn, "app-password"), max_size=2, prepare=prepare)
     try:

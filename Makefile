@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test check invoke bench synth rds-ca lint typecheck clean
+.PHONY: dev test test-unprepared check invoke bench synth rds-ca lint typecheck clean
 
 # Re-install only when the dependency list changes.
 $(STAMP): pyproject.toml
@@ -38,6 +38,19 @@ TEST_PROCESSES ?= 2
 XDIST = -n $(TEST_PROCESSES) --dist loadfile
 test: $(STAMP) $(BROWSER)
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(if $(PYTEST_ARGS),,$(MAKE) --no-print-directory test-unprepared)
+
+# The engine's and the message routes' tests again with no statement prepared, as every
+# deployed shape but `size=small` runs behind RDS Proxy: there a step's statements run as
+# their PL/pgSQL functions (migrations 0048-0051). Part of `make test` (a few minutes).
+UNPREPARED := $(addprefix tests/integration/test_,step_loop.py step_approvals.py \
+	step_durability.py step_worker.py compaction.py context_entries.py coalescing_race.py \
+	statement_functions.py pipeline_errors.py store.py kept_counts.py parsed_windows.py \
+	tenancy_isolation.py) $(addprefix tests/api/test_,http_contract.py agent_messages.py \
+	history.py letta_client.py limits.py usage.py api_keys.py streaming.py coalescing.py \
+	concurrency.py memory_tools_run.py batches.py groups.py)
+test-unprepared: $(STAMP)
+	CAIRN_TEST_PREPARED=0 $(PY) -m pytest $(XDIST) $(UNPREPARED)
 
 # The quick tier: lint, types and the tests that need no database, stack, browser or CDK
 # (a few minutes on 2 cores); `make test` stays the whole suite.

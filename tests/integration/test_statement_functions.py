@@ -162,3 +162,30 @@ def test_a_turn_without_prepared_statements_goes_through_the_functions(
         b"SELECT * FROM cairn_finish_run",
         b"SELECT * FROM cairn_insert_changes",
     }, called
+
+
+def test_a_served_statement_is_prepared_at_its_first_run(pg_dsn: str) -> None:
+    """A step's statements run on every step: where the connection prepares statements, the
+    first run prepares them, rather than the third (two plans in full saved a connection)."""
+    on = Database(pg_dsn, max_size=1)
+    try:
+        with on.connection() as conn:
+            assert (
+                tenancy.AUTHENTICATING.execute(conn, {"key_hash": "no such key"}).fetchall() == []
+            )
+            prepared = conn.execute(
+                "SELECT count(*) AS n FROM pg_prepared_statements WHERE statement = %s",
+                (tenancy.AUTHENTICATING.statement.text.decode(),),
+            ).fetchone()
+            assert prepared == {"n": 1}
+    finally:
+        on.close()
+    unprepared = Database(pg_dsn, max_size=1, prepare=False)
+    try:
+        with unprepared.connection() as conn:
+            tenancy.AUTHENTICATING.execute(conn, {"key_hash": "no such key"}).fetchall()
+            assert conn.execute("SELECT count(*) AS n FROM pg_prepared_statements").fetchone() == {
+                "n": 0
+            }
+    finally:
+        unprepared.close()

@@ -65,10 +65,13 @@ class Native:
 
         return cls(_PLACEHOLDER.sub(number, compact(statement)).encode(), tuple(numbers))
 
-    def execute(self, conn: Connection, params: Mapping[str, Any]) -> RawCursor[dict[str, Any]]:
-        """Run on `conn` (in its pipeline, if one is open) with each name's value."""
+    def execute(
+        self, conn: Connection, params: Mapping[str, Any], *, prepare: bool | None = None
+    ) -> RawCursor[dict[str, Any]]:
+        """Run on `conn` (in its pipeline, if one is open) with each name's value; `prepare`
+        as psycopg's (True: at once, where the connection prepares statements at all)."""
         cursor = RawCursor(conn, row_factory=dict_row)
-        return cursor.execute(self.text, [params[name] for name in self.names])
+        return cursor.execute(self.text, [params[name] for name in self.names], prepare=prepare)
 
     def plpgsql(self, name: str, types: Sequence[str], columns: Sequence[tuple[str, str]]) -> str:
         """`CREATE OR REPLACE FUNCTION name` running this statement: its parameters' `types`
@@ -107,8 +110,12 @@ class Served:
     call: Native
 
     def execute(self, conn: Connection, params: Mapping[str, Any]) -> RawCursor[dict[str, Any]]:
-        chosen = self.statement if conn.prepare_threshold is not None else self.call
-        return chosen.execute(conn, params)
+        if conn.prepare_threshold is None:
+            return self.call.execute(conn, params)
+        # Prepared at its first run, not its third (store/db.py, PREPARE_AFTER): a step's
+        # statements run on every step, and each run unprepared was planned in full (the
+        # claim for about 1 ms) on every new connection, a Lambda process's first steps.
+        return self.statement.execute(conn, params, prepare=True)
 
 
 def function_body(statement: Native, *, rows: bool = True) -> str:

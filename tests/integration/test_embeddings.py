@@ -87,8 +87,15 @@ def test_a_compatible_server_answering_lists_in_any_order_is_read_in_the_texts_o
             "usage": {"prompt_tokens": 9},
         }
         vectors, tokens = _openai_embedder(fake).embed_counted(texts)  # type: ignore[attr-defined]
-    assert vectors == HashEmbedder(8).embed(texts)  # exactly: no float32 on the way
-    assert tokens == 9
+        assert vectors == HashEmbedder(8).embed(texts)  # exactly: no float32 on the way
+        assert tokens == 9
+        # A server that says nothing of tokens (or something else) is estimated, not trusted.
+        fake.embedding_answer = lambda body: {
+            "data": [{"index": 0, "embedding": [0.5] * 8}],
+            "usage": "plenty",
+        }
+        _, tokens = _openai_embedder(fake).embed_counted(["twelve chars"])  # type: ignore[attr-defined]
+    assert tokens == 4  # estimated_tokens: 12 // 4 + 1
 
 
 @pytest.mark.parametrize(
@@ -99,8 +106,9 @@ def test_a_compatible_server_answering_lists_in_any_order_is_read_in_the_texts_o
         {"data": [{"index": 0, "embedding": "AAAA"}]},  # three bytes: not whole float32s
         {"data": [{"index": 0, "embedding": "A"}]},  # not base64
         {"data": [{"index": 0, "embedding": ["a", "b"]}]},
+        {"data": [{"index": 0, "embedding": None}]},
     ],
-    ids=["no vectors", "no data", "part of a float32", "not base64", "not numbers"],
+    ids=["no vectors", "no data", "part of a float32", "not base64", "not numbers", "null"],
 )
 def test_an_embeddings_answer_without_a_vector_per_text_is_the_servers_error(
     answer: dict[str, object],

@@ -59,8 +59,9 @@ class OpenAIEmbedder:
                 raise LLMError("server", "The embedding server's answer has no vector per text")
             ordered = sorted(data, key=lambda d: d.get("index", 0) if isinstance(d, dict) else 0)
             out += [_vector(d.get("embedding") if isinstance(d, dict) else None) for d in ordered]
-            said = (answer.get("usage") or {}).get("prompt_tokens")
-            tokens += int(said) if isinstance(said, int) else estimated_tokens(chunk)
+            usage = answer.get("usage")
+            said = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+            tokens += said if isinstance(said, int) else estimated_tokens(chunk)
         return out, tokens
 
 
@@ -68,9 +69,9 @@ def _vector(embedding: object) -> list[float]:
     """One vector of an embeddings answer: base64 float32s (little endian), or numbers."""
     if isinstance(embedding, str):
         try:
-            raw = base64.b64decode(embedding)
-        except ValueError:  # binascii.Error: not base64
-            raw = b"?"
+            raw = base64.b64decode(embedding, validate=True)
+        except ValueError as err:  # binascii.Error
+            raise LLMError("server", "The embedding server's vector is not base64") from err
         if len(raw) % 4:
             raise LLMError("server", "The embedding server's vector is not whole float32s")
         floats = array.array("f", raw)

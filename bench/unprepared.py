@@ -23,7 +23,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.local_stack import postmaster, start_database  # noqa: E402
+from bench.local_stack import cpu_seconds, postmaster, start_database  # noqa: E402
 from tests.fakes.llm_server import FakeLLM  # noqa: E402
 from tests.integration.engine_harness import engine_for, make_agent, send  # noqa: E402
 
@@ -34,19 +34,7 @@ from cairn.store.migrate import apply_migrations  # noqa: E402
 
 def database_cpu_ms(root: int) -> float:
     """CPU of the server's process and its children (every backend), in ms, to the ns."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            parent = int(Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[1])
-            if int(entry) != root and parent != root:
-                continue
-            for task in os.listdir(f"/proc/{entry}/task"):
-                total += int(Path(f"/proc/{entry}/task/{task}/schedstat").read_text().split()[0])
-        except OSError:
-            continue  # a process that ended meanwhile
-    return total / 1e6
+    return cpu_seconds(root, precise=True) * 1000
 
 
 def spent(dsn: str, user: str) -> tuple[float, float]:

@@ -107,8 +107,17 @@ def test_a_compatible_server_answering_lists_in_any_order_is_read_in_the_texts_o
         {"data": [{"index": 0, "embedding": "A"}]},  # not base64
         {"data": [{"index": 0, "embedding": ["a", "b"]}]},
         {"data": [{"index": 0, "embedding": None}]},
+        {"data": ["not an object"]},
     ],
-    ids=["no vectors", "no data", "part of a float32", "not base64", "not numbers", "null"],
+    ids=[
+        "no vectors",
+        "no data",
+        "part of a float32",
+        "not base64",
+        "not numbers",
+        "null",
+        "not an object",
+    ],
 )
 def test_an_embeddings_answer_without_a_vector_per_text_is_the_servers_error(
     answer: dict[str, object],

@@ -55,10 +55,14 @@ class OpenAIEmbedder:
                     self._client.post("/embeddings", content=to_json(body), cast_to=object)
                 )
             data = answer.get("data")
-            if not isinstance(data, list) or len(data) != len(chunk):
+            if not (
+                isinstance(data, list)
+                and len(data) == len(chunk)
+                and all(isinstance(d, dict) for d in data)
+            ):
                 raise LLMError("server", "The embedding server's answer has no vector per text")
-            ordered = sorted(data, key=lambda d: d.get("index", 0) if isinstance(d, dict) else 0)
-            out += [_vector(d.get("embedding") if isinstance(d, dict) else None) for d in ordered]
+            ordered = sorted(data, key=lambda d: d.get("index", 0))
+            out += [_vector(d.get("embedding")) for d in ordered]
             usage = answer.get("usage")
             said = usage.get("prompt_tokens") if isinstance(usage, dict) else None
             tokens += said if isinstance(said, int) else estimated_tokens(chunk)

@@ -95,11 +95,14 @@ WITH run AS (
     SELECT w.position, w.message_id, w.version, w.sent,
            CASE WHEN w.sent THEN (SELECT to_json(m) FROM (SELECT {MESSAGE_COLUMNS} FROM messages
                                                           WHERE id = w.message_id) m) END AS body
-    FROM (SELECT e.position, e.message_id, v.version,
+    FROM (SELECT v.position, v.message_id, v.version,
                  (v.version IN (SELECT version FROM parsed)) IS NOT TRUE AS sent
-          FROM lease l JOIN context_entries e ON e.agent_id = l.id
-          LEFT JOIN LATERAL (SELECT id || '@' || xmin::text AS version FROM messages
-                             WHERE id = e.message_id) v ON true) w
+          FROM (SELECT e.position, e.message_id,
+                       -- A subquery, not a lateral join: the planner flattened that into a
+                       -- join and once chose a scan of the whole history (CI, stale stats).
+                       (SELECT id || '@' || xmin::text FROM messages
+                        WHERE id = e.message_id) AS version
+                FROM lease l JOIN context_entries e ON e.agent_id = l.id) v) w
 )
 SELECT
     (SELECT to_jsonb(run) FROM run)::text AS run,

@@ -173,6 +173,44 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
     assert json.dumps(plan).count("archive_stats") >= 1
 
 
+def test_a_misjudged_window_never_makes_the_claim_scan_the_history(
+    db: Database, org: Organization
+) -> None:
+    """Statistics that say the agent's window is 20,000 entries (left by entries since
+    deleted, as an earlier test left them once in CI): the claim still reads each entry's
+    message by its key. A lateral join there was flattened into a join, and the planner
+    then scanned all 20,000 messages (migration 0052)."""
+    agent = make_agent(db, org)
+    archive = archive_of(db, org, agent.id)
+    bulk_load(db, org, agent.id, archive.id)
+    with db.connection() as conn:
+        conn.execute(
+            "INSERT INTO context_entries (agent_id, position, message_id, organization_id)"
+            " SELECT %(agent)s, 1000 + i, %(agent)s || '-old-' || i, %(org)s"
+            " FROM generate_series(1, 20000) i",
+            {"agent": agent.id, "org": org.id},
+        )
+        conn.execute("ANALYZE context_entries")
+        conn.execute("DELETE FROM context_entries WHERE agent_id = %s", (agent.id,))
+        params = {
+            "org": org.id,
+            "run": "run-none",
+            "idx": 0,
+            "ttl": 60,
+            "next_key": "x",
+            "key": "y",
+            "cap": 3,
+            "lock_held": False,
+            "reserve_at": 10,
+            "held": "",
+        }
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + claim.CLAIM, params).fetchone()
+    assert plan is not None
+    nodes = list(_nodes(next(iter(plan.values()))[0]["Plan"]))
+    on_messages = {n["Node Type"] for n in nodes if n.get("Relation Name") == "messages"}
+    assert on_messages == {"Index Scan"}, on_messages
+
+
 def test_the_messages_to_embed_are_found_by_their_own_index(
     db: Database, org: Organization
 ) -> None:

@@ -105,12 +105,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_database(data: str) -> tuple[str, Any]:
-    """The embedded server `make dev` starts, in `data`, counting every statement it runs
-    (pg_stat_statements, nested ones too: the foreign-key checks of each row written)."""
+def start_database(data: str, *, counting: bool = True) -> tuple[str, Any]:
+    """The embedded server `make dev` starts, in `data`; `counting`: with every statement
+    it runs counted (pg_stat_statements, nested ones too: the foreign-key checks of each row
+    written), which costs PostgreSQL a few per cent more CPU than `make dev`'s server."""
     from cairn.local.postgres import start_embedded
 
     dsn, handle = start_embedded(Path(data) / "pgdata", cleanup="stop")
+    if not counting:
+        return dsn, handle
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
         conn.execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")

@@ -121,7 +121,9 @@ def main() -> int:
         open(Path(data) / "stack.log", "w") as log,
     ):
         fake.when(lambda r: True, answer)
-        dsn, database = start_database(data)
+        # As `make dev` starts it: counting statements would cost Cairn's side CPU that
+        # neither `make dev` nor Letta's server spends.
+        dsn, database = start_database(data, counting=False)
         stack = start_stack(data, dsn, port, fake, log)
         letta_auth = {"Authorization": f"Bearer {args.letta_key}"} if args.letta_key else {}
         try:

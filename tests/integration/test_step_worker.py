@@ -86,6 +86,7 @@ class DownQueue:
 
     def __init__(self, real: SqsStepQueue, failures: int) -> None:
         self.real, self.failures = real, failures
+        self.sent: list[OutboxCommand] = []  # every command handed over, as it was
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)  # its batches and redeliveries, as they are
@@ -94,6 +95,7 @@ class DownQueue:
         if self.failures > 0:
             self.failures -= 1
             raise ConnectionError("queue unreachable")
+        self.sent.append(command)
         self.real.publish(command)
 
 
@@ -267,8 +269,9 @@ def test_a_sync_send_runs_its_turn_here_and_does_not_poll_while_it_waits(
 def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
     worker: Worker, org: Organization, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Three turns in a row: one embedding job reaches the queue (the others are the same
-    window's duplicates), and it embeds every message still without a vector at once."""
+    """Three turns in a row: one embedding job is sent (the others would be the same
+    window's duplicates: the process builds none of them), it alone reaches the queue, and
+    it embeds every message still without a vector at once."""
     from cairn.run.driving import follow_ons
 
     monkeypatch.setattr(follow_ons, "EMBED_WINDOW_SECONDS", 3600)
@@ -290,6 +293,8 @@ def test_a_busy_agents_messages_are_embedded_by_one_job_per_window(
     ).get("Messages", [])
     jobs = [m for m in got if json.loads(m["Body"]).get("kind") == "embed"]
     assert len(jobs) == 1
+    queue = worker.rt.queue.embeddings  # type: ignore[attr-defined]
+    assert len([c for c in queue.sent if c.kind == "embed"]) == 1
     assert invoke("step", to_event(jobs, "arn:aws:sqs:us-east-1:123456789012:test-steps.fifo"))
     with worker.rt.db.connection() as conn:
         missing = conn.execute(

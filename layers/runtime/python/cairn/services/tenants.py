@@ -14,10 +14,10 @@ def organization_of(db: Database, token: str) -> str | None:
     """The organization an API key opens, or None for an unknown or revoked key; a
     LimitExceededError past the organization's requests per minute for one key."""
     with db.connection() as conn:
-        key, over, left = tenancy.admit(conn, token)
-    if over is not None and key is not None:
-        raise too_many_requests(key.organization_id, over, left)
-    return key.organization_id if key is not None else None
+        org, over, left = tenancy.admit(conn, token)
+    if over is not None and org is not None:
+        raise too_many_requests(org, over, left)
+    return org
 
 
 def ensure_local_tenant(db: Database, api_key: str | None) -> tuple[str, bool]:

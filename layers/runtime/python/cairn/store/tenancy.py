@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from cairn.domain.tenancy import (
     ApiKey,
     Organization,
@@ -133,19 +135,27 @@ def get_api_key(conn: Connection, org_id: str, key_id: str) -> ApiKey | None:
 
 
 def authenticate(conn: Connection, plain_key: str) -> ApiKey | None:
-    return admit(conn, plain_key)[0]
+    row = AUTHENTICATING.execute(conn, {"key_hash": hash_api_key(plain_key)}).fetchone()
+    return None if row is None else ApiKey.model_validate(row)
 
 
-def admit(conn: Connection, plain_key: str) -> tuple[ApiKey | None, int | None, int]:
-    """The key (None: unknown or revoked), its organization's requests-per-minute limit
-    (None: none) with this request counted, and the seconds left in the minute; over the
-    limit when the count is above it."""
+class Admission(NamedTuple):
+    organization_id: str | None  # None: an unknown or revoked key
+    over: int | None  # the requests-per-minute limit this request went past, if it did
+    seconds_left: int  # in the minute
+
+
+def admit(conn: Connection, plain_key: str) -> Admission:
+    """A request's key: its organization, its organization's requests-per-minute limit
+    (None: none) when this request, counted, went past it, and the seconds left in the
+    minute. Only the organization is taken from the key's row: validating the whole ApiKey
+    on every request was about 1 % of a message's CPU in the request's thread."""
     row = AUTHENTICATING.execute(conn, {"key_hash": hash_api_key(plain_key)}).fetchone()
     if row is None:
-        return None, None, 0
+        return Admission(None, None, 0)
     limit, count = row["rate_limit"], row["requests_this_minute"]
     over = limit if limit is not None and count is not None and count > limit else None
-    return ApiKey.model_validate(row), over, int(row["minute_left_seconds"])
+    return Admission(row["organization_id"], over, int(row["minute_left_seconds"]))
 
 
 def revoke_api_key(conn: Connection, org_id: str, key_id: str) -> bool:

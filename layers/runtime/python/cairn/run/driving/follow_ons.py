@@ -19,6 +19,11 @@ from cairn.store.checkpoints import Checkpoint
 
 # A busy agent's messages are embedded by one job per window, not one per step.
 EMBED_WINDOW_SECONDS = 30
+# The window each agent's job was last handed over in, by this process: the queue would drop
+# the window's other jobs as duplicates, so they are neither built nor sent (on AWS, an SQS
+# request a step saved). Bounded: emptied when full, which costs a duplicate send at most.
+_handed_over: dict[str, int] = {}
+HANDED_OVER_MAX = 4096
 
 
 def follow_ons(cp: Checkpoint, run_end: tuple[RunEnd, ...]) -> None:
@@ -43,8 +48,14 @@ def embed_job(cp: Checkpoint, org_id: str, run_id: str, now: datetime) -> list[O
     (FIFO, never the steps' queue) drops the window's other sends as duplicates, and the
     job embeds all the agent's messages still without a vector in one request. What a
     window's job finds already done waits for the next window's job or the sweeper's
-    backfill (one sweep)."""
+    backfill (one sweep). This process builds a window's job once (`_handed_over`): had its
+    send failed, the backfill embeds what it would have."""
     if not cp.agent.message_embeddings or not any(m.search_text() for m in cp.new_messages):
         return []
     window = int(now.timestamp() // EMBED_WINDOW_SECONDS)
+    if _handed_over.get(cp.agent.id) == window:
+        return []
+    if len(_handed_over) >= HANDED_OVER_MAX:
+        _handed_over.clear()
+    _handed_over[cp.agent.id] = window
     return [embed_command(org_id, cp.agent.id, f"embed:{cp.agent.id}:{window}", run_id=run_id)]

@@ -211,6 +211,32 @@ def test_a_misjudged_window_never_makes_the_claim_scan_the_history(
     assert on_messages == {"Index Scan"}, on_messages
 
 
+def test_the_claim_reads_each_window_entrys_message_at_most_twice(
+    db: Database, org: Organization
+) -> None:
+    """Two reads of `messages` in the claim's plan: each entry's version, and the body of
+    one not held parsed. The version's subquery, pulled up into the query reading it, was
+    copied into each of its three uses: three reads an entry (migration 0053)."""
+    params = {
+        "org": org.id,
+        "run": "run-none",
+        "idx": 0,
+        "ttl": 60,
+        "next_key": "x",
+        "key": "y",
+        "cap": 3,
+        "lock_held": False,
+        "reserve_at": 10,
+        "held": "",
+    }
+    with db.connection() as conn:
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + claim.CLAIM, params).fetchone()
+    assert plan is not None
+    nodes = list(_nodes(next(iter(plan.values()))[0]["Plan"]))
+    on_messages = [n["Index Name"] for n in nodes if n.get("Relation Name") == "messages"]
+    assert on_messages == ["messages_pkey", "messages_pkey"], on_messages
+
+
 def test_the_messages_to_embed_are_found_by_their_own_index(
     db: Database, org: Organization
 ) -> None:

@@ -102,7 +102,10 @@ WITH run AS (
                        -- join and once chose a scan of the whole history (CI, stale stats).
                        (SELECT id || '@' || xmin::text FROM messages
                         WHERE id = e.message_id) AS version
-                FROM lease l JOIN context_entries e ON e.agent_id = l.id) v) w
+                FROM lease l JOIN context_entries e ON e.agent_id = l.id
+                -- Kept a subquery of its own (OFFSET 0): pulled up, its version's lookup was
+                -- copied into each of the three places that read it, three reads an entry.
+                OFFSET 0) v) w
 )
 SELECT
     (SELECT to_jsonb(run) FROM run)::text AS run,

@@ -48,6 +48,8 @@ from bench.local_stack import (  # noqa: E402
 )
 from tests.fakes.llm_server import FakeLLM, Recorded, Reply  # noqa: E402
 
+# Cairn's agent without message embeddings, as Letta's server runs (`--cairn-embedding both`).
+NO_EMBEDDINGS = "cairn, no message embeddings"
 HASH = {"embedding_model": "cairn-hash", "embedding_endpoint_type": "hash", "embedding_dim": 384}
 
 
@@ -97,10 +99,13 @@ def main() -> int:
     parser.add_argument("--letta-key", default=os.environ.get("LETTA_API_KEY", ""))
     parser.add_argument(
         "--cairn-embedding",
-        choices=("openai", "hash"),
+        choices=("openai", "hash", "off", "both"),
         default="openai",
         help="Cairn's agent embeds its messages with the fake's OpenAI embeddings (as Letta's"
-        " agent is configured) or the model-free hashing embedder",
+        " agent is configured), the model-free hashing embedder, or not at all (`off`:"
+        " metadata.cairn_message_embeddings false, the same work as Letta's server, which"
+        " embeds messages only with Turbopuffer: letta/helpers/tpuf_client.py); `both`: an"
+        " agent with OpenAI embeddings and one without, each its own row",
     )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=10, help="messages a round, each server")
@@ -113,7 +118,12 @@ def main() -> int:
         return Reply(text="ok", usage=(1, 1))
 
     times: dict[str, list[float]] = {"letta": [], "floor": [], "raw floor": [], "cairn": []}
-    cpu = {"letta": 0.0, "cairn": 0.0}
+    cairns = {"cairn": args.cairn_embedding}
+    if args.cairn_embedding == "both":
+        cairns = {"cairn": "openai", NO_EMBEDDINGS: "off"}
+    for name in cairns:
+        times[name] = []
+    cpu = {"letta": 0.0, **dict.fromkeys(cairns, 0.0)}
     port = free_port()
     with (
         tempfile.TemporaryDirectory() as data,
@@ -135,12 +145,14 @@ def main() -> int:
                     timeout=120,
                 ) as cairn,
             ):
-                clients = {"letta": letta, "cairn": cairn}
+                clients = {"letta": letta, **dict.fromkeys(cairns, cairn)}
                 agents = {}
                 for name, client in clients.items():
                     body = agent_body(fake)
-                    if name == "cairn" and args.cairn_embedding == "hash":
+                    if cairns.get(name) == "hash":
                         body["embedding_config"] = HASH
+                    if cairns.get(name) == "off":
+                        body["metadata"] = {"cairn_message_embeddings": False}
                     made = client.post("/v1/agents/", json=body)
                     assert made.status_code == 200, made.text
                     agents[name] = made.json()["id"]
@@ -148,17 +160,18 @@ def main() -> int:
                 cairn_body = requests[-1]  # Cairn's last model request (it warmed up last)
                 roots = {
                     "letta": (args.letta_pid, letta_pg),
-                    "cairn": (stack.pid, postmaster(data)),
+                    **dict.fromkeys(cairns, (stack.pid, postmaster(data))),
                 }
-                for _ in range(args.rounds):
-                    for name in ("letta", "floor", "raw floor", "cairn"):
+                for round_ in range(args.rounds):
+                    order = list(cairns) if round_ % 2 == 0 else list(cairns)[::-1]
+                    for name in ("letta", "floor", "raw floor", *order):
                         if name in ("floor", "raw floor"):  # the request Cairn's turn sent
                             raw = name == "raw floor"
                             times[name] += floor(fake, dsn, body=cairn_body, n=args.batch, raw=raw)
                             continue
                         before = cpu_seconds(*roots[name])
                         times[name] += send(clients[name], agents[name], args.batch)
-                        if name == "cairn":
+                        if name in cairns:
                             cairn_body = requests[-1]
                         time.sleep(1)  # its after-work (embedding jobs, summaries) counted
                         cpu[name] += cpu_seconds(*roots[name]) - before
@@ -169,18 +182,21 @@ def main() -> int:
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     p50 = {k: statistics.median(v) for k, v in times.items()}
     per = {k: v * 1000 / n for k, v in cpu.items()}
-    print(f"{args.rounds} rounds of {args.batch} messages each, interleaved (load {load})\n")
+    print(
+        f"{args.rounds} rounds of {args.batch} messages each, interleaved (load {load}); Cairn's"
+        f" message embeddings: {args.cairn_embedding}\n"
+    )
     print("| | p50 ms | p99 ms | CPU a message (server + PostgreSQL) |")
     print("| --- | --- | --- | --- |")
-    for name in ("letta", "floor", "raw floor", "cairn"):
+    for name in ("letta", "floor", "raw floor", *cairns):
         cpu_cell = f"{per[name]:.1f} ms" if name in per else "-"
         print(f"| {name} | {p50[name]:.1f} | {pct(times[name], 0.99):.1f} | {cpu_cell} |")
-    print(
-        f"\nCairn's p50: {p50['letta'] / p50['cairn']:.1f}x lower than Letta's, "
-        f"{p50['cairn'] / p50['floor']:.2f}x the floor ({p50['cairn'] / p50['raw floor']:.2f}x the"
-        f" raw floor); CPU a message "
-        f"{per['letta'] / per['cairn']:.1f}x less than Letta's"
-    )
+    for name in cairns:
+        print(
+            f"\n{name}: p50 {p50['letta'] / p50[name]:.1f}x lower than Letta's, "
+            f"{p50[name] / p50['floor']:.2f}x the floor ({p50[name] / p50['raw floor']:.2f}x the"
+            f" raw floor); CPU a message {per['letta'] / per[name]:.1f}x less than Letta's"
+        )
     return 0
 
 

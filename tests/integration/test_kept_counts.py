@@ -141,6 +141,22 @@ def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _nodes(child)
 
 
+def _claim_params(org_id: str) -> dict[str, object]:
+    """The claim's parameters for a run that is not there: enough to plan it."""
+    return {
+        "org": org_id,
+        "run": "run-none",
+        "idx": 0,
+        "ttl": 60,
+        "next_key": "x",
+        "key": "y",
+        "cap": 3,
+        "lock_held": False,
+        "reserve_at": 10,
+        "held": "",
+    }
+
+
 def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
     db: Database, org: Organization
 ) -> None:
@@ -151,18 +167,7 @@ def test_a_steps_claim_reads_neither_the_history_nor_the_archive(
     bulk_load(db, org, agent.id, archive.id)
     with db.connection() as conn:
         statement = claim.CLAIM
-        params = {
-            "org": org.id,
-            "run": "run-none",
-            "idx": 0,
-            "ttl": 60,
-            "next_key": "x",
-            "key": "y",
-            "cap": 3,
-            "lock_held": False,
-            "reserve_at": 10,
-            "held": "",
-        }
+        params = _claim_params(org.id)
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
     assert plan is not None
     nodes = list(_nodes(next(iter(plan.values()))[0]["Plan"]))
@@ -192,18 +197,7 @@ def test_a_misjudged_window_never_makes_the_claim_scan_the_history(
         )
         conn.execute("ANALYZE context_entries")
         conn.execute("DELETE FROM context_entries WHERE agent_id = %s", (agent.id,))
-        params = {
-            "org": org.id,
-            "run": "run-none",
-            "idx": 0,
-            "ttl": 60,
-            "next_key": "x",
-            "key": "y",
-            "cap": 3,
-            "lock_held": False,
-            "reserve_at": 10,
-            "held": "",
-        }
+        params = _claim_params(org.id)
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + claim.CLAIM, params).fetchone()
     assert plan is not None
     nodes = list(_nodes(next(iter(plan.values()))[0]["Plan"]))
@@ -217,18 +211,7 @@ def test_the_claim_reads_each_window_entrys_message_at_most_twice(
     """Two reads of `messages` in the claim's plan: each entry's version, and the body of
     one not held parsed. The version's subquery, pulled up into the query reading it, was
     copied into each of its three uses: three reads an entry (migration 0053)."""
-    params = {
-        "org": org.id,
-        "run": "run-none",
-        "idx": 0,
-        "ttl": 60,
-        "next_key": "x",
-        "key": "y",
-        "cap": 3,
-        "lock_held": False,
-        "reserve_at": 10,
-        "held": "",
-    }
+    params = _claim_params(org.id)
     with db.connection() as conn:
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + claim.CLAIM, params).fetchone()
     assert plan is not None

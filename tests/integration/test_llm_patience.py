@@ -10,7 +10,10 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
 
+import httpcore2._sync.http11
 import pytest
 
 from cairn.config import Settings
@@ -20,6 +23,8 @@ from cairn.domain.messages import Message, TextContent
 from cairn.llm import deadline
 from cairn.llm.clients import client_for
 from cairn.llm.types import LLMError, LLMRequest
+from cairn.outbound import KEEPALIVE_SECONDS
+from tests.fakes.llm_server import FakeLLM
 
 # A body the server promises and then sends slowly or never: 10,000 bytes at one every
 # 0.2 s would take over half an hour.
@@ -154,3 +159,36 @@ def test_a_url_anyone_gave_is_fetched_within_its_time_for_the_whole_transfer() -
         assert time.monotonic() - started < 15  # per read: over half an hour
     finally:
         crawl.close()
+
+
+@pytest.mark.parametrize(("idle", "connections"), [(6.0, 1), (KEEPALIVE_SECONDS + 1, 2)])
+def test_a_models_connection_is_kept_between_calls_seconds_apart(
+    monkeypatch: pytest.MonkeyPatch, idle: float, connections: int
+) -> None:
+    """httpx keeps an idle connection 5 s; a chat's messages mostly come further apart, and
+    against a provider each new connection is a TLS handshake. A call 6 s after the last one
+    goes over the same connection; one past KEEPALIVE_SECONDS opens another. (httpcore's
+    clock is moved on, not waited for.)"""
+    with FakeLLM() as fake:
+        accepted: list[Any] = []
+        server: Any = fake._server
+        serve = server.process_request
+
+        def counted(request: Any, address: Any) -> None:
+            accepted.append(address)
+            serve(request, address)
+
+        monkeypatch.setattr(server, "process_request", counted)
+        settings = Settings(
+            openai_api_key="sk-test", openai_base_url=f"{fake.base_url}/v1", llm_max_retries=0
+        )
+        model = client_for(ask("openai").config, settings)
+        later = [0.0]
+        clock = SimpleNamespace(monotonic=lambda: time.monotonic() + later[0])
+        monkeypatch.setattr(httpcore2._sync.http11, "time", clock)
+        fake.reply("one")
+        model.complete(ask("openai"))
+        later[0] = idle
+        fake.reply("two")
+        assert model.complete(ask("openai")).text == "two"
+    assert len(accepted) == connections

@@ -108,10 +108,28 @@ def check_written(url: str, opened: tuple[Network, ...]) -> None:
 STACKS = {"httpx": "httpcore", "httpx2": "httpcore2"}
 
 
+# How long an idle connection to a model's server is kept for the next call (httpx's default
+# is 5 s). A chat's messages mostly come further apart than that, and each new connection is a
+# TLS handshake: round trips, and 0.6 -> 1.5 ms of the client's CPU for a request even to a
+# local server with one short certificate (bench/model_connection.py). Below the idle
+# timeouts of the providers' load balancers (60 s and up); a connection the server closed
+# sooner is seen closed by httpcore and never reused.
+KEEPALIVE_SECONDS = 30.0
+
+
+def pooled(stack: str = "httpx") -> Any:
+    """A plain transport of `stack` with httpx's pool sizes and KEEPALIVE_SECONDS."""
+    http = importlib.import_module(stack)
+    limits = http.Limits(
+        max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_SECONDS
+    )
+    return http.HTTPTransport(limits=limits)
+
+
 def transport(opened: tuple[Network, ...], stack: str = "httpx") -> Any:
     """A transport of `stack` (httpx or httpx2) whose every connection goes through the
     policy: for the SDK clients that call an organization's URL."""
-    http, core = importlib.import_module(stack), importlib.import_module(STACKS[stack])
+    core = importlib.import_module(STACKS[stack])
 
     class Guarded(core.SyncBackend):  # type: ignore[misc,name-defined]
         def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
@@ -122,7 +140,7 @@ def transport(opened: tuple[Network, ...], stack: str = "httpx") -> Any:
             # The address checked, not the name again; TLS still verifies `host` (SNI).
             return super().connect_tcp(str(address), port, *args, **kwargs)
 
-    made = http.HTTPTransport()
+    made = pooled(stack)
     # The transport takes no network backend; the connection pool it wraps does.
     made._pool._network_backend = Guarded()
     return made

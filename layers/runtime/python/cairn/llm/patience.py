@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from cairn import outbound
 from cairn.llm import deadline
 
 
@@ -119,7 +120,7 @@ def http_client(
     """A client of `stack` for an SDK: redirects followed as the SDKs' own clients do,
     every request through `transport` over `inner` (a guarded one, or the stack's own)."""
     http = importlib.import_module(stack)
-    base = inner if inner is not None else http.HTTPTransport()
+    base = inner if inner is not None else outbound.pooled(stack)
     return http.Client(
         transport=transport(base, stack, first_byte, idle), timeout=timeout, follow_redirects=True
     )

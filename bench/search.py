@@ -131,9 +131,11 @@ def main() -> int:
                             "2026-01-01T00:00:00Z",
                         )
                     )
+            # One agent of `rows` messages: far past VECTOR_INDEX_FROM, so its vectors are
+            # indexed (migration 0054).
             with conn.cursor().copy(
                 "COPY messages (id, organization_id, agent_id, role, content, search_text,"
-                " embedding, created_at) FROM STDIN"
+                " embedding, indexed, created_at) FROM STDIN"
             ) as copy:
                 for i in range(args.rows):
                     text = " ".join(vocab[w] for w in words[(i * 7) % args.rows])
@@ -146,17 +148,18 @@ def main() -> int:
                             "[]",
                             text,
                             vec_text(messages[i]),
+                            True,
                             "2026-01-01T00:00:00Z",
                         )
                     )
             conn.execute("SET maintenance_work_mem = '1GB'")
             builds = {}
-            for table in ("passages", "messages"):
+            for table, indexed in (("passages", ""), ("messages", "indexed AND ")):
                 started = time.perf_counter()
                 conn.execute(
                     f"CREATE INDEX {table}_embedding_384 ON {table} USING hnsw "
                     f"((embedding::vector(384)) vector_cosine_ops) "
-                    f"WHERE vector_dims(embedding) = 384"
+                    f"WHERE {indexed}vector_dims(embedding) = 384"
                 )
                 size = conn.execute(
                     f"SELECT pg_relation_size('{table}_embedding_384') AS b"

@@ -365,3 +365,96 @@ def test_a_search_is_prepared_once_and_planned_for_its_own_values(
     assert len(found[0]) == 6 and all(f == found[0] for f in found)
     assert len(plans) == 2  # the words' statement and the fusion, each prepared once
     assert all(p["generic_plans"] == 0 and p["custom_plans"] >= 1 for p in plans)
+
+
+def embed_unembedded(db: Database, org: Organization, agent_id: str, *, index_from: int) -> None:
+    """What an embedding job writes for the agent's messages without a vector yet."""
+    with db.transaction() as conn:
+        found = messages.to_embed(conn, org.id, agent_id, 100)
+        assert found is not None
+        vectors = EMBED.embed([text for _, text in found.texts])
+        pairs = [(i, v) for (i, _), v in zip(found.texts, vectors, strict=True)]
+        messages.set_embeddings(conn, org.id, agent_id, EMBED.model, pairs, index_from=index_from)
+
+
+def test_an_agents_vectors_enter_the_hnsw_index_only_once_it_is_big_enough(
+    db: Database, org: Organization
+) -> None:
+    """A message's vector costs an HNSW insert only once its agent holds `index_from`
+    searchable messages (migration 0054); before, search compares the agent's rows
+    exactly. An agent past it is searched through both: its first rows exactly, the rest
+    through the index, and a vector found either way ranks by its true cosine."""
+    from cairn.store.search import fused, message_search
+    from cairn.store.search import words as words_half
+
+    topics = ["sailing", "violin", "sourdough", "chess", "orchids", "marathon", "pottery"]
+    head = [("user", None, f"my {t} practice went well this week") for t in topics]
+    agent = with_history(db, org, head)
+    embed_unembedded(db, org, agent.id, index_from=10)  # 7 searchable: none indexed
+    tail = [("user", None, f"the {t} club meets on thursday") for t in topics]
+    with db.transaction() as conn:
+        messages.insert(
+            conn,
+            [
+                Message(
+                    organization_id=org.id,
+                    agent_id=agent.id,
+                    role=role,
+                    content=[TextContent(text=text)],
+                    created_at=NOW + timedelta(hours=1, minutes=n),
+                )
+                for n, (role, _, text) in enumerate(tail)
+            ],
+        )
+    embed_unembedded(db, org, agent.id, index_from=10)  # 14 searchable: these are
+    small = with_history(db, org, head[:3])
+    embed_unembedded(db, org, small.id, index_from=10)
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT agent_id, indexed, count(*) AS n FROM messages"
+            " WHERE embedding IS NOT NULL GROUP BY 1, 2"
+        ).fetchall()
+        definition = conn.execute(
+            "SELECT pg_get_indexdef('messages_embedding_384'::regclass) AS d"
+        ).fetchone()
+    assert {(r["agent_id"], r["indexed"]): r["n"] for r in rows} == {
+        (agent.id, False): 7,
+        (agent.id, True): 7,
+        (small.id, False): 3,
+    }
+    assert definition is not None and "WHERE (indexed AND" in definition["d"]
+
+    meaning = Ranking(lexical=False)
+
+    def search(agent_id: str, query: str) -> tuple[list[tuple[str, int | None]], str]:
+        found = message_search(org.id, agent_id)
+        vector = EMBED.embed([query])[0]
+        with db.connection() as conn:
+            weighed = words_half(conn, found, query, meaning)
+            statement, values = fused(found, weighed, vector, meaning, limit=14)
+            plan = conn.execute(
+                b"EXPLAIN (ANALYZE, COSTS OFF) " + statement.as_bytes(conn), values
+            ).fetchall()
+            hits = hybrid_messages(conn, org.id, agent_id, query, vector, limit=14, ranking=meaning)
+            truth = conn.execute(
+                "SELECT id FROM messages WHERE agent_id = %s AND embedding IS NOT NULL"
+                " ORDER BY embedding <=> %s::vector, id",
+                (agent_id, "[" + ",".join(map(str, vector)) + "]"),
+            ).fetchall()
+        rank = {r["id"]: n for n, r in enumerate(truth, start=1)}
+        assert [(m.id, h.vector_rank) for m, h in hits] == [(m.id, rank[m.id]) for m, _ in hits]
+        return [(m.text, h.vector_rank) for m, h in hits], "\n".join(
+            str(r["QUERY PLAN"]) for r in plan
+        )
+
+    found, plan = search(agent.id, "sourdough practice")
+    assert found[0] == ("my sourdough practice went well this week", 1)  # a row compared
+    assert len([v for _, v in found if v]) == 14  # every vector, from both halves
+    assert "Index Scan using messages_embedding_384" in plan
+    found, _ = search(agent.id, "the orchids club on thursday")
+    assert found[0] == ("the orchids club meets on thursday", 1)  # a row of the index
+    # an agent with no row in the index never walks it
+    found, plan = search(small.id, "violin practice")
+    assert found[0] == ("my violin practice went well this week", 1)
+    walk = [line for line in plan.splitlines() if "messages_embedding_384" in line]
+    assert walk and all("never executed" in line for line in walk)

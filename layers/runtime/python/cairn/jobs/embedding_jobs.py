@@ -49,6 +49,7 @@ def embed_agent(engine: Engine, org_id: str, agent_id: str, *, max_batches: int 
             written += messages.set_embeddings(
                 conn,
                 org_id,
+                agent_id,
                 embedder.model,
                 [(i, v) for (i, _), v in zip(found.texts, vectors, strict=True)],
             )

@@ -225,12 +225,22 @@ LEFT JOIN LATERAL (
 """
 # Only rows still without one: two workers embedding the same batch write it once. The
 # vectors travel in pgvector's binary form (formatting floats as text cost more than the
-# whole round trip).
+# whole round trip). A vector enters the HNSW index (`indexed`) once its agent holds
+# VECTOR_INDEX_FROM searchable messages.
 SET_EMBEDDINGS = """
-UPDATE messages m SET embedding = v.embedding, embedding_model = %(model)s
+UPDATE messages m SET embedding = v.embedding, embedding_model = %(model)s,
+    indexed = coalesce((SELECT a.searchable_messages >= %(index_from)s FROM agents a
+                        WHERE a.organization_id = %(org)s AND a.id = %(agent)s), false)
 FROM unnest(%(ids)s::text[], %(vectors)b::vector[]) AS v (id, embedding)
 WHERE m.organization_id = %(org)s AND m.id = v.id AND m.embedding IS NULL
 """
+# Until an agent holds this many searchable messages, search compares its vectors exactly
+# (this many rows: 4.4-5.2 ms of PostgreSQL's CPU at 384 dimensions, 12.2-12.5 at 1,536)
+# and writing one costs no HNSW insert (0.9-1.4 ms at 384 dimensions, 2.4-3.5 at 1,536;
+# 0.03-0.05 without). Past it, its first rows are still compared and the rest go through
+# the index. Migration 0054 marks the rows of agents already past it.
+# bench/message_vectors.py measures both.
+VECTOR_INDEX_FROM = 2_000
 # Agents with messages still to embed, unless their message embeddings are off (those
 # stay full-text only): one probe of `messages_to_embed` per agent, however many messages
 # an agent that turned them off keeps without a vector.
@@ -270,12 +280,25 @@ def to_embed(conn: Connection, org_id: str, agent_id: str, limit: int) -> ToEmbe
 
 
 def set_embeddings(
-    conn: Connection, org_id: str, model: str, pairs: list[tuple[str, list[float]]]
+    conn: Connection,
+    org_id: str,
+    agent_id: str,
+    model: str,
+    pairs: list[tuple[str, list[float]]],
+    *,
+    index_from: int = VECTOR_INDEX_FROM,
 ) -> int:
+    """Write the agent's messages' vectors, each pair (message id, vector)."""
     from pgvector import Vector  # loaded with the connection's vector type anyway
 
-    vectors = [Vector(v) for _, v in pairs]
-    params = {"org": org_id, "model": model, "ids": [i for i, _ in pairs], "vectors": vectors}
+    params = {
+        "org": org_id,
+        "agent": agent_id,
+        "model": model,
+        "ids": [i for i, _ in pairs],
+        "vectors": [Vector(v) for _, v in pairs],
+        "index_from": index_from,
+    }
     return conn.execute(SET_EMBEDDINGS, params).rowcount
 
 

@@ -26,6 +26,7 @@ from cairn.store.search_statements import (
     SIM,
     VECTOR_TOP,
     VECTOR_TOP_EXACT,
+    VECTOR_TOP_SPLIT,
     WORDS,
 )
 
@@ -118,6 +119,8 @@ class Scope(NamedTuple):
     # at 10,000 messages), counted otherwise. Rows of (n, total), summed.
     corpus: str
     unfiltered: str  # true when the search has none of its scope's filters
+    # Which rows the table's HNSW index holds (alias {a}); empty: every row with a vector.
+    indexed: str = ""
 
 
 def _scope_sql(scope: Scope, alias: str) -> str:
@@ -186,8 +189,13 @@ def _statement(
     if query is None:
         pieces["vector_top"], pieces["sim"] = sql.SQL(NO_VECTOR_TOP), sql.SQL(NO_SIM)
     else:
-        top = VECTOR_TOP_EXACT if exact else VECTOR_TOP
-        pieces["vector_top"] = sql.SQL(top).format(**pieces)
+        top = VECTOR_TOP_SPLIT if scope.indexed else VECTOR_TOP
+        pieces["vector_top"] = sql.SQL(VECTOR_TOP_EXACT if exact else top).format(
+            **pieces,
+            scope_i=sql.SQL(_scope_sql(scope, "i")),
+            indexed_d=sql.SQL(scope.indexed.format(a="d")),
+            indexed_i=sql.SQL(scope.indexed.format(a="i")),
+        )
         pieces["sim"] = sql.SQL(SIM).format(**pieces)
     unfiltered = sql.SQL(scope.unfiltered)
     pieces["corpus"] = sql.SQL(scope.corpus).format(**pieces, unfiltered=unfiltered)
@@ -353,6 +361,7 @@ MESSAGE_SCOPE = Scope(
               WHERE {scope_d} AND NOT {unfiltered}""",
     unfiltered="""(%(roles)s::text[] IS NULL AND %(start)s::timestamptz IS NULL
                    AND %(end)s::timestamptz IS NULL)""",
+    indexed="{a}.indexed",  # past store.messages.VECTOR_INDEX_FROM (migration 0054)
 )
 
 

@@ -138,6 +138,22 @@ VECTOR_TOP_EXACT = """
         OFFSET 0
     ) x ORDER BY x.distance, x.id LIMIT %(candidates)s
 """
+# For a scope whose rows enter the HNSW index only past a size (messages: migration 0054),
+# the rows outside compared exactly (an agent's first VECTOR_INDEX_FROM at most) and the
+# rest through the index; the index is walked only when the scope has rows in it (a walk
+# finding none would read up to hnsw.max_scan_tuples entries).
+VECTOR_TOP_SPLIT = """
+    SELECT x.id, row_number() OVER (ORDER BY x.distance, x.id) AS rank FROM (
+        (SELECT d.id, d.embedding::{vt} <=> %(q)s::{vt} AS distance
+         FROM {table} d WHERE {scope_d} AND NOT {indexed_d} AND vector_dims(d.embedding) = %(dim)s
+         OFFSET 0)
+        UNION ALL
+        (SELECT d.id, d.embedding::{vt} <=> %(q)s::{vt} AS distance
+         FROM {table} d WHERE {scope_d} AND {indexed_d} AND vector_dims(d.embedding) = %(dim)s
+           AND EXISTS (SELECT FROM {table} i WHERE {scope_i} AND {indexed_i})
+         ORDER BY d.embedding::{vt} <=> %(q)s::{vt} LIMIT %(candidates)s)
+    ) x ORDER BY x.distance, x.id LIMIT %(candidates)s
+"""
 # Exact cosine, for the candidates and their neighbours only (a few hundred rows at most).
 SIM = """CASE WHEN vector_dims(d.embedding) = %(dim)s
               THEN 1 - (d.embedding::{vt} <=> %(q)s::{vt}) END"""

@@ -11,11 +11,17 @@ twice: with the SDK's typed `create` (issue 65's floor, Letta's call) and with i
 method given the body's bytes (`raw`: how Cairn calls it, without `create`'s walk over the
 body).
 
+Fifty messages a round by default, as issue 65 measured: the first message after a pause
+costs the stack 15-50 % more CPU than the next ones (the machine's clock and caches:
+`bench/idle_gap.py`), and each round begins after the other servers' turns, so short
+rounds charge Cairn's few-millisecond messages that pause again and again (Letta's
+200-ms ones hardly notice it).
+
 Prints each one's p50 and p99, CPU per message (the server's processes and its PostgreSQL's,
 from /proc) and the ratios, with the machine's load.
 
     .venv/bin/python bench/versus_letta.py --letta http://127.0.0.1:8284 \\
-        --letta-pid PID --letta-pgdata DIR [--rounds 5] [--batch 10]
+        --letta-pid PID --letta-pgdata DIR [--rounds 4] [--batch 50]
 
 Letta's server must reach the fake: start it with OPENAI_API_KEY set (any value); each of
 its agents names the fake's URL as its model endpoint.
@@ -107,8 +113,8 @@ def main() -> int:
         " embeds messages only with Turbopuffer: letta/helpers/tpuf_client.py); `both`: an"
         " agent with OpenAI embeddings and one without, each its own row",
     )
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--batch", type=int, default=10, help="messages a round, each server")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=50, help="messages a round, each server")
     args = parser.parse_args()
     letta_pg = int((Path(args.letta_pgdata) / "postmaster.pid").read_text().split()[0])
     requests: list[dict[str, Any]] = []

@@ -20,9 +20,17 @@ NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
 EMBED = HashEmbedder(384)
 
 
-def with_history(db: Database, org: Organization, said: list[tuple[str, str | None, str]]):  # type: ignore[no-untyped-def]
-    """An agent whose recall holds `said`: (role, name, text), a minute apart."""
-    agent = make_agent(db, org)
+def with_history(  # type: ignore[no-untyped-def]
+    db: Database,
+    org: Organization,
+    said: list[tuple[str, str | None, str]],
+    *,
+    agent=None,
+    start: datetime = NOW,
+):
+    """An agent whose recall holds `said`: (role, name, text), a minute apart from `start`
+    (appended to `agent`'s if given)."""
+    agent = agent or make_agent(db, org)
     with db.transaction() as conn:
         messages.insert(
             conn,
@@ -33,7 +41,7 @@ def with_history(db: Database, org: Organization, said: list[tuple[str, str | No
                     role=role,
                     name=name,
                     content=[TextContent(text=text)],
-                    created_at=NOW + timedelta(minutes=n),
+                    created_at=start + timedelta(minutes=n),
                 )
                 for n, (role, name, text) in enumerate(said)
             ],
@@ -392,20 +400,7 @@ def test_an_agents_vectors_enter_the_hnsw_index_only_once_it_is_big_enough(
     agent = with_history(db, org, head)
     embed_unembedded(db, org, agent.id, index_from=10)  # 7 searchable: none indexed
     tail = [("user", None, f"the {t} club meets on thursday") for t in topics]
-    with db.transaction() as conn:
-        messages.insert(
-            conn,
-            [
-                Message(
-                    organization_id=org.id,
-                    agent_id=agent.id,
-                    role=role,
-                    content=[TextContent(text=text)],
-                    created_at=NOW + timedelta(hours=1, minutes=n),
-                )
-                for n, (role, _, text) in enumerate(tail)
-            ],
-        )
+    with_history(db, org, tail, agent=agent, start=NOW + timedelta(hours=1))
     embed_unembedded(db, org, agent.id, index_from=10)  # 14 searchable: these are
     small = with_history(db, org, head[:3])
     embed_unembedded(db, org, small.id, index_from=10)

@@ -448,6 +448,20 @@ def test_an_agents_vectors_enter_the_hnsw_index_only_once_it_is_big_enough(
     assert "Index Scan using messages_embedding_384" in plan
     found, _ = search(agent.id, "the orchids club on thursday")
     assert found[0] == ("the orchids club meets on thursday", 1)  # a row of the index
+    # a filter holds on both halves: before the hour, only the first rows (not indexed)
+    with db.connection() as conn:
+        early = hybrid_messages(
+            conn,
+            org.id,
+            agent.id,
+            "the orchids club on thursday",
+            EMBED.embed(["the orchids club on thursday"])[0],
+            end=NOW + timedelta(minutes=30),
+            limit=14,
+            ranking=meaning,
+        )
+    assert len(early) == 7 and all(m.text.endswith("went well this week") for m, _ in early)
+    assert early[0][0].text == "my orchids practice went well this week"
     # an agent with no row in the index never walks it
     found, plan = search(small.id, "violin practice")
     assert found[0] == ("my violin practice went well this week", 1)

@@ -119,8 +119,10 @@ class Scope(NamedTuple):
     # at 10,000 messages), counted otherwise. Rows of (n, total), summed.
     corpus: str
     unfiltered: str  # true when the search has none of its scope's filters
-    # Which rows the table's HNSW index holds (alias {a}); empty: every row with a vector.
+    # Which rows the table's HNSW index holds (alias {a}; empty: every row with a vector),
+    # and whether the scope's owner has any there (a condition read once).
     indexed: str = ""
+    index_holds: str = "true"
 
 
 def _scope_sql(scope: Scope, alias: str) -> str:
@@ -192,9 +194,8 @@ def _statement(
         top = VECTOR_TOP_SPLIT if scope.indexed else VECTOR_TOP
         pieces["vector_top"] = sql.SQL(VECTOR_TOP_EXACT if exact else top).format(
             **pieces,
-            scope_i=sql.SQL(_scope_sql(scope, "i")),
             indexed_d=sql.SQL(scope.indexed.format(a="d")),
-            indexed_i=sql.SQL(scope.indexed.format(a="i")),
+            index_holds=sql.SQL(scope.index_holds),
         )
         pieces["sim"] = sql.SQL(SIM).format(**pieces)
     unfiltered = sql.SQL(scope.unfiltered)
@@ -362,6 +363,8 @@ MESSAGE_SCOPE = Scope(
     unfiltered="""(%(roles)s::text[] IS NULL AND %(start)s::timestamptz IS NULL
                    AND %(end)s::timestamptz IS NULL)""",
     indexed="{a}.indexed",  # past store.messages.VECTOR_INDEX_FROM (migration 0054)
+    index_holds="""EXISTS (SELECT FROM messages i WHERE i.organization_id = %(org)s
+                           AND i.agent_id = %(agent)s AND i.indexed)""",
 )
 
 

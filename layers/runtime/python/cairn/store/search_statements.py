@@ -140,8 +140,10 @@ VECTOR_TOP_EXACT = """
 """
 # For a scope whose rows enter the HNSW index only past a size (messages: migration 0054),
 # the rows outside compared exactly (an agent's first VECTOR_INDEX_FROM at most) and the
-# rest through the index; the index is walked only when the scope has rows in it (a walk
-# finding none would read up to hnsw.max_scan_tuples entries).
+# rest through the index; the index is walked only when the agent has rows in it (a walk
+# finding none would read up to hnsw.max_scan_tuples entries). Whether it has is asked of
+# the agent, not of the search's filters: a date no indexed row matches would have the
+# question read every one of them.
 VECTOR_TOP_SPLIT = """
     SELECT x.id, row_number() OVER (ORDER BY x.distance, x.id) AS rank FROM (
         (SELECT d.id, d.embedding::{vt} <=> %(q)s::{vt} AS distance
@@ -150,7 +152,7 @@ VECTOR_TOP_SPLIT = """
         UNION ALL
         (SELECT d.id, d.embedding::{vt} <=> %(q)s::{vt} AS distance
          FROM {table} d WHERE {scope_d} AND {indexed_d} AND vector_dims(d.embedding) = %(dim)s
-           AND EXISTS (SELECT FROM {table} i WHERE {scope_i} AND {indexed_i})
+           AND {index_holds}
          ORDER BY d.embedding::{vt} <=> %(q)s::{vt} LIMIT %(candidates)s)
     ) x ORDER BY x.distance, x.id LIMIT %(candidates)s
 """

@@ -192,3 +192,80 @@ def test_a_models_connection_is_kept_between_calls_seconds_apart(
         fake.reply("two")
         assert model.complete(ask("openai")).text == "two"
     assert len(accepted) == connections
+
+
+class Flooding:
+    """A raw HTTP server answering 200 with a body it never stops sending, quickly; it
+    counts the bytes it got out before the client hung up."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.sent = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._flood, args=(conn,), daemon=True).start()
+
+    def _flood(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 268435456\r\n\r\n[" + b" " * 65535
+            )
+            piece = b" " * (1 << 20)
+            while self.sent < 256 << 20:
+                try:
+                    conn.sendall(piece)
+                except OSError:  # the client stopped reading
+                    return
+                self.sent += len(piece)
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+@pytest.mark.parametrize("call", ["model", "embeddings"])
+def test_an_organizations_server_answering_without_end_is_cut_at_the_most_read(
+    monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    """An answer from a URL an organization gave is read to outbound.MAX_ANSWER_BYTES at
+    most (here 2 MB), whatever length it announces: a server sending 256 MB as fast as
+    it can would otherwise hold the worker's memory. Its call fails as a connection error
+    that says why."""
+    from cairn import outbound
+    from cairn.embeddings.providers import OpenAIEmbedder
+
+    monkeypatch.setattr(outbound, "MAX_ANSWER_BYTES", 2 << 20)
+    flood = Flooding()
+    try:
+        settings = Settings(outbound_networks="127.0.0.0/8", llm_max_retries=0)
+        with pytest.raises(LLMError) as failed:
+            if call == "model":  # a keyless server the agent names: the guarded client
+                request = ask("vllm")
+                config = request.config.model_copy(update={"model_endpoint": f"{flood.url}/v1"})
+                client_for(config, settings).complete(request)
+            else:
+                import openai
+
+                sdk = openai.OpenAI(
+                    api_key="sk-own",
+                    base_url=f"{flood.url}/v1",
+                    max_retries=0,
+                    http_client=outbound.http_client(
+                        outbound.networks("127.0.0.0/8"), 30.0, "httpx2"
+                    ),
+                )
+                OpenAIEmbedder(sdk, "text-embedding-3-small", 1536).embed(["hello"])
+    finally:
+        flood.close()
+    assert failed.value.kind == "connection", failed.value
+    assert "passed 2,097,152 bytes" in str(failed.value)
+    # what it got out before the client hung up: the most read and the sockets' buffers
+    assert flood.sent < 64 << 20, flood.sent

@@ -21,7 +21,7 @@ import importlib
 import ipaddress
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -126,9 +126,18 @@ def pooled(stack: str = "httpx") -> Any:
     return http.HTTPTransport(limits=limits)
 
 
+# The most of an answer read from a URL an organization gave (its model's, its embedding
+# server's): a model's answer is at most a few MB (a reply of 128,000 tokens is about half a
+# MB of JSON; 128 vectors of 3,072 numbers written out as text, about 8 MB). Past it the
+# server is broken or hostile, and reading on would take the worker's memory, which in
+# `make dev`'s one process is every organization's.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
 def transport(opened: tuple[Network, ...], stack: str = "httpx") -> Any:
     """A transport of `stack` (httpx or httpx2) whose every connection goes through the
-    policy: for the SDK clients that call an organization's URL."""
+    policy, and whose answers are read to MAX_ANSWER_BYTES at most: for the SDK clients
+    that call an organization's URL."""
     core = importlib.import_module(STACKS[stack])
 
     class Guarded(core.SyncBackend):  # type: ignore[misc,name-defined]
@@ -143,7 +152,57 @@ def transport(opened: tuple[Network, ...], stack: str = "httpx") -> Any:
     made = pooled(stack)
     # The transport takes no network backend; the connection pool it wraps does.
     made._pool._network_backend = Guarded()
-    return made
+    return _capped(made, stack)
+
+
+def _capped(inner: Any, stack: str) -> Any:
+    """`inner` with each answer's body cut past MAX_ANSWER_BYTES: the stack's ReadError,
+    which the SDKs report as a connection error (`cut` says why)."""
+    http = importlib.import_module(stack)
+
+    class Counted(http.SyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
+
+        def __iter__(self) -> Iterator[bytes]:
+            read = 0
+            for chunk in self._stream:
+                read += len(chunk)
+                if read > MAX_ANSWER_BYTES:
+                    err = http.ReadError(
+                        f"the server's answer passed {MAX_ANSWER_BYTES:,} bytes, the most"
+                        " read from a URL an organization gave"
+                    )
+                    err.cut = str(err)
+                    raise err
+                yield chunk
+
+        def close(self) -> None:
+            self._stream.close()
+
+    class Capped(http.BaseTransport):  # type: ignore[misc,name-defined]
+        def handle_request(self, request: Any) -> Any:
+            response = inner.handle_request(request)
+            response.stream = Counted(response.stream)
+            return response
+
+        def close(self) -> None:
+            inner.close()
+
+    return Capped()
+
+
+def cut(err: BaseException) -> str | None:
+    """Why an answer was cut short (MAX_ANSWER_BYTES), if `err` came of that: the SDKs wrap
+    the transport's error once or twice, keeping only "Connection error."."""
+    seen: BaseException | None = err
+    for _ in range(8):
+        if seen is None:
+            return None
+        if (why := getattr(seen, "cut", None)) is not None:
+            return str(why)
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def http_client(opened: tuple[Network, ...], timeout: float, stack: str = "httpx") -> Any:

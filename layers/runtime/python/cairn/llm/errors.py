@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from cairn import outbound
 from cairn.llm import deadline, patience
 from cairn.llm.types import ErrorKind, LLMError
 
@@ -26,6 +27,8 @@ def translate_errors() -> Iterator[None]:
         status = getattr(err, "status_code", None)
         detail = f"{type(err).__name__}: {err}"
         if kind == "timeout" and (why := patience.waited(err)) is not None:
+            detail = f"{detail} ({why})"
+        if kind == "connection" and (why := outbound.cut(err)) is not None:
             detail = f"{detail} ({why})"
         raise LLMError(kind, detail, status=status) from err
 

@@ -102,3 +102,16 @@ def not_found(kind: str, ident: str | None = None) -> NotFoundError:
     """The 404 of `found()`, for what is not a fetch: a deletion that found nothing, ids of
     a list that are not there."""
     return NotFoundError(kind if ident is None else f"{kind} with id '{ident}' not found")
+
+
+def noted(err: BaseException, attribute: str) -> str | None:
+    """The note `attribute` left on `err` or on an error it wraps: the SDKs wrap a
+    transport's error once or twice and keep only their own message."""
+    seen: BaseException | None = err
+    for _ in range(8):
+        if seen is None:
+            return None
+        if (note := getattr(seen, attribute, None)) is not None:
+            return str(note)
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -27,6 +27,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
+from cairn.errors import noted
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -193,16 +195,9 @@ def _capped(inner: Any, stack: str) -> Any:
 
 
 def cut(err: BaseException) -> str | None:
-    """Why an answer was cut short (MAX_ANSWER_BYTES), if `err` came of that: the SDKs wrap
-    the transport's error once or twice, keeping only "Connection error."."""
-    seen: BaseException | None = err
-    for _ in range(8):
-        if seen is None:
-            return None
-        if (why := getattr(seen, "cut", None)) is not None:
-            return str(why)
-        seen = seen.__cause__ or seen.__context__
-    return None
+    """Why an answer was cut short (MAX_ANSWER_BYTES), if `err` came of that (the SDKs
+    report it as "Connection error.")."""
+    return noted(err, "cut")
 
 
 def http_client(opened: tuple[Network, ...], timeout: float, stack: str = "httpx") -> Any:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cairn import outbound
+from cairn.errors import noted
 from cairn.llm import deadline
 
 
@@ -104,14 +105,7 @@ def _timeout(http: Any, why: str) -> Exception:
 
 def waited(err: BaseException) -> str | None:
     """Which of these waits ended a call that failed with `err`, if one did."""
-    seen: BaseException | None = err
-    for _ in range(8):  # the SDKs wrap an error once or twice
-        if seen is None:
-            return None
-        if (why := getattr(seen, "waited", None)) is not None:
-            return str(why)
-        seen = seen.__cause__ or seen.__context__
-    return None
+    return noted(err, "waited")
 
 
 def http_client(

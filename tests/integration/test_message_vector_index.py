@@ -75,6 +75,7 @@ def test_the_migration_indexes_the_vectors_of_agents_past_the_mark_only(before_0
             ).fetchall()
             # what the index holds: the big agent's rows, every one found through it
             conn.execute("SET enable_seqscan = off")
+            conn.execute("SET enable_sort = off")  # the index's own order, not a sort
             nearest = (
                 "SELECT id FROM messages WHERE indexed AND vector_dims(embedding) = 384"
                 " ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 10"

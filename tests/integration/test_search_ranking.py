@@ -385,38 +385,64 @@ def embed_unembedded(db: Database, org: Organization, agent_id: str, *, index_fr
         messages.set_embeddings(conn, org.id, agent_id, EMBED.model, pairs, index_from=index_from)
 
 
+def indexed_rows_read(plan: str) -> bool:
+    """Whether the meaning half's branch over the index's rows ran: the scan under its gate
+    (`Scope.index_holds`, a one-time filter), by whichever index the planner took (HNSW,
+    or for a handful of rows `messages_indexed` and a sort)."""
+    lines = plan.splitlines()
+    gate = next(i for i, line in enumerate(lines) if "One-Time Filter: (InitPlan" in line)
+    scan = next(line for line in lines[gate + 1 :] if " on messages " in line)
+    return "never executed" not in scan
+
+
 def test_an_agents_vectors_enter_the_hnsw_index_only_once_it_is_big_enough(
     db: Database, org: Organization
 ) -> None:
     """A message's vector costs an HNSW insert only once its agent holds `index_from`
     searchable messages (migration 0054); before, search compares the agent's rows
-    exactly. An agent past it is searched through both: its first rows exactly, the rest
-    through the index, and a vector found either way ranks by its true cosine."""
+    exactly. The batch that finds the agent past it moves its earlier vectors into the
+    index too, once. Rows written outside the index later (a job that read the count
+    before the agent passed it) are still found: compared exactly beside the index's walk,
+    each vector ranked by its true cosine."""
     from cairn.store.search import fused, message_search
     from cairn.store.search import words as words_half
 
     topics = ["sailing", "violin", "sourdough", "chess", "orchids", "marathon", "pottery"]
     head = [("user", None, f"my {t} practice went well this week") for t in topics]
     agent = with_history(db, org, head)
-    embed_unembedded(db, org, agent.id, index_from=10)  # 7 searchable: none indexed
+    small = with_history(db, org, head[:3])
+
+    def embedded(**index_from: int) -> dict[tuple[str, bool], int]:
+        for one in (agent, small):
+            embed_unembedded(db, org, one.id, **index_from)
+        with db.connection() as conn:
+            rows = conn.execute(
+                "SELECT agent_id, indexed, count(*) AS n FROM messages"
+                " WHERE embedding IS NOT NULL GROUP BY 1, 2"
+            ).fetchall()
+        return {(r["agent_id"], r["indexed"]): r["n"] for r in rows}
+
+    # 7 searchable: none in the index
+    assert embedded(index_from=10) == {(agent.id, False): 7, (small.id, False): 3}
     tail = [("user", None, f"the {t} club meets on thursday") for t in topics]
     with_history(db, org, tail, agent=agent, start=NOW + timedelta(hours=1))
-    embed_unembedded(db, org, agent.id, index_from=10)  # 14 searchable: these are
-    small = with_history(db, org, head[:3])
-    embed_unembedded(db, org, small.id, index_from=10)
+    # 14: these go into the index, and the first 7 with them
+    assert embedded(index_from=10) == {(agent.id, True): 14, (small.id, False): 3}
+    late = [("user", None, f"the {t} workshop is on friday") for t in topics[:3]]
+    with_history(db, org, late, agent=agent, start=NOW + timedelta(hours=2))
+    # written by a job that read the count before the agent passed the mark
+    assert embedded(index_from=10**9) == {
+        (agent.id, True): 14,
+        (agent.id, False): 3,
+        (small.id, False): 3,
+    }
+    with_history(db, org, [("user", None, "one more")], agent=agent, start=NOW + timedelta(hours=3))
+    # the earlier vectors move once: these three stay outside, compared
+    assert embedded(index_from=10)[(agent.id, False)] == 3
     with db.connection() as conn:
-        rows = conn.execute(
-            "SELECT agent_id, indexed, count(*) AS n FROM messages"
-            " WHERE embedding IS NOT NULL GROUP BY 1, 2"
-        ).fetchall()
         definition = conn.execute(
             "SELECT pg_get_indexdef('messages_embedding_384'::regclass) AS d"
         ).fetchone()
-    assert {(r["agent_id"], r["indexed"]): r["n"] for r in rows} == {
-        (agent.id, False): 7,
-        (agent.id, True): 7,
-        (small.id, False): 3,
-    }
     assert definition is not None and "WHERE (indexed AND" in definition["d"]
 
     # the index's walk whatever the table's statistics say (other tests' rows counted in
@@ -428,11 +454,11 @@ def test_an_agents_vectors_enter_the_hnsw_index_only_once_it_is_big_enough(
         vector = EMBED.embed([query])[0]
         with db.connection() as conn:
             weighed = words_half(conn, found, query, meaning)
-            statement, values = fused(found, weighed, vector, meaning, limit=14)
+            statement, values = fused(found, weighed, vector, meaning, limit=18)
             plan = conn.execute(
                 b"EXPLAIN (ANALYZE, COSTS OFF) " + statement.as_bytes(conn), values
             ).fetchall()
-            hits = hybrid_messages(conn, org.id, agent_id, query, vector, limit=14, ranking=meaning)
+            hits = hybrid_messages(conn, org.id, agent_id, query, vector, limit=18, ranking=meaning)
             truth = conn.execute(
                 "SELECT id FROM messages WHERE agent_id = %s AND embedding IS NOT NULL"
                 " ORDER BY embedding <=> %s::vector, id",
@@ -444,12 +470,14 @@ def test_an_agents_vectors_enter_the_hnsw_index_only_once_it_is_big_enough(
             str(r["QUERY PLAN"]) for r in plan
         )
 
-    found, plan = search(agent.id, "sourdough practice")
-    assert found[0] == ("my sourdough practice went well this week", 1)  # a row compared
-    assert len([v for _, v in found if v]) == 14  # every vector, from both halves
-    assert "Index Scan using messages_embedding_384" in plan
+    found, plan = search(agent.id, "the violin workshop on friday")
+    assert found[0] == ("the violin workshop is on friday", 1)  # a row compared
+    assert len([v for _, v in found if v]) == 18  # every vector, from both halves
+    assert indexed_rows_read(plan), plan
     found, _ = search(agent.id, "the orchids club on thursday")
     assert found[0] == ("the orchids club meets on thursday", 1)  # a row of the index
+    found, _ = search(agent.id, "sourdough practice")
+    assert found[0] == ("my sourdough practice went well this week", 1)  # moved there
     # a filter holds on both halves: before the hour, only the first rows (not indexed)
     with db.connection() as conn:
         early = hybrid_messages(
@@ -459,7 +487,7 @@ def test_an_agents_vectors_enter_the_hnsw_index_only_once_it_is_big_enough(
             "the orchids club on thursday",
             EMBED.embed(["the orchids club on thursday"])[0],
             end=NOW + timedelta(minutes=30),
-            limit=14,
+            limit=18,
             ranking=meaning,
         )
     assert len(early) == 7 and all(m.text.endswith("went well this week") for m, _ in early)
@@ -467,5 +495,4 @@ def test_an_agents_vectors_enter_the_hnsw_index_only_once_it_is_big_enough(
     # an agent with no row in the index never walks it
     found, plan = search(small.id, "violin practice")
     assert found[0] == ("my violin practice went well this week", 1)
-    walk = [line for line in plan.splitlines() if "messages_embedding_384" in line]
-    assert walk and all("never executed" in line for line in walk)
+    assert not indexed_rows_read(plan), plan

@@ -226,20 +226,34 @@ LEFT JOIN LATERAL (
 # Only rows still without one: two workers embedding the same batch write it once. The
 # vectors travel in pgvector's binary form (formatting floats as text cost more than the
 # whole round trip). A vector enters the HNSW index (`indexed`) once its agent holds
-# VECTOR_INDEX_FROM searchable messages.
+# VECTOR_INDEX_FROM searchable messages; the batch that finds the agent past it with no
+# row in the index yet also moves the agent's earlier vectors there, in the same
+# statement (a one-time cost: an HNSW insert each), so its searches walk the index alone.
+# Rows written outside it later (a job that read the count before the agent passed it)
+# are still found: search compares them one by one (store/search.py).
 SET_EMBEDDINGS = """
+WITH agent AS (
+    SELECT a.searchable_messages >= %(index_from)s AS past FROM agents a
+    WHERE a.organization_id = %(org)s AND a.id = %(agent)s
+), earlier AS (
+    UPDATE messages e SET indexed = true
+    WHERE e.organization_id = %(org)s AND e.agent_id = %(agent)s
+      AND e.embedding IS NOT NULL AND NOT e.indexed
+      AND coalesce((SELECT past FROM agent), false)
+      AND NOT EXISTS (SELECT FROM messages i WHERE i.organization_id = %(org)s
+                      AND i.agent_id = %(agent)s AND i.indexed)
+)
 UPDATE messages m SET embedding = v.embedding, embedding_model = %(model)s,
-    indexed = coalesce((SELECT a.searchable_messages >= %(index_from)s FROM agents a
-                        WHERE a.organization_id = %(org)s AND a.id = %(agent)s), false)
+    indexed = coalesce((SELECT past FROM agent), false)
 FROM unnest(%(ids)s::text[], %(vectors)b::vector[]) AS v (id, embedding)
 WHERE m.organization_id = %(org)s AND m.id = v.id AND m.embedding IS NULL
 """
 # Until an agent holds this many searchable messages, search compares its vectors exactly
 # (this many rows: 4.4-5.2 ms of PostgreSQL's CPU at 384 dimensions, 12.2-12.5 at 1,536)
 # and writing one costs no HNSW insert (0.9-1.4 ms at 384 dimensions, 2.4-3.5 at 1,536;
-# 0.03-0.05 without). Past it, its first rows are still compared and the rest go through
-# the index. Migration 0054 marks the rows of agents already past it.
-# bench/message_vectors.py measures both.
+# 0.03-0.05 without). Past it, every vector of the agent goes into the index, the earlier
+# ones with the first batch past it. Migration 0054 marks the rows of agents already past
+# it. bench/message_vectors.py measures both.
 VECTOR_INDEX_FROM = 2_000
 # Agents with messages still to embed, unless their message embeddings are off (those
 # stay full-text only): one probe of `messages_to_embed` per agent, however many messages

@@ -236,12 +236,18 @@ WITH agent AS (
     SELECT a.searchable_messages >= %(index_from)s AS past FROM agents a
     WHERE a.organization_id = %(org)s AND a.id = %(agent)s
 ), earlier AS (
+    -- Only rows search reads (a rewound one never is), and at most twice the mark: an
+    -- agent whose count was wrong must not make this statement outlast its time limit.
     UPDATE messages e SET indexed = true
-    WHERE e.organization_id = %(org)s AND e.agent_id = %(agent)s
-      AND e.embedding IS NOT NULL AND NOT e.indexed
-      AND coalesce((SELECT past FROM agent), false)
-      AND NOT EXISTS (SELECT FROM messages i WHERE i.organization_id = %(org)s
-                      AND i.agent_id = %(agent)s AND i.indexed)
+    WHERE e.id = ANY(ARRAY(  -- the agent's, found first; then each by its key
+        SELECT x.id FROM messages x
+        WHERE x.organization_id = %(org)s AND x.agent_id = %(agent)s
+          AND x.embedding IS NOT NULL AND NOT x.indexed
+          AND x.search_text <> '' AND x.rewound_at IS NULL
+          AND coalesce((SELECT past FROM agent), false)
+          AND NOT EXISTS (SELECT FROM messages i WHERE i.organization_id = %(org)s
+                          AND i.agent_id = %(agent)s AND i.indexed)
+        LIMIT 2 * %(index_from)s))
 )
 UPDATE messages m SET embedding = v.embedding, embedding_model = %(model)s,
     indexed = coalesce((SELECT past FROM agent), false)

@@ -67,7 +67,7 @@ def test_the_migration_indexes_the_vectors_of_agents_past_the_mark_only(before_0
                 "UPDATE agents SET searchable_messages = %s WHERE id = %s",
                 (VECTOR_INDEX_FROM, big.id),
             )
-        assert apply_migrations(before_0054) == [MIGRATION]
+        assert apply_migrations(before_0054)[0] == MIGRATION
         with db.connection() as conn:
             rows = conn.execute(
                 "SELECT agent_id, bool_and(indexed) AS all_in, bool_or(indexed) AS any_in"

@@ -1,7 +1,10 @@
 """A step's claim as the agent's context window grows: the same step claimed again and
-again, with the window held parsed by this process (store/parsed_windows.py) and without,
-and held but on a connection without server-side prepared statements (as every shape but
-`size=small` runs, behind RDS Proxy: PostgreSQL plans the claim each time), in turn.
+again, in turn: with the window held parsed by this process (store/parsed_windows.py) and
+unchanged since (the claim reads what was appended: here nothing); held but moved (its
+stamp changed: the claim reads the window's versions and sends no message); not held (the
+whole window read and parsed); and held on a connection without server-side prepared
+statements (as every shape but `size=small` runs, behind RDS Proxy: PostgreSQL plans the
+claim each time).
 Prints the claim's time (PostgreSQL's work and the parse, one process, one thread) and the
 bytes of window the claim sent, at each window size, with the load.
 
@@ -11,6 +14,7 @@ bytes of window the claim sent, at each window size, with the load.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -54,9 +58,9 @@ def main() -> int:
     sent: list[int] = []
     original = claim._window
 
-    def measured(versions: list[str], sent_json: str, held: dict) -> list:  # type: ignore[type-arg]
-        sent.append(len(sent_json.encode()))
-        return original(versions, sent_json, held)
+    def measured(agent_id: str, row: dict, held: object) -> object:  # type: ignore[type-arg]
+        sent.append(len(row["context"].encode()))
+        return original(agent_id, row, held)  # type: ignore[arg-type]
 
     claim._window = measured  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp, FakeLLM() as fake:
@@ -71,21 +75,25 @@ def main() -> int:
             engine = engine_for(db, fake)
             agent = make_agent(db, org, context_window=1_000_000)
             print(
-                "| window | claim, held | claim, read whole | claim, held, unprepared"
-                " | bytes sent, held | whole |"
+                "| window | claim, held | held, moved | read whole | held, unprepared"
+                " | bytes sent, held | moved | whole |"
             )
-            print("| --- | --- | --- | --- | --- | --- |")
+            print("| --- | --- | --- | --- | --- | --- | --- | --- |")
             for size in sizes:
                 while (window := len(_window_of(db, agent))) < size:  # a turn adds two
                     fake.reply(f"reply {window}: " + "the heron by the lake " * 6)
                     send(engine, agent, f"turn {window}: " + "what did we say " * 6)
                 run, command, *_ = start_run(engine, org.id, agent.id, [user(agent, "and now?")])
-                times: dict[str, list[float]] = {"held": [], "whole": [], "unprepared": []}
-                bytes_: dict[str, list[int]] = {"held": [], "whole": [], "unprepared": []}
-                for i in range(3 * args.n):
-                    kind = ("held", "whole", "unprepared")[i % 3]
+                kinds = ("held", "moved", "whole", "unprepared")
+                times: dict[str, list[float]] = {k: [] for k in kinds}
+                bytes_: dict[str, list[int]] = {k: [] for k in kinds}
+                for i in range(len(kinds) * args.n):
+                    kind = kinds[i % len(kinds)]
                     if kind == "whole":
                         WINDOWS.forget()
+                    held = WINDOWS.held(agent.id)
+                    if kind == "moved" and held is not None:
+                        WINDOWS.keep(agent.id, dataclasses.replace(held, stamp=-2))
                     with (unprepared if kind == "unprepared" else db).connection() as conn:
                         started = time.perf_counter()
                         got = claim.claim(
@@ -98,9 +106,11 @@ def main() -> int:
                 drive(engine, command)  # the run ends: the agent is free for more turns
                 print(
                     f"| {window} | {statistics.median(times['held'][1:]):.2f} ms"
+                    f" | {statistics.median(times['moved'][1:]):.2f} ms"
                     f" | {statistics.median(times['whole']):.2f} ms"
                     f" | {statistics.median(times['unprepared'][1:]):.2f} ms"
                     f" | {statistics.median(bytes_['held'][1:]):,.0f}"
+                    f" | {statistics.median(bytes_['moved'][1:]):,.0f}"
                     f" | {statistics.median(bytes_['whole']):,.0f} |"
                 )
         finally:

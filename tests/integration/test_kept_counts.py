@@ -154,6 +154,9 @@ def _claim_params(org_id: str) -> dict[str, object]:
         "lock_held": False,
         "reserve_at": 10,
         "held": "",
+        "held_agent": None,
+        "held_stamp": -1,
+        "held_upto": -1,
     }
 
 

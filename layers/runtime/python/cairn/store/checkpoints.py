@@ -224,6 +224,8 @@ def _write(  # noqa: C901
     if cp.trace is not None:
         conn.execute(steps.INSERT_TRACE, steps.trace_params(cp.step, *cp.trace))
     if cp.system_rewrite is not None:
+        if message_rows is None:  # the agent's row first (the new messages' count took it)
+            conn.execute(messages.MOVE_WINDOW, {"org": org, "agent_id": agent_id})
         conn.execute(messages.REWRITE_CONTENT, messages.rewrite_params(cp.system_rewrite))
     actor = {"actor_type": "agent", "actor_id": agent_id}
     for block in cp.created_blocks:

@@ -24,7 +24,7 @@ from cairn.store.db import Connection
 from cairn.store.files import AGENT_FOLDERS
 from cairn.store.limits import ORG_CAP, SPENT
 from cairn.store.messages import MESSAGE_COLUMNS
-from cairn.store.parsed_windows import WINDOWS
+from cairn.store.parsed_windows import WINDOWS, Window
 from cairn.store.sql_text import Native
 
 # The lease: free, ours, or lapsed; and no older run of the agent still waiting (runs are
@@ -87,22 +87,40 @@ WITH run AS (
     -- One text, not an array: psycopg searches each element of a list it sends with a
     -- regular expression (whether to quote it); a version holds no comma.
     SELECT unnest(string_to_array(%(held)s, ',')) AS version
+), stamp AS (
+    -- The window's stamp as this statement's snapshot reads it, as it reads the entries and
+    -- messages below: not from the lease's row, which is the row as an update committed
+    -- meanwhile left it (migration 0056). `held`: this process holds the agent's window at
+    -- that stamp.
+    SELECT a.window_stamp, a.id = %(held_agent)s AND a.window_stamp = %(held_stamp)s AS held
+    FROM run JOIN agents a ON a.organization_id = %(org)s AND a.id = run.agent_id
+), entries AS (
+    -- The whole window, or, when nothing in it changed since this process read it but what
+    -- was added after it, only that (store/parsed_windows.py).
+    SELECT e.position, e.message_id, false AS appended
+    FROM lease l JOIN context_entries e ON e.agent_id = l.id
+    WHERE NOT coalesce((SELECT held FROM stamp), false)
+    UNION ALL
+    SELECT e.position, e.message_id, true
+    FROM lease l JOIN context_entries e ON e.agent_id = l.id AND e.position > %(held_upto)s
+    WHERE (SELECT held FROM stamp)
 ), in_window AS (
-    -- The window's messages, each with its version (store/parsed_windows.py), made into
-    -- JSON only when this process does not hold it parsed already. Each message by its key
-    -- in a subquery per entry: a join would let the planner pick a scan of the whole
-    -- history when it misjudges the window's size.
+    -- The entries' messages, each with its version, made into JSON only when this process
+    -- does not hold it parsed already (an appended one it cannot: the set of those it
+    -- holds is then never built). Each message by its key in a subquery per entry: a join
+    -- would let the planner pick a scan of the whole history when it misjudges the
+    -- window's size.
     SELECT w.position, w.message_id, w.version, w.sent,
            CASE WHEN w.sent THEN (SELECT to_json(m) FROM (SELECT {MESSAGE_COLUMNS} FROM messages
                                                           WHERE id = w.message_id) m) END AS body
     FROM (SELECT v.position, v.message_id, v.version,
-                 (v.version IN (SELECT version FROM parsed)) IS NOT TRUE AS sent
-          FROM (SELECT e.position, e.message_id,
+                 v.appended OR (v.version IN (SELECT version FROM parsed)) IS NOT TRUE AS sent
+          FROM (SELECT e.position, e.message_id, e.appended,
                        -- A subquery, not a lateral join: the planner flattened that into a
                        -- join and once chose a scan of the whole history (CI, stale stats).
                        (SELECT id || '@' || xmin::text FROM messages
                         WHERE id = e.message_id) AS version
-                FROM lease l JOIN context_entries e ON e.agent_id = l.id
+                FROM entries e
                 -- Kept a subquery of its own (OFFSET 0): pulled up, its version's lookup was
                 -- copied into each of the three places that read it, three reads an entry.
                 OFFSET 0) v) w
@@ -114,9 +132,9 @@ SELECT
     CASE WHEN NOT EXISTS (SELECT 1 FROM lease) THEN (SELECT seconds FROM held) END AS held,
     (SELECT to_jsonb(o) FROM outbox o
      WHERE o.organization_id = %(org)s AND o.dedup_key = %(next_key)s)::text AS next_command,
-    (SELECT (to_jsonb(l) || jsonb_build_object('message_ids', coalesce(
-         (SELECT jsonb_agg(message_id ORDER BY position) FROM in_window), '[]')))::text
-     FROM lease l) AS agent,
+    (SELECT to_jsonb(l)::text FROM lease l) AS agent,
+    (SELECT window_stamp FROM stamp) AS window_stamp,
+    NOT coalesce((SELECT held FROM stamp), false) AS whole,
     coalesce((SELECT array_agg(position ORDER BY position) FROM in_window), '{{}}')
         AS context_positions,
     (SELECT coalesce(json_agg(b ORDER BY ab.attached_at, b.id), '[]')::text
@@ -153,7 +171,7 @@ CLAIMING = _CLAIM.served(
     "cairn_claim",
     (
         "text", "text", "integer", "integer", "boolean", "integer", "double precision", "text",
-        "text", "text",
+        "text", "text", "bigint", "bigint", "text",
     ),
 )  # fmt: skip
 
@@ -168,11 +186,11 @@ _FOLDERS = TypeAdapter(list[AgentFolder], config=DEFERRED)
 
 
 class Sent(NamedTuple):
-    """A claim sent (`send`), to `read` once its pipeline is synced: with the messages of
-    the agent's window this process held parsed when it was sent (by version)."""
+    """A claim sent (`send`), to `read` once its pipeline is synced: with the agent's window
+    this process held when it was sent."""
 
     cursor: Cursor[dict[str, Any]]
-    held: dict[str, Message]
+    held: Window | None
 
 
 @dataclass
@@ -256,7 +274,10 @@ def send(
             "cap": cap,
             "lock_held": lock_held,
             "reserve_at": reserve_at,
-            "held": ",".join(held),
+            "held": held.joined if held else "",
+            "held_agent": held.agent_id if held else None,
+            "held_stamp": held.stamp if held else -1,
+            "held_upto": held.upto if held else -1,
         },
     )
     return Sent(cursor, held)
@@ -266,9 +287,11 @@ def read(sent: Sent) -> Claim:
     row = sent.cursor.fetchone()
     assert row is not None
     agent = Agent.model_validate_json(row["agent"]) if row["agent"] else None
-    context = _window(row["context_versions"], row["context"], sent.held)
-    if agent is not None:
-        WINDOWS.keep(agent.id, dict(zip(row["context_versions"], context, strict=True)))
+    window = _window(agent.id, row, sent.held) if agent is not None else None
+    context = list(window.messages) if window is not None else []
+    if agent is not None and window is not None:
+        WINDOWS.keep(agent.id, window)
+        agent.message_ids = list(window.ids)
     return Claim(
         run=Run.model_validate_json(row["run"]) if row["run"] else None,
         done=row["done"],
@@ -279,7 +302,7 @@ def read(sent: Sent) -> Claim:
         blocks=_BLOCKS.validate_json(row["blocks"]),
         tools=_TOOLS.validate_json(row["tools"]),
         context=context,
-        context_positions=list(row["context_positions"] or ()),
+        context_positions=list(window.positions) if window is not None else [],
         recall_count=int(row["recall_count"]),
         archive=Archive.model_validate_json(row["archive"]) if row["archive"] else None,
         archival_count=int(row["archival_count"]),
@@ -293,8 +316,15 @@ def read(sent: Sent) -> Claim:
     )
 
 
-def _window(versions: list[str], sent_json: str, held: dict[str, Message]) -> list[Message]:
-    """The window in order: each message held, or parsed from those the claim sent (in the
-    same order, the others left out)."""
-    sent = iter(_CONTEXT.validate_json(sent_json))
-    return [held[v] if v in held else next(sent) for v in versions]
+def _window(agent_id: str, row: dict[str, Any], held: Window | None) -> Window:
+    """The window in order: what was held and the entries appended after it, or the whole
+    window read, each message held or parsed from those the claim sent (in the same order,
+    the others left out)."""
+    stamp, positions = row["window_stamp"] or 0, row["context_positions"] or []
+    versions, sent = row["context_versions"] or [], _CONTEXT.validate_json(row["context"])
+    if held is not None and not row["whole"]:
+        return held.then(stamp, positions, versions, sent)
+    by_version = held.by_version() if held is not None else {}
+    parsed = iter(sent)
+    window = [by_version[v] if v in by_version else next(parsed) for v in versions]
+    return Window.of(agent_id, stamp, positions, versions, window)

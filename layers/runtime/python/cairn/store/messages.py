@@ -346,9 +346,18 @@ WHERE organization_id = %(org)s AND id = %(id)s
 """
 
 
+# The agent's window moved (migration 0056, whose trigger on the message would move it too):
+# first, so the agent's row is taken before the message's, as a step's checkpoint takes them.
+MOVE_WINDOW = """
+UPDATE agents SET window_stamp = window_stamp + 1
+WHERE organization_id = %(org)s AND id = %(agent_id)s
+"""
+
+
 def edit(conn: Connection, message: Message) -> None:
     """A person's edit of a message: its text changes, and its embedding is made again by the
     backfill (a stale vector would find it by words it no longer has)."""
+    conn.execute(MOVE_WINDOW, {"org": message.organization_id, "agent_id": message.agent_id})
     params = rewrite_params(message)
     params["tool_calls"] = (
         Jsonb([c.model_dump(mode="json") for c in message.tool_calls])

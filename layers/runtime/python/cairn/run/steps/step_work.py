@@ -359,7 +359,7 @@ class StepWork:
             context_positions=state.context_positions,
             message_ids=message_ids
             if message_ids is not None
-            else [*(m.id for m in state.context), *(m.id for m in new)],
+            else [*self.agent.message_ids, *(m.id for m in new)],
             system_rewrite=system,
             created_blocks=created,
             # Edited copies keep the version they were read at: the write checks it still holds.

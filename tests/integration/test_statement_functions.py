@@ -152,7 +152,7 @@ def test_a_turn_without_prepared_statements_goes_through_the_functions(
     called = {text.split(b"(")[0] for text in used}
     assert called == {
         b"SELECT * FROM cairn_start_run",
-        b"SELECT * FROM cairn_claim",
+        b"SELECT * FROM cairn_claim_2",
         b"SELECT * FROM cairn_insert_version",
         b"SELECT * FROM cairn_insert_entries",
         b"SELECT * FROM cairn_checkpoint_agent",

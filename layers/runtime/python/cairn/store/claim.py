@@ -166,9 +166,10 @@ _CLAIM = Native.of(CLAIM)
 # without server-side prepared statements (behind RDS Proxy) PostgreSQL planned it on every
 # step, about 1.7 ms of its CPU; a function's plan is kept by the database session. Its
 # parameters' types, in the order of _CLAIM.names, as PostgreSQL infers them for CLAIM
-# (tests/integration/test_statement_functions.py holds the three alike).
+# (tests/integration/test_statement_functions.py holds the three alike). A new name since
+# migration 0056 changed its parameters (docs/storage.md).
 CLAIMING = _CLAIM.served(
-    "cairn_claim",
+    "cairn_claim_2",
     (
         "text", "text", "integer", "integer", "boolean", "integer", "double precision", "text",
         "text", "text", "bigint", "bigint", "text",

@@ -51,12 +51,12 @@ CREATE TRIGGER context_entries_changed
     AFTER UPDATE ON context_entries REFERENCING OLD TABLE AS gone
     FOR EACH STATEMENT EXECUTE FUNCTION cairn_window_moved();
 
--- The claim with the stamp: two parameters more (the held window's agent, stamp and last
--- position) and two columns more (the stamp read, whether the window came whole); the
--- agent's message ids are the window's, made by the process. Made again under its name
--- (migration 0048), its arguments changed.
-DROP FUNCTION cairn_claim(text, text, integer, integer, boolean, integer, double precision, text, text, text);
-CREATE OR REPLACE FUNCTION cairn_claim(text, text, integer, integer, boolean, integer, double precision, text, text, text, bigint, bigint, text) RETURNS TABLE (run text, done boolean, org_full boolean, held double precision, next_command text, agent text, window_stamp bigint, whole boolean, context_positions bigint[], blocks text, tools text, context_versions text[], context text, recall_count bigint, archive text, archival_count bigint, archival_tags text[], journal jsonb, previous_kind text, folders text, spent text)
+-- The claim with the stamp (migration 0048 made the claim a function): three parameters more
+-- (the held window's agent, stamp and last position) and two columns more (the stamp read,
+-- whether the window came whole); the agent's message ids are the window's, made by the
+-- process. A function of its own: the release before this one calls `cairn_claim` while
+-- this migration runs (docs/deploy.md, "Upgrades"); the release after this one drops it.
+CREATE OR REPLACE FUNCTION cairn_claim_2(text, text, integer, integer, boolean, integer, double precision, text, text, text, bigint, bigint, text) RETURNS TABLE (run text, done boolean, org_full boolean, held double precision, next_command text, agent text, window_stamp bigint, whole boolean, context_positions bigint[], blocks text, tools text, context_versions text[], context text, recall_count bigint, archive text, archival_count bigint, archival_tags text[], journal jsonb, previous_kind text, folders text, spent text)
     LANGUAGE plpgsql AS $body$
 #variable_conflict use_column
 BEGIN

@@ -157,6 +157,7 @@ def _claim_params(org_id: str) -> dict[str, object]:
         "held_agent": None,
         "held_stamp": -1,
         "held_upto": -1,
+        "held_tools": None,
     }
 
 

@@ -215,3 +215,31 @@ def test_a_window_held_for_another_agent_is_never_read_as_this_ones(
     assert claims.rows[-1]["whole"]
     window = claims.seen[-1][2]
     assert [m.id for m in window] == state_of(db, second)[0].message_ids[:-2]
+
+
+def test_the_agents_tools_are_read_again_only_when_one_changes(
+    db: Database, org: Organization, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held tools are not sent again; a tool changed since is, and the step reads it as it
+    is now."""
+    claims = Claims(monkeypatch)
+    engine = engine_for(db, fake)
+    agent = make_agent(db, org)
+    for n in range(2):
+        fake.reply(f"reply {n}")
+        send(engine, agent, f"turn {n}")
+    assert claims.rows[0]["tools"] is not None and claims.rows[-1]["tools"] is None
+    with db.transaction() as conn:
+        conn.execute(
+            "UPDATE tools SET json_schema = jsonb_set(json_schema, '{description}',"
+            " '\"Says a heron was seen.\"') WHERE id = (SELECT tool_id FROM agents_tools"
+            " WHERE agent_id = %s ORDER BY attached_at LIMIT 1)",
+            (agent.id,),
+        )
+    fake.reply("reply 2")
+    send(engine, agent, "turn 2")
+    assert claims.rows[-1]["tools"] is not None
+    held = WINDOWS.held(agent.id)
+    assert held is not None and held.tools_version == claims.rows[-1]["tools_version"]
+    described = [t.json_schema.get("description") for t in held.tools]
+    assert described.count("Says a heron was seen.") == 1

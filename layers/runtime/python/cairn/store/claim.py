@@ -6,7 +6,7 @@ One statement, so a step costs one round trip before the model is called. Measur
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from psycopg import Cursor
@@ -104,6 +104,12 @@ WITH run AS (
     SELECT e.position, e.message_id, true
     FROM lease l JOIN context_entries e ON e.agent_id = l.id AND e.position > %(held_upto)s
     WHERE (SELECT held FROM stamp)
+), tools_held AS (
+    -- The agent's tools by version, in order, as the window's messages are (json_agg of their
+    -- rows was about a third of the claim's time for eight tools).
+    SELECT coalesce(string_agg(t.id || '@' || t.xmin::text, ',' ORDER BY at.attached_at, t.name),
+                    '') AS version
+    FROM lease l JOIN agents_tools at ON at.agent_id = l.id JOIN tools t ON t.id = at.tool_id
 ), in_window AS (
     -- The entries' messages, each with its version, made into JSON only when this process
     -- does not hold it parsed already (an appended one it cannot: the set of those it
@@ -140,9 +146,12 @@ SELECT
     (SELECT coalesce(json_agg(b ORDER BY ab.attached_at, b.id), '[]')::text
      FROM lease l JOIN agents_blocks ab ON ab.agent_id = l.id
      JOIN blocks b ON b.id = ab.block_id) AS blocks,
-    (SELECT coalesce(json_agg(t ORDER BY at.attached_at, t.name), '[]')::text
-     FROM lease l JOIN agents_tools at ON at.agent_id = l.id
-     JOIN tools t ON t.id = at.tool_id) AS tools,
+    (SELECT version FROM tools_held) AS tools_version,
+    -- Made into JSON only when this process does not hold these tools parsed already.
+    CASE WHEN (SELECT version FROM tools_held) IS DISTINCT FROM %(held_tools)s THEN
+        (SELECT coalesce(json_agg(t ORDER BY at.attached_at, t.name), '[]')::text
+         FROM lease l JOIN agents_tools at ON at.agent_id = l.id
+         JOIN tools t ON t.id = at.tool_id) END AS tools,
     coalesce((SELECT array_agg(version ORDER BY position) FROM in_window), '{{}}')
         AS context_versions,
     (SELECT coalesce(json_agg(body ORDER BY position) FILTER (WHERE sent), '[]')
@@ -172,7 +181,7 @@ CLAIMING = _CLAIM.served(
     "cairn_claim_2",
     (
         "text", "text", "integer", "integer", "boolean", "integer", "double precision", "text",
-        "text", "text", "bigint", "bigint", "text",
+        "text", "text", "bigint", "bigint", "text", "text",
     ),
 )  # fmt: skip
 
@@ -279,6 +288,7 @@ def send(
             "held_agent": held.agent_id if held else None,
             "held_stamp": held.stamp if held else -1,
             "held_upto": held.upto if held else -1,
+            "held_tools": held.tools_version if held else None,
         },
     )
     return Sent(cursor, held)
@@ -290,8 +300,9 @@ def read(sent: Sent) -> Claim:
     agent = Agent.model_validate_json(row["agent"]) if row["agent"] else None
     window = _window(agent.id, row, sent.held) if agent is not None else None
     context = list(window.messages) if window is not None else []
+    tools = _tools(row, sent.held)
     if agent is not None and window is not None:
-        WINDOWS.keep(agent.id, window)
+        WINDOWS.keep(agent.id, replace(window, tools_version=row["tools_version"], tools=tools))
         agent.message_ids = list(window.ids)
     return Claim(
         run=Run.model_validate_json(row["run"]) if row["run"] else None,
@@ -301,7 +312,7 @@ def read(sent: Sent) -> Claim:
         else None,
         agent=agent,
         blocks=_BLOCKS.validate_json(row["blocks"]),
-        tools=_TOOLS.validate_json(row["tools"]),
+        tools=list(tools),
         context=context,
         context_positions=list(window.positions) if window is not None else [],
         recall_count=int(row["recall_count"]),
@@ -315,6 +326,13 @@ def read(sent: Sent) -> Claim:
         folders=_FOLDERS.validate_json(row["folders"]) if row["folders"] else [],
         spent=row["spent"],
     )
+
+
+def _tools(row: dict[str, Any], held: Window | None) -> tuple[Tool, ...]:
+    """The agent's tools: as held, when the claim sent none (their versions are the same)."""
+    if row["tools"] is None and held is not None and held.tools_version == row["tools_version"]:
+        return held.tools
+    return tuple(_TOOLS.validate_json(row["tools"] or "[]"))
 
 
 def _window(agent_id: str, row: dict[str, Any], held: Window | None) -> Window:

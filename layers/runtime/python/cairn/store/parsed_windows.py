@@ -30,6 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from cairn.domain.messages import Message
+from cairn.domain.tools import Tool
 
 # Agents whose windows are held. A step function serves any agent; a warm one serving a
 # few agents in turn finds theirs, and each window is bounded by its model's context.
@@ -48,6 +49,9 @@ class Window:
     ids: tuple[str, ...]  # the messages' (the agent's message_ids)
     # The versions as the claim's parameter sends them, kept as the window grows.
     joined: str
+    # The agent's tools as the claim read them, and their versions (as the messages').
+    tools_version: str | None = None
+    tools: tuple[Tool, ...] = ()
 
     @staticmethod
     def of(
@@ -78,6 +82,8 @@ class Window:
             self.messages + tuple(messages),
             self.ids + tuple(m.id for m in messages),
             f"{self.joined},{joined}" if self.joined else joined,
+            self.tools_version,
+            self.tools,
         )
 
     @property

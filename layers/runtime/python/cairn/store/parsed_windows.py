@@ -19,8 +19,12 @@ lacks:
   2^32 transactions, and then for the same row only if it was updated; nothing is held that
   long.)
 
+The agent's tools are held with its window, by their versions alike: the claim sends them
+only when one changed (their JSON was about a third of the claim's own time).
+
 Held per agent, the window of its last claim only, for the most recent agents: the
-messages are shared, never changed in place (the domain copies a message to change it).
+messages and tools are shared, never changed in place (the domain copies a model to change
+it).
 """
 
 from __future__ import annotations

@@ -78,16 +78,14 @@ class Window:
         if not versions:
             return self if stamp == self.stamp else replace(self, stamp=stamp)
         joined = ",".join(versions)
-        return Window(
-            self.agent_id,
-            stamp,
-            self.positions + tuple(positions),
-            self.versions + tuple(versions),
-            self.messages + tuple(messages),
-            self.ids + tuple(m.id for m in messages),
-            f"{self.joined},{joined}" if self.joined else joined,
-            self.tools_version,
-            self.tools,
+        return replace(
+            self,
+            stamp=stamp,
+            positions=self.positions + tuple(positions),
+            versions=self.versions + tuple(versions),
+            messages=self.messages + tuple(messages),
+            ids=self.ids + tuple(m.id for m in messages),
+            joined=f"{self.joined},{joined}" if self.joined else joined,
         )
 
     @property
